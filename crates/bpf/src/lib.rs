@@ -1,0 +1,14 @@
+//! The BPF program model of linerate.
+//!
+//! This crate turns what users have — clang-compiled BPF ELF objects and `llvm-objdump -d` text —
+//! into one representation every other linerate crate works on: decoded [`insn::Instruction`]s,
+//! linked [`program::Program`]s and their [`program::MapDef`]s. It also prints programs in the
+//! llvm-objdump style and assembles that text back. It does not give instructions a meaning (that
+//! is `linerate-sem`) and never talks to the kernel (that is `linerate-kernel`).
+
+pub mod helpers;
+pub mod insn;
+pub mod program;
+
+pub use insn::{Instruction, RawInsn};
+pub use program::{MapDef, MapType, Object, Program};

@@ -1,0 +1,201 @@
+//! The program model: what an object file contains once read and linked.
+//!
+//! An [`Object`] holds loadable [`Program`]s and the [`MapDef`]s they reference. A program's
+//! instructions are *linked*: the entry function first, then every BPF function it calls (directly
+//! or transitively) appended after it with call offsets fixed up, and every map reference turned
+//! into a 64-bit immediate load with `src_reg = BPF_PSEUDO_MAP_IDX` (map handle) or
+//! `BPF_PSEUDO_MAP_IDX_VALUE` (address inside a global-data map) whose immediate is the index of the
+//! map in [`Object::maps`]. This is exactly the form the kernel accepts together with an `fd_array`,
+//! so the interpreter, the symbolic engine and the kernel loader all consume the same slots.
+
+use crate::insn::{decode_all, DecodeError, Instruction, RawInsn};
+
+/// A kernel map type (`enum bpf_map_type`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct MapType(pub u32);
+
+impl MapType {
+    pub const HASH: MapType = MapType(1);
+    pub const ARRAY: MapType = MapType(2);
+    pub const PROG_ARRAY: MapType = MapType(3);
+    pub const PERCPU_HASH: MapType = MapType(5);
+    pub const PERCPU_ARRAY: MapType = MapType(6);
+    pub const LRU_HASH: MapType = MapType(9);
+    pub const LRU_PERCPU_HASH: MapType = MapType(10);
+    pub const LPM_TRIE: MapType = MapType(11);
+    pub const DEVMAP: MapType = MapType(14);
+    pub const CPUMAP: MapType = MapType(16);
+    pub const XSKMAP: MapType = MapType(17);
+    pub const DEVMAP_HASH: MapType = MapType(25);
+
+    const NAMES: &'static [&'static str] = &[
+        "unspec",
+        "hash",
+        "array",
+        "prog_array",
+        "perf_event_array",
+        "percpu_hash",
+        "percpu_array",
+        "stack_trace",
+        "cgroup_array",
+        "lru_hash",
+        "lru_percpu_hash",
+        "lpm_trie",
+        "array_of_maps",
+        "hash_of_maps",
+        "devmap",
+        "sockmap",
+        "cpumap",
+        "xskmap",
+        "sockhash",
+        "cgroup_storage",
+        "reuseport_sockarray",
+        "percpu_cgroup_storage",
+        "queue",
+        "stack",
+        "sk_storage",
+        "devmap_hash",
+        "struct_ops",
+        "ringbuf",
+        "inode_storage",
+        "task_storage",
+        "bloom_filter",
+        "user_ringbuf",
+        "cgrp_storage",
+    ];
+
+    /// The kernel's name for this type, lower case without the `BPF_MAP_TYPE_` prefix.
+    pub fn name(self) -> &'static str {
+        Self::NAMES
+            .get(self.0 as usize)
+            .copied()
+            .unwrap_or("unknown")
+    }
+
+    /// The type with this name (as printed by [`MapType::name`]).
+    pub fn from_name(name: &str) -> Option<MapType> {
+        Self::NAMES
+            .iter()
+            .position(|n| *n == name)
+            .map(|i| MapType(i as u32))
+    }
+
+    /// Whether values are per CPU.
+    pub fn is_percpu(self) -> bool {
+        matches!(
+            self,
+            MapType::PERCPU_HASH | MapType::PERCPU_ARRAY | MapType::LRU_PERCPU_HASH
+        )
+    }
+
+    /// Whether keys are indices `0..max_entries` (array-like maps).
+    pub fn is_array_like(self) -> bool {
+        matches!(
+            self,
+            MapType::ARRAY
+                | MapType::PERCPU_ARRAY
+                | MapType::PROG_ARRAY
+                | MapType::DEVMAP
+                | MapType::CPUMAP
+                | MapType::XSKMAP
+        )
+    }
+}
+
+/// Where a map definition came from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum MapOrigin {
+    /// A BTF-defined map in the `.maps` section.
+    Btf,
+    /// A legacy `struct bpf_map_def` in a `maps` section.
+    Legacy,
+    /// A global data section (`.rodata`, `.data`, `.bss` and their suffixed variants), which is an
+    /// array map with one element holding the whole section.
+    GlobalData { section: String, read_only: bool },
+}
+
+/// A map the object defines.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MapDef {
+    /// The symbol name (for global data, the section name).
+    pub name: String,
+    pub map_type: MapType,
+    pub key_size: u32,
+    pub value_size: u32,
+    pub max_entries: u32,
+    pub flags: u32,
+    pub origin: MapOrigin,
+    /// Initial value of the single element of a global data map (`.bss` is all zeros).
+    pub initial_value: Option<Vec<u8>>,
+    /// Initial program-array slots declared with `.values = { [slot] = &prog }`: `(slot, index of
+    /// the program in `Object::programs`)`.
+    pub initial_programs: Vec<(u32, usize)>,
+}
+
+/// A BPF function inside a linked program.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Function {
+    pub name: String,
+    /// First slot of the function in [`Program::insns`].
+    pub start: usize,
+    /// Number of slots.
+    pub len: usize,
+}
+
+/// A loadable program, linked (see the module documentation).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Program {
+    /// Name of the entry function.
+    pub name: String,
+    /// ELF section the entry function lives in (`xdp`, `xdp_prog`, `.text`, ...).
+    pub section: String,
+    /// Linked instruction slots.
+    pub insns: Vec<RawInsn>,
+    /// The entry function first, then the sub-programs appended by linking.
+    pub functions: Vec<Function>,
+}
+
+impl Program {
+    /// Decodes the linked slots, yielding `(slot index, instruction)` pairs.
+    pub fn decode(&self) -> Result<Vec<(usize, Instruction)>, DecodeError> {
+        decode_all(&self.insns)
+    }
+
+    /// Names of the sub-programs (every function but the entry).
+    pub fn subprograms(&self) -> impl Iterator<Item = &str> {
+        self.functions.iter().skip(1).map(|f| f.name.as_str())
+    }
+
+    /// The function containing slot `index`.
+    pub fn function_at(&self, index: usize) -> Option<&Function> {
+        self.functions
+            .iter()
+            .find(|f| (f.start..f.start + f.len).contains(&index))
+    }
+}
+
+/// A read and linked object file.
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub struct Object {
+    /// File name without directory and extension.
+    pub name: String,
+    pub programs: Vec<Program>,
+    pub maps: Vec<MapDef>,
+    /// Content of the `license` section, if any.
+    pub license: Option<String>,
+}
+
+impl Object {
+    /// The program with this entry-function name, or with this section name.
+    pub fn program(&self, name: &str) -> Option<&Program> {
+        self.programs
+            .iter()
+            .find(|p| p.name == name)
+            .or_else(|| self.programs.iter().find(|p| p.section == name))
+    }
+
+    /// The index of the map with this name.
+    pub fn map_index(&self, name: &str) -> Option<usize> {
+        self.maps.iter().position(|m| m.name == name)
+    }
+}
