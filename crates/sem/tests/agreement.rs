@@ -1,0 +1,328 @@
+//! The two instantiations of the semantics agree: running a random program over expression trees
+//! and evaluating the final trees under concrete inputs gives exactly what running it over machine
+//! integers gives.
+
+use std::collections::HashMap;
+use std::rc::Rc;
+
+use linerate_bpf::insn::{
+    AluOp, AtomicOp, Cond, Endian, Imm64, Instruction, Operand, Size, NUM_REGS,
+};
+use linerate_sem::exec::{step, Flow, Frame, HelperOutcome, Machine, SemError};
+use linerate_sem::expr::{Expr, ExprDomain};
+use linerate_sem::{BinOp, Concrete, Domain};
+use proptest::prelude::*;
+
+const FRAME_POINTER: u64 = 0x1_0000_0000;
+const STACK: usize = 512;
+
+/// A machine with registers and one stack frame of byte cells, generic over the domain.
+struct StackMachine<D: Domain> {
+    domain: D,
+    regs: [D::Value; NUM_REGS],
+    frames: Vec<Frame<D::Value>>,
+    stack: Vec<D::Value>,
+    as_const: fn(&D::Value) -> Option<u64>,
+    decide: Box<dyn Fn(&D::Bool) -> bool>,
+}
+
+impl<D: Domain> StackMachine<D> {
+    fn cell(&self, addr: &D::Value, size: Size) -> Result<usize, SemError> {
+        let addr = (self.as_const)(addr).ok_or(SemError::Unsupported {
+            pc: 0,
+            what: "symbolic address",
+        })?;
+        let start = addr.wrapping_sub(FRAME_POINTER - STACK as u64) as usize;
+        if start + size.bytes() as usize > STACK {
+            return Err(SemError::Unsupported {
+                pc: 0,
+                what: "address outside the stack",
+            });
+        }
+        Ok(start)
+    }
+}
+
+impl<D: Domain> Machine for StackMachine<D> {
+    type D = D;
+    type Fault = SemError;
+
+    fn domain(&mut self) -> &mut D {
+        &mut self.domain
+    }
+    fn regs(&mut self) -> &mut [D::Value; NUM_REGS] {
+        &mut self.regs
+    }
+    fn frames(&mut self) -> &mut Vec<Frame<D::Value>> {
+        &mut self.frames
+    }
+    fn push_stack_frame(&mut self, _: usize) -> Result<D::Value, SemError> {
+        Err(SemError::Unsupported {
+            pc: 0,
+            what: "calls",
+        })
+    }
+    fn pop_stack_frame(&mut self) {}
+    fn load(&mut self, _: usize, addr: &D::Value, size: Size) -> Result<D::Value, SemError> {
+        let start = self.cell(addr, size)?;
+        let mut v = self.domain.constant(0);
+        for i in 0..size.bytes() as usize {
+            let shift = self.domain.constant(8 * i as u64);
+            let byte = self
+                .domain
+                .binary(BinOp::Shl, &self.stack[start + i], &shift);
+            v = self.domain.binary(BinOp::Or, &v, &byte);
+        }
+        Ok(v)
+    }
+    fn store(
+        &mut self,
+        _: usize,
+        addr: &D::Value,
+        size: Size,
+        value: &D::Value,
+    ) -> Result<(), SemError> {
+        let start = self.cell(addr, size)?;
+        let mask = self.domain.constant(0xff);
+        for i in 0..size.bytes() as usize {
+            let shift = self.domain.constant(8 * i as u64);
+            let shifted = self.domain.binary(BinOp::LShr, value, &shift);
+            self.stack[start + i] = self.domain.binary(BinOp::And, &shifted, &mask);
+        }
+        Ok(())
+    }
+    fn map_reference(&mut self, pc: usize, _: &Imm64) -> Result<D::Value, SemError> {
+        Err(SemError::Unsupported { pc, what: "maps" })
+    }
+    fn call_helper(&mut self, pc: usize, _: u32) -> Result<HelperOutcome, SemError> {
+        Err(SemError::Unsupported {
+            pc,
+            what: "helpers",
+        })
+    }
+    fn branch(&mut self, _: usize, taken: &D::Bool) -> Result<bool, SemError> {
+        Ok((self.decide)(taken))
+    }
+}
+
+/// Runs a loop-free program to its exit; returns registers r0–r9 and the stack bytes.
+fn run<D: Domain>(mut m: StackMachine<D>, insns: &[Instruction]) -> (Vec<D::Value>, Vec<D::Value>) {
+    let mut slots = Vec::new();
+    for insn in insns {
+        slots.push(Some(*insn));
+        if insn.slots() == 2 {
+            slots.push(None);
+        }
+    }
+    let mut pc = 0;
+    loop {
+        let insn = slots[pc].expect("jump into the middle of an instruction");
+        match step(&mut m, pc, &insn).expect("generated programs execute") {
+            Flow::Next(next) => pc = next,
+            Flow::Exit => break,
+            Flow::TailCall => unreachable!("no helpers"),
+        }
+    }
+    (m.regs[..10].to_vec(), m.stack)
+}
+
+fn size() -> impl Strategy<Value = Size> {
+    prop_oneof![Just(Size::B), Just(Size::H), Just(Size::W), Just(Size::Dw)]
+}
+
+fn interesting_imm() -> impl Strategy<Value = i32> {
+    prop_oneof![
+        Just(0),
+        Just(1),
+        Just(-1),
+        Just(i32::MIN),
+        Just(i32::MAX),
+        0..64i32,
+        any::<i32>()
+    ]
+}
+
+fn operand() -> impl Strategy<Value = Operand> {
+    prop_oneof![
+        (0u8..10).prop_map(Operand::Reg),
+        interesting_imm().prop_map(Operand::Imm)
+    ]
+}
+
+/// A stack slot offset from r10 aligned for `size`.
+fn stack_offset(size: Size) -> i16 {
+    -(size.bytes() as i16)
+}
+
+/// One instruction that never jumps; `slot` picks a stack slot.
+fn straight_instruction() -> impl Strategy<Value = Instruction> {
+    let alu = (
+        any::<bool>(),
+        proptest::sample::select(AluOp::ALL.to_vec()),
+        0u8..10,
+        operand(),
+    )
+        .prop_filter_map("invalid ALU form", |(wide, op, dst, src)| {
+            let invalid = (op == AluOp::Neg && matches!(src, Operand::Reg(_)))
+                || (matches!(op, AluOp::MovSx(_)) && matches!(src, Operand::Imm(_)))
+                || (op == AluOp::MovSx(32) && !wide);
+            (!invalid).then_some(Instruction::Alu { wide, op, dst, src })
+        });
+    let endian = (
+        prop_oneof![Just(Endian::ToLe), Just(Endian::ToBe), Just(Endian::Swap)],
+        prop_oneof![Just(16u8), Just(32), Just(64)],
+        0u8..10,
+    )
+        .prop_map(|(kind, bits, dst)| Instruction::Endian { kind, bits, dst });
+    let slot = 0i16..16;
+    let load = (size(), any::<bool>(), 0u8..10, slot.clone()).prop_map(|(size, signed, dst, k)| {
+        Instruction::Load {
+            size,
+            signed: signed && size != Size::Dw,
+            dst,
+            src: 10,
+            off: stack_offset(size) - 8 * k,
+        }
+    });
+    let store = (size(), operand(), slot.clone()).prop_map(|(size, src, k)| Instruction::Store {
+        size,
+        dst: 10,
+        off: stack_offset(size) - 8 * k,
+        src,
+    });
+    let atomic = (
+        prop_oneof![Just(Size::W), Just(Size::Dw)],
+        proptest::sample::select(AtomicOp::ALL.to_vec()),
+        any::<bool>(),
+        0u8..10,
+        slot,
+    )
+        .prop_map(|(size, op, fetch, src, k)| Instruction::Atomic {
+            size,
+            op,
+            fetch: fetch || matches!(op, AtomicOp::Xchg | AtomicOp::CmpXchg),
+            dst: 10,
+            src,
+            off: stack_offset(size) - 8 * k,
+        });
+    let imm64 = (0u8..10, any::<u64>()).prop_map(|(dst, v)| Instruction::LoadImm64 {
+        dst,
+        imm: Imm64::Const(v),
+    });
+    prop_oneof![4 => alu, 1 => endian, 2 => load, 2 => store, 1 => atomic, 1 => imm64]
+}
+
+/// A loop-free program: straight-line instructions with forward conditional jumps, then exit.
+fn program() -> impl Strategy<Value = Vec<Instruction>> {
+    let item = prop_oneof![
+        4 => straight_instruction().prop_map(|i| (i, None)),
+        1 => (any::<bool>(), proptest::sample::select(Cond::ALL.to_vec()), 0u8..10, operand(), 0u8..6)
+            .prop_map(|(wide, cond, dst, src, skip)| (
+                Instruction::Jump { wide, cond, dst, src, off: 0 },
+                Some(skip as usize)
+            )),
+    ];
+    proptest::collection::vec(item, 1..40).prop_map(|items| {
+        // Jump offsets count slots; skip up to `skip` following instructions, never past exit.
+        let mut slot_of = Vec::new();
+        let mut slot = 0;
+        for (insn, _) in &items {
+            slot_of.push(slot);
+            slot += insn.slots();
+        }
+        let exit_slot = slot;
+        items
+            .iter()
+            .enumerate()
+            .map(|(i, (insn, skip))| match (insn, skip) {
+                (
+                    Instruction::Jump {
+                        wide,
+                        cond,
+                        dst,
+                        src,
+                        ..
+                    },
+                    Some(skip),
+                ) => {
+                    let target = slot_of.get(i + 1 + skip).copied().unwrap_or(exit_slot);
+                    Instruction::Jump {
+                        wide: *wide,
+                        cond: *cond,
+                        dst: *dst,
+                        src: *src,
+                        off: (target - slot_of[i] - 1) as i16,
+                    }
+                }
+                _ => *insn,
+            })
+            .chain(std::iter::once(Instruction::Exit))
+            .collect()
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(2000))]
+
+    #[test]
+    fn expression_trees_evaluate_to_the_interpreters_results(
+        insns in program(),
+        inputs in proptest::array::uniform10(prop_oneof![any::<u64>(), Just(0u64), Just(u64::MAX), Just(1u64 << 63), 0..300u64]),
+    ) {
+        let mut concrete_regs = [0u64; NUM_REGS];
+        concrete_regs[..10].copy_from_slice(&inputs);
+        concrete_regs[10] = FRAME_POINTER;
+        let concrete = StackMachine::<Concrete> {
+            domain: Concrete,
+            regs: concrete_regs,
+            frames: Vec::new(),
+            stack: vec![0; STACK],
+            as_const: |v| Some(*v),
+            decide: Box::new(|b| *b),
+        };
+        let (regs, stack) = run(concrete, &insns);
+
+        let env: HashMap<u32, u64> = (0..10).map(|i| (i, inputs[i as usize])).collect();
+        let env_for_branches = env.clone();
+        let symbolic = StackMachine::<ExprDomain> {
+            domain: ExprDomain,
+            regs: std::array::from_fn(|r| Rc::new(if r == 10 { Expr::Const(FRAME_POINTER) } else { Expr::Var(r as u32) })),
+            frames: Vec::new(),
+            stack: (0..STACK).map(|_| Rc::new(Expr::Const(0))).collect(),
+            as_const: |v| v.as_const(),
+            decide: Box::new(move |c| c.eval(&env_for_branches)),
+        };
+        let (sym_regs, sym_stack) = run(symbolic, &insns);
+
+        for r in 0..10 {
+            prop_assert_eq!(sym_regs[r].eval(&env), regs[r], "r{} differs; tree {:?}", r, sym_regs[r]);
+        }
+        for (i, (s, c)) in sym_stack.iter().zip(&stack).enumerate() {
+            prop_assert_eq!(s.eval(&env), *c, "stack byte {} differs", i);
+        }
+    }
+}
+
+/// The symbolic run really is symbolic: a value computed from inputs stays a tree.
+#[test]
+fn inputs_stay_symbolic() {
+    let insns = [
+        Instruction::Alu {
+            wide: true,
+            op: AluOp::Add,
+            dst: 1,
+            src: Operand::Reg(2),
+        },
+        Instruction::Exit,
+    ];
+    let m = StackMachine::<ExprDomain> {
+        domain: ExprDomain,
+        regs: std::array::from_fn(|r| Rc::new(Expr::Var(r as u32))),
+        frames: Vec::new(),
+        stack: Vec::new(),
+        as_const: |v| v.as_const(),
+        decide: Box::new(|_| false),
+    };
+    let (regs, _) = run(m, &insns);
+    assert_eq!(format!("{:?}", regs[1]), "(Add v1 v2)");
+}
