@@ -1,1 +1,18 @@
-//! (being written)
+//! The linerate interpreter: concrete execution of XDP programs.
+//!
+//! [`Vm`] runs the programs of a [`linerate_bpf::Object`] on packets, with the maps, helpers and
+//! packet buffer of the kernel's `BPF_PROG_TEST_RUN` reproduced closely enough that the kernel and
+//! the interpreter agree on the action, the output packet and the final maps (the differential
+//! tests pin this). Instruction effects come from `linerate-sem`, instantiated with machine
+//! integers; nothing here redefines an opcode. This crate does not load anything into the kernel
+//! (`linerate-kernel` does) and does not reason symbolically.
+
+mod error;
+pub mod helpers;
+mod machine;
+pub mod maps;
+pub mod memory;
+
+pub use error::VmError;
+pub use helpers::FibRoute;
+pub use machine::{xdp_action_name, Redirect, RunOutcome, Vm, VmOptions, MAX_TAIL_CALLS};

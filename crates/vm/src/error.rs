@@ -1,0 +1,71 @@
+//! Errors of the interpreter. Every message is one line naming the cause and where it happened.
+
+use linerate_bpf::insn::DecodeError;
+use linerate_sem::SemError;
+
+use crate::maps::MapError;
+use crate::memory::PacketError;
+
+/// Why a program could not be prepared or run.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum VmError {
+    #[error("program `{program}`: {source}")]
+    Decode {
+        program: String,
+        source: DecodeError,
+    },
+    #[error(transparent)]
+    Map(#[from] MapError),
+    #[error(transparent)]
+    Packet(#[from] PacketError),
+    #[error("no program with index {0}")]
+    NoSuchProgram(usize),
+    #[error("jump to slot {pc} of `{program}`, which is not the start of an instruction")]
+    BadJump { program: String, pc: usize },
+    #[error("stopped after {limit} instructions (unbounded loop?)")]
+    InstructionLimit { limit: u64 },
+    #[error("memory fault at insn {pc} of `{program}`: {what}")]
+    MemoryFault {
+        program: String,
+        pc: usize,
+        what: String,
+    },
+    #[error("unsupported helper {id} ({name}) at insn {pc} of `{program}`")]
+    UnsupportedHelper {
+        program: String,
+        pc: usize,
+        id: u32,
+        name: &'static str,
+    },
+    #[error("bad argument to helper {helper} ({}) at insn {pc} of `{program}`: {reason}", linerate_bpf::helpers::helper_name(*helper))]
+    BadHelperArgument {
+        program: String,
+        pc: usize,
+        helper: u32,
+        reason: String,
+    },
+    #[error("program `{program}`: {source}")]
+    Semantics { program: String, source: SemError },
+}
+
+impl From<SemError> for VmError {
+    fn from(source: SemError) -> Self {
+        VmError::Semantics {
+            program: String::new(),
+            source,
+        }
+    }
+}
+
+impl VmError {
+    /// Names the program in errors raised by the semantics, which does not know it.
+    pub(crate) fn in_program(self, name: &str) -> VmError {
+        match self {
+            VmError::Semantics { program, source } if program.is_empty() => VmError::Semantics {
+                program: name.to_string(),
+                source,
+            },
+            other => other,
+        }
+    }
+}

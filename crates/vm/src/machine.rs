@@ -1,0 +1,577 @@
+//! The interpreter: runs XDP programs of an [`Object`] on concrete packets and maps.
+//!
+//! [`Vm`] owns the decoded programs and the maps (which persist across runs, as in the kernel);
+//! [`Vm::run`] executes one packet. Instruction effects come from `linerate_sem::step`; this file
+//! supplies only what the semantics leaves to a machine: memory ([`crate::memory`]), map
+//! references, helpers ([`crate::helpers`]) and concrete branch decisions.
+
+use linerate_bpf::insn::{Imm64, Instruction, Size, NUM_REGS};
+use linerate_bpf::Object;
+use linerate_sem::exec::{step, Flow, Frame, HelperOutcome, Machine, SemError, MAX_CALL_FRAMES};
+use linerate_sem::Concrete;
+
+use crate::error::VmError;
+use crate::helpers::{self, FibRoute};
+use crate::maps::MapState;
+use crate::memory::{
+    pointer, split, PacketBuffer, CTX_REGION, MAP_HANDLE_REGION, MAP_VALUE_REGION, PACKET_REGION,
+    STACK_REGION,
+};
+
+/// Bytes of one function's stack frame.
+const FRAME_BYTES: usize = linerate_sem::exec::STACK_FRAME_SIZE as usize;
+
+/// Tail calls allowed per packet (`MAX_TAIL_CALL_CNT`).
+pub const MAX_TAIL_CALLS: u32 = 33;
+
+/// Settings of the environment a program runs in.
+#[derive(Clone, Debug)]
+pub struct VmOptions {
+    /// `ctx->ingress_ifindex` (the kernel's test_run uses the loopback device, 1).
+    pub ingress_ifindex: u32,
+    /// `ctx->rx_queue_index`.
+    pub rx_queue_index: u32,
+    /// Seed of `bpf_get_prandom_u32`.
+    pub prandom_seed: u64,
+    /// First value `bpf_ktime_get_ns` returns; each call advances it by `ktime_step_ns`.
+    pub ktime_start_ns: u64,
+    pub ktime_step_ns: u64,
+    /// Routes `bpf_fib_lookup` consults.
+    pub fib: Vec<FibRoute>,
+    /// Executed instructions after which a run is stopped.
+    pub max_instructions: u64,
+    /// Whether to record the control-flow path of each run.
+    pub record_path: bool,
+}
+
+impl Default for VmOptions {
+    fn default() -> Self {
+        VmOptions {
+            ingress_ifindex: 1,
+            rx_queue_index: 0,
+            prandom_seed: 0x5eed,
+            ktime_start_ns: 1_000_000_000,
+            ktime_step_ns: 1_000,
+            fib: Vec::new(),
+            max_instructions: 10_000_000,
+            record_path: false,
+        }
+    }
+}
+
+/// A program decoded for execution: `slots[i]` is the instruction starting at slot `i`.
+#[derive(Clone, Debug)]
+struct Decoded {
+    slots: Vec<Option<Instruction>>,
+}
+
+/// Where a redirect sends the packet.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Redirect {
+    /// `bpf_redirect(ifindex, flags)`.
+    Ifindex(u32),
+    /// `bpf_redirect_map(map, key, flags)` with an existing entry.
+    Map { map: usize, key: u32 },
+}
+
+/// The result of running one packet.
+#[derive(Clone, Debug)]
+pub struct RunOutcome {
+    /// r0 at exit (the XDP action).
+    pub return_value: u64,
+    /// The packet after the program's changes and adjustments.
+    pub packet: Vec<u8>,
+    /// The metadata area in front of the packet.
+    pub meta: Vec<u8>,
+    /// Instructions executed (over all tail-called programs).
+    pub instructions: u64,
+    /// The program that returned (differs from the entry after tail calls).
+    pub final_program: usize,
+    /// With [`VmOptions::record_path`]: every `(program, slot)` where execution entered a
+    /// program or a jump, branch, call or return transferred control.
+    pub path: Vec<(usize, usize)>,
+    /// The redirect target set by the last redirect helper.
+    pub redirect: Option<Redirect>,
+    /// Lines written by `bpf_trace_printk`.
+    pub trace: Vec<String>,
+}
+
+/// The name of an XDP action.
+pub fn xdp_action_name(action: u64) -> &'static str {
+    match action {
+        0 => "XDP_ABORTED",
+        1 => "XDP_DROP",
+        2 => "XDP_PASS",
+        3 => "XDP_TX",
+        4 => "XDP_REDIRECT",
+        _ => "XDP_UNKNOWN",
+    }
+}
+
+/// The interpreter for one object.
+#[derive(Clone, Debug)]
+pub struct Vm {
+    object: Object,
+    programs: Vec<Decoded>,
+    /// Map contents, in `Object::maps` order; they persist across runs.
+    pub maps: Vec<MapState>,
+    pub options: VmOptions,
+    prandom_state: u64,
+    ktime_ns: u64,
+}
+
+impl Vm {
+    /// Decodes every program and creates every map of `object`.
+    pub fn new(object: &Object, options: VmOptions) -> Result<Vm, VmError> {
+        let programs = object
+            .programs
+            .iter()
+            .map(|p| {
+                let mut slots = vec![None; p.insns.len()];
+                for (i, insn) in p.decode().map_err(|source| VmError::Decode {
+                    program: p.name.clone(),
+                    source,
+                })? {
+                    slots[i] = Some(insn);
+                }
+                Ok(Decoded { slots })
+            })
+            .collect::<Result<Vec<_>, VmError>>()?;
+        let maps = object
+            .maps
+            .iter()
+            .map(MapState::new)
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Vm {
+            object: object.clone(),
+            programs,
+            maps,
+            prandom_state: options.prandom_seed,
+            ktime_ns: options.ktime_start_ns,
+            options,
+        })
+    }
+
+    /// The object being run.
+    pub fn object(&self) -> &Object {
+        &self.object
+    }
+
+    /// Runs program `program` on `packet` with metadata `meta` (usually empty).
+    pub fn run(
+        &mut self,
+        program: usize,
+        packet: &[u8],
+        meta: &[u8],
+    ) -> Result<RunOutcome, VmError> {
+        if program >= self.programs.len() {
+            return Err(VmError::NoSuchProgram(program));
+        }
+        let packet = PacketBuffer::new(packet, meta)?;
+        let mut exec = Execution {
+            vm: self,
+            domain: Concrete,
+            regs: [0; NUM_REGS],
+            frames: Vec::new(),
+            stack: vec![0; FRAME_BYTES * MAX_CALL_FRAMES],
+            packet,
+            program,
+            tail_calls: 0,
+            redirect: None,
+            trace: Vec::new(),
+        };
+        let mut outcome = exec.run_to_exit()?;
+        outcome.packet = exec.packet.packet().to_vec();
+        outcome.meta = exec.packet.meta().to_vec();
+        outcome.redirect = exec.redirect.take();
+        outcome.trace = std::mem::take(&mut exec.trace);
+        Ok(outcome)
+    }
+
+    /// The next `bpf_get_prandom_u32` value (xorshift64*, deterministic from the seed).
+    pub(crate) fn next_prandom(&mut self) -> u32 {
+        let mut x = self.prandom_state.max(1);
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        self.prandom_state = x;
+        (x.wrapping_mul(0x2545_f491_4f6c_dd1d) >> 32) as u32
+    }
+
+    /// The next `bpf_ktime_get_ns` value.
+    pub(crate) fn next_ktime(&mut self) -> u64 {
+        let now = self.ktime_ns;
+        self.ktime_ns = self.ktime_ns.wrapping_add(self.options.ktime_step_ns);
+        now
+    }
+}
+
+/// The state of one run.
+pub(crate) struct Execution<'v> {
+    pub(crate) vm: &'v mut Vm,
+    domain: Concrete,
+    pub(crate) regs: [u64; NUM_REGS],
+    frames: Vec<Frame<u64>>,
+    stack: Vec<u8>,
+    pub(crate) packet: PacketBuffer,
+    pub(crate) program: usize,
+    pub(crate) tail_calls: u32,
+    pub(crate) redirect: Option<Redirect>,
+    pub(crate) trace: Vec<String>,
+}
+
+/// What a pointer points into, with the offset inside.
+#[derive(Clone, Copy, Debug)]
+enum Place {
+    Packet(usize),
+    Stack(usize),
+    MapValue { map: usize, offset: usize },
+}
+
+impl Execution<'_> {
+    fn entry_registers(&mut self) {
+        self.regs = [0; NUM_REGS];
+        self.regs[1] = pointer(CTX_REGION, 0);
+        self.regs[10] = pointer(STACK_REGION, FRAME_BYTES as u64);
+        self.frames.clear();
+    }
+
+    fn run_to_exit(&mut self) -> Result<RunOutcome, VmError> {
+        self.entry_registers();
+        let record = self.vm.options.record_path;
+        let limit = self.vm.options.max_instructions;
+        let mut path = Vec::new();
+        if record {
+            path.push((self.program, 0));
+        }
+        let mut executed: u64 = 0;
+        let mut pc = 0usize;
+        loop {
+            let insn = match self.vm.programs[self.program].slots.get(pc) {
+                Some(Some(insn)) => *insn,
+                _ => {
+                    return Err(VmError::BadJump {
+                        program: self.program_name(),
+                        pc,
+                    })
+                }
+            };
+            executed += 1;
+            if executed > limit {
+                return Err(VmError::InstructionLimit { limit });
+            }
+            match step(self, pc, &insn).map_err(|e| e.in_program(&self.program_name()))? {
+                Flow::Next(next) => {
+                    let transfers = matches!(
+                        insn,
+                        Instruction::Jump { .. }
+                            | Instruction::Ja { .. }
+                            | Instruction::Call(linerate_bpf::insn::CallTarget::Local(_))
+                            | Instruction::Exit
+                    );
+                    if record && transfers {
+                        path.push((self.program, next));
+                    }
+                    pc = next;
+                }
+                Flow::Exit => {
+                    return Ok(RunOutcome {
+                        return_value: self.regs[0],
+                        packet: Vec::new(),
+                        meta: Vec::new(),
+                        instructions: executed,
+                        final_program: self.program,
+                        path,
+                        redirect: None,
+                        trace: Vec::new(),
+                    })
+                }
+                Flow::TailCall => {
+                    self.entry_registers();
+                    pc = 0;
+                    if record {
+                        path.push((self.program, 0));
+                    }
+                }
+            }
+        }
+    }
+
+    pub(crate) fn program_name(&self) -> String {
+        self.vm.object.programs[self.program].name.clone()
+    }
+
+    /// Resolves `len` bytes at `addr` to a place, checking bounds.
+    fn place(&self, pc: usize, addr: u64, len: usize, write: bool) -> Result<Place, VmError> {
+        let (region, offset) = split(addr);
+        let offset = offset as usize;
+        let fault = |what: String| VmError::MemoryFault {
+            program: self.program_name(),
+            pc,
+            what,
+        };
+        match region {
+            PACKET_REGION => {
+                let p = &self.packet;
+                if offset < p.data_meta || offset + len > p.data_end {
+                    return Err(fault(format!(
+                        "{len}-byte {} at packet offset {} outside the packet (data_meta..data_end = {}..{})",
+                        access(write),
+                        offset as i64 - p.data as i64,
+                        p.data_meta as i64 - p.data as i64,
+                        p.data_end - p.data
+                    )));
+                }
+                Ok(Place::Packet(offset))
+            }
+            STACK_REGION => {
+                let depth = self.frames.len() + 1;
+                if offset + len > depth * FRAME_BYTES {
+                    return Err(fault(format!(
+                        "{len}-byte {} at stack offset {} outside the {} active stack bytes",
+                        access(write),
+                        offset,
+                        depth * FRAME_BYTES
+                    )));
+                }
+                Ok(Place::Stack(offset))
+            }
+            r if (MAP_VALUE_REGION..MAP_VALUE_REGION + self.vm.maps.len() as u64).contains(&r) => {
+                let map = (r - MAP_VALUE_REGION) as usize;
+                let state = &self.vm.maps[map];
+                if !state.value_range_ok(offset, len) {
+                    return Err(fault(format!(
+                        "{len}-byte {} at offset {} of a value of map `{}` (value size {}) outside a live value",
+                        access(write),
+                        offset % state.stride,
+                        state.def.name,
+                        state.def.value_size
+                    )));
+                }
+                if write && is_read_only(&state.def) {
+                    return Err(fault(format!(
+                        "write to read-only map `{}`",
+                        state.def.name
+                    )));
+                }
+                Ok(Place::MapValue { map, offset })
+            }
+            CTX_REGION => Err(fault(format!(
+                "{len}-byte {} of the context at offset {offset} is not a context field access",
+                access(write)
+            ))),
+            r if r >= MAP_HANDLE_REGION => Err(fault(format!(
+                "{} through a map handle (map index {})",
+                access(write),
+                r - MAP_HANDLE_REGION
+            ))),
+            0 if offset < 4096 => Err(fault(format!(
+                "{len}-byte {} at address {addr:#x}: null pointer dereference",
+                access(write)
+            ))),
+            _ => Err(fault(format!(
+                "{len}-byte {} at address {addr:#x}, which is in no memory region",
+                access(write)
+            ))),
+        }
+    }
+
+    /// Reads `len` bytes at `addr` (for helpers).
+    pub(crate) fn read_bytes(&self, pc: usize, addr: u64, len: usize) -> Result<Vec<u8>, VmError> {
+        Ok(match self.place(pc, addr, len, false)? {
+            Place::Packet(o) => self.packet.buf[o..o + len].to_vec(),
+            Place::Stack(o) => self.stack[o..o + len].to_vec(),
+            Place::MapValue { map, offset } => {
+                self.vm.maps[map].slab[offset..offset + len].to_vec()
+            }
+        })
+    }
+
+    /// Writes `bytes` at `addr` (for helpers).
+    pub(crate) fn write_bytes(
+        &mut self,
+        pc: usize,
+        addr: u64,
+        bytes: &[u8],
+    ) -> Result<(), VmError> {
+        let len = bytes.len();
+        match self.place(pc, addr, len, true)? {
+            Place::Packet(o) => self.packet.buf[o..o + len].copy_from_slice(bytes),
+            Place::Stack(o) => self.stack[o..o + len].copy_from_slice(bytes),
+            Place::MapValue { map, offset } => {
+                self.vm.maps[map].slab[offset..offset + len].copy_from_slice(bytes)
+            }
+        }
+        Ok(())
+    }
+
+    /// Reads a context field.
+    fn load_ctx(&self, pc: usize, offset: u64, size: Size) -> Result<u64, VmError> {
+        let p = &self.packet;
+        let field = match (offset, size) {
+            (0, Size::W) => return Ok(pointer(PACKET_REGION, p.data as u64)),
+            (4, Size::W) => return Ok(pointer(PACKET_REGION, p.data_end as u64)),
+            (8, Size::W) => return Ok(pointer(PACKET_REGION, p.data_meta as u64)),
+            (12..=15, _) => self.vm.options.ingress_ifindex,
+            (16..=19, _) => self.vm.options.rx_queue_index,
+            (20..=23, _) => 0,
+            _ => {
+                return Err(VmError::MemoryFault {
+                    program: self.program_name(),
+                    pc,
+                    what: format!(
+                        "{}-byte load of the context at offset {offset}: no such field of struct xdp_md",
+                        size.bytes()
+                    ),
+                })
+            }
+        };
+        let within = offset % 4;
+        if within + size.bytes() as u64 > 4 {
+            return Err(VmError::MemoryFault {
+                program: self.program_name(),
+                pc,
+                what: format!(
+                    "{}-byte load straddles context fields at offset {offset}",
+                    size.bytes()
+                ),
+            });
+        }
+        Ok((field as u64 >> (8 * within)) & mask(size))
+    }
+
+    /// Index of the map whose handle `value` is.
+    pub(crate) fn map_of_handle(
+        &self,
+        pc: usize,
+        helper: u32,
+        value: u64,
+    ) -> Result<usize, VmError> {
+        let (region, offset) = split(value);
+        let map = region.wrapping_sub(MAP_HANDLE_REGION) as usize;
+        if region < MAP_HANDLE_REGION || offset != 0 || map >= self.vm.maps.len() {
+            return Err(VmError::BadHelperArgument {
+                program: self.program_name(),
+                pc,
+                helper,
+                reason: format!("{value:#x} is not a map"),
+            });
+        }
+        Ok(map)
+    }
+
+    /// A pointer to the value in `slot` of map `map`.
+    pub(crate) fn value_pointer(&self, map: usize, slot: usize) -> u64 {
+        pointer(
+            MAP_VALUE_REGION + map as u64,
+            (slot * self.vm.maps[map].stride) as u64,
+        )
+    }
+}
+
+fn access(write: bool) -> &'static str {
+    if write {
+        "store"
+    } else {
+        "load"
+    }
+}
+
+fn mask(size: Size) -> u64 {
+    if size == Size::Dw {
+        u64::MAX
+    } else {
+        (1u64 << size.bits()) - 1
+    }
+}
+
+fn is_read_only(def: &linerate_bpf::MapDef) -> bool {
+    matches!(
+        def.origin,
+        linerate_bpf::program::MapOrigin::GlobalData {
+            read_only: true,
+            ..
+        }
+    )
+}
+
+impl Machine for Execution<'_> {
+    type D = Concrete;
+    type Fault = VmError;
+
+    #[inline(always)]
+    fn domain(&mut self) -> &mut Concrete {
+        &mut self.domain
+    }
+
+    #[inline(always)]
+    fn regs(&mut self) -> &mut [u64; NUM_REGS] {
+        &mut self.regs
+    }
+
+    fn frames(&mut self) -> &mut Vec<Frame<u64>> {
+        &mut self.frames
+    }
+
+    fn push_stack_frame(&mut self, depth: usize) -> Result<u64, VmError> {
+        self.stack[depth * FRAME_BYTES..(depth + 1) * FRAME_BYTES].fill(0);
+        Ok(pointer(STACK_REGION, ((depth + 1) * FRAME_BYTES) as u64))
+    }
+
+    fn pop_stack_frame(&mut self) {}
+
+    #[inline]
+    fn load(&mut self, pc: usize, addr: &u64, size: Size) -> Result<u64, VmError> {
+        if split(*addr).0 == CTX_REGION {
+            return self.load_ctx(pc, split(*addr).1, size);
+        }
+        let len = size.bytes() as usize;
+        let bytes: &[u8] = match self.place(pc, *addr, len, false)? {
+            Place::Packet(o) => &self.packet.buf[o..o + len],
+            Place::Stack(o) => &self.stack[o..o + len],
+            Place::MapValue { map, offset } => &self.vm.maps[map].slab[offset..offset + len],
+        };
+        let mut word = [0u8; 8];
+        word[..len].copy_from_slice(bytes);
+        Ok(u64::from_le_bytes(word))
+    }
+
+    #[inline]
+    fn store(&mut self, pc: usize, addr: &u64, size: Size, value: &u64) -> Result<(), VmError> {
+        let len = size.bytes() as usize;
+        let bytes = value.to_le_bytes();
+        self.write_bytes(pc, *addr, &bytes[..len])
+    }
+
+    fn map_reference(&mut self, pc: usize, imm: &Imm64) -> Result<u64, VmError> {
+        let maps = self.vm.maps.len();
+        let bad = |map: u32| VmError::MemoryFault {
+            program: self.program_name(),
+            pc,
+            what: format!("reference to map {map}, but the object has {maps} maps"),
+        };
+        match *imm {
+            Imm64::Map(map) if (map as usize) < maps => {
+                Ok(pointer(MAP_HANDLE_REGION + map as u64, 0))
+            }
+            Imm64::MapValue { map, offset } if (map as usize) < maps => {
+                Ok(pointer(MAP_VALUE_REGION + map as u64, offset as u64))
+            }
+            Imm64::Map(map) | Imm64::MapValue { map, .. } => Err(bad(map)),
+            _ => Err(SemError::Unsupported {
+                pc,
+                what: "64-bit immediate kind",
+            }
+            .into()),
+        }
+    }
+
+    fn call_helper(&mut self, pc: usize, id: u32) -> Result<HelperOutcome, VmError> {
+        helpers::call(self, pc, id)
+    }
+
+    #[inline(always)]
+    fn branch(&mut self, _pc: usize, taken: &bool) -> Result<bool, VmError> {
+        Ok(*taken)
+    }
+}

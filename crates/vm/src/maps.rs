@@ -1,0 +1,455 @@
+//! Maps as the interpreter keeps them.
+//!
+//! Every map stores its values in one slab with a fixed stride, so a pointer to a value is stable
+//! for as long as the entry lives and can be encoded as (map, byte offset into the slab) — see
+//! [`crate::memory`]. Array-like maps pre-allocate all slots; hash-like maps allocate slots on
+//! insertion and find them through a key index. Return codes follow the kernel's (negative errno).
+
+use std::collections::HashMap;
+
+use linerate_bpf::{MapDef, MapType};
+
+/// `BPF_ANY`, `BPF_NOEXIST`, `BPF_EXIST` update flags.
+pub const BPF_ANY: u64 = 0;
+pub const BPF_NOEXIST: u64 = 1;
+pub const BPF_EXIST: u64 = 2;
+
+pub const EINVAL: i64 = 22;
+pub const ENOENT: i64 = 2;
+pub const EEXIST: i64 = 17;
+pub const E2BIG: i64 = 7;
+pub const ENOMEM: i64 = 12;
+
+/// How a map finds its entries.
+#[derive(Clone, Debug)]
+enum Layout {
+    /// Key is a u32 index; slot = index. Plain arrays have every slot live; `sparse` ones
+    /// (program, device, CPU and socket arrays) hold only what was inserted.
+    Array { sparse: bool },
+    /// Exact-match keys.
+    Hash {
+        index: HashMap<Vec<u8>, usize>,
+        free: Vec<usize>,
+        /// Use order for LRU eviction: slot → last-use tick.
+        last_use: Vec<u64>,
+        lru: bool,
+    },
+    /// Longest-prefix match on `{u32 prefixlen; u8 data[]}` keys.
+    LpmTrie {
+        index: HashMap<Vec<u8>, usize>,
+        free: Vec<usize>,
+    },
+}
+
+/// One map's contents.
+#[derive(Clone, Debug)]
+pub struct MapState {
+    pub def: MapDef,
+    /// Bytes between consecutive values in [`MapState::slab`] (value size rounded up to 8).
+    pub stride: usize,
+    /// Values, `stride` bytes each.
+    pub slab: Vec<u8>,
+    /// Which slots hold an entry.
+    pub live: Vec<bool>,
+    layout: Layout,
+    tick: u64,
+}
+
+/// Errors building a map.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum MapError {
+    #[error("map `{name}`: {reason}")]
+    Invalid { name: String, reason: String },
+}
+
+/// Largest array the interpreter pre-allocates (bytes).
+const MAX_ARRAY_BYTES: usize = 1 << 30;
+
+impl MapState {
+    /// An empty map (arrays zero-filled; global data initialised from the object).
+    pub fn new(def: &MapDef) -> Result<MapState, MapError> {
+        let invalid = |reason: String| MapError::Invalid {
+            name: def.name.clone(),
+            reason,
+        };
+        let value_size = def.value_size as usize;
+        let stride = value_size.div_ceil(8).max(1) * 8;
+        let array_like = def.map_type.is_array_like();
+        if array_like && def.key_size != 4 {
+            return Err(invalid(format!(
+                "{} maps need 4-byte keys, not {}",
+                def.map_type.name(),
+                def.key_size
+            )));
+        }
+        if def.max_entries == 0 {
+            return Err(invalid("max_entries is 0".into()));
+        }
+        let layout = match def.map_type {
+            MapType::ARRAY | MapType::PERCPU_ARRAY => Layout::Array { sparse: false },
+            t if t.is_array_like() => Layout::Array { sparse: true },
+            MapType::HASH | MapType::PERCPU_HASH | MapType::DEVMAP_HASH => Layout::Hash {
+                index: HashMap::new(),
+                free: Vec::new(),
+                last_use: Vec::new(),
+                lru: false,
+            },
+            MapType::LRU_HASH | MapType::LRU_PERCPU_HASH => Layout::Hash {
+                index: HashMap::new(),
+                free: Vec::new(),
+                last_use: Vec::new(),
+                lru: true,
+            },
+            MapType::LPM_TRIE => {
+                if def.key_size <= 4 {
+                    return Err(invalid(
+                        "LPM trie keys need a prefix length and data".into(),
+                    ));
+                }
+                Layout::LpmTrie {
+                    index: HashMap::new(),
+                    free: Vec::new(),
+                }
+            }
+            other => {
+                return Err(invalid(format!(
+                    "map type {} ({}) is not supported by the interpreter",
+                    other.0,
+                    other.name()
+                )))
+            }
+        };
+        let (slab, live) = if array_like {
+            let bytes = stride
+                .checked_mul(def.max_entries as usize)
+                .filter(|b| *b <= MAX_ARRAY_BYTES)
+                .ok_or_else(|| {
+                    invalid(format!("array of {} entries is too large", def.max_entries))
+                })?;
+            let dense = matches!(def.map_type, MapType::ARRAY | MapType::PERCPU_ARRAY);
+            (vec![0; bytes], vec![dense; def.max_entries as usize])
+        } else {
+            (Vec::new(), Vec::new())
+        };
+        let mut map = MapState {
+            def: def.clone(),
+            stride,
+            slab,
+            live,
+            layout,
+            tick: 0,
+        };
+        if let Some(init) = &def.initial_value {
+            let n = init.len().min(value_size);
+            map.slab[..n].copy_from_slice(&init[..n]);
+        }
+        for &(slot, program) in &def.initial_programs {
+            map.update(
+                &slot.to_le_bytes(),
+                &(program as u32).to_le_bytes(),
+                BPF_ANY,
+            );
+        }
+        Ok(map)
+    }
+
+    fn array_index(&self, key: &[u8]) -> Option<usize> {
+        let index = u32::from_le_bytes(key.get(..4)?.try_into().ok()?) as usize;
+        (index < self.def.max_entries as usize).then_some(index)
+    }
+
+    /// The slot holding `key`'s value (exact match; for LPM tries, longest-prefix match).
+    pub fn lookup(&mut self, key: &[u8]) -> Option<usize> {
+        self.tick += 1;
+        match &mut self.layout {
+            Layout::Array { .. } => self.array_index(key).filter(|&slot| self.live[slot]),
+            Layout::Hash {
+                index, last_use, ..
+            } => {
+                let slot = *index.get(key)?;
+                last_use[slot] = self.tick;
+                Some(slot)
+            }
+            Layout::LpmTrie { .. } => self.longest_prefix_match(key),
+        }
+    }
+
+    fn longest_prefix_match(&self, key: &[u8]) -> Option<usize> {
+        let Layout::LpmTrie { index, .. } = &self.layout else {
+            return None;
+        };
+        let max_bits = (self.def.key_size as usize - 4) * 8;
+        let query_len = (u32::from_le_bytes(key.get(..4)?.try_into().ok()?) as usize).min(max_bits);
+        let query = &key[4..];
+        index
+            .iter()
+            .filter_map(|(entry, &slot)| {
+                let len = u32::from_le_bytes(entry[..4].try_into().ok()?) as usize;
+                (len <= query_len && prefix_matches(&entry[4..], query, len)).then_some((len, slot))
+            })
+            .max_by_key(|(len, _)| *len)
+            .map(|(_, slot)| slot)
+    }
+
+    /// Inserts or replaces `key`; returns 0 or a negative errno as the helper does.
+    pub fn update(&mut self, key: &[u8], value: &[u8], flags: u64) -> i64 {
+        if flags > BPF_EXIST {
+            return -EINVAL;
+        }
+        let slot = match &mut self.layout {
+            Layout::Array { .. } => {
+                let Some(slot) = self.array_index(key) else {
+                    return -E2BIG;
+                };
+                if flags == BPF_NOEXIST && self.live[slot] {
+                    return -EEXIST;
+                }
+                if flags == BPF_EXIST && !self.live[slot] {
+                    return -ENOENT;
+                }
+                self.live[slot] = true;
+                slot
+            }
+            Layout::Hash { .. } | Layout::LpmTrie { .. } => {
+                if let Layout::LpmTrie { .. } = self.layout {
+                    let len = u32::from_le_bytes(key[..4].try_into().unwrap_or_default());
+                    if len as usize > (self.def.key_size as usize - 4) * 8 {
+                        return -EINVAL;
+                    }
+                }
+                match self.insert_slot(key, flags) {
+                    Ok(slot) => slot,
+                    Err(errno) => return errno,
+                }
+            }
+        };
+        let start = slot * self.stride;
+        let n = value.len().min(self.def.value_size as usize);
+        self.slab[start..start + n].copy_from_slice(&value[..n]);
+        0
+    }
+
+    /// Finds or allocates the slot of `key` in a hash-like map, honouring `flags`.
+    fn insert_slot(&mut self, key: &[u8], flags: u64) -> Result<usize, i64> {
+        self.tick += 1;
+        let tick = self.tick;
+        let max = self.def.max_entries as usize;
+        let stride = self.stride;
+        let (index, free, last_use, lru) = match &mut self.layout {
+            Layout::Hash {
+                index,
+                free,
+                last_use,
+                lru,
+            } => (index, free, Some(last_use), *lru),
+            Layout::LpmTrie { index, free } => (index, free, None, false),
+            Layout::Array { .. } => return Err(-EINVAL),
+        };
+        if let Some(&slot) = index.get(key) {
+            if flags == BPF_NOEXIST {
+                return Err(-EEXIST);
+            }
+            if let Some(last_use) = last_use {
+                last_use[slot] = tick;
+            }
+            return Ok(slot);
+        }
+        if flags == BPF_EXIST {
+            return Err(-ENOENT);
+        }
+        if index.len() >= max {
+            let Some(last_use) = last_use.filter(|_| lru) else {
+                return Err(-E2BIG);
+            };
+            // Evict the least recently used entry.
+            let (victim_key, victim) = index
+                .iter()
+                .min_by_key(|(_, &slot)| last_use[slot])
+                .map(|(k, &s)| (k.clone(), s))
+                .ok_or(-ENOMEM)?;
+            index.remove(&victim_key);
+            self.live[victim] = false;
+            free.push(victim);
+        }
+        let slot = match free.pop() {
+            Some(slot) => slot,
+            None => {
+                let slot = self.live.len();
+                self.live.push(false);
+                self.slab.resize(self.slab.len() + stride, 0);
+                slot
+            }
+        };
+        if let Layout::Hash { last_use, .. } = &mut self.layout {
+            if last_use.len() <= slot {
+                last_use.resize(slot + 1, 0);
+            }
+            last_use[slot] = tick;
+        }
+        let (Layout::Hash { index, .. } | Layout::LpmTrie { index, .. }) = &mut self.layout else {
+            return Err(-EINVAL);
+        };
+        index.insert(key.to_vec(), slot);
+        self.live[slot] = true;
+        self.slab[slot * stride..(slot + 1) * stride].fill(0);
+        Ok(slot)
+    }
+
+    /// Removes `key`; returns 0 or a negative errno as the helper does.
+    pub fn delete(&mut self, key: &[u8]) -> i64 {
+        match &mut self.layout {
+            Layout::Array { sparse: false } => -EINVAL,
+            Layout::Array { sparse: true } => match self.array_index(key) {
+                Some(slot) if self.live[slot] => {
+                    self.live[slot] = false;
+                    0
+                }
+                _ => -ENOENT,
+            },
+            Layout::Hash { index, free, .. } | Layout::LpmTrie { index, free } => {
+                match index.remove(key) {
+                    Some(slot) => {
+                        self.live[slot] = false;
+                        free.push(slot);
+                        0
+                    }
+                    None => -ENOENT,
+                }
+            }
+        }
+    }
+
+    /// The value bytes of a slot.
+    pub fn value(&self, slot: usize) -> &[u8] {
+        let start = slot * self.stride;
+        &self.slab[start..start + self.def.value_size as usize]
+    }
+
+    /// All entries as `(key, value)` byte strings, sorted by key. Plain arrays list only entries
+    /// whose value is not all zeros (an untouched array has no visible entries).
+    pub fn entries(&self) -> Vec<(Vec<u8>, Vec<u8>)> {
+        let mut out: Vec<(Vec<u8>, Vec<u8>)> = match &self.layout {
+            Layout::Array { sparse } => (0..self.live.len())
+                .filter(|&slot| {
+                    self.live[slot] && (*sparse || self.value(slot).iter().any(|b| *b != 0))
+                })
+                .map(|slot| {
+                    (
+                        (slot as u32).to_le_bytes().to_vec(),
+                        self.value(slot).to_vec(),
+                    )
+                })
+                .collect(),
+            Layout::Hash { index, .. } | Layout::LpmTrie { index, .. } => index
+                .iter()
+                .map(|(k, &slot)| (k.clone(), self.value(slot).to_vec()))
+                .collect(),
+        };
+        out.sort();
+        out
+    }
+
+    /// Whether the byte range `[offset, offset + len)` of the slab lies inside one live value.
+    pub fn value_range_ok(&self, offset: usize, len: usize) -> bool {
+        let slot = offset / self.stride;
+        let within = offset % self.stride;
+        self.live.get(slot).copied().unwrap_or(false)
+            && within + len <= self.def.value_size as usize
+    }
+}
+
+/// Whether the first `bits` bits of `a` and `b` agree.
+fn prefix_matches(a: &[u8], b: &[u8], bits: usize) -> bool {
+    let full = bits / 8;
+    if a.len() < full || b.len() < full || a[..full] != b[..full] {
+        return false;
+    }
+    let rest = bits % 8;
+    if rest == 0 {
+        return true;
+    }
+    let mask = 0xffu8 << (8 - rest);
+    match (a.get(full), b.get(full)) {
+        (Some(x), Some(y)) => x & mask == y & mask,
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use linerate_bpf::program::MapOrigin;
+
+    fn def(map_type: MapType, key_size: u32, value_size: u32, max_entries: u32) -> MapDef {
+        MapDef {
+            name: "m".into(),
+            map_type,
+            key_size,
+            value_size,
+            max_entries,
+            flags: 0,
+            origin: MapOrigin::Btf,
+            initial_value: None,
+            initial_programs: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn array_bounds_and_flags() {
+        let mut m = MapState::new(&def(MapType::ARRAY, 4, 4, 2)).unwrap();
+        assert_eq!(m.lookup(&1u32.to_le_bytes()), Some(1));
+        assert_eq!(m.lookup(&2u32.to_le_bytes()), None);
+        assert_eq!(
+            m.update(&2u32.to_le_bytes(), &[1, 2, 3, 4], BPF_ANY),
+            -E2BIG
+        );
+        assert_eq!(
+            m.update(&0u32.to_le_bytes(), &[1, 2, 3, 4], BPF_NOEXIST),
+            -EEXIST
+        );
+        assert_eq!(m.update(&0u32.to_le_bytes(), &[1, 2, 3, 4], BPF_EXIST), 0);
+        assert_eq!(m.delete(&0u32.to_le_bytes()), -EINVAL);
+        assert_eq!(m.entries(), vec![(vec![0, 0, 0, 0], vec![1, 2, 3, 4])]);
+    }
+
+    #[test]
+    fn hash_capacity_and_flags() {
+        let mut m = MapState::new(&def(MapType::HASH, 2, 1, 2)).unwrap();
+        assert_eq!(m.update(&[1, 0], &[9], BPF_EXIST), -ENOENT);
+        assert_eq!(m.update(&[1, 0], &[9], BPF_NOEXIST), 0);
+        assert_eq!(m.update(&[1, 0], &[8], BPF_NOEXIST), -EEXIST);
+        assert_eq!(m.update(&[2, 0], &[7], BPF_ANY), 0);
+        assert_eq!(m.update(&[3, 0], &[7], BPF_ANY), -E2BIG);
+        assert_eq!(m.delete(&[1, 0]), 0);
+        assert_eq!(m.delete(&[1, 0]), -ENOENT);
+        assert_eq!(m.update(&[3, 0], &[6], BPF_ANY), 0);
+        assert_eq!(
+            m.entries(),
+            vec![(vec![2, 0], vec![7]), (vec![3, 0], vec![6])]
+        );
+    }
+
+    #[test]
+    fn lru_evicts_least_recently_used() {
+        let mut m = MapState::new(&def(MapType::LRU_HASH, 1, 1, 2)).unwrap();
+        m.update(&[1], &[1], BPF_ANY);
+        m.update(&[2], &[2], BPF_ANY);
+        m.lookup(&[1]);
+        assert_eq!(m.update(&[3], &[3], BPF_ANY), 0);
+        assert_eq!(m.entries(), vec![(vec![1], vec![1]), (vec![3], vec![3])]);
+    }
+
+    #[test]
+    fn lpm_longest_prefix_wins() {
+        let mut m = MapState::new(&def(MapType::LPM_TRIE, 8, 1, 8)).unwrap();
+        let key = |len: u32, a: [u8; 4]| [len.to_le_bytes(), a].concat();
+        m.update(&key(8, [10, 0, 0, 0]), &[1], BPF_ANY);
+        m.update(&key(24, [10, 1, 2, 0]), &[2], BPF_ANY);
+        m.update(&key(0, [0, 0, 0, 0]), &[3], BPF_ANY);
+        assert_eq!(m.update(&key(33, [0; 4]), &[3], BPF_ANY), -EINVAL);
+        let hit = |m: &mut MapState, a| m.lookup(&key(32, a)).map(|s| m.value(s)[0]);
+        assert_eq!(hit(&mut m, [10, 1, 2, 3]), Some(2));
+        assert_eq!(hit(&mut m, [10, 1, 3, 3]), Some(1));
+        assert_eq!(hit(&mut m, [11, 1, 3, 3]), Some(3));
+    }
+}
