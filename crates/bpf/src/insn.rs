@@ -90,7 +90,7 @@ impl RawInsn {
 
     /// Splits a byte slice into slots; `None` if its length is not a multiple of 8.
     pub fn parse_all(bytes: &[u8]) -> Option<Vec<RawInsn>> {
-        if bytes.len() % Self::SIZE != 0 {
+        if !bytes.len().is_multiple_of(Self::SIZE) {
             return None;
         }
         Some(
