@@ -1,13 +1,13 @@
 //! The two instantiations of the semantics agree: running a random program over expression trees
 //! and evaluating the final trees under concrete inputs gives exactly what running it over machine
-//! integers gives.
+//! integers gives. Both run on one generic test machine (registers plus one stack frame of byte
+//! cells), so only the domain differs.
 
 use std::collections::HashMap;
 use std::rc::Rc;
 
-use linerate_bpf::insn::{
-    AluOp, AtomicOp, Cond, Endian, Imm64, Instruction, Operand, Size, NUM_REGS,
-};
+use linerate_bpf::insn::{AluOp, Imm64, Instruction, Operand, Size, NUM_REGS};
+use linerate_conformance::random_program::{body, Harness};
 use linerate_sem::exec::{step, Flow, Frame, HelperOutcome, Machine, SemError};
 use linerate_sem::expr::{Expr, ExprDomain};
 use linerate_sem::{BinOp, Concrete, Domain};
@@ -126,147 +126,12 @@ fn run<D: Domain>(mut m: StackMachine<D>, insns: &[Instruction]) -> (Vec<D::Valu
     (m.regs[..10].to_vec(), m.stack)
 }
 
-fn size() -> impl Strategy<Value = Size> {
-    prop_oneof![Just(Size::B), Just(Size::H), Just(Size::W), Just(Size::Dw)]
-}
-
-fn interesting_imm() -> impl Strategy<Value = i32> {
-    prop_oneof![
-        Just(0),
-        Just(1),
-        Just(-1),
-        Just(i32::MIN),
-        Just(i32::MAX),
-        0..64i32,
-        any::<i32>()
-    ]
-}
-
-fn operand() -> impl Strategy<Value = Operand> {
-    prop_oneof![
-        (0u8..10).prop_map(Operand::Reg),
-        interesting_imm().prop_map(Operand::Imm)
-    ]
-}
-
-/// A stack slot offset from r10 aligned for `size`.
-fn stack_offset(size: Size) -> i16 {
-    -(size.bytes() as i16)
-}
-
-/// One instruction that never jumps; `slot` picks a stack slot.
-fn straight_instruction() -> impl Strategy<Value = Instruction> {
-    let alu = (
-        any::<bool>(),
-        proptest::sample::select(AluOp::ALL.to_vec()),
-        0u8..10,
-        operand(),
-    )
-        .prop_filter_map("invalid ALU form", |(wide, op, dst, src)| {
-            let invalid = (op == AluOp::Neg && matches!(src, Operand::Reg(_)))
-                || (matches!(op, AluOp::MovSx(_)) && matches!(src, Operand::Imm(_)))
-                || (op == AluOp::MovSx(32) && !wide);
-            (!invalid).then_some(Instruction::Alu { wide, op, dst, src })
-        });
-    let endian = (
-        prop_oneof![Just(Endian::ToLe), Just(Endian::ToBe), Just(Endian::Swap)],
-        prop_oneof![Just(16u8), Just(32), Just(64)],
-        0u8..10,
-    )
-        .prop_map(|(kind, bits, dst)| Instruction::Endian { kind, bits, dst });
-    let slot = 0i16..16;
-    let load = (size(), any::<bool>(), 0u8..10, slot.clone()).prop_map(|(size, signed, dst, k)| {
-        Instruction::Load {
-            size,
-            signed: signed && size != Size::Dw,
-            dst,
-            src: 10,
-            off: stack_offset(size) - 8 * k,
-        }
-    });
-    let store = (size(), operand(), slot.clone()).prop_map(|(size, src, k)| Instruction::Store {
-        size,
-        dst: 10,
-        off: stack_offset(size) - 8 * k,
-        src,
-    });
-    let atomic = (
-        prop_oneof![Just(Size::W), Just(Size::Dw)],
-        proptest::sample::select(AtomicOp::ALL.to_vec()),
-        any::<bool>(),
-        0u8..10,
-        slot,
-    )
-        .prop_map(|(size, op, fetch, src, k)| Instruction::Atomic {
-            size,
-            op,
-            fetch: fetch || matches!(op, AtomicOp::Xchg | AtomicOp::CmpXchg),
-            dst: 10,
-            src,
-            off: stack_offset(size) - 8 * k,
-        });
-    let imm64 = (0u8..10, any::<u64>()).prop_map(|(dst, v)| Instruction::LoadImm64 {
-        dst,
-        imm: Imm64::Const(v),
-    });
-    prop_oneof![4 => alu, 1 => endian, 2 => load, 2 => store, 1 => atomic, 1 => imm64]
-}
-
-/// A loop-free program: straight-line instructions with forward conditional jumps, then exit.
-fn program() -> impl Strategy<Value = Vec<Instruction>> {
-    let item = prop_oneof![
-        4 => straight_instruction().prop_map(|i| (i, None)),
-        1 => (any::<bool>(), proptest::sample::select(Cond::ALL.to_vec()), 0u8..10, operand(), 0u8..6)
-            .prop_map(|(wide, cond, dst, src, skip)| (
-                Instruction::Jump { wide, cond, dst, src, off: 0 },
-                Some(skip as usize)
-            )),
-    ];
-    proptest::collection::vec(item, 1..40).prop_map(|items| {
-        // Jump offsets count slots; skip up to `skip` following instructions, never past exit.
-        let mut slot_of = Vec::new();
-        let mut slot = 0;
-        for (insn, _) in &items {
-            slot_of.push(slot);
-            slot += insn.slots();
-        }
-        let exit_slot = slot;
-        items
-            .iter()
-            .enumerate()
-            .map(|(i, (insn, skip))| match (insn, skip) {
-                (
-                    Instruction::Jump {
-                        wide,
-                        cond,
-                        dst,
-                        src,
-                        ..
-                    },
-                    Some(skip),
-                ) => {
-                    let target = slot_of.get(i + 1 + skip).copied().unwrap_or(exit_slot);
-                    Instruction::Jump {
-                        wide: *wide,
-                        cond: *cond,
-                        dst: *dst,
-                        src: *src,
-                        off: (target - slot_of[i] - 1) as i16,
-                    }
-                }
-                _ => *insn,
-            })
-            .chain(std::iter::once(Instruction::Exit))
-            .collect()
-    })
-}
-
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(2000))]
 
     #[test]
     fn expression_trees_evaluate_to_the_interpreters_results(
-        insns in program(),
+        insns in body(Harness::Bare, 40).prop_map(|mut b| { b.push(Instruction::Exit); b }),
         inputs in proptest::array::uniform10(prop_oneof![any::<u64>(), Just(0u64), Just(u64::MAX), Just(1u64 << 63), 0..300u64]),
     ) {
         let mut concrete_regs = [0u64; NUM_REGS];

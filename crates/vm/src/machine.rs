@@ -77,7 +77,8 @@ pub enum Redirect {
 /// The result of running one packet.
 #[derive(Clone, Debug)]
 pub struct RunOutcome {
-    /// r0 at exit (the XDP action).
+    /// The low 32 bits of r0 at exit: the XDP action, as the kernel sees it (`bpf_prog_run_xdp`
+    /// returns a `u32`).
     pub return_value: u64,
     /// The packet after the program's changes and adjustments.
     pub packet: Vec<u8>,
@@ -276,7 +277,7 @@ impl Execution<'_> {
                 }
                 Flow::Exit => {
                     return Ok(RunOutcome {
-                        return_value: self.regs[0],
+                        return_value: self.regs[0] & 0xffff_ffff,
                         packet: Vec::new(),
                         meta: Vec::new(),
                         instructions: executed,

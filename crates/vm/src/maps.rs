@@ -360,7 +360,10 @@ impl MapState {
 
 /// Puts map entries read from anywhere (the interpreter, the kernel) into the canonical form
 /// [`MapState::entries`] uses: sorted by key, and for plain arrays without all-zero values.
-pub fn normalize_entries(def: &MapDef, mut entries: Vec<(Vec<u8>, Vec<u8>)>) -> Vec<(Vec<u8>, Vec<u8>)> {
+pub fn normalize_entries(
+    def: &MapDef,
+    mut entries: Vec<(Vec<u8>, Vec<u8>)>,
+) -> Vec<(Vec<u8>, Vec<u8>)> {
     if matches!(def.map_type, MapType::ARRAY | MapType::PERCPU_ARRAY) {
         entries.retain(|(_, v)| v.iter().any(|b| *b != 0));
     }

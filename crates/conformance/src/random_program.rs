@@ -1,0 +1,446 @@
+//! Random BPF programs that the kernel's verifier accepts, for differential testing.
+//!
+//! A generated program is a straight-line *body* of random instructions with forward branches,
+//! wrapped in a fixed harness. The body uses every ALU/ALU64 operation (register and immediate
+//! forms, 32 and 64 bits, signed division, sign-extending moves, byte swaps), conditional jumps of
+//! both widths, unconditional jumps, 64-bit immediates, loads (plain and sign-extending) and
+//! stores of every width, and atomics with and without fetch. Registers and memory are chosen so
+//! the verifier can follow: scalars live in [`SCALARS`]; `r6` is the packet pointer and `r10` the
+//! frame pointer, never overwritten; stack accesses are aligned inside the zeroed `STACK_BYTES`.
+//!
+//! With [`Harness::Xdp`] the prologue checks that the packet holds [`PACKET_LEN`] bytes, loads the
+//! scalars from its first bytes and the epilogue writes every scalar back into the packet, so the
+//! output packet exposes the whole final register state. [`Harness::Bare`] is the body alone with
+//! every register an input, for machines without packets.
+
+use linerate_bpf::insn::{AluOp, AtomicOp, Cond, Endian, Imm64, Instruction, Operand, Reg, Size};
+use linerate_bpf::program::Function;
+use linerate_bpf::{Object, Program};
+use proptest::prelude::*;
+use proptest::sample::select;
+
+/// Registers the body computes with.
+pub const SCALARS: [Reg; 9] = [0, 1, 2, 3, 4, 5, 7, 8, 9];
+/// Register holding the packet data pointer in the XDP harness.
+pub const PACKET_POINTER: Reg = 6;
+/// Bytes of packet the harness requires; the body reads and writes `[0, BODY_PACKET_BYTES)`.
+pub const PACKET_LEN: usize = 160;
+/// Packet bytes the body may access; the registers are written back after them.
+pub const BODY_PACKET_BYTES: i16 = 64;
+/// Stack bytes below the frame pointer the body may access (zeroed by the prologue).
+pub const STACK_BYTES: i16 = 64;
+
+/// The frame a generated body runs in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Harness {
+    /// An XDP program: scalars from the packet, results back into it.
+    Xdp,
+    /// The body only; registers are inputs, memory is the stack only.
+    Bare,
+}
+
+/// One body item before jump offsets are known.
+#[derive(Clone, Debug)]
+enum Item {
+    Plain(Instruction),
+    /// A conditional jump over the next `skip` items.
+    Branch {
+        wide: bool,
+        cond: Cond,
+        dst: Reg,
+        src: Operand,
+        skip: usize,
+    },
+    /// `w0 = w0` followed by a 32-bit compare-and-exchange (see [`item`]).
+    Atomic32CmpXchg(Instruction),
+    /// A conditional jump over an unconditional jump over the next `skip` items (so that both
+    /// the jumped-over code and the jump target stay reachable, as the verifier demands).
+    Goto {
+        long: bool,
+        skip: usize,
+    },
+}
+
+fn scalar() -> impl Strategy<Value = Reg> {
+    select(SCALARS.to_vec())
+}
+
+fn interesting_imm() -> impl Strategy<Value = i32> {
+    prop_oneof![
+        Just(0),
+        Just(1),
+        Just(-1),
+        Just(i32::MIN),
+        Just(i32::MAX),
+        0..64i32,
+        -300..300i32,
+        any::<i32>()
+    ]
+}
+
+fn operand() -> impl Strategy<Value = Operand> {
+    prop_oneof![
+        scalar().prop_map(Operand::Reg),
+        interesting_imm().prop_map(Operand::Imm)
+    ]
+}
+
+fn size() -> impl Strategy<Value = Size> {
+    select(vec![Size::B, Size::H, Size::W, Size::Dw])
+}
+
+/// An ALU instruction the verifier accepts: no division by a zero immediate, immediate shifts
+/// below the width, no `movsx` from 32 bits in 32-bit form.
+fn alu() -> impl Strategy<Value = Instruction> {
+    (
+        any::<bool>(),
+        select(AluOp::ALL.to_vec()),
+        scalar(),
+        operand(),
+    )
+        .prop_filter_map("form the verifier rejects", |(wide, op, dst, src)| {
+            let bits = if wide { 64 } else { 32 };
+            let src = match (op, src) {
+                (AluOp::Neg, _) => Operand::Imm(0),
+                (AluOp::Lsh | AluOp::Rsh | AluOp::Arsh, Operand::Imm(i)) => {
+                    Operand::Imm(i.rem_euclid(bits))
+                }
+                (AluOp::Div | AluOp::SDiv | AluOp::Mod | AluOp::SMod, Operand::Imm(0)) => {
+                    Operand::Imm(7)
+                }
+                (AluOp::MovSx(_), Operand::Imm(_)) => return None,
+                (_, src) => src,
+            };
+            if op == AluOp::MovSx(32) && !wide {
+                return None;
+            }
+            Some(Instruction::Alu { wide, op, dst, src })
+        })
+}
+
+fn endian() -> impl Strategy<Value = Instruction> {
+    (
+        select(vec![Endian::ToLe, Endian::ToBe, Endian::Swap]),
+        select(vec![16u8, 32, 64]),
+        scalar(),
+    )
+        .prop_map(|(kind, bits, dst)| Instruction::Endian { kind, bits, dst })
+}
+
+/// An aligned offset for a `size` access below the frame pointer.
+fn stack_offset(size: Size) -> impl Strategy<Value = i16> {
+    let width = size.bytes() as i16;
+    (1..=STACK_BYTES / width).prop_map(move |k| -k * width)
+}
+
+/// A memory access: `(base register, offset)` on the stack or, in the XDP harness, the packet.
+fn place(harness: Harness, size: Size) -> BoxedStrategy<(Reg, i16)> {
+    let stack = stack_offset(size).prop_map(|off| (10, off));
+    match harness {
+        Harness::Bare => stack.boxed(),
+        Harness::Xdp => {
+            let packet =
+                (0..=BODY_PACKET_BYTES - size.bytes() as i16).prop_map(|off| (PACKET_POINTER, off));
+            prop_oneof![stack, packet].boxed()
+        }
+    }
+}
+
+fn load(harness: Harness) -> impl Strategy<Value = Instruction> {
+    (size(), any::<bool>(), scalar()).prop_flat_map(move |(size, signed, dst)| {
+        place(harness, size).prop_map(move |(src, off)| Instruction::Load {
+            size,
+            signed: signed && size != Size::Dw,
+            dst,
+            src,
+            off,
+        })
+    })
+}
+
+fn store(harness: Harness) -> impl Strategy<Value = Instruction> {
+    (size(), operand()).prop_flat_map(move |(size, src)| {
+        place(harness, size).prop_map(move |(dst, off)| Instruction::Store {
+            size,
+            dst,
+            off,
+            src,
+        })
+    })
+}
+
+/// Atomics on the stack (the verifier refuses them on packet memory).
+fn atomic() -> impl Strategy<Value = Instruction> {
+    (
+        select(vec![Size::W, Size::Dw]),
+        select(AtomicOp::ALL.to_vec()),
+        any::<bool>(),
+        scalar(),
+    )
+        .prop_flat_map(|(size, op, fetch, src)| {
+            stack_offset(size).prop_map(move |off| Instruction::Atomic {
+                size,
+                op,
+                fetch: fetch || matches!(op, AtomicOp::Xchg | AtomicOp::CmpXchg),
+                dst: 10,
+                src,
+                off,
+            })
+        })
+}
+
+fn imm64() -> impl Strategy<Value = Instruction> {
+    (scalar(), any::<u64>()).prop_map(|(dst, v)| Instruction::LoadImm64 {
+        dst,
+        imm: Imm64::Const(v),
+    })
+}
+
+fn item(harness: Harness) -> impl Strategy<Value = Item> {
+    let plain = prop_oneof![
+        6 => alu(),
+        1 => endian(),
+        2 => load(harness),
+        2 => store(harness),
+        1 => imm64(),
+    ]
+    .prop_map(Item::Plain);
+    let atomic = atomic().prop_map(|insn| match insn {
+        // This kernel sometimes omits the zero-extension of r0 after a 32-bit compare-and-exchange
+        // whose comparison succeeds (seen when the instruction is reached through a jump over an
+        // unconditional jump): r0 keeps its upper half, against the ISA. Clearing the upper half
+        // first keeps the generator away from that kernel bug; the semantics follows the ISA.
+        Instruction::Atomic {
+            size: Size::W,
+            op: AtomicOp::CmpXchg,
+            ..
+        } => Item::Atomic32CmpXchg(insn),
+        other => Item::Plain(other),
+    });
+    let branch = (
+        any::<bool>(),
+        select(Cond::ALL.to_vec()),
+        scalar(),
+        operand(),
+        0usize..6,
+    )
+        .prop_map(|(wide, cond, dst, src, skip)| Item::Branch {
+            wide,
+            cond,
+            dst,
+            src,
+            skip,
+        });
+    let goto = (any::<bool>(), 0usize..4).prop_map(|(long, skip)| Item::Goto { long, skip });
+    prop_oneof![10 => plain, 1 => atomic, 3 => branch, 1 => goto]
+}
+
+/// Lays out items, resolving each skip to a slot offset. Skips past the end land on `end_slot`.
+fn lay_out(items: &[Item]) -> Vec<Instruction> {
+    let width = |item: &Item| match item {
+        Item::Plain(i) => i.slots(),
+        Item::Branch { .. } => 1,
+        Item::Goto { .. } | Item::Atomic32CmpXchg(_) => 2,
+    };
+    let mut start = Vec::with_capacity(items.len() + 1);
+    let mut slot = 0;
+    for item in items {
+        start.push(slot);
+        slot += width(item);
+    }
+    start.push(slot);
+    let target = |i: usize, skip: usize| start[(i + 1 + skip).min(items.len())];
+    let mut out = Vec::new();
+    for (i, item) in items.iter().enumerate() {
+        match *item {
+            Item::Plain(insn) => out.push(insn),
+            Item::Atomic32CmpXchg(insn) => {
+                out.push(Instruction::Alu {
+                    wide: false,
+                    op: AluOp::Mov,
+                    dst: 0,
+                    src: Operand::Reg(0),
+                });
+                out.push(insn);
+            }
+            Item::Branch {
+                wide,
+                cond,
+                dst,
+                src,
+                skip,
+            } => out.push(Instruction::Jump {
+                wide,
+                cond,
+                dst,
+                src,
+                off: (target(i, skip) - start[i] - 1) as i16,
+            }),
+            Item::Goto { long, skip } => {
+                // `if r0 != 0x5a goto +1` keeps the code after the unconditional jump reachable.
+                out.push(Instruction::Jump {
+                    wide: true,
+                    cond: Cond::Ne,
+                    dst: 0,
+                    src: Operand::Imm(0x5a),
+                    off: 1,
+                });
+                let off = (target(i, skip) - start[i] - 2) as i32;
+                out.push(Instruction::Ja { off, long });
+            }
+        }
+    }
+    out
+}
+
+/// A random body of up to `max_items` items.
+pub fn body(harness: Harness, max_items: usize) -> impl Strategy<Value = Vec<Instruction>> {
+    proptest::collection::vec(item(harness), 1..=max_items).prop_map(|items| lay_out(&items))
+}
+
+/// The XDP harness around a body (see the module documentation).
+pub fn wrap_xdp(body: &[Instruction]) -> Vec<Instruction> {
+    use Instruction::*;
+    let mut out = vec![
+        Load {
+            size: Size::W,
+            signed: false,
+            dst: PACKET_POINTER,
+            src: 1,
+            off: 0,
+        },
+        Load {
+            size: Size::W,
+            signed: false,
+            dst: 3,
+            src: 1,
+            off: 4,
+        },
+        Alu {
+            wide: true,
+            op: AluOp::Mov,
+            dst: 2,
+            src: Operand::Reg(PACKET_POINTER),
+        },
+        Alu {
+            wide: true,
+            op: AluOp::Add,
+            dst: 2,
+            src: Operand::Imm(PACKET_LEN as i32),
+        },
+    ];
+    // Filled in below: `if r2 > r3 goto too_short`.
+    let check_at = out.len();
+    out.push(Exit);
+    for k in 1..=STACK_BYTES / 8 {
+        out.push(Store {
+            size: Size::Dw,
+            dst: 10,
+            off: -8 * k,
+            src: Operand::Imm(0),
+        });
+    }
+    for (i, &r) in SCALARS.iter().enumerate() {
+        out.push(Load {
+            size: Size::Dw,
+            signed: false,
+            dst: r,
+            src: PACKET_POINTER,
+            off: 8 * i as i16,
+        });
+    }
+    out.extend_from_slice(body);
+    for (i, &r) in SCALARS.iter().enumerate() {
+        out.push(Store {
+            size: Size::Dw,
+            dst: PACKET_POINTER,
+            off: BODY_PACKET_BYTES + 8 * i as i16,
+            src: Operand::Reg(r),
+        });
+    }
+    out.push(Exit);
+    let slots: usize = out.iter().map(Instruction::slots).sum();
+    let check_slot: usize = out[..check_at].iter().map(Instruction::slots).sum();
+    out[check_at] = Jump {
+        wide: true,
+        cond: Cond::Gt,
+        dst: 2,
+        src: Operand::Reg(3),
+        off: (slots - check_slot - 1) as i16,
+    };
+    out.push(Alu {
+        wide: true,
+        op: AluOp::Mov,
+        dst: 0,
+        src: Operand::Imm(0),
+    });
+    out.push(Exit);
+    out
+}
+
+/// A one-program object holding `insns`.
+pub fn object(name: &str, insns: &[Instruction]) -> Object {
+    let slots = linerate_bpf::insn::encode_all(insns);
+    Object {
+        name: name.into(),
+        programs: vec![Program {
+            name: name.into(),
+            section: "xdp".into(),
+            functions: vec![Function {
+                name: name.into(),
+                start: 0,
+                len: slots.len(),
+            }],
+            insns: slots,
+        }],
+        maps: Vec::new(),
+        license: Some("GPL".into()),
+    }
+}
+
+/// A random XDP program in the harness.
+pub fn xdp_program(max_items: usize) -> impl Strategy<Value = Vec<Instruction>> {
+    body(Harness::Xdp, max_items).prop_map(|b| wrap_xdp(&b))
+}
+
+/// Random packets for the XDP harness, rich in boundary values.
+pub fn packet() -> impl Strategy<Value = Vec<u8>> {
+    let word = prop_oneof![
+        any::<u64>(),
+        Just(0u64),
+        Just(u64::MAX),
+        Just(1u64 << 63),
+        Just(0x8000_0000u64),
+        Just(0xffff_ffffu64),
+        0..300u64,
+    ];
+    proptest::collection::vec(word, PACKET_LEN / 8)
+        .prop_map(|words| words.iter().flat_map(|w| w.to_le_bytes()).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::strategy::ValueTree;
+    use proptest::test_runner::TestRunner;
+
+    /// Generated programs decode, and their CFG has no jump outside the program.
+    #[test]
+    fn generated_programs_are_well_formed() {
+        let mut runner = TestRunner::deterministic();
+        for _ in 0..200 {
+            let insns = xdp_program(30).new_tree(&mut runner).unwrap().current();
+            let slots = linerate_bpf::insn::encode_all(&insns);
+            let decoded = linerate_bpf::insn::decode_all(&slots).unwrap();
+            for (slot, insn) in decoded {
+                if let Some(off) = insn.jump_offset() {
+                    let target = slot as i64 + 1 + off;
+                    assert!(
+                        (0..slots.len() as i64).contains(&target),
+                        "{insn:?} at {slot}"
+                    );
+                }
+            }
+        }
+    }
+}
