@@ -526,6 +526,9 @@ impl Instruction {
                 if op == AluOp::Neg && code & SRC_REG != 0 {
                     return Err(unknown());
                 }
+                if op == AluOp::Neg && raw.imm != 0 {
+                    return Err(invalid("immediate of neg (must be zero)"));
+                }
                 if matches!(op, AluOp::MovSx(_)) && code & SRC_REG == 0 {
                     return Err(unknown());
                 }
@@ -602,6 +605,7 @@ impl Instruction {
                     };
                     Ok(Instruction::LoadImm64 { dst: dst()?, imm })
                 }
+                mode::ABS if raw.src != 0 => Err(invalid("source register of LD_ABS (must be r0)")),
                 mode::ABS | mode::IND => Ok(Instruction::LegacyPacketLoad {
                     size: Size::from_code(code),
                     indirect: code & 0xe0 == mode::IND,
@@ -854,11 +858,11 @@ mod tests {
     /// Every instruction form the decoder knows, with registers and immediates varied.
     pub(crate) fn all_forms() -> Vec<Instruction> {
         let mut all = vec![Instruction::Exit];
-        let operands = [Operand::Reg(4), Operand::Imm(-7)];
+        let operands = [Operand::Reg(4), Operand::Imm(-7), Operand::Imm(0)];
         for wide in [false, true] {
             for op in AluOp::ALL {
                 for src in operands {
-                    let neg_with_reg = op == AluOp::Neg && matches!(src, Operand::Reg(_));
+                    let neg_with_reg = op == AluOp::Neg && src != Operand::Imm(0);
                     let movsx_with_imm =
                         matches!(op, AluOp::MovSx(_)) && matches!(src, Operand::Imm(_));
                     let movsx32_narrow = op == AluOp::MovSx(32) && !wide;

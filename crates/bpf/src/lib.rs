@@ -6,9 +6,15 @@
 //! llvm-objdump style and assembles that text back. It does not give instructions a meaning (that
 //! is `linerate-sem`) and never talks to the kernel (that is `linerate-kernel`).
 
+pub mod asm;
+pub mod btf;
+pub mod disasm;
 pub mod helpers;
 pub mod insn;
+pub mod objdump;
+pub mod object;
 pub mod program;
 
 pub use insn::{Instruction, RawInsn};
+pub use object::{read_object, read_object_file, ObjectError};
 pub use program::{MapDef, MapType, Object, Program};

@@ -1,1 +1,123 @@
-fn main() {}
+//! `linerate`: the command line of the linerate toolkit.
+//!
+//! Thin glue over the library crates: argument parsing, reading inputs, printing tables or JSON.
+//! Every failure ends in one line `error: <cause>` on stderr (plus detail lines where there is
+//! more to say, such as a verifier log) and a non-zero exit.
+
+mod input;
+mod inspect;
+mod output;
+mod pcap;
+mod run;
+
+use std::path::Path;
+use std::process::ExitCode;
+
+use anyhow::{anyhow, Context, Result};
+use clap::{Parser, Subcommand};
+use linerate_bpf::Object;
+
+/// Worst-case performance, optimization and co-location of XDP programs.
+#[derive(Parser)]
+#[command(name = "linerate", version, about, propagate_version = true)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Show the programs, maps, global data, CFG summary and disassembly of an object.
+    Inspect(inspect::InspectArgs),
+    /// Run a program on packets in linerate's interpreter or (--kernel) in the kernel.
+    Run(run::RunArgs),
+}
+
+/// Detail printed after the one-line error (e.g. a verifier log).
+#[derive(Debug)]
+pub struct Detail(pub String);
+
+impl std::fmt::Display for Detail {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Detail {}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Inspect(args) => inspect::inspect(&args),
+        Command::Run(args) => run::run(&args),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            let mut detail = None;
+            let mut message = String::new();
+            for cause in err.chain() {
+                if let Some(d) = cause.downcast_ref::<Detail>() {
+                    detail = Some(d.0.clone());
+                    continue;
+                }
+                if !message.is_empty() {
+                    message.push_str(": ");
+                }
+                message.push_str(&cause.to_string());
+            }
+            eprintln!("error: {}", message.replace('\n', " "));
+            if let Some(detail) = detail {
+                eprintln!("{}", detail.trim_end());
+            }
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Reads an object from a BPF ELF file or from `llvm-objdump -d` text.
+pub fn load_object(path: &Path) -> Result<Object> {
+    let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let name = path
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "object".into());
+    if bytes.starts_with(b"\x7fELF") {
+        return linerate_bpf::object::read_object(&bytes, &name)
+            .map_err(|e| anyhow!("{}: {e}", path.display()));
+    }
+    let text = std::str::from_utf8(&bytes).map_err(|_| {
+        anyhow!(
+            "{}: not a BPF object: neither an ELF file nor llvm-objdump text",
+            path.display()
+        )
+    })?;
+    linerate_bpf::objdump::read_objdump_text(text, &name)
+        .map_err(|e| anyhow!("{}: {e}", path.display()))
+}
+
+/// The index of the program `--prog` names, or the only/first program.
+pub fn select_program(object: &Object, name: Option<&str>) -> Result<usize> {
+    match name {
+        None => {
+            if object.programs.is_empty() {
+                Err(anyhow!("{} has no programs", object.name))
+            } else {
+                Ok(0)
+            }
+        }
+        Some(name) => object
+            .programs
+            .iter()
+            .position(|p| p.name == name)
+            .or_else(|| object.programs.iter().position(|p| p.section == name))
+            .ok_or_else(|| {
+                let known: Vec<&str> = object.programs.iter().map(|p| p.name.as_str()).collect();
+                anyhow!(
+                    "no program `{name}` in {} (programs: {})",
+                    object.name,
+                    known.join(", ")
+                )
+            }),
+    }
+}

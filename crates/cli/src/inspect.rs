@@ -1,0 +1,221 @@
+//! `linerate inspect`: what an object contains — programs, maps, global data, CFG summaries and
+//! disassembly — as tables or JSON.
+
+use std::path::PathBuf;
+
+use anyhow::{anyhow, Result};
+use clap::Args;
+use linerate_bpf::program::MapOrigin;
+use linerate_bpf::Object;
+use linerate_cfg::Cfg;
+use serde_json::{json, Value};
+
+use crate::output::table;
+
+#[derive(Args)]
+pub struct InspectArgs {
+    /// BPF object (.o) or `llvm-objdump -d` text.
+    pub object: PathBuf,
+    /// Only this program (function or section name).
+    #[arg(long)]
+    pub prog: Option<String>,
+    /// Leave out the disassembly.
+    #[arg(long)]
+    pub no_disasm: bool,
+    /// Print the CFG of each program in Graphviz dot format instead.
+    #[arg(long, conflicts_with = "json")]
+    pub dot: bool,
+    /// Machine-readable output.
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub fn inspect(args: &InspectArgs) -> Result<()> {
+    let object = crate::load_object(&args.object)?;
+    let selected: Vec<usize> = match &args.prog {
+        Some(name) => vec![crate::select_program(&object, Some(name))?],
+        None => (0..object.programs.len()).collect(),
+    };
+    let mut cfgs = Vec::new();
+    for &i in &selected {
+        let program = &object.programs[i];
+        let cfg = Cfg::build(program).map_err(|e| anyhow!("program `{}`: {e}", program.name))?;
+        cfgs.push(cfg);
+    }
+    if args.dot {
+        for cfg in &cfgs {
+            print!("{}", cfg.to_dot());
+        }
+        return Ok(());
+    }
+    if args.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&to_json(&object, &selected, &cfgs, !args.no_disasm)?)?
+        );
+        return Ok(());
+    }
+    print!("{}", to_text(&object, &selected, &cfgs, !args.no_disasm)?);
+    Ok(())
+}
+
+fn origin_name(origin: &MapOrigin) -> String {
+    match origin {
+        MapOrigin::Btf => "btf".into(),
+        MapOrigin::Legacy => "legacy".into(),
+        MapOrigin::GlobalData { section, .. } => format!("global {section}"),
+    }
+}
+
+fn to_json(object: &Object, selected: &[usize], cfgs: &[Cfg], disasm: bool) -> Result<Value> {
+    let programs: Vec<Value> = selected
+        .iter()
+        .zip(cfgs)
+        .map(|(&i, cfg)| {
+            let p = &object.programs[i];
+            let mut v = json!({
+                "name": p.name,
+                "section": p.section,
+                "insns": p.insns.len(),
+                "subprograms": p.subprograms().collect::<Vec<_>>(),
+                "functions": p.functions.iter().map(|f| json!({"name": f.name, "start": f.start, "len": f.len})).collect::<Vec<_>>(),
+                "cfg": serde_json::to_value(cfg.summary()).unwrap_or(Value::Null),
+            });
+            if disasm {
+                v["disassembly"] = json!(linerate_bpf::disasm::disassemble(p, &object.maps)
+                    .lines()
+                    .collect::<Vec<_>>());
+            }
+            v
+        })
+        .collect();
+    let maps: Vec<Value> = object
+        .maps
+        .iter()
+        .map(|m| {
+            json!({
+                "name": m.name,
+                "type": m.map_type.name(),
+                "type_id": m.map_type.0,
+                "key_size": m.key_size,
+                "value_size": m.value_size,
+                "max_entries": m.max_entries,
+                "flags": m.flags,
+                "origin": origin_name(&m.origin),
+            })
+        })
+        .collect();
+    Ok(json!({
+        "object": object.name,
+        "license": object.license,
+        "programs": programs,
+        "maps": maps,
+    }))
+}
+
+fn to_text(object: &Object, selected: &[usize], cfgs: &[Cfg], disasm: bool) -> Result<String> {
+    let mut out = format!(
+        "object {} (license {})\n\nprograms\n",
+        object.name,
+        object.license.as_deref().unwrap_or("none")
+    );
+    let rows: Vec<Vec<String>> = selected
+        .iter()
+        .zip(cfgs)
+        .map(|(&i, cfg)| {
+            let p = &object.programs[i];
+            let s = cfg.summary();
+            let subs: Vec<&str> = p.subprograms().collect();
+            vec![
+                p.name.clone(),
+                p.section.clone(),
+                p.insns.len().to_string(),
+                if subs.is_empty() {
+                    "-".into()
+                } else {
+                    subs.join(",")
+                },
+                s.blocks.to_string(),
+                s.edges.to_string(),
+                s.loops.len().to_string(),
+            ]
+        })
+        .collect();
+    out.push_str(&indent(&table(
+        &[
+            "name",
+            "section",
+            "insns",
+            "sub-programs",
+            "blocks",
+            "edges",
+            "loops",
+        ],
+        &rows,
+    )));
+    out.push_str("\nmaps\n");
+    if object.maps.is_empty() {
+        out.push_str("  (none)\n");
+    } else {
+        let rows: Vec<Vec<String>> = object
+            .maps
+            .iter()
+            .map(|m| {
+                vec![
+                    m.name.clone(),
+                    m.map_type.name().to_string(),
+                    m.key_size.to_string(),
+                    m.value_size.to_string(),
+                    m.max_entries.to_string(),
+                    format!("{:#x}", m.flags),
+                    origin_name(&m.origin),
+                ]
+            })
+            .collect();
+        out.push_str(&indent(&table(
+            &[
+                "name",
+                "type",
+                "key",
+                "value",
+                "max_entries",
+                "flags",
+                "origin",
+            ],
+            &rows,
+        )));
+    }
+    for (&i, cfg) in selected.iter().zip(cfgs) {
+        let p = &object.programs[i];
+        let s = cfg.summary();
+        out.push_str(&format!(
+            "\ncfg of {}: {} functions, {} blocks, {} edges, {} loops (max depth {}), {} unreachable blocks{}\n",
+            p.name,
+            s.functions,
+            s.blocks,
+            s.edges,
+            s.loops.len(),
+            s.max_loop_depth,
+            s.unreachable_blocks,
+            if s.is_loop_free { ", loop-free" } else { "" }
+        ));
+        for l in &s.loops {
+            out.push_str(&format!(
+                "  loop at insn {} ({} blocks)\n",
+                l.header_slot, l.blocks
+            ));
+        }
+        if disasm {
+            out.push_str(&format!(
+                "\ndisassembly of {} (section {}):\n",
+                p.name, p.section
+            ));
+            out.push_str(&linerate_bpf::disasm::disassemble(p, &object.maps));
+        }
+    }
+    Ok(out)
+}
+
+fn indent(text: &str) -> String {
+    text.lines().map(|l| format!("  {l}\n")).collect()
+}

@@ -1,0 +1,253 @@
+//! Differential test: every example program gives the same action, output packet, metadata and
+//! map contents in the interpreter as in this host's kernel, packet after packet.
+//!
+//! Each example runs on its crafted packets (`examples/NAME.packets`, written to reach every
+//! branch) followed by mutations of them and random frames, at least 200 packets in all, with the
+//! maps seeded from `examples/NAME.maps.json` when present. Maps persist from packet to packet in
+//! both engines, so stateful programs are compared on their state too.
+
+use std::path::{Path, PathBuf};
+
+use linerate_bpf::Object;
+use linerate_kernel::{check_access, load_object, LoadedObject, TestRunInput};
+use linerate_vm::maps::normalize_entries;
+use linerate_vm::{Vm, VmOptions};
+
+const MIN_PACKETS: usize = 200;
+
+fn examples_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples")
+}
+
+fn example_objects() -> Vec<PathBuf> {
+    let mut objects: Vec<PathBuf> = std::fs::read_dir(examples_dir())
+        .expect("examples/ exists")
+        .map(|e| e.expect("readable examples/").path())
+        .filter(|p| p.extension().is_some_and(|e| e == "o"))
+        .collect();
+    objects.sort();
+    objects
+}
+
+/// The companion file of an example (`NAME.ext`, or `BASE.ext` for builds like `cms_d5`).
+fn companion(object: &Path, ext: &str) -> Option<PathBuf> {
+    let stem = object.file_stem()?.to_string_lossy().into_owned();
+    let base = stem
+        .rsplit_once("_d")
+        .map(|(b, _)| b.to_string())
+        .unwrap_or(stem.clone());
+    [stem, base]
+        .iter()
+        .map(|s| examples_dir().join(format!("{s}.{ext}")))
+        .find(|p| p.exists())
+}
+
+fn parse_hex(s: &str) -> Vec<u8> {
+    let s: String = s.chars().filter(|c| !c.is_whitespace()).collect();
+    (0..s.len() / 2)
+        .map(|i| u8::from_str_radix(&s[2 * i..2 * i + 2], 16).expect("hex"))
+        .collect()
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn crafted_packets(object: &Path) -> Vec<Vec<u8>> {
+    let Some(path) = companion(object, "packets") else {
+        return Vec::new();
+    };
+    std::fs::read_to_string(path)
+        .expect("readable packets file")
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .map(parse_hex)
+        .collect()
+}
+
+fn map_seed(object: &Path, obj: &Object) -> Vec<(usize, Vec<u8>, Vec<u8>)> {
+    let Some(path) = companion(object, "maps.json") else {
+        return Vec::new();
+    };
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path).expect("readable maps file"))
+            .expect("valid maps JSON");
+    let mut seed = Vec::new();
+    for (name, entries) in json.as_object().expect("maps file is an object") {
+        let map = obj
+            .map_index(name)
+            .unwrap_or_else(|| panic!("maps file names unknown map `{name}`"));
+        for e in entries.as_array().expect("entries are an array") {
+            seed.push((
+                map,
+                parse_hex(e["key"].as_str().expect("key")),
+                parse_hex(e["value"].as_str().expect("value")),
+            ));
+        }
+    }
+    seed
+}
+
+/// A small deterministic generator (xorshift64*), so failures reproduce.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+}
+
+/// Crafted packets, then mutations of them (byte flips, truncations, extensions) and random
+/// frames, up to at least [`MIN_PACKETS`].
+fn packets_for(object: &Path) -> Vec<Vec<u8>> {
+    let crafted = crafted_packets(object);
+    let mut rng = Rng(0x9e37_79b9_7f4a_7c15 ^ crafted.len() as u64);
+    let mut packets = crafted.clone();
+    while packets.len() < MIN_PACKETS {
+        let mut p = if crafted.is_empty() || rng.below(5) == 0 {
+            (0..14 + rng.below(186)).map(|_| rng.next() as u8).collect()
+        } else {
+            crafted[rng.below(crafted.len())].clone()
+        };
+        match rng.below(4) {
+            0 => p.truncate(14 + rng.below(p.len().saturating_sub(13).max(1))),
+            1 => p.extend((0..rng.below(64)).map(|_| rng.next() as u8)),
+            _ => {
+                for _ in 0..1 + rng.below(3) {
+                    let at = rng.below(p.len());
+                    p[at] ^= 1 << rng.below(8);
+                }
+            }
+        }
+        p.truncate(p.len().max(14));
+        packets.push(p);
+    }
+    packets
+}
+
+fn kernel_maps(obj: &Object, loaded: &LoadedObject) -> Vec<Vec<(Vec<u8>, Vec<u8>)>> {
+    (0..obj.maps.len())
+        .map(|i| {
+            normalize_entries(
+                &obj.maps[i],
+                loaded.entries(i).expect("kernel map readable"),
+            )
+        })
+        .collect()
+}
+
+fn check_example(path: &Path) -> Result<usize, String> {
+    let name = path
+        .file_name()
+        .unwrap_or_default()
+        .to_string_lossy()
+        .into_owned();
+    let obj = linerate_bpf::object::read_object_file(path).map_err(|e| format!("{name}: {e}"))?;
+    let packets = packets_for(path);
+    let seed = map_seed(path, &obj);
+    let mut compared = 0;
+    for program in 0..obj.programs.len() {
+        let prog_name = &obj.programs[program].name;
+        let loaded = load_object(&obj).map_err(|e| {
+            format!(
+                "{name}: kernel refused it: {e}\n{}",
+                e.verifier_log().unwrap_or("")
+            )
+        })?;
+        let mut vm = Vm::new(&obj, VmOptions::default()).map_err(|e| format!("{name}: {e}"))?;
+        for (map, key, value) in &seed {
+            loaded
+                .update(*map, key, value)
+                .map_err(|e| format!("{name}: seeding: {e}"))?;
+            assert_eq!(
+                vm.maps[*map].update(key, value, 0),
+                0,
+                "{name}: seeding the interpreter"
+            );
+        }
+        for (i, packet) in packets.iter().enumerate() {
+            let kernel = loaded
+                .test_run(program, &TestRunInput::new(packet.clone()))
+                .map_err(|e| format!("{name}/{prog_name} packet {i}: {e}"))?;
+            let ours = vm.run(program, packet, &[]).map_err(|e| {
+                format!(
+                    "{name}/{prog_name} packet {i} ({}): interpreter: {e}",
+                    hex(packet)
+                )
+            })?;
+            let where_ = || format!("{name}/{prog_name} packet {i} ({})", hex(packet));
+            if ours.return_value != kernel.retval as u64 {
+                return Err(format!(
+                    "{}: action {} in the interpreter, {} in the kernel",
+                    where_(),
+                    ours.return_value,
+                    kernel.retval
+                ));
+            }
+            if ours.packet != kernel.packet || ours.meta != kernel.meta {
+                return Err(format!(
+                    "{}: output differs\n  vm:     {} | meta {}\n  kernel: {} | meta {}",
+                    where_(),
+                    hex(&ours.packet),
+                    hex(&ours.meta),
+                    hex(&kernel.packet),
+                    hex(&kernel.meta)
+                ));
+            }
+            let ours_maps: Vec<_> = vm.maps.iter().map(|m| m.entries()).collect();
+            let kernel_maps = kernel_maps(&obj, &loaded);
+            for (m, (a, b)) in ours_maps.iter().zip(&kernel_maps).enumerate() {
+                if a != b {
+                    return Err(format!(
+                        "{}: map `{}` differs\n  vm:     {:?}\n  kernel: {:?}",
+                        where_(),
+                        obj.maps[m].name,
+                        a.iter()
+                            .map(|(k, v)| format!("{}={}", hex(k), hex(v)))
+                            .collect::<Vec<_>>(),
+                        b.iter()
+                            .map(|(k, v)| format!("{}={}", hex(k), hex(v)))
+                            .collect::<Vec<_>>()
+                    ));
+                }
+            }
+            compared += 1;
+        }
+    }
+    Ok(compared)
+}
+
+#[test]
+fn interpreter_agrees_with_kernel_on_every_example() {
+    if let Err(e) = check_access() {
+        eprintln!("SKIPPED: example differential test needs BPF: {e}");
+        return;
+    }
+    let objects = example_objects();
+    assert!(
+        objects.len() >= 12,
+        "expected the example corpus, found {} objects",
+        objects.len()
+    );
+    let mut failures = Vec::new();
+    for path in &objects {
+        match check_example(path) {
+            Ok(n) => eprintln!("{}: {n} packet runs agree", path.display()),
+            Err(e) => failures.push(e),
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} of {} examples disagree:\n{}",
+        failures.len(),
+        objects.len(),
+        failures.join("\n")
+    );
+}

@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# The main job: inspect every example object and run its test packets in linerate's interpreter
+# and, where BPF is available, in this host's kernel; prints one line per example saying whether
+# the two agree on action, output packet and final maps.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+cargo build --release -q -p linerate
+bin=target/release/linerate
+
+kernel=1
+probe_pkt=$(printf '%.0s00' {1..60})
+if ! "$bin" run examples/filter.o --kernel --packet "$probe_pkt" >/dev/null 2>/tmp/linerate-probe.$$; then
+  echo "kernel runs SKIPPED: $(head -1 /tmp/linerate-probe.$$)"
+  kernel=0
+fi
+rm -f /tmp/linerate-probe.$$
+
+printf '%-18s %8s %5s %5s %8s  %-28s %s\n' object programs maps insns packets "interpreter actions" kernel
+for obj in examples/*.o; do
+  name=$(basename "$obj" .o)
+  summary=$("$bin" inspect "$obj" --json --no-disasm | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+print(len(d["programs"]), len(d["maps"]), sum(p["insns"] for p in d["programs"]))')
+  read -r nprog nmaps ninsns <<<"$summary"
+  packets="examples/$name.packets"
+  [ -f "$packets" ] || packets="examples/${name%_d*}.packets"
+  maps=()
+  for m in "examples/$name.maps.json" "examples/${name%_d*}.maps.json"; do
+    [ -f "$m" ] && { maps=(--maps "$m"); break; }
+  done
+  if [ ! -f "$packets" ]; then
+    printf '%-18s %8s %5s %5s %8s  %s\n' "$name" "$nprog" "$nmaps" "$ninsns" 0 "(no packets file)"
+    continue
+  fi
+  vm_json=$("$bin" run "$obj" --packets "$packets" "${maps[@]}" --json)
+  actions=$(python3 -c '
+import json, sys, collections
+runs = json.loads(sys.argv[1]); runs = runs if isinstance(runs, list) else [runs]
+c = collections.Counter(r["action"].removeprefix("XDP_") for r in runs)
+print(len(runs), ",".join(f"{k}:{v}" for k, v in sorted(c.items())))' "$vm_json")
+  read -r count verdicts <<<"$actions"
+  verdict=skipped
+  if ((kernel)); then
+    k_json=$("$bin" run "$obj" --kernel --packets "$packets" "${maps[@]}" --json)
+    verdict=$(python3 -c '
+import json, sys
+a, b = (json.loads(x) for x in sys.argv[1:3])
+a = a if isinstance(a, list) else [a]; b = b if isinstance(b, list) else [b]
+same = sum(x["action"] == y["action"] and x["packet"] == y["packet"] and x["maps"] == y["maps"] for x, y in zip(a, b))
+print(f"{same}/{len(a)} agree")' "$vm_json" "$k_json")
+  fi
+  printf '%-18s %8s %5s %5s %8s  %-28s %s\n' "$name" "$nprog" "$nmaps" "$ninsns" "$count" "$verdicts" "$verdict"
+done
