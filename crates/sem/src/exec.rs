@@ -158,13 +158,16 @@ trait Ops: Machine {
         }
         out
     }
+    #[inline(always)]
     fn reg(&mut self, r: Reg) -> Val<Self> {
         self.regs()[r as usize].clone()
     }
+    #[inline(always)]
     fn set_reg(&mut self, r: Reg, v: Val<Self>) {
         self.regs()[r as usize] = v;
     }
     /// The second operand: a register, or the immediate sign-extended to 64 bits.
+    #[inline(always)]
     fn operand(&mut self, src: Operand) -> Val<Self> {
         match src {
             Operand::Reg(r) => self.reg(r),
@@ -172,6 +175,7 @@ trait Ops: Machine {
         }
     }
     /// `base + off` for memory addressing.
+    #[inline(always)]
     fn address(&mut self, base: Reg, off: i16) -> Val<Self> {
         let base = self.reg(base);
         self.bin_c(BinOp::Add, &base, off as i64 as u64)
@@ -181,6 +185,7 @@ trait Ops: Machine {
 impl<M: Machine + ?Sized> Ops for M {}
 
 /// 64-bit ALU operation.
+#[inline(always)]
 fn alu64<M: Machine>(m: &mut M, op: AluOp, a: &Val<M>, b: &Val<M>) -> Val<M> {
     match op {
         AluOp::Add => m.bin(BinOp::Add, a, b),
@@ -212,6 +217,7 @@ fn alu64<M: Machine>(m: &mut M, op: AluOp, a: &Val<M>, b: &Val<M>) -> Val<M> {
 
 /// Division with the kernel's rule that dividing by zero yields zero; signed overflow
 /// (`MIN / -1`) wraps to `MIN`.
+#[inline(always)]
 fn division<M: Machine>(m: &mut M, op: AluOp, a: &Val<M>, b: &Val<M>) -> Val<M> {
     let quotient = if op == AluOp::SDiv {
         m.bin(BinOp::SDiv, a, b)
@@ -225,6 +231,7 @@ fn division<M: Machine>(m: &mut M, op: AluOp, a: &Val<M>, b: &Val<M>) -> Val<M> 
 
 /// Remainder with the kernel's rule that the remainder by zero leaves the dividend
 /// (`on_zero`: the full or zero-extended destination) unchanged; `MIN % -1` is zero.
+#[inline(always)]
 fn remainder<M: Machine>(m: &mut M, op: AluOp, a: &Val<M>, b: &Val<M>, on_zero: &Val<M>) -> Val<M> {
     let rem = if op == AluOp::SMod {
         m.bin(BinOp::SRem, a, b)
@@ -236,6 +243,7 @@ fn remainder<M: Machine>(m: &mut M, op: AluOp, a: &Val<M>, b: &Val<M>, on_zero: 
 }
 
 /// 32-bit ALU operation on the low halves; the result is zero-extended by the caller.
+#[inline(always)]
 fn alu32<M: Machine>(m: &mut M, op: AluOp, a: &Val<M>, b: &Val<M>) -> Val<M> {
     match op {
         AluOp::Add | AluOp::Sub | AluOp::Mul | AluOp::Or | AluOp::And | AluOp::Xor | AluOp::Neg => {
@@ -280,6 +288,7 @@ fn alu32<M: Machine>(m: &mut M, op: AluOp, a: &Val<M>, b: &Val<M>) -> Val<M> {
 }
 
 /// The branch condition of a conditional jump.
+#[inline(always)]
 fn condition<M: Machine>(m: &mut M, wide: bool, cond: Cond, a: &Val<M>, b: &Val<M>) -> Bool<M> {
     let signed = matches!(cond, Cond::Sgt | Cond::Sge | Cond::Slt | Cond::Sle);
     let (a, b) = match (wide, signed) {
@@ -310,6 +319,7 @@ fn condition<M: Machine>(m: &mut M, wide: bool, cond: Cond, a: &Val<M>, b: &Val<
 }
 
 /// Atomic read-modify-write.
+#[inline(always)]
 fn atomic<M: Machine>(
     m: &mut M,
     pc: usize,
@@ -355,6 +365,7 @@ fn atomic<M: Machine>(
 }
 
 /// Executes the instruction `insn` at slot `pc`.
+#[inline]
 pub fn step<M: Machine>(m: &mut M, pc: usize, insn: &Instruction) -> Result<Flow, M::Fault> {
     match *insn {
         Instruction::Alu { wide, op, dst, src } => {

@@ -57,6 +57,13 @@ impl From<SemError> for VmError {
     }
 }
 
+/// The interpreter passes faults boxed so that the result of every instruction stays small.
+impl From<SemError> for Box<VmError> {
+    fn from(source: SemError) -> Self {
+        Box::new(VmError::from(source))
+    }
+}
+
 impl VmError {
     /// Names the program in errors raised by the semantics, which does not know it.
     pub(crate) fn in_program(self, name: &str) -> VmError {

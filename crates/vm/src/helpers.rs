@@ -45,7 +45,11 @@ pub const SUPPORTED: &[u32] = &[
 ];
 
 /// Calls helper `id` for the instruction at `pc`.
-pub(crate) fn call(x: &mut Execution<'_>, pc: usize, id: u32) -> Result<HelperOutcome, VmError> {
+pub(crate) fn call(
+    x: &mut Execution<'_>,
+    pc: usize,
+    id: u32,
+) -> Result<HelperOutcome, Box<VmError>> {
     let [_, r1, r2, r3, r4, r5, ..] = x.regs;
     let ret: u64 = match id {
         1 => {
@@ -76,7 +80,12 @@ pub(crate) fn call(x: &mut Execution<'_>, pc: usize, id: u32) -> Result<HelperOu
         12 => {
             let map = x.map_of_handle(pc, id, r2)?;
             if x.vm.maps[map].def.map_type != MapType::PROG_ARRAY {
-                return Err(bad_argument(x, pc, id, "map is not a program array"));
+                return Err(Box::new(bad_argument(
+                    x,
+                    pc,
+                    id,
+                    "map is not a program array",
+                )));
             }
             if x.tail_calls < MAX_TAIL_CALLS {
                 let slot = x.vm.maps[map].lookup(&(r3 as u32).to_le_bytes());
@@ -101,37 +110,37 @@ pub(crate) fn call(x: &mut Execution<'_>, pc: usize, id: u32) -> Result<HelperOu
             }
         }
         28 => csum_diff(x, pc, r1, r2, r3, r4, r5)?,
-        44 => x.packet.adjust_head(r2 as i32 as i64) as u64,
+        44 => x.scratch.packet.adjust_head(r2 as i32 as i64) as u64,
         51 => {
             let map = x.map_of_handle(pc, id, r1)?;
             redirect_map(x, map, r2 as u32, r3)
         }
-        54 => x.packet.adjust_meta(r2 as i32 as i64) as u64,
-        65 => x.packet.adjust_tail(r2 as i32 as i64) as u64,
+        54 => x.scratch.packet.adjust_meta(r2 as i32 as i64) as u64,
+        65 => x.scratch.packet.adjust_tail(r2 as i32 as i64) as u64,
         69 => fib_lookup(x, pc, r2, r3)?,
-        188 => (x.packet.data_end - x.packet.data) as u64,
+        188 => (x.scratch.packet.data_end - x.scratch.packet.data) as u64,
         189 | 190 => {
             let (offset, len) = (r2 as u32 as usize, r4 as u32 as usize);
-            let start = x.packet.data + offset;
-            if len == 0 || start + len > x.packet.data_end {
+            let start = x.scratch.packet.data + offset;
+            if len == 0 || start + len > x.scratch.packet.data_end {
                 (-EFAULT) as u64
             } else if id == 189 {
-                let bytes = x.packet.buf[start..start + len].to_vec();
+                let bytes = x.scratch.packet.buf[start..start + len].to_vec();
                 x.write_bytes(pc, r3, &bytes)?;
                 0
             } else {
                 let bytes = x.read_bytes(pc, r3, len)?;
-                x.packet.buf[start..start + len].copy_from_slice(&bytes);
+                x.scratch.packet.buf[start..start + len].copy_from_slice(&bytes);
                 0
             }
         }
         _ => {
-            return Err(VmError::UnsupportedHelper {
+            return Err(Box::new(VmError::UnsupportedHelper {
                 program: x.program_name(),
                 pc,
                 id,
                 name: helper_name(id),
-            })
+            }))
         }
     };
     x.regs[0] = ret;
@@ -186,7 +195,7 @@ fn csum_diff(
     to: u64,
     to_size: u64,
     seed: u64,
-) -> Result<u64, VmError> {
+) -> Result<u64, Box<VmError>> {
     let from_size = from_size as u32 as u64;
     let to_size = to_size as u32 as u64;
     if (from_size | to_size) & 3 != 0 || from_size + to_size > CSUM_DIFF_MAX {
@@ -221,7 +230,12 @@ fn fold_to_32(mut sum: u64) -> u64 {
 }
 
 /// `bpf_fib_lookup` against [`crate::VmOptions::fib`]: longest-prefix match on the destination.
-fn fib_lookup(x: &mut Execution<'_>, pc: usize, params: u64, len: u64) -> Result<u64, VmError> {
+fn fib_lookup(
+    x: &mut Execution<'_>,
+    pc: usize,
+    params: u64,
+    len: u64,
+) -> Result<u64, Box<VmError>> {
     if (len as usize) < FIB_PARAMS_SIZE {
         return Ok((-EINVAL) as u64);
     }
@@ -267,7 +281,7 @@ fn trace_printk(
     fmt: u64,
     fmt_size: u64,
     args: [u64; 3],
-) -> Result<u64, VmError> {
+) -> Result<u64, Box<VmError>> {
     let fmt_size = fmt_size as u32 as usize;
     let bytes = x.read_bytes(pc, fmt, fmt_size)?;
     let Some(end) = bytes.iter().position(|b| *b == 0) else {

@@ -5,6 +5,8 @@
 //! supplies only what the semantics leaves to a machine: memory ([`crate::memory`]), map
 //! references, helpers ([`crate::helpers`]) and concrete branch decisions.
 
+use std::rc::Rc;
+
 use linerate_bpf::insn::{Imm64, Instruction, Size, NUM_REGS};
 use linerate_bpf::Object;
 use linerate_sem::exec::{step, Flow, Frame, HelperOutcome, Machine, SemError, MAX_CALL_FRAMES};
@@ -62,7 +64,7 @@ impl Default for VmOptions {
 /// A program decoded for execution: `slots[i]` is the instruction starting at slot `i`.
 #[derive(Clone, Debug)]
 struct Decoded {
-    slots: Vec<Option<Instruction>>,
+    slots: Rc<[Option<Instruction>]>,
 }
 
 /// Where a redirect sends the packet.
@@ -119,6 +121,7 @@ pub struct Vm {
     pub options: VmOptions,
     prandom_state: u64,
     ktime_ns: u64,
+    scratch: Scratch,
 }
 
 impl Vm {
@@ -135,7 +138,9 @@ impl Vm {
                 })? {
                     slots[i] = Some(insn);
                 }
-                Ok(Decoded { slots })
+                Ok(Decoded {
+                    slots: slots.into(),
+                })
             })
             .collect::<Result<Vec<_>, VmError>>()?;
         let maps = object
@@ -150,6 +155,7 @@ impl Vm {
             prandom_state: options.prandom_seed,
             ktime_ns: options.ktime_start_ns,
             options,
+            scratch: Scratch::new(),
         })
     }
 
@@ -168,25 +174,32 @@ impl Vm {
         if program >= self.programs.len() {
             return Err(VmError::NoSuchProgram(program));
         }
-        let packet = PacketBuffer::new(packet, meta)?;
+        self.scratch.packet.refill(packet, meta)?;
+        self.scratch.stack[..FRAME_BYTES].fill(0);
+        let scratch = std::mem::replace(&mut self.scratch, Scratch::placeholder());
         let mut exec = Execution {
             vm: self,
             domain: Concrete,
             regs: [0; NUM_REGS],
             frames: Vec::new(),
-            stack: vec![0; FRAME_BYTES * MAX_CALL_FRAMES],
-            packet,
+            scratch,
             program,
             tail_calls: 0,
             redirect: None,
             trace: Vec::new(),
         };
-        let mut outcome = exec.run_to_exit()?;
-        outcome.packet = exec.packet.packet().to_vec();
-        outcome.meta = exec.packet.meta().to_vec();
-        outcome.redirect = exec.redirect.take();
-        outcome.trace = std::mem::take(&mut exec.trace);
-        Ok(outcome)
+        let result = exec.run_to_exit();
+        let (redirect, trace) = (exec.redirect.take(), std::mem::take(&mut exec.trace));
+        let scratch = std::mem::replace(&mut exec.scratch, Scratch::placeholder());
+        let outcome = result.map(|mut outcome| {
+            outcome.packet = scratch.packet.packet().to_vec();
+            outcome.meta = scratch.packet.meta().to_vec();
+            outcome.redirect = redirect;
+            outcome.trace = trace;
+            outcome
+        });
+        self.scratch = scratch;
+        outcome.map_err(|e| *e)
     }
 
     /// The next `bpf_get_prandom_u32` value (xorshift64*, deterministic from the seed).
@@ -207,14 +220,38 @@ impl Vm {
     }
 }
 
+/// Memory a run works in, kept by the [`Vm`] between runs so that runs allocate nothing.
+#[derive(Clone, Debug)]
+pub(crate) struct Scratch {
+    /// Stack frames of all call depths.
+    stack: Vec<u8>,
+    pub(crate) packet: PacketBuffer,
+}
+
+impl Scratch {
+    fn new() -> Scratch {
+        Scratch {
+            stack: vec![0; FRAME_BYTES * MAX_CALL_FRAMES],
+            packet: PacketBuffer::default(),
+        }
+    }
+
+    /// A placeholder holding no memory, left in the [`Vm`] while a run borrows the real one.
+    fn placeholder() -> Scratch {
+        Scratch {
+            stack: Vec::new(),
+            packet: PacketBuffer::placeholder(),
+        }
+    }
+}
+
 /// The state of one run.
 pub(crate) struct Execution<'v> {
     pub(crate) vm: &'v mut Vm,
     domain: Concrete,
     pub(crate) regs: [u64; NUM_REGS],
     frames: Vec<Frame<u64>>,
-    stack: Vec<u8>,
-    pub(crate) packet: PacketBuffer,
+    pub(crate) scratch: Scratch,
     pub(crate) program: usize,
     pub(crate) tail_calls: u32,
     pub(crate) redirect: Option<Redirect>,
@@ -237,7 +274,7 @@ impl Execution<'_> {
         self.frames.clear();
     }
 
-    fn run_to_exit(&mut self) -> Result<RunOutcome, VmError> {
+    fn run_to_exit(&mut self) -> Result<RunOutcome, Box<VmError>> {
         self.entry_registers();
         let record = self.vm.options.record_path;
         let limit = self.vm.options.max_instructions;
@@ -247,19 +284,20 @@ impl Execution<'_> {
         }
         let mut executed: u64 = 0;
         let mut pc = 0usize;
+        let mut slots = Rc::clone(&self.vm.programs[self.program].slots);
         loop {
-            let insn = match self.vm.programs[self.program].slots.get(pc) {
+            let insn = match slots.get(pc) {
                 Some(Some(insn)) => *insn,
                 _ => {
-                    return Err(VmError::BadJump {
+                    return Err(Box::new(VmError::BadJump {
                         program: self.program_name(),
                         pc,
-                    })
+                    }))
                 }
             };
             executed += 1;
             if executed > limit {
-                return Err(VmError::InstructionLimit { limit });
+                return Err(Box::new(VmError::InstructionLimit { limit }));
             }
             match step(self, pc, &insn).map_err(|e| e.in_program(&self.program_name()))? {
                 Flow::Next(next) => {
@@ -290,6 +328,7 @@ impl Execution<'_> {
                 Flow::TailCall => {
                     self.entry_registers();
                     pc = 0;
+                    slots = Rc::clone(&self.vm.programs[self.program].slots);
                     if record {
                         path.push((self.program, 0));
                     }
@@ -303,7 +342,7 @@ impl Execution<'_> {
     }
 
     /// Resolves `len` bytes at `addr` to a place, checking bounds.
-    fn place(&self, pc: usize, addr: u64, len: usize, write: bool) -> Result<Place, VmError> {
+    fn place(&self, pc: usize, addr: u64, len: usize, write: bool) -> Result<Place, Box<VmError>> {
         let (region, offset) = split(addr);
         let offset = offset as usize;
         let fault = |what: String| VmError::MemoryFault {
@@ -313,27 +352,27 @@ impl Execution<'_> {
         };
         match region {
             PACKET_REGION => {
-                let p = &self.packet;
+                let p = &self.scratch.packet;
                 if offset < p.data_meta || offset + len > p.data_end {
-                    return Err(fault(format!(
+                    return Err(Box::new(fault(format!(
                         "{len}-byte {} at packet offset {} outside the packet (data_meta..data_end = {}..{})",
                         access(write),
                         offset as i64 - p.data as i64,
                         p.data_meta as i64 - p.data as i64,
                         p.data_end - p.data
-                    )));
+                    ))));
                 }
                 Ok(Place::Packet(offset))
             }
             STACK_REGION => {
                 let depth = self.frames.len() + 1;
                 if offset + len > depth * FRAME_BYTES {
-                    return Err(fault(format!(
+                    return Err(Box::new(fault(format!(
                         "{len}-byte {} at stack offset {} outside the {} active stack bytes",
                         access(write),
                         offset,
                         depth * FRAME_BYTES
-                    )));
+                    ))));
                 }
                 Ok(Place::Stack(offset))
             }
@@ -341,47 +380,52 @@ impl Execution<'_> {
                 let map = (r - MAP_VALUE_REGION) as usize;
                 let state = &self.vm.maps[map];
                 if !state.value_range_ok(offset, len) {
-                    return Err(fault(format!(
+                    return Err(Box::new(fault(format!(
                         "{len}-byte {} at offset {} of a value of map `{}` (value size {}) outside a live value",
                         access(write),
                         offset % state.stride,
                         state.def.name,
                         state.def.value_size
-                    )));
+                    ))));
                 }
                 if write && is_read_only(&state.def) {
-                    return Err(fault(format!(
+                    return Err(Box::new(fault(format!(
                         "write to read-only map `{}`",
                         state.def.name
-                    )));
+                    ))));
                 }
                 Ok(Place::MapValue { map, offset })
             }
-            CTX_REGION => Err(fault(format!(
+            CTX_REGION => Err(Box::new(fault(format!(
                 "{len}-byte {} of the context at offset {offset} is not a context field access",
                 access(write)
-            ))),
-            r if r >= MAP_HANDLE_REGION => Err(fault(format!(
+            )))),
+            r if r >= MAP_HANDLE_REGION => Err(Box::new(fault(format!(
                 "{} through a map handle (map index {})",
                 access(write),
                 r - MAP_HANDLE_REGION
-            ))),
-            0 if offset < 4096 => Err(fault(format!(
+            )))),
+            0 if offset < 4096 => Err(Box::new(fault(format!(
                 "{len}-byte {} at address {addr:#x}: null pointer dereference",
                 access(write)
-            ))),
-            _ => Err(fault(format!(
+            )))),
+            _ => Err(Box::new(fault(format!(
                 "{len}-byte {} at address {addr:#x}, which is in no memory region",
                 access(write)
-            ))),
+            )))),
         }
     }
 
     /// Reads `len` bytes at `addr` (for helpers).
-    pub(crate) fn read_bytes(&self, pc: usize, addr: u64, len: usize) -> Result<Vec<u8>, VmError> {
+    pub(crate) fn read_bytes(
+        &self,
+        pc: usize,
+        addr: u64,
+        len: usize,
+    ) -> Result<Vec<u8>, Box<VmError>> {
         Ok(match self.place(pc, addr, len, false)? {
-            Place::Packet(o) => self.packet.buf[o..o + len].to_vec(),
-            Place::Stack(o) => self.stack[o..o + len].to_vec(),
+            Place::Packet(o) => self.scratch.packet.buf[o..o + len].to_vec(),
+            Place::Stack(o) => self.scratch.stack[o..o + len].to_vec(),
             Place::MapValue { map, offset } => {
                 self.vm.maps[map].slab[offset..offset + len].to_vec()
             }
@@ -394,11 +438,11 @@ impl Execution<'_> {
         pc: usize,
         addr: u64,
         bytes: &[u8],
-    ) -> Result<(), VmError> {
+    ) -> Result<(), Box<VmError>> {
         let len = bytes.len();
         match self.place(pc, addr, len, true)? {
-            Place::Packet(o) => self.packet.buf[o..o + len].copy_from_slice(bytes),
-            Place::Stack(o) => self.stack[o..o + len].copy_from_slice(bytes),
+            Place::Packet(o) => self.scratch.packet.buf[o..o + len].copy_from_slice(bytes),
+            Place::Stack(o) => self.scratch.stack[o..o + len].copy_from_slice(bytes),
             Place::MapValue { map, offset } => {
                 self.vm.maps[map].slab[offset..offset + len].copy_from_slice(bytes)
             }
@@ -407,8 +451,8 @@ impl Execution<'_> {
     }
 
     /// Reads a context field.
-    fn load_ctx(&self, pc: usize, offset: u64, size: Size) -> Result<u64, VmError> {
-        let p = &self.packet;
+    fn load_ctx(&self, pc: usize, offset: u64, size: Size) -> Result<u64, Box<VmError>> {
+        let p = &self.scratch.packet;
         let field = match (offset, size) {
             (0, Size::W) => return Ok(pointer(PACKET_REGION, p.data as u64)),
             (4, Size::W) => return Ok(pointer(PACKET_REGION, p.data_end as u64)),
@@ -417,26 +461,26 @@ impl Execution<'_> {
             (16..=19, _) => self.vm.options.rx_queue_index,
             (20..=23, _) => 0,
             _ => {
-                return Err(VmError::MemoryFault {
+                return Err(Box::new(VmError::MemoryFault {
                     program: self.program_name(),
                     pc,
                     what: format!(
                         "{}-byte load of the context at offset {offset}: no such field of struct xdp_md",
                         size.bytes()
                     ),
-                })
+                }))
             }
         };
         let within = offset % 4;
         if within + size.bytes() as u64 > 4 {
-            return Err(VmError::MemoryFault {
+            return Err(Box::new(VmError::MemoryFault {
                 program: self.program_name(),
                 pc,
                 what: format!(
                     "{}-byte load straddles context fields at offset {offset}",
                     size.bytes()
                 ),
-            });
+            }));
         }
         Ok((field as u64 >> (8 * within)) & mask(size))
     }
@@ -447,16 +491,16 @@ impl Execution<'_> {
         pc: usize,
         helper: u32,
         value: u64,
-    ) -> Result<usize, VmError> {
+    ) -> Result<usize, Box<VmError>> {
         let (region, offset) = split(value);
         let map = region.wrapping_sub(MAP_HANDLE_REGION) as usize;
         if region < MAP_HANDLE_REGION || offset != 0 || map >= self.vm.maps.len() {
-            return Err(VmError::BadHelperArgument {
+            return Err(Box::new(VmError::BadHelperArgument {
                 program: self.program_name(),
                 pc,
                 helper,
                 reason: format!("{value:#x} is not a map"),
-            });
+            }));
         }
         Ok(map)
     }
@@ -498,7 +542,7 @@ fn is_read_only(def: &linerate_bpf::MapDef) -> bool {
 
 impl Machine for Execution<'_> {
     type D = Concrete;
-    type Fault = VmError;
+    type Fault = Box<VmError>;
 
     #[inline(always)]
     fn domain(&mut self) -> &mut Concrete {
@@ -514,22 +558,22 @@ impl Machine for Execution<'_> {
         &mut self.frames
     }
 
-    fn push_stack_frame(&mut self, depth: usize) -> Result<u64, VmError> {
-        self.stack[depth * FRAME_BYTES..(depth + 1) * FRAME_BYTES].fill(0);
+    fn push_stack_frame(&mut self, depth: usize) -> Result<u64, Box<VmError>> {
+        self.scratch.stack[depth * FRAME_BYTES..(depth + 1) * FRAME_BYTES].fill(0);
         Ok(pointer(STACK_REGION, ((depth + 1) * FRAME_BYTES) as u64))
     }
 
     fn pop_stack_frame(&mut self) {}
 
     #[inline]
-    fn load(&mut self, pc: usize, addr: &u64, size: Size) -> Result<u64, VmError> {
+    fn load(&mut self, pc: usize, addr: &u64, size: Size) -> Result<u64, Box<VmError>> {
         if split(*addr).0 == CTX_REGION {
             return self.load_ctx(pc, split(*addr).1, size);
         }
         let len = size.bytes() as usize;
         let bytes: &[u8] = match self.place(pc, *addr, len, false)? {
-            Place::Packet(o) => &self.packet.buf[o..o + len],
-            Place::Stack(o) => &self.stack[o..o + len],
+            Place::Packet(o) => &self.scratch.packet.buf[o..o + len],
+            Place::Stack(o) => &self.scratch.stack[o..o + len],
             Place::MapValue { map, offset } => &self.vm.maps[map].slab[offset..offset + len],
         };
         let mut word = [0u8; 8];
@@ -538,13 +582,19 @@ impl Machine for Execution<'_> {
     }
 
     #[inline]
-    fn store(&mut self, pc: usize, addr: &u64, size: Size, value: &u64) -> Result<(), VmError> {
+    fn store(
+        &mut self,
+        pc: usize,
+        addr: &u64,
+        size: Size,
+        value: &u64,
+    ) -> Result<(), Box<VmError>> {
         let len = size.bytes() as usize;
         let bytes = value.to_le_bytes();
         self.write_bytes(pc, *addr, &bytes[..len])
     }
 
-    fn map_reference(&mut self, pc: usize, imm: &Imm64) -> Result<u64, VmError> {
+    fn map_reference(&mut self, pc: usize, imm: &Imm64) -> Result<u64, Box<VmError>> {
         let maps = self.vm.maps.len();
         let bad = |map: u32| VmError::MemoryFault {
             program: self.program_name(),
@@ -558,7 +608,7 @@ impl Machine for Execution<'_> {
             Imm64::MapValue { map, offset } if (map as usize) < maps => {
                 Ok(pointer(MAP_VALUE_REGION + map as u64, offset as u64))
             }
-            Imm64::Map(map) | Imm64::MapValue { map, .. } => Err(bad(map)),
+            Imm64::Map(map) | Imm64::MapValue { map, .. } => Err(Box::new(bad(map))),
             _ => Err(SemError::Unsupported {
                 pc,
                 what: "64-bit immediate kind",
@@ -567,12 +617,12 @@ impl Machine for Execution<'_> {
         }
     }
 
-    fn call_helper(&mut self, pc: usize, id: u32) -> Result<HelperOutcome, VmError> {
+    fn call_helper(&mut self, pc: usize, id: u32) -> Result<HelperOutcome, Box<VmError>> {
         helpers::call(self, pc, id)
     }
 
     #[inline(always)]
-    fn branch(&mut self, _pc: usize, taken: &bool) -> Result<bool, VmError> {
+    fn branch(&mut self, _pc: usize, taken: &bool) -> Result<bool, Box<VmError>> {
         Ok(*taken)
     }
 }

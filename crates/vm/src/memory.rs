@@ -64,6 +64,10 @@ pub struct PacketBuffer {
     pub data_meta: usize,
     pub data: usize,
     pub data_end: usize,
+    /// The part of `buf` that may hold bytes other than zero: every write lands inside
+    /// `data_meta..data_end` of its moment, so the lowest `data_meta` and highest `data_end` seen
+    /// bound it. Refilling clears only this part.
+    touched: (usize, usize),
 }
 
 /// Packet buffer errors.
@@ -77,10 +81,40 @@ pub enum PacketError {
     BadMeta { len: usize, max: usize },
 }
 
+impl Default for PacketBuffer {
+    fn default() -> Self {
+        PacketBuffer {
+            buf: vec![0u8; layout::FRAME_SIZE],
+            data_meta: layout::HEADROOM,
+            data: layout::HEADROOM,
+            data_end: layout::HEADROOM,
+            touched: (layout::HEADROOM, layout::HEADROOM),
+        }
+    }
+}
+
 impl PacketBuffer {
+    /// A buffer without memory, to stand in while the real one is lent out.
+    pub fn placeholder() -> PacketBuffer {
+        PacketBuffer {
+            buf: Vec::new(),
+            data_meta: 0,
+            data: 0,
+            data_end: 0,
+            touched: (0, 0),
+        }
+    }
+
     /// A buffer holding `meta` followed by `packet`, laid out as the kernel's test_run does: the
-    /// metadata sits just before the data, which starts `HEADROOM` bytes into the buffer.
+    /// metadata sits just before the data, which starts `HEADROOM` bytes into a zeroed frame.
     pub fn new(packet: &[u8], meta: &[u8]) -> Result<PacketBuffer, PacketError> {
+        let mut buffer = PacketBuffer::default();
+        buffer.refill(packet, meta)?;
+        Ok(buffer)
+    }
+
+    /// Makes this buffer what [`PacketBuffer::new`] would return, reusing its memory.
+    pub fn refill(&mut self, packet: &[u8], meta: &[u8]) -> Result<(), PacketError> {
         use layout::*;
         if packet.len() > MAX_DATA {
             return Err(PacketError::TooLarge {
@@ -94,23 +128,27 @@ impl PacketBuffer {
                 min: ETH_HLEN,
             });
         }
-        if meta.len() > MAX_META || meta.len() % 4 != 0 {
+        if meta.len() > MAX_META || !meta.len().is_multiple_of(4) {
             return Err(PacketError::BadMeta {
                 len: meta.len(),
                 max: MAX_META,
             });
         }
-        let mut buf = vec![0u8; FRAME_SIZE];
-        let data = HEADROOM;
-        let data_meta = data - meta.len();
-        buf[data_meta..data].copy_from_slice(meta);
-        buf[data..data + packet.len()].copy_from_slice(packet);
-        Ok(PacketBuffer {
-            buf,
-            data_meta,
-            data,
-            data_end: data + packet.len(),
-        })
+        self.buf[self.touched.0..self.touched.1].fill(0);
+        self.data = HEADROOM;
+        self.data_meta = HEADROOM - meta.len();
+        self.data_end = HEADROOM + packet.len();
+        self.buf[self.data_meta..self.data].copy_from_slice(meta);
+        self.buf[self.data..self.data_end].copy_from_slice(packet);
+        self.touched = (self.data_meta, self.data_end);
+        Ok(())
+    }
+
+    fn note_bounds(&mut self) {
+        self.touched = (
+            self.touched.0.min(self.data_meta),
+            self.touched.1.max(self.data_end),
+        );
     }
 
     /// The packet data.
@@ -139,6 +177,7 @@ impl PacketBuffer {
         }
         self.data_meta = new_data - meta_len;
         self.data = new_data;
+        self.note_bounds();
         0
     }
 
@@ -154,6 +193,7 @@ impl PacketBuffer {
             return -13; // EACCES
         }
         self.data_meta = new_meta as usize;
+        self.note_bounds();
         0
     }
 
@@ -169,6 +209,7 @@ impl PacketBuffer {
             self.buf[self.data_end..new_end].fill(0);
         }
         self.data_end = new_end;
+        self.note_bounds();
         0
     }
 }
@@ -176,6 +217,15 @@ impl PacketBuffer {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn refilling_clears_what_the_last_packet_left() {
+        let mut p = PacketBuffer::new(&[7; 60], &[1, 2, 3, 4]).unwrap();
+        assert_eq!(p.adjust_head(-20), 0);
+        assert_eq!(p.adjust_tail(40), 0);
+        p.refill(&[9; 14], &[]).unwrap();
+        assert_eq!(p.buf, PacketBuffer::new(&[9; 14], &[]).unwrap().buf);
+    }
 
     #[test]
     fn head_can_grow_to_the_frame_header_and_shrink_to_an_ethernet_header() {
