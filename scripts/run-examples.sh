@@ -9,7 +9,7 @@ bin=target/release/linerate
 
 kernel=1
 probe_pkt=$(printf '%.0s00' {1..60})
-if ! "$bin" run examples/filter.o --kernel --packet "$probe_pkt" >/dev/null 2>/tmp/linerate-probe.$$; then
+if ! "$bin" run examples/xdp_filter.o --kernel --packet "$probe_pkt" >/dev/null 2>/tmp/linerate-probe.$$; then
   echo "kernel runs SKIPPED: $(head -1 /tmp/linerate-probe.$$)"
   kernel=0
 fi
@@ -33,7 +33,10 @@ print(len(d["programs"]), len(d["maps"]), sum(p["insns"] for p in d["programs"])
     printf '%-18s %8s %5s %5s %8s  %s\n' "$name" "$nprog" "$nmaps" "$ninsns" 0 "(no packets file)"
     continue
   fi
-  vm_json=$("$bin" run "$obj" --packets "$packets" "${maps[@]}" --json)
+  prog=()
+  entry=$(sed -n 's/^# program: *\([^ ]*\).*/\1/p' "$packets" | head -1)
+  [ -n "$entry" ] && prog=(--prog "$entry")
+  vm_json=$("$bin" run "$obj" "${prog[@]}" --packets "$packets" "${maps[@]}" --json)
   actions=$(python3 -c '
 import json, sys, collections
 runs = json.loads(sys.argv[1]); runs = runs if isinstance(runs, list) else [runs]
@@ -42,7 +45,7 @@ print(len(runs), ",".join(f"{k}:{v}" for k, v in sorted(c.items())))' "$vm_json"
   read -r count verdicts <<<"$actions"
   verdict=skipped
   if ((kernel)); then
-    k_json=$("$bin" run "$obj" --kernel --packets "$packets" "${maps[@]}" --json)
+    k_json=$("$bin" run "$obj" "${prog[@]}" --kernel --packets "$packets" "${maps[@]}" --json)
     verdict=$(python3 -c '
 import json, sys
 a, b = (json.loads(x) for x in sys.argv[1:3])

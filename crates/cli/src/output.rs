@@ -1,35 +1,4 @@
-//! Small output helpers shared by the commands: atomic file writes, hex dumps, aligned tables.
-
-use std::io::Write;
-use std::path::Path;
-
-use anyhow::{Context, Result};
-
-/// Writes `bytes` to `path` through a temporary file in the same directory renamed into place,
-/// so readers never see a partial file and a failure leaves nothing behind.
-pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
-    let dir = path
-        .parent()
-        .filter(|d| !d.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "out".into());
-    let tmp = dir.join(format!(".{name}.tmp{}", std::process::id()));
-    let result = (|| -> Result<()> {
-        let mut f = std::fs::File::create(&tmp)
-            .with_context(|| format!("cannot create {}", tmp.display()))?;
-        f.write_all(bytes)
-            .with_context(|| format!("cannot write {}", tmp.display()))?;
-        f.sync_all().ok();
-        std::fs::rename(&tmp, path).with_context(|| format!("cannot write {}", path.display()))
-    })();
-    if result.is_err() {
-        std::fs::remove_file(&tmp).ok();
-    }
-    result
-}
+//! Small output helpers shared by the commands: hex dumps and aligned tables.
 
 /// A hex dump with 16 bytes per line and offsets, each line prefixed with `indent`.
 pub fn hexdump(bytes: &[u8], indent: &str) -> String {

@@ -1,4 +1,4 @@
-//! Classic libpcap capture files: reading packets to run and writing packets others replay.
+//! Classic libpcap capture files: reading the packets to run.
 //!
 //! Both byte orders and both timestamp resolutions are read; pcapng is recognised and refused
 //! with a message saying how to convert it. Only Ethernet (link type 1) captures are accepted,
@@ -70,33 +70,6 @@ pub fn parse_pcap(bytes: &[u8]) -> Result<Vec<Vec<u8>>> {
         at = end;
     }
     Ok(packets)
-}
-
-/// Writes packets as a microsecond-resolution little-endian pcap file, atomically (a temporary
-/// file renamed into place), so a failure never leaves a partial capture behind.
-pub fn write_pcap(path: &Path, packets: &[Vec<u8>]) -> Result<()> {
-    let mut out = Vec::with_capacity(
-        GLOBAL_HEADER
-            + packets
-                .iter()
-                .map(|p| p.len() + RECORD_HEADER)
-                .sum::<usize>(),
-    );
-    out.extend_from_slice(&MAGIC_MICRO.to_le_bytes());
-    out.extend_from_slice(&2u16.to_le_bytes());
-    out.extend_from_slice(&4u16.to_le_bytes());
-    out.extend_from_slice(&0i32.to_le_bytes());
-    out.extend_from_slice(&0u32.to_le_bytes());
-    out.extend_from_slice(&65535u32.to_le_bytes());
-    out.extend_from_slice(&LINKTYPE_ETHERNET.to_le_bytes());
-    for (i, packet) in packets.iter().enumerate() {
-        out.extend_from_slice(&(i as u32).to_le_bytes());
-        out.extend_from_slice(&0u32.to_le_bytes());
-        out.extend_from_slice(&(packet.len() as u32).to_le_bytes());
-        out.extend_from_slice(&(packet.len() as u32).to_le_bytes());
-        out.extend_from_slice(packet);
-    }
-    crate::output::write_atomically(path, &out)
 }
 
 #[cfg(test)]

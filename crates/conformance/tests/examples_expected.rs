@@ -37,7 +37,7 @@ fn read_packets_file(path: &Path) -> (Option<String>, Vec<Expectation>) {
     for (i, line) in text.lines().enumerate() {
         let line = line.trim();
         if let Some(name) = line.strip_prefix("# program:") {
-            program = Some(name.trim().to_string());
+            program = name.split_whitespace().next().map(str::to_string);
         } else if let Some(rest) = line.strip_prefix("# [") {
             let action = rest.split("expect ").nth(1).and_then(|r| r.split(':').next());
             pending = action.map(|a| a.trim().to_string());
@@ -86,10 +86,14 @@ fn crafted_packets_get_their_expected_verdicts() {
         let packets_file = object.with_extension("packets");
         let (program, expectations) = read_packets_file(&packets_file);
         let obj = linerate_bpf::object::read_object_file(object).expect("example reads");
-        let index = program
-            .as_deref()
-            .and_then(|name| obj.programs.iter().position(|p| p.name == name))
-            .unwrap_or(0);
+        let index = match program.as_deref() {
+            Some(name) => obj
+                .programs
+                .iter()
+                .position(|p| p.name == name)
+                .unwrap_or_else(|| panic!("{}: no program `{name}`", packets_file.display())),
+            None => 0,
+        };
         let seed = seed(object, &obj);
         for e in &expectations {
             let at = format!("{}:{}", packets_file.display(), e.line);
