@@ -16,6 +16,9 @@ use proptest::prelude::*;
 const FRAME_POINTER: u64 = 0x1_0000_0000;
 const STACK: usize = 512;
 
+/// How a machine decides a branch condition.
+type Decide<B> = Box<dyn Fn(&B) -> bool>;
+
 /// A machine with registers and one stack frame of byte cells, generic over the domain.
 struct StackMachine<D: Domain> {
     domain: D,
@@ -23,7 +26,7 @@ struct StackMachine<D: Domain> {
     frames: Vec<Frame<D::Value>>,
     stack: Vec<D::Value>,
     as_const: fn(&D::Value) -> Option<u64>,
-    decide: Box<dyn Fn(&D::Bool) -> bool>,
+    decide: Decide<D::Bool>,
 }
 
 impl<D: Domain> StackMachine<D> {

@@ -79,24 +79,10 @@ impl Concrete {
             BinOp::Mul => a.wrapping_mul(b),
             BinOp::UDiv => a.checked_div(b).unwrap_or(0),
             BinOp::URem => a.checked_rem(b).unwrap_or(a),
-            BinOp::SDiv => (a as i64).checked_div(b as i64).unwrap_or_else(|| {
-                if b == 0 {
-                    0
-                } else {
-                    (a as i64).wrapping_div(b as i64)
-                }
-            }) as u64,
-            BinOp::SRem => {
-                (a as i64).checked_rem(b as i64).unwrap_or_else(
-                    || {
-                        if b == 0 {
-                            a as i64
-                        } else {
-                            0
-                        }
-                    },
-                ) as u64
-            }
+            BinOp::SDiv if b == 0 => 0,
+            BinOp::SDiv => (a as i64).wrapping_div(b as i64) as u64,
+            BinOp::SRem if b == 0 => a,
+            BinOp::SRem => (a as i64).wrapping_rem(b as i64) as u64,
             BinOp::And => a & b,
             BinOp::Or => a | b,
             BinOp::Xor => a ^ b,

@@ -318,18 +318,27 @@ fn condition<M: Machine>(m: &mut M, wide: bool, cond: Cond, a: &Val<M>, b: &Val<
     }
 }
 
-/// Atomic read-modify-write.
-#[inline(always)]
-fn atomic<M: Machine>(
-    m: &mut M,
-    pc: usize,
+/// Atomic read-modify-write: the fields of an [`Instruction::Atomic`].
+#[derive(Clone, Copy)]
+struct AtomicInsn {
     size: Size,
     op: AtomicOp,
     fetch: bool,
     dst: Reg,
     src: Reg,
     off: i16,
-) -> Result<(), M::Fault> {
+}
+
+#[inline(always)]
+fn atomic<M: Machine>(m: &mut M, pc: usize, insn: AtomicInsn) -> Result<(), M::Fault> {
+    let AtomicInsn {
+        size,
+        op,
+        fetch,
+        dst,
+        src,
+        off,
+    } = insn;
     let addr = m.address(dst, off);
     let old = m.load(pc, &addr, size)?;
     let operand = m.reg(src);
@@ -430,7 +439,18 @@ pub fn step<M: Machine>(m: &mut M, pc: usize, insn: &Instruction) -> Result<Flow
             dst,
             src,
             off,
-        } => atomic(m, pc, size, op, fetch, dst, src, off)?,
+        } => atomic(
+            m,
+            pc,
+            AtomicInsn {
+                size,
+                op,
+                fetch,
+                dst,
+                src,
+                off,
+            },
+        )?,
         Instruction::LegacyPacketLoad { .. } => {
             return Err(SemError::Unsupported {
                 pc,
