@@ -1,13 +1,13 @@
 //! Interpreter speed next to the kernel's JIT, per example, measured in the same run.
 //!
-//! For every `examples/*.o` (first program), on its crafted packets with its seeded maps: the
+//! For every `examples/*.o` (its entry program), on its crafted packets with its seeded maps: the
 //! interpreter's instructions per second and ns per packet, the kernel's `BPF_PROG_TEST_RUN` ns per
 //! packet (average over `repeat` runs, as the kernel reports), and their ratio. Each figure is the
 //! median of five rounds. Run with `bench/vm` or `cargo bench -p linerate-conformance --bench vm`.
 
-use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+use linerate_conformance::examples::load_all;
 use linerate_kernel::{check_access, load_object, TestRunInput};
 use linerate_vm::{Vm, VmOptions};
 
@@ -15,28 +15,6 @@ const ROUNDS: usize = 5;
 const KERNEL_REPEAT: u32 = 20_000;
 /// Interpreter time per round and example.
 const VM_ROUND_SECONDS: f64 = 0.2;
-
-fn examples_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples")
-}
-
-fn companion(object: &Path, ext: &str) -> Option<PathBuf> {
-    let stem = object.file_stem()?.to_string_lossy().into_owned();
-    let base = stem
-        .rsplit_once("_d")
-        .map(|(b, _)| b.to_string())
-        .unwrap_or(stem.clone());
-    [stem, base]
-        .iter()
-        .map(|s| examples_dir().join(format!("{s}.{ext}")))
-        .find(|p| p.exists())
-}
-
-fn parse_hex(s: &str) -> Vec<u8> {
-    (0..s.len() / 2)
-        .map(|i| u8::from_str_radix(&s[2 * i..2 * i + 2], 16).unwrap_or(0))
-        .collect()
-}
 
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(|a, b| a.total_cmp(b));
@@ -51,61 +29,23 @@ fn main() {
             false
         }
     };
-    let mut objects: Vec<PathBuf> = std::fs::read_dir(examples_dir())
-        .expect("examples/")
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|e| e == "o"))
-        .collect();
-    objects.sort();
+    let examples = load_all().expect("example corpus");
     println!(
         "{:<18} {:>8} {:>10} {:>12} {:>14} {:>7}",
         "example", "insns/pkt", "vm Minsn/s", "vm ns/pkt", "kernel ns/pkt", "vm/jit"
     );
     let mut ratios = Vec::new();
-    for path in &objects {
-        let name = path
+    for example in &examples {
+        let name = example
+            .path
             .file_stem()
             .unwrap_or_default()
             .to_string_lossy()
             .into_owned();
-        let Ok(obj) = linerate_bpf::object::read_object_file(path) else {
-            println!("{name:<18} (unreadable)");
-            continue;
-        };
-        let packets: Vec<Vec<u8>> = companion(path, "packets")
-            .and_then(|p| std::fs::read_to_string(p).ok())
-            .map(|t| {
-                t.lines()
-                    .map(str::trim)
-                    .filter(|l| !l.is_empty() && !l.starts_with('#'))
-                    .map(|l| parse_hex(&l.replace(' ', "")))
-                    .collect()
-            })
-            .unwrap_or_default();
-        if packets.is_empty() {
-            println!("{name:<18} (no packets)");
-            continue;
-        }
-        let seed: Vec<(usize, Vec<u8>, Vec<u8>)> = companion(path, "maps.json")
-            .and_then(|p| std::fs::read_to_string(p).ok())
-            .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
-            .map(|json| {
-                let mut seed = Vec::new();
-                for (map, entries) in json.as_object().into_iter().flatten() {
-                    let Some(index) = obj.map_index(map) else {
-                        continue;
-                    };
-                    for e in entries.as_array().into_iter().flatten() {
-                        let hex = |k: &str| parse_hex(e[k].as_str().unwrap_or(""));
-                        seed.push((index, hex("key"), hex("value")));
-                    }
-                }
-                seed
-            })
-            .unwrap_or_default();
-
-        let mut vm = Vm::new(&obj, VmOptions::default()).expect("interpreter accepts the example");
-        for (map, key, value) in &seed {
+        let (obj, seed, entry) = (&example.object, &example.seed, example.entry);
+        let packets = example.packet_bytes();
+        let mut vm = Vm::new(obj, VmOptions::default()).expect("interpreter accepts the example");
+        for (map, key, value) in seed {
             vm.maps[*map].update(key, value, 0);
         }
         let (mut vm_ns, mut vm_rate, mut per_packet) = (Vec::new(), Vec::new(), 0.0);
@@ -114,7 +54,7 @@ fn main() {
             let start = Instant::now();
             while start.elapsed().as_secs_f64() < VM_ROUND_SECONDS {
                 for p in &packets {
-                    if let Ok(out) = vm.run(0, p, &[]) {
+                    if let Ok(out) = vm.run(entry, p, &[]) {
                         insns += out.instructions;
                     }
                     runs += 1;
@@ -129,8 +69,8 @@ fn main() {
         let mut kernel_cell = "skipped".to_string();
         let mut ratio_cell = "-".to_string();
         if kernel {
-            if let Ok(loaded) = load_object(&obj) {
-                for (map, key, value) in &seed {
+            if let Ok(loaded) = load_object(obj) {
+                for (map, key, value) in seed {
                     loaded.update(*map, key, value).ok();
                 }
                 let mut rounds = Vec::new();

@@ -6,88 +6,13 @@
 //! maps seeded from `examples/NAME.maps.json` when present. Maps persist from packet to packet in
 //! both engines, so stateful programs are compared on their state too.
 
-use std::path::{Path, PathBuf};
-
 use linerate_bpf::Object;
+use linerate_conformance::examples::{hex, load_all, Example};
 use linerate_kernel::{check_access, load_object, LoadedObject, TestRunInput};
 use linerate_vm::maps::normalize_entries;
 use linerate_vm::{Vm, VmOptions};
 
 const MIN_PACKETS: usize = 200;
-
-fn examples_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples")
-}
-
-fn example_objects() -> Vec<PathBuf> {
-    let mut objects: Vec<PathBuf> = std::fs::read_dir(examples_dir())
-        .expect("examples/ exists")
-        .map(|e| e.expect("readable examples/").path())
-        .filter(|p| p.extension().is_some_and(|e| e == "o"))
-        .collect();
-    objects.sort();
-    objects
-}
-
-/// The companion file of an example (`NAME.ext`, or `BASE.ext` for builds like `cms_d5`).
-fn companion(object: &Path, ext: &str) -> Option<PathBuf> {
-    let stem = object.file_stem()?.to_string_lossy().into_owned();
-    let base = stem
-        .rsplit_once("_d")
-        .map(|(b, _)| b.to_string())
-        .unwrap_or(stem.clone());
-    [stem, base]
-        .iter()
-        .map(|s| examples_dir().join(format!("{s}.{ext}")))
-        .find(|p| p.exists())
-}
-
-fn parse_hex(s: &str) -> Vec<u8> {
-    let s: String = s.chars().filter(|c| !c.is_whitespace()).collect();
-    (0..s.len() / 2)
-        .map(|i| u8::from_str_radix(&s[2 * i..2 * i + 2], 16).expect("hex"))
-        .collect()
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-fn crafted_packets(object: &Path) -> Vec<Vec<u8>> {
-    let Some(path) = companion(object, "packets") else {
-        return Vec::new();
-    };
-    std::fs::read_to_string(path)
-        .expect("readable packets file")
-        .lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty() && !l.starts_with('#'))
-        .map(parse_hex)
-        .collect()
-}
-
-fn map_seed(object: &Path, obj: &Object) -> Vec<(usize, Vec<u8>, Vec<u8>)> {
-    let Some(path) = companion(object, "maps.json") else {
-        return Vec::new();
-    };
-    let json: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(path).expect("readable maps file"))
-            .expect("valid maps JSON");
-    let mut seed = Vec::new();
-    for (name, entries) in json.as_object().expect("maps file is an object") {
-        let map = obj
-            .map_index(name)
-            .unwrap_or_else(|| panic!("maps file names unknown map `{name}`"));
-        for e in entries.as_array().expect("entries are an array") {
-            seed.push((
-                map,
-                parse_hex(e["key"].as_str().expect("key")),
-                parse_hex(e["value"].as_str().expect("value")),
-            ));
-        }
-    }
-    seed
-}
 
 /// A small deterministic generator (xorshift64*), so failures reproduce.
 struct Rng(u64);
@@ -106,8 +31,8 @@ impl Rng {
 
 /// Crafted packets, then mutations of them (byte flips, truncations, extensions) and random
 /// frames, up to at least [`MIN_PACKETS`].
-fn packets_for(object: &Path) -> Vec<Vec<u8>> {
-    let crafted = crafted_packets(object);
+fn packets_for(example: &Example) -> Vec<Vec<u8>> {
+    let crafted = example.packet_bytes();
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15 ^ crafted.len() as u64);
     let mut packets = crafted.clone();
     while packets.len() < MIN_PACKETS {
@@ -143,26 +68,22 @@ fn kernel_maps(obj: &Object, loaded: &LoadedObject) -> Vec<Vec<(Vec<u8>, Vec<u8>
         .collect()
 }
 
-fn check_example(path: &Path) -> Result<usize, String> {
-    let name = path
-        .file_name()
-        .unwrap_or_default()
-        .to_string_lossy()
-        .into_owned();
-    let obj = linerate_bpf::object::read_object_file(path).map_err(|e| format!("{name}: {e}"))?;
-    let packets = packets_for(path);
-    let seed = map_seed(path, &obj);
+fn check_example(example: &Example) -> Result<usize, String> {
+    let name = example.name();
+    let obj = &example.object;
+    let packets = packets_for(example);
+    let seed = &example.seed;
     let mut compared = 0;
     for program in 0..obj.programs.len() {
         let prog_name = &obj.programs[program].name;
-        let loaded = load_object(&obj).map_err(|e| {
+        let loaded = load_object(obj).map_err(|e| {
             format!(
                 "{name}: kernel refused it: {e}\n{}",
                 e.verifier_log().unwrap_or("")
             )
         })?;
-        let mut vm = Vm::new(&obj, VmOptions::default()).map_err(|e| format!("{name}: {e}"))?;
-        for (map, key, value) in &seed {
+        let mut vm = Vm::new(obj, VmOptions::default()).map_err(|e| format!("{name}: {e}"))?;
+        for (map, key, value) in seed {
             loaded
                 .update(*map, key, value)
                 .map_err(|e| format!("{name}: seeding: {e}"))?;
@@ -202,7 +123,7 @@ fn check_example(path: &Path) -> Result<usize, String> {
                 ));
             }
             let ours_maps: Vec<_> = vm.maps.iter().map(|m| m.entries()).collect();
-            let kernel_maps = kernel_maps(&obj, &loaded);
+            let kernel_maps = kernel_maps(obj, &loaded);
             for (m, (a, b)) in ours_maps.iter().zip(&kernel_maps).enumerate() {
                 if a != b {
                     return Err(format!(
@@ -230,16 +151,16 @@ fn interpreter_agrees_with_kernel_on_every_example() {
         eprintln!("SKIPPED: example differential test needs BPF: {e}");
         return;
     }
-    let objects = example_objects();
+    let examples = load_all().expect("example corpus");
     assert!(
-        objects.len() >= 12,
-        "expected the example corpus, found {} objects",
-        objects.len()
+        examples.len() >= 12,
+        "expected the example corpus, found {}",
+        examples.len()
     );
     let mut failures = Vec::new();
-    for path in &objects {
-        match check_example(path) {
-            Ok(n) => eprintln!("{}: {n} packet runs agree", path.display()),
+    for example in &examples {
+        match check_example(example) {
+            Ok(n) => eprintln!("{}: {n} packet runs agree", example.name()),
             Err(e) => failures.push(e),
         }
     }
@@ -247,7 +168,7 @@ fn interpreter_agrees_with_kernel_on_every_example() {
         failures.is_empty(),
         "{} of {} examples disagree:\n{}",
         failures.len(),
-        objects.len(),
+        examples.len(),
         failures.join("\n")
     );
 }
