@@ -30,7 +30,7 @@ pub fn parse_hex(text: &str) -> Result<Vec<u8>, String> {
         .chars()
         .filter(|c| !c.is_whitespace() && *c != ':')
         .collect();
-    if digits.len() % 2 != 0 {
+    if digits.len() % 2 == 1 {
         return Err(format!("odd number of hex digits ({})", digits.len()));
     }
     (0..digits.len())
@@ -77,10 +77,18 @@ pub fn read_maps_file(path: &Path, object: &Object) -> Result<MapSeed> {
             path.display(),
             e.line(),
             e.column(),
-            e
+            json_cause(&e)
         )
     })?;
     decode_maps(&parsed, object).map_err(|e| anyhow!("maps file {}: {e}", path.display()))
+}
+
+/// A JSON error's message without serde_json's trailing " at line L column C" (the caller already
+/// names the place).
+fn json_cause(e: &serde_json::Error) -> String {
+    let text = e.to_string();
+    let suffix = format!(" at line {} column {}", e.line(), e.column());
+    text.strip_suffix(&suffix).unwrap_or(&text).to_string()
 }
 
 /// Checks map contents against the object: names exist and sizes match.
@@ -162,10 +170,11 @@ pub fn read_fib_file(path: &Path) -> Result<Vec<FibRoute>> {
         .with_context(|| format!("cannot read FIB file {}", path.display()))?;
     let routes: Vec<FibJson> = serde_json::from_str(&text).map_err(|e| {
         anyhow!(
-            "FIB file {}: invalid JSON at line {} column {}: {e}",
+            "FIB file {}: invalid JSON at line {} column {}: {}",
             path.display(),
             e.line(),
-            e.column()
+            e.column(),
+            json_cause(&e)
         )
     })?;
     routes

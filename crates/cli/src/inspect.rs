@@ -10,7 +10,7 @@ use linerate_bpf::Object;
 use linerate_cfg::Cfg;
 use serde_json::{json, Value};
 
-use crate::output::table;
+use crate::output::{emit, table};
 
 #[derive(Args)]
 pub struct InspectArgs {
@@ -39,24 +39,19 @@ pub fn inspect(args: &InspectArgs) -> Result<()> {
     let mut cfgs = Vec::new();
     for &i in &selected {
         let program = &object.programs[i];
-        let cfg = Cfg::build(program).map_err(|e| anyhow!("program `{}`: {e}", program.name))?;
+        let cfg = Cfg::build(program)
+            .map_err(|e| anyhow!("{}: program `{}`: {e}", args.object.display(), program.name))?;
         cfgs.push(cfg);
     }
     if args.dot {
-        for cfg in &cfgs {
-            print!("{}", cfg.to_dot());
-        }
-        return Ok(());
+        let dot: String = cfgs.iter().map(Cfg::to_dot).collect();
+        return emit(&dot);
     }
     if args.json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&to_json(&object, &selected, &cfgs, !args.no_disasm)?)?
-        );
-        return Ok(());
+        let json = to_json(&object, &selected, &cfgs, !args.no_disasm)?;
+        return emit(&format!("{}\n", serde_json::to_string_pretty(&json)?));
     }
-    print!("{}", to_text(&object, &selected, &cfgs, !args.no_disasm)?);
-    Ok(())
+    emit(&to_text(&object, &selected, &cfgs, !args.no_disasm)?)
 }
 
 fn origin_name(origin: &MapOrigin) -> String {

@@ -78,6 +78,12 @@ fn main() -> ExitCode {
 /// Reads an object from a BPF ELF file or from `llvm-objdump -d` text.
 pub fn load_object(path: &Path) -> Result<Object> {
     let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+    if bytes.iter().all(|b| b.is_ascii_whitespace()) {
+        return Err(anyhow!(
+            "{}: empty file: expected a BPF ELF object or llvm-objdump text",
+            path.display()
+        ));
+    }
     let name = path
         .file_stem()
         .map(|s| s.to_string_lossy().into_owned())
@@ -92,8 +98,15 @@ pub fn load_object(path: &Path) -> Result<Object> {
             path.display()
         )
     })?;
-    linerate_bpf::objdump::read_objdump_text(text, &name)
-        .map_err(|e| anyhow!("{}: {e}", path.display()))
+    let object = linerate_bpf::objdump::read_objdump_text(text, &name)
+        .map_err(|e| anyhow!("{}: {e}", path.display()))?;
+    if object.programs.is_empty() {
+        return Err(anyhow!(
+            "{}: no programs: the text holds no disassembled function (expected `llvm-objdump -d` output)",
+            path.display()
+        ));
+    }
+    Ok(object)
 }
 
 /// The index of the program `--prog` names, or the only/first program.

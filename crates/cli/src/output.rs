@@ -1,4 +1,22 @@
-//! Small output helpers shared by the commands: hex dumps and aligned tables.
+//! Small output helpers shared by the commands: writing to stdout, hex dumps and aligned tables.
+
+use std::io::Write;
+
+use anyhow::{Context, Result};
+
+/// Writes a command's whole output to stdout at once. A reader that stops early
+/// (`linerate inspect x.o | head`) ends the output quietly instead of a panic; any other write
+/// failure (`> /dev/full`) is an error.
+pub fn emit(text: &str) -> Result<()> {
+    let mut stdout = std::io::stdout().lock();
+    match stdout
+        .write_all(text.as_bytes())
+        .and_then(|()| stdout.flush())
+    {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        result => result.context("cannot write to standard output"),
+    }
+}
 
 /// A hex dump with 16 bytes per line and offsets, each line prefixed with `indent`.
 pub fn hexdump(bytes: &[u8], indent: &str) -> String {

@@ -82,9 +82,19 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("x.pcap");
         let packets = vec![vec![1u8; 60], vec![2u8; 14]];
-        write_pcap(&path, &packets).unwrap();
+        let mut bytes = Vec::new();
+        for word in [MAGIC_MICRO, 0x0004_0002, 0, 0, 65535, LINKTYPE_ETHERNET] {
+            bytes.extend_from_slice(&word.to_le_bytes());
+        }
+        for (i, packet) in packets.iter().enumerate() {
+            let len = packet.len() as u32;
+            for word in [i as u32, 0, len, len] {
+                bytes.extend_from_slice(&word.to_le_bytes());
+            }
+            bytes.extend_from_slice(packet);
+        }
+        std::fs::write(&path, &bytes).unwrap();
         assert_eq!(read_pcap(&path).unwrap(), packets);
-        let bytes = std::fs::read(&path).unwrap();
         let err = parse_pcap(&bytes[..bytes.len() - 1])
             .unwrap_err()
             .to_string();

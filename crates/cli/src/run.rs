@@ -1,6 +1,7 @@
 //! `linerate run`: execute a program on packets, in the interpreter or in this host's kernel.
 
-use std::path::PathBuf;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
 
 use anyhow::{anyhow, bail, Context, Result};
 use clap::Args;
@@ -13,7 +14,10 @@ use serde_json::{json, Value};
 use crate::input::{
     encode_maps, parse_hex, read_fib_file, read_maps_file, read_packets_file, to_hex, MapSeed,
 };
-use crate::output::hexdump;
+use crate::output::{emit, hexdump};
+
+/// The shortest frame `BPF_PROG_TEST_RUN` accepts for XDP.
+const ETH_HEADER_LEN: usize = 14;
 
 #[derive(Args)]
 #[command(group(clap::ArgGroup::new("input").required(true).args(["packet", "packets", "pcap"])))]
@@ -44,7 +48,8 @@ pub struct RunArgs {
     /// Run in this host's kernel with BPF_PROG_TEST_RUN instead of the interpreter.
     #[arg(long)]
     pub kernel: bool,
-    /// With --kernel: run each packet this many times and report ns per run.
+    /// With --kernel: also time each packet over this many runs and report ns per run (action,
+    /// packet and maps are those of a single run: repeated runs share one buffer).
     #[arg(long, default_value_t = 1, requires = "kernel")]
     pub repeat: u32,
     /// Seed of bpf_get_prandom_u32 (interpreter).
@@ -54,6 +59,9 @@ pub struct RunArgs {
     #[arg(long)]
     pub json: bool,
 }
+
+/// Every map's `(key, value)` entries after a run, in the object's map order.
+type MapContents = Vec<Vec<(Vec<u8>, Vec<u8>)>>;
 
 /// What one packet's run produced, whichever engine ran it.
 struct PacketResult {
@@ -72,11 +80,29 @@ pub fn run(args: &RunArgs) -> Result<()> {
     let packets = match (&args.packet, &args.packets, &args.pcap) {
         (Some(hex), _, _) => vec![parse_hex(hex).map_err(|e| anyhow!("--packet: {e}"))?],
         (_, Some(path), _) => read_packets_file(path)?,
-        (_, _, Some(path)) => crate::pcap::read_pcap(path)?,
+        (_, _, Some(path)) => {
+            let packets = crate::pcap::read_pcap(path)?;
+            if packets.is_empty() {
+                bail!("pcap file {}: holds no packets", path.display());
+            }
+            packets
+        }
         _ => bail!("give --packet HEX, --packets FILE or --pcap FILE"),
     };
     if packets.is_empty() {
         bail!("no packets to run");
+    }
+    // The kernel refuses frames shorter than an Ethernet header with a bare EINVAL; say why, the
+    // same way for both engines.
+    if let Some((i, p)) = packets
+        .iter()
+        .enumerate()
+        .find(|(_, p)| p.len() < ETH_HEADER_LEN)
+    {
+        bail!(
+            "packet {i}: {} bytes is shorter than an Ethernet header ({ETH_HEADER_LEN} bytes)",
+            p.len()
+        );
     }
     let meta = parse_hex(&args.meta).map_err(|e| anyhow!("--meta: {e}"))?;
     let seed = match &args.maps {
@@ -94,7 +120,15 @@ pub fn run(args: &RunArgs) -> Result<()> {
         if let Some(path) = &args.fib {
             options.fib = read_fib_file(path)?;
         }
-        run_in_vm(&object, program, &packets, &meta, &seed, options)?
+        run_in_vm(
+            &args.object,
+            &object,
+            program,
+            &packets,
+            &meta,
+            &seed,
+            options,
+        )?
     };
     let maps = encode_maps(&object, &final_maps);
     if args.json {
@@ -124,16 +158,17 @@ pub fn run(args: &RunArgs) -> Result<()> {
                 v
             })
             .collect();
-        let out = if runs.len() == 1 {
+        let json = if runs.len() == 1 {
             runs.into_iter().next().unwrap_or(Value::Null)
         } else {
             Value::Array(runs)
         };
-        println!("{}", serde_json::to_string_pretty(&out)?);
-        return Ok(());
+        return emit(&format!("{}\n", serde_json::to_string_pretty(&json)?));
     }
     let p = &object.programs[program];
-    println!(
+    let mut out = String::new();
+    writeln!(
+        out,
         "program {} (section {}) in {}",
         p.name,
         p.section,
@@ -142,65 +177,68 @@ pub fn run(args: &RunArgs) -> Result<()> {
         } else {
             "the linerate interpreter"
         }
-    );
+    )?;
     for (i, (r, input)) in results.iter().zip(&packets).enumerate() {
         if results.len() > 1 {
-            println!("\npacket {i}");
+            writeln!(out, "\npacket {i}")?;
         }
-        println!(
+        writeln!(
+            out,
             "action   {} ({})",
             xdp_action_name(r.return_value),
             r.return_value
-        );
+        )?;
         if let Some(n) = r.instructions {
-            println!("executed {n} instructions");
+            writeln!(out, "executed {n} instructions")?;
         }
         if let Some(ns) = r.ns_per_run {
-            println!("time     {ns} ns per run ({} runs)", args.repeat);
+            writeln!(out, "time     {ns} ns per run ({} runs)", args.repeat)?;
         }
         if let Some(blocks) = &r.blocks {
             let path: Vec<String> = blocks.iter().map(|b| b.to_string()).collect();
-            println!("blocks   {}", path.join(" → "));
+            writeln!(out, "blocks   {}", path.join(" → "))?;
         }
         if r.packet == *input {
-            println!("packet   {} bytes, unchanged", r.packet.len());
+            writeln!(out, "packet   {} bytes, unchanged", r.packet.len())?;
         } else {
-            println!(
+            writeln!(
+                out,
                 "packet   {} bytes (input {} bytes), changed:",
                 r.packet.len(),
                 input.len()
-            );
-            print!("{}", hexdump(&r.packet, "  "));
+            )?;
+            write!(out, "{}", hexdump(&r.packet, "  "))?;
         }
         if !r.meta.is_empty() {
-            println!("meta     {}", to_hex(&r.meta));
+            writeln!(out, "meta     {}", to_hex(&r.meta))?;
         }
         for line in &r.trace {
-            println!("trace    {line}");
+            writeln!(out, "trace    {line}")?;
         }
     }
-    println!("\nmaps after the run");
+    writeln!(out, "\nmaps after the run")?;
     for (name, entries) in &maps {
-        println!("  {name}: {} entries", entries.len());
+        writeln!(out, "  {name}: {} entries", entries.len())?;
         for e in entries.iter().take(16) {
-            println!("    {} => {}", e.key, e.value);
+            writeln!(out, "    {} => {}", e.key, e.value)?;
         }
         if entries.len() > 16 {
-            println!("    ... {} more (use --json)", entries.len() - 16);
+            writeln!(out, "    ... {} more (use --json)", entries.len() - 16)?;
         }
     }
-    Ok(())
+    emit(&out)
 }
 
 fn run_in_vm(
+    source: &Path,
     object: &Object,
     program: usize,
     packets: &[Vec<u8>],
     meta: &[u8],
     seed: &MapSeed,
     options: VmOptions,
-) -> Result<(Vec<PacketResult>, Vec<Vec<(Vec<u8>, Vec<u8>)>>)> {
-    let mut vm = Vm::new(object, options)?;
+) -> Result<(Vec<PacketResult>, MapContents)> {
+    let mut vm = Vm::new(object, options).with_context(|| source.display().to_string())?;
     for (map, entries) in seed {
         for (key, value) in entries {
             let rc = vm.maps[*map].update(key, value, 0);
@@ -216,17 +254,15 @@ fn run_in_vm(
     let cfgs: Vec<Cfg> = object
         .programs
         .iter()
-        .map(|p| Cfg::build(p).map_err(|e| anyhow!("program `{}`: {e}", p.name)))
+        .map(|p| {
+            Cfg::build(p).map_err(|e| anyhow!("{}: program `{}`: {e}", source.display(), p.name))
+        })
         .collect::<Result<_>>()?;
     let mut results = Vec::new();
     for (i, packet) in packets.iter().enumerate() {
-        let out = vm.run(program, packet, meta).with_context(|| {
-            if packets.len() > 1 {
-                format!("packet {i}")
-            } else {
-                "run".into()
-            }
-        })?;
+        let out = vm
+            .run(program, packet, meta)
+            .with_context(|| format!("packet {i}"))?;
         let blocks = out
             .path
             .iter()
@@ -253,7 +289,7 @@ fn run_in_kernel(
     meta: &[u8],
     seed: &MapSeed,
     repeat: u32,
-) -> Result<(Vec<PacketResult>, Vec<Vec<(Vec<u8>, Vec<u8>)>>)> {
+) -> Result<(Vec<PacketResult>, MapContents)> {
     linerate_kernel::check_access()?;
     let loaded = linerate_kernel::load_object(object).map_err(|e| {
         let log = e
@@ -270,16 +306,17 @@ fn run_in_kernel(
         }
     }
     let mut results = Vec::new();
+    let input = |packet: &[u8], repeat: u32| linerate_kernel::TestRunInput {
+        packet: packet.to_vec(),
+        meta: meta.to_vec(),
+        repeat,
+        ..linerate_kernel::TestRunInput::default()
+    };
+    // What a packet does comes from a single run: repeated runs share one buffer, so a program
+    // that rewrites the packet (a TTL decrement) would be reported on its own output, and
+    // counters would count every repetition.
     for packet in packets {
-        let out = loaded.test_run(
-            program,
-            &linerate_kernel::TestRunInput {
-                packet: packet.clone(),
-                meta: meta.to_vec(),
-                repeat,
-                ..linerate_kernel::TestRunInput::default()
-            },
-        )?;
+        let out = loaded.test_run(program, &input(packet, 1))?;
         results.push(PacketResult {
             return_value: out.retval as u64,
             packet: out.packet,
@@ -293,5 +330,12 @@ fn run_in_kernel(
     let maps = (0..object.maps.len())
         .map(|i| Ok(normalize_entries(&object.maps[i], loaded.entries(i)?)))
         .collect::<Result<Vec<_>>>()?;
+    // The timing runs come after the results and the maps are taken.
+    if repeat > 1 {
+        for (result, packet) in results.iter_mut().zip(packets) {
+            let out = loaded.test_run(program, &input(packet, repeat))?;
+            result.ns_per_run = Some(out.duration_ns);
+        }
+    }
     Ok((results, maps))
 }
