@@ -63,6 +63,15 @@ pub struct RunArgs {
 /// Every map's `(key, value)` entries after a run, in the object's map order.
 type MapContents = Vec<Vec<(Vec<u8>, Vec<u8>)>>;
 
+/// What running all packets produced, whichever engine ran them.
+struct Runs {
+    results: Vec<PacketResult>,
+    /// Map contents after seeding, before the first packet.
+    initial_maps: MapContents,
+    /// Map contents after the last packet.
+    final_maps: MapContents,
+}
+
 /// What one packet's run produced, whichever engine ran it.
 struct PacketResult {
     return_value: u64,
@@ -109,7 +118,7 @@ pub fn run(args: &RunArgs) -> Result<()> {
         Some(path) => read_maps_file(path, &object)?,
         None => Vec::new(),
     };
-    let (results, final_maps) = if args.kernel {
+    let runs = if args.kernel {
         run_in_kernel(&object, program, &packets, &meta, &seed, args.repeat)?
     } else {
         let mut options = VmOptions {
@@ -130,7 +139,8 @@ pub fn run(args: &RunArgs) -> Result<()> {
             options,
         )?
     };
-    let maps = encode_maps(&object, &final_maps);
+    let results = &runs.results;
+    let maps = encode_maps(&object, &runs.final_maps);
     if args.json {
         let runs: Vec<Value> = results
             .iter()
@@ -200,10 +210,18 @@ pub fn run(args: &RunArgs) -> Result<()> {
         }
         if r.packet == *input {
             writeln!(out, "packet   {} bytes, unchanged", r.packet.len())?;
+        } else if r.packet.len() == input.len() {
+            writeln!(
+                out,
+                "packet   {} bytes, changed at {}:",
+                r.packet.len(),
+                changed_ranges(input, &r.packet)
+            )?;
+            write!(out, "{}", hexdump(&r.packet, "  "))?;
         } else {
             writeln!(
                 out,
-                "packet   {} bytes (input {} bytes), changed:",
+                "packet   {} bytes (input {} bytes):",
                 r.packet.len(),
                 input.len()
             )?;
@@ -216,17 +234,95 @@ pub fn run(args: &RunArgs) -> Result<()> {
             writeln!(out, "trace    {line}")?;
         }
     }
-    writeln!(out, "\nmaps after the run")?;
-    for (name, entries) in &maps {
-        writeln!(out, "  {name}: {} entries", entries.len())?;
-        for e in entries.iter().take(16) {
-            writeln!(out, "    {} => {}", e.key, e.value)?;
-        }
-        if entries.len() > 16 {
-            writeln!(out, "    ... {} more (use --json)", entries.len() - 16)?;
+    write!(
+        out,
+        "{}",
+        map_changes(&object, &runs.initial_maps, &runs.final_maps)
+    )?;
+    emit(&out)
+}
+
+/// Byte ranges where two equally long packets differ, e.g. `bytes 0-11, 22, 24-25`.
+fn changed_ranges(before: &[u8], after: &[u8]) -> String {
+    let mut ranges: Vec<(usize, usize)> = Vec::new();
+    for i in (0..before.len()).filter(|&i| before[i] != after[i]) {
+        match ranges.last_mut() {
+            Some((_, end)) if *end + 1 == i => *end = i,
+            _ => ranges.push((i, i)),
         }
     }
-    emit(&out)
+    let parts: Vec<String> = ranges
+        .iter()
+        .map(|&(a, b)| {
+            if a == b {
+                a.to_string()
+            } else {
+                format!("{a}-{b}")
+            }
+        })
+        .collect();
+    format!(
+        "byte{} {}",
+        if parts.len() == 1 && ranges[0].0 == ranges[0].1 {
+            ""
+        } else {
+            "s"
+        },
+        parts.join(", ")
+    )
+}
+
+/// What the packets did to each map: entries added, changed and removed.
+fn map_changes(object: &Object, before: &MapContents, after: &MapContents) -> String {
+    use std::collections::BTreeMap;
+    const SHOWN: usize = 16;
+    let mut out = String::from("\nmap changes\n");
+    let mut unchanged = Vec::new();
+    for ((def, old), new) in object.maps.iter().zip(before).zip(after) {
+        let old: BTreeMap<&[u8], &[u8]> = old
+            .iter()
+            .map(|(k, v)| (k.as_slice(), v.as_slice()))
+            .collect();
+        let new: BTreeMap<&[u8], &[u8]> = new
+            .iter()
+            .map(|(k, v)| (k.as_slice(), v.as_slice()))
+            .collect();
+        let mut lines = Vec::new();
+        for (k, v) in &new {
+            match old.get(k) {
+                None => lines.push(format!("    + {} => {}", to_hex(k), to_hex(v))),
+                Some(was) if was != v => lines.push(format!(
+                    "    ~ {} => {} (was {})",
+                    to_hex(k),
+                    to_hex(v),
+                    to_hex(was)
+                )),
+                Some(_) => {}
+            }
+        }
+        for k in old.keys().filter(|k| !new.contains_key(*k)) {
+            lines.push(format!("    - {}", to_hex(k)));
+        }
+        if lines.is_empty() {
+            unchanged.push(def.name.as_str());
+            continue;
+        }
+        out.push_str(&format!("  {} ({} entries now)\n", def.name, new.len()));
+        for line in lines.iter().take(SHOWN) {
+            out.push_str(line);
+            out.push('\n');
+        }
+        if lines.len() > SHOWN {
+            out.push_str(&format!(
+                "    ... {} more changes (use --json)\n",
+                lines.len() - SHOWN
+            ));
+        }
+    }
+    if !unchanged.is_empty() {
+        out.push_str(&format!("  unchanged: {}\n", unchanged.join(", ")));
+    }
+    out
 }
 
 fn run_in_vm(
@@ -237,7 +333,7 @@ fn run_in_vm(
     meta: &[u8],
     seed: &MapSeed,
     options: VmOptions,
-) -> Result<(Vec<PacketResult>, MapContents)> {
+) -> Result<Runs> {
     let mut vm = Vm::new(object, options).with_context(|| source.display().to_string())?;
     for (map, entries) in seed {
         for (key, value) in entries {
@@ -258,6 +354,7 @@ fn run_in_vm(
             Cfg::build(p).map_err(|e| anyhow!("{}: program `{}`: {e}", source.display(), p.name))
         })
         .collect::<Result<_>>()?;
+    let initial_maps = vm.maps.iter().map(|m| m.entries()).collect();
     let mut results = Vec::new();
     for (i, packet) in packets.iter().enumerate() {
         let out = vm
@@ -278,8 +375,12 @@ fn run_in_vm(
             trace: out.trace,
         });
     }
-    let maps = vm.maps.iter().map(|m| m.entries()).collect();
-    Ok((results, maps))
+    let final_maps = vm.maps.iter().map(|m| m.entries()).collect();
+    Ok(Runs {
+        results,
+        initial_maps,
+        final_maps,
+    })
 }
 
 fn run_in_kernel(
@@ -289,7 +390,7 @@ fn run_in_kernel(
     meta: &[u8],
     seed: &MapSeed,
     repeat: u32,
-) -> Result<(Vec<PacketResult>, MapContents)> {
+) -> Result<Runs> {
     linerate_kernel::check_access()?;
     let loaded = linerate_kernel::load_object(object).map_err(|e| {
         let log = e
@@ -305,6 +406,12 @@ fn run_in_kernel(
             loaded.update(*map, key, value)?;
         }
     }
+    let read_maps = || {
+        (0..object.maps.len())
+            .map(|i| Ok(normalize_entries(&object.maps[i], loaded.entries(i)?)))
+            .collect::<Result<MapContents>>()
+    };
+    let initial_maps = read_maps()?;
     let mut results = Vec::new();
     let input = |packet: &[u8], repeat: u32| linerate_kernel::TestRunInput {
         packet: packet.to_vec(),
@@ -327,9 +434,7 @@ fn run_in_kernel(
             trace: Vec::new(),
         });
     }
-    let maps = (0..object.maps.len())
-        .map(|i| Ok(normalize_entries(&object.maps[i], loaded.entries(i)?)))
-        .collect::<Result<Vec<_>>>()?;
+    let final_maps = read_maps()?;
     // The timing runs come after the results and the maps are taken.
     if repeat > 1 {
         for (result, packet) in results.iter_mut().zip(packets) {
@@ -337,5 +442,9 @@ fn run_in_kernel(
             result.ns_per_run = Some(out.duration_ns);
         }
     }
-    Ok((results, maps))
+    Ok(Runs {
+        results,
+        initial_maps,
+        final_maps,
+    })
 }

@@ -272,9 +272,10 @@ fn run_human_output() {
         "program xdp_router (section xdp) in the linerate interpreter",
         "action   XDP_TX (3)",
         "executed ",
-        "changed:",
-        "maps after the run",
-        "routes: 4 entries",
+        "changed at bytes 0, 5-6, 22, 24:",
+        "map changes",
+        "  router_stats (1 entries now)",
+        "unchanged: routes",
     ] {
         assert!(text.contains(needle), "`{needle}` missing from:\n{text}");
     }
