@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use anyhow::{anyhow, Result};
 use clap::Args;
 use linerate_bpf::program::MapOrigin;
-use linerate_bpf::Object;
+use linerate_bpf::{MapDef, Object};
 use linerate_cfg::Cfg;
 use serde_json::{json, Value};
 
@@ -62,6 +62,17 @@ fn origin_name(origin: &MapOrigin) -> String {
     }
 }
 
+/// Bytes of a global data section's initial value shown in the table.
+const GLOBAL_BYTES_SHOWN: usize = 24;
+
+/// The global data sections and the maps holding them.
+fn global_data(object: &Object) -> impl Iterator<Item = (&MapDef, &str, bool)> {
+    object.maps.iter().filter_map(|m| match &m.origin {
+        MapOrigin::GlobalData { section, read_only } => Some((m, section.as_str(), *read_only)),
+        _ => None,
+    })
+}
+
 fn to_json(object: &Object, selected: &[usize], cfgs: &[Cfg], disasm: bool) -> Result<Value> {
     let programs: Vec<Value> = selected
         .iter()
@@ -100,11 +111,23 @@ fn to_json(object: &Object, selected: &[usize], cfgs: &[Cfg], disasm: bool) -> R
             })
         })
         .collect();
+    let globals: Vec<Value> = global_data(object)
+        .map(|(m, section, read_only)| {
+            json!({
+                "section": section,
+                "map": m.name,
+                "size": m.value_size,
+                "read_only": read_only,
+                "initial_value": m.initial_value.as_deref().map(crate::input::to_hex),
+            })
+        })
+        .collect();
     Ok(json!({
         "object": object.name,
         "license": object.license,
         "programs": programs,
         "maps": maps,
+        "global_data": globals,
     }))
 }
 
@@ -178,6 +201,30 @@ fn to_text(object: &Object, selected: &[usize], cfgs: &[Cfg], disasm: bool) -> R
                 "origin",
             ],
             &rows,
+        )));
+    }
+    let globals: Vec<Vec<String>> = global_data(object)
+        .map(|(m, section, read_only)| {
+            let value = m.initial_value.as_deref().unwrap_or_default();
+            let shown = crate::input::to_hex(&value[..value.len().min(GLOBAL_BYTES_SHOWN)]);
+            vec![
+                section.to_string(),
+                m.name.clone(),
+                m.value_size.to_string(),
+                if read_only { "read-only" } else { "writable" }.to_string(),
+                if value.len() > GLOBAL_BYTES_SHOWN {
+                    format!("{shown}…")
+                } else {
+                    shown
+                },
+            ]
+        })
+        .collect();
+    if !globals.is_empty() {
+        out.push_str("\nglobal data\n");
+        out.push_str(&indent(&table(
+            &["section", "map", "bytes", "access", "initial value"],
+            &globals,
         )));
     }
     for (&i, cfg) in selected.iter().zip(cfgs) {
