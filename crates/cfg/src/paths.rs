@@ -94,6 +94,26 @@ impl Cfg {
         cost[f]
     }
 
+    /// Number of entry-to-exit paths of function `f` (each conditional jump doubling, calls
+    /// counted as single instructions), as a float since it grows exponentially (exact up to
+    /// 2^53); `None` if `f` does not exist or has a reachable cycle.
+    pub fn path_count(&self, f: FuncId) -> Option<f64> {
+        let func = self.function(f)?;
+        if !func.is_loop_free() {
+            return None;
+        }
+        let base = func.blocks.start;
+        let mut count = vec![0f64; func.blocks.len()];
+        count[func.entry - base] = 1.0;
+        for &b in func.topological_order() {
+            let here = count[b - base];
+            for s in self.successors(b) {
+                count[s - base] += here;
+            }
+        }
+        Some(func.exits.iter().map(|&x| count[x - base]).sum())
+    }
+
     fn extreme_path(
         &self,
         f: FuncId,

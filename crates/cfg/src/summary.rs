@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 use crate::graph::{BlockId, Cfg, FunctionCfg};
 
 /// Counts describing the control flow of a whole program.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct CfgSummary {
     /// Name of the program.
     pub program: String,
@@ -51,7 +51,7 @@ pub struct LoopSummary {
 }
 
 /// Counts describing one function.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct FunctionSummary {
     /// Name of the function.
     pub name: String,
@@ -79,6 +79,8 @@ pub struct FunctionSummary {
     pub longest_path: Option<u64>,
     /// Instructions on the shortest entry-to-exit path, if loop free.
     pub shortest_path: Option<u64>,
+    /// Number of entry-to-exit paths, if loop free (see [`Cfg::path_count`]).
+    pub paths: Option<f64>,
 }
 
 impl Cfg {
@@ -132,6 +134,7 @@ impl Cfg {
             reducible: f.is_reducible(),
             loop_free: f.is_loop_free(),
             longest_path: self.longest_path(f.index).map(|p| p.insns),
+            paths: self.path_count(f.index),
             shortest_path: self.shortest_path(f.index).map(|p| p.insns),
         }
     }

@@ -128,6 +128,11 @@ fn every_example_program_has_a_consistent_cfg() {
             loops += summary.loops.len();
             programs += 1;
         }
+        if file == "xdp_path_explosion.o" {
+            let cfg = Cfg::build(&object.programs[0]).expect("builds");
+            let paths = cfg.path_count(0).expect("loop free");
+            assert!(paths >= 2f64.powi(40), "{file}: only {paths} paths");
+        }
         if file.starts_with("xdp_cms_d") {
             assert!(
                 loops > 0,

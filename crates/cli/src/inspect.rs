@@ -231,7 +231,7 @@ fn to_text(object: &Object, selected: &[usize], cfgs: &[Cfg], disasm: bool) -> R
         let p = &object.programs[i];
         let s = cfg.summary();
         out.push_str(&format!(
-            "\ncfg of {}: {} functions, {} blocks, {} edges, {} loops (max depth {}), {} unreachable blocks{}\n",
+            "\ncfg of {}: {} functions, {} blocks, {} edges, {} loops (max depth {}), {} unreachable blocks{}{}\n",
             p.name,
             s.functions,
             s.blocks,
@@ -239,7 +239,12 @@ fn to_text(object: &Object, selected: &[usize], cfgs: &[Cfg], disasm: bool) -> R
             s.loops.len(),
             s.max_loop_depth,
             s.unreachable_blocks,
-            if s.is_loop_free { ", loop-free" } else { "" }
+            if s.is_loop_free { ", loop-free" } else { "" },
+            match s.per_function.first().and_then(|f| f.paths) {
+                Some(n) if n >= 1e6 => format!(", 2^{:.1} paths through the entry function", n.log2()),
+                Some(n) => format!(", {n} paths through the entry function"),
+                None => String::new(),
+            }
         ));
         for l in &s.loops {
             out.push_str(&format!(
