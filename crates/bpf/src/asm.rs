@@ -812,6 +812,13 @@ struct RegTok {
     wide: bool,
 }
 
+/// Whether `name` can stand for a map in an instruction (`r1 = name ll`): one identifier token
+/// that is not a register name.
+pub(crate) fn is_map_name_token(name: &str) -> bool {
+    let mut chars = name.chars();
+    chars.next().is_some_and(is_ident_start) && chars.all(is_ident_char) && reg_of(name).is_none()
+}
+
 fn reg_of(text: &str) -> Option<RegTok> {
     let (wide, num) = if let Some(n) = text.strip_prefix('r') {
         (true, n)
@@ -1397,6 +1404,13 @@ impl<'a, N: MapNames + ?Sized> Parser<'a, '_, N> {
 
     /// `rN = <ident>...`: byte swaps, atomics with fetch, map references.
     fn named_value(&mut self, dst: RegTok, name: &str) -> Result<Instruction, AsmError> {
+        // A name followed by `ll` or `+` is a map reference even when it reads like one of the
+        // words below: a map may be called `be16` or `xchg_64`.
+        let keyword = if self.peek_is("ll") || self.peek_is("+") {
+            ""
+        } else {
+            name
+        };
         let endian = [
             ("le", Endian::ToLe),
             ("be", Endian::ToBe),
@@ -1404,7 +1418,7 @@ impl<'a, N: MapNames + ?Sized> Parser<'a, '_, N> {
         ]
         .into_iter()
         .find_map(|(p, k)| {
-            let bits = name.strip_prefix(p)?;
+            let bits = keyword.strip_prefix(p)?;
             matches!(bits, "16" | "32" | "64").then(|| (k, bits.parse::<u8>().unwrap_or(64)))
         });
         if let Some((kind, bits)) = endian {
@@ -1418,7 +1432,7 @@ impl<'a, N: MapNames + ?Sized> Parser<'a, '_, N> {
                 dst: dst.n,
             });
         }
-        let fetch_op = match name {
+        let fetch_op = match keyword {
             "atomic_fetch_add" => Some(AtomicOp::Add),
             "atomic_fetch_or" => Some(AtomicOp::Or),
             "atomic_fetch_and" => Some(AtomicOp::And),
@@ -1436,7 +1450,7 @@ impl<'a, N: MapNames + ?Sized> Parser<'a, '_, N> {
             }
             return atomic(self.line, size, op, true, mem, src.n, off);
         }
-        if let Some(size) = match name {
+        if let Some(size) = match keyword {
             "xchg_64" => Some(Size::Dw),
             "xchg32_32" => Some(Size::W),
             _ => None,
@@ -1451,7 +1465,7 @@ impl<'a, N: MapNames + ?Sized> Parser<'a, '_, N> {
             }
             return atomic(self.line, size, AtomicOp::Xchg, true, mem, src.n, off);
         }
-        if let Some(size) = match name {
+        if let Some(size) = match keyword {
             "cmpxchg_64" => Some(Size::Dw),
             "cmpxchg32_32" => Some(Size::W),
             _ => None,

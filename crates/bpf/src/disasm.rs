@@ -10,7 +10,9 @@
 //!
 //! - **Map references** print by name: `r1 = counters ll` for [`Imm64::Map`] and
 //!   `r1 = .rodata + 0x10 ll` for [`Imm64::MapValue`] (also `+ 0x0`) (llvm prints `r1 = 0x0 ll` and a relocation
-//!   line). A map without a name prints as `map[3]`.
+//!   line). A map without a name, or with one the assembler could not read back as that
+//!   map (not one identifier, a register name like `r1`, a name an earlier map has), prints as
+//!   `map[3]`.
 //! - **BPF-to-BPF calls** print as `call pc+0x4` / `call pc-0x2` (the kernel verifier's notation)
 //!   and **kfunc calls** as `call kfunc 0x4d2`; llvm prints all three call kinds as `call 0x4`, so
 //!   only helper calls keep llvm's text.
@@ -98,6 +100,14 @@ impl MapNames for NoNames {
     fn map_index(&self, _: &str) -> Option<u32> {
         None
     }
+}
+
+/// The name of map `index` when the assembler reads it back as that map: one identifier that
+/// is not a register name and that no earlier map shares. Other maps print as `map[index]`.
+fn printable_map_name(names: &(impl MapNames + ?Sized), index: u32) -> Option<&str> {
+    names
+        .map_name(index)
+        .filter(|n| crate::asm::is_map_name_token(n) && names.map_index(n) == Some(index))
 }
 
 /// `0x1f` / `-0x1f`, llvm's signed hexadecimal immediate.
@@ -215,12 +225,12 @@ pub fn format_instruction(insn: &Instruction, names: &(impl MapNames + ?Sized)) 
         }
         Instruction::LoadImm64 { dst, imm } => match imm {
             Imm64::Const(v) => format!("r{dst} = {} ll", shex(v as i64)),
-            Imm64::Map(m) => match names.map_name(m) {
+            Imm64::Map(m) => match printable_map_name(names, m) {
                 Some(n) => format!("r{dst} = {n} ll"),
                 None => format!("r{dst} = map[{m}] ll"),
             },
             Imm64::MapValue { map, offset } => {
-                let n = match names.map_name(map) {
+                let n = match printable_map_name(names, map) {
                     Some(n) => n.to_string(),
                     None => format!("map[{map}]"),
                 };
