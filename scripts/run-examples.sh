@@ -55,3 +55,44 @@ print(f"{same}/{len(a)} agree")' "$vm_json" "$k_json")
   fi
   printf '%-18s %8s %5s %5s %8s  %-28s %s\n' "$name" "$nprog" "$nmaps" "$ninsns" "$count" "$verdicts" "$verdict"
 done
+
+echo
+echo "Cost of every example on each shipped device model (linerate cost): blocks, and the slowest"
+echo "entry-to-exit path whether feasible or not (programs with loops need 'linerate bound')."
+printf '%-18s %-22s %6s  %-34s %s\n' object program blocks "x86: ns/packet -> rate" "nfp: cycles, DRAM ops -> rate (bottleneck)"
+for obj in examples/*.o; do
+  name=$(basename "$obj" .o)
+  for target in x86 nfp; do
+    if ! "$bin" cost "$obj" --target "$target" --json >"/tmp/linerate-cost-$target.$$" 2>"/tmp/linerate-cost-err.$$"; then
+      sed 's/^error: //' "/tmp/linerate-cost-err.$$" | head -1 >"/tmp/linerate-cost-$target.$$"
+    fi
+  done
+  python3 - "$name" "/tmp/linerate-cost-x86.$$" "/tmp/linerate-cost-nfp.$$" <<'PY'
+import json, sys
+name, x86_file, nfp_file = sys.argv[1:4]
+def load(path):
+    text = open(path).read()
+    try:
+        j = json.loads(text)
+    except ValueError:
+        return None, text.strip()
+    return (j.get("programs") or [j]), None
+def rate(w):
+    return f'{w["pps"] / 1e6:.2f} Mpps'
+x86, x86_err = load(x86_file)
+nfp, nfp_err = load(nfp_file)
+for i, p in enumerate(x86 or []):
+    w = p["worst_path"]
+    xs = "loops" if w is None else f'{w["cost"]["cpu_ns"]:.1f} ns -> {rate(w)}'
+    if nfp_err:
+        ns = "unsupported: " + nfp_err.split(": ")[-1][:60]
+    else:
+        wn = nfp[i]["worst_path"]
+        ns = "loops" if wn is None else (
+            f'{wn["cost"]["cycles"]:.0f} cyc, {wn["cost"].get("dram_read", 0):.0f}+{wn["cost"].get("dram_atomic", 0):.0f} DRAM -> {rate(wn)} ({wn["bottleneck"]})')
+    print(f'{name:<18} {p["program"]:<22} {len(p["blocks"]):>6}  {xs:<34} {ns}')
+if x86_err:
+    print(f'{name:<18} {"":<22} {"":>6}  error: {x86_err}')
+PY
+done
+rm -f /tmp/linerate-cost-*.$$

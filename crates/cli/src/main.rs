@@ -4,6 +4,8 @@
 //! Every failure ends in one line `error: <cause>` on stderr (plus detail lines where there is
 //! more to say, such as a verifier log) and a non-zero exit.
 
+mod calibrate;
+mod cost;
 mod input;
 mod inspect;
 mod output;
@@ -31,6 +33,10 @@ enum Command {
     Inspect(inspect::InspectArgs),
     /// Run a program on packets in linerate's interpreter or (--kernel) in the kernel.
     Run(run::RunArgs),
+    /// Cost of each block and edge of a program on a device model, and of a block sequence.
+    Cost(cost::CostArgs),
+    /// Measure this host's XDP costs through the kernel and write an x86 cost model.
+    Calibrate(calibrate::CalibrateArgs),
 }
 
 /// Detail printed after the one-line error (e.g. a verifier log).
@@ -50,6 +56,8 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Inspect(args) => inspect::inspect(&args),
         Command::Run(args) => run::run(&args),
+        Command::Cost(args) => cost::cost(&args),
+        Command::Calibrate(args) => calibrate::calibrate(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -1,0 +1,273 @@
+//! `linerate calibrate`: measure this host's XDP costs through the kernel (`BPF_PROG_TEST_RUN`)
+//! and write an x86 cost model. The method is documented in `linerate_cost::calibrate`.
+//!
+//! The model file is written atomically (a temporary file in the same directory, then a rename),
+//! so a failed or interrupted calibration never leaves a partial file. Progress goes to stderr;
+//! stdout gets the table of items (or `--json`).
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use anyhow::{anyhow, bail, Context, Result};
+use clap::Args;
+use linerate_cost::calibrate::{self, Calibration, How, Options};
+use serde_json::{json, Value};
+
+use crate::output::{emit, table};
+
+#[derive(Args)]
+pub struct CalibrateArgs {
+    /// Target to calibrate: only `x86` (this host) can be measured.
+    #[arg(long, default_value = "x86")]
+    pub target: String,
+    /// Where to write the model file.
+    #[arg(short = 'o', long = "output", default_value = "x86.model.json")]
+    pub output: PathBuf,
+    /// Fewer rounds and shorter runs: a rougher model in a fraction of the time.
+    #[arg(long)]
+    pub quick: bool,
+    /// Rounds of timing (default 40, or 3 with --quick); every program runs 4 times per round
+    /// (2 with --quick) and prices come from the fastest 5% of its runs.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=101))]
+    pub rounds: Option<u32>,
+    /// Measure only items whose keys start with PREFIX (repeatable); the other items are copied
+    /// from the built-in x86 model.
+    #[arg(long, value_name = "PREFIX")]
+    pub only: Vec<String>,
+    /// Leave IPv4 forwarding on `lo` as it is while timing bpf_fib_lookup (when off, the helper
+    /// returns before looking anything up and its price is too low).
+    #[arg(long)]
+    pub no_sysctl: bool,
+    /// Machine-readable output.
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub fn calibrate(args: &CalibrateArgs) -> Result<()> {
+    if args.target != "x86" {
+        bail!(
+            "cannot calibrate target `{}`: calibration measures this host, so only `--target x86` \
+             is possible",
+            args.target
+        );
+    }
+    // Refuse an unwritable destination before spending a minute measuring.
+    let dir = match args.output.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    if !dir.is_dir() {
+        bail!(
+            "cannot write {}: directory {} does not exist",
+            args.output.display(),
+            dir.display()
+        );
+    }
+    let mut opts = if args.quick {
+        Options::quick()
+    } else {
+        Options::full()
+    };
+    if let Some(r) = args.rounds {
+        opts.rounds = r as usize;
+    }
+    opts.only = args.only.clone();
+    opts.enable_forwarding = !args.no_sysctl;
+
+    let mut progress = |line: &str| eprintln!("calibrate: {line}");
+    let result = calibrate::calibrate(&opts, &mut progress).map_err(|e| {
+        let log = e
+            .verifier_log()
+            .map(|l| crate::Detail(format!("verifier log:\n{l}")));
+        match log {
+            Some(detail) => anyhow::Error::new(detail).context(e.to_string()),
+            None => anyhow!("{e}"),
+        }
+    })?;
+
+    let text =
+        serde_json::to_string_pretty(&result.model).context("cannot encode the model")? + "\n";
+    write_atomically(&args.output, text.as_bytes())?;
+    linerate_cost::Model::read(&args.output)
+        .map_err(|e| anyhow!("the written model does not load back: {e}"))?;
+    eprintln!(
+        "calibrate: wrote {} ({} items, {:.0} s)",
+        args.output.display(),
+        result.items.len(),
+        result.elapsed.as_secs_f64()
+    );
+
+    if args.json {
+        emit(&(serde_json::to_string_pretty(&json_report(&result, &args.output))? + "\n"))
+    } else {
+        emit(&human_report(&result, &args.output))
+    }
+}
+
+/// Writes `bytes` to `path` through a temporary file in the same directory and a rename.
+fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let name = path
+        .file_name()
+        .ok_or_else(|| anyhow!("{}: not a file name", path.display()))?;
+    let tmp = dir.join(format!(
+        ".{}.tmp{}",
+        name.to_string_lossy(),
+        std::process::id()
+    ));
+    let written = (|| -> std::io::Result<()> {
+        let mut f = std::fs::File::create(&tmp)?;
+        f.write_all(bytes)?;
+        f.sync_all()?;
+        std::fs::rename(&tmp, path)
+    })();
+    if let Err(e) = written {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(anyhow!("cannot write {}: {e}", path.display()));
+    }
+    Ok(())
+}
+
+fn how_name(how: &How) -> &'static str {
+    match how {
+        How::Measured => "measured",
+        How::Derived => "derived",
+        How::SameAs(_) => "same_as",
+        How::Copied => "copied",
+    }
+}
+
+fn json_report(c: &Calibration, path: &Path) -> Value {
+    let items: Vec<Value> = c
+        .items
+        .iter()
+        .map(|i| {
+            let mut v = json!({
+                "item": i.item,
+                "ns": i.ns,
+                "cycles": i.cycles,
+                "spread": i.spread,
+                "how": how_name(&i.how),
+            });
+            if let How::SameAs(target) = &i.how {
+                v["same_as"] = json!(target);
+            }
+            v
+        })
+        .collect();
+    let d = &c.model.device;
+    json!({
+        "target": c.model.target,
+        "model_file": path.display().to_string(),
+        "device": {
+            "name": d.name,
+            "cpu_model": d.cpu_model,
+            "frequency_hz": d.frequency_hz,
+            "cores": d.cores,
+            "kernel": d.kernel,
+        },
+        "per_packet": {
+            "ns": c.per_packet_ns,
+            "cycles": d.frequency_hz.map(|f| c.per_packet_ns * f / 1e9),
+            "spread": c.per_packet_spread,
+        },
+        "items": items,
+        "summary": summary_json(c),
+        "programs": c.programs,
+        "elapsed_s": c.elapsed.as_secs_f64(),
+        "source": c.model.source,
+    })
+}
+
+/// Spreads of the items measured in this run: (median, max, item of the max).
+fn spreads(c: &Calibration) -> Option<(f64, f64, String)> {
+    let mut s: Vec<(f64, &str)> = c
+        .items
+        .iter()
+        .filter(|i| matches!(i.how, How::Measured | How::Derived))
+        .filter_map(|i| Some((i.spread?, i.item.as_str())))
+        .collect();
+    if s.is_empty() {
+        return None;
+    }
+    s.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let median = s[s.len() / 2].0;
+    let (max, item) = s[s.len() - 1];
+    Some((median, max, item.to_string()))
+}
+
+fn summary_json(c: &Calibration) -> Value {
+    let count = |f: fn(&How) -> bool| c.items.iter().filter(|i| f(&i.how)).count();
+    let (median, max, max_item) = match spreads(c) {
+        Some((m, x, i)) => (Some(m), Some(x), Some(i)),
+        None => (None, None, None),
+    };
+    json!({
+        "items": c.items.len(),
+        "measured": count(|h| *h == How::Measured),
+        "derived": count(|h| *h == How::Derived),
+        "same_as": count(|h| matches!(h, How::SameAs(_))),
+        "copied": count(|h| *h == How::Copied),
+        "spread_median": median,
+        "spread_max": max,
+        "spread_max_item": max_item,
+    })
+}
+
+fn human_report(c: &Calibration, path: &Path) -> String {
+    let rows: Vec<Vec<String>> = c
+        .items
+        .iter()
+        .map(|i| {
+            vec![
+                i.item.clone(),
+                i.ns.map_or("unsupported".into(), |n| format!("{n:.3}")),
+                i.cycles.map_or("-".into(), |n| format!("{n:.2}")),
+                i.spread
+                    .map_or("-".into(), |s| format!("{:.1}%", s * 100.0)),
+                match &i.how {
+                    How::SameAs(t) => format!("same as {t}"),
+                    h => how_name(h).to_string(),
+                },
+            ]
+        })
+        .collect();
+    let mut out = table(&["item", "ns", "cycles", "spread", "how"], &rows);
+    let d = &c.model.device;
+    out.push('\n');
+    out.push_str(&format!(
+        "per_packet: {:.3} ns (spread {:.1}%)\n",
+        c.per_packet_ns,
+        c.per_packet_spread * 100.0
+    ));
+    let s = summary_json(c);
+    out.push_str(&format!(
+        "{} items: {} measured, {} derived, {} same_as, {} copied from the built-in model\n",
+        s["items"], s["measured"], s["derived"], s["same_as"], s["copied"]
+    ));
+    if let Some((median, max, item)) = spreads(c) {
+        out.push_str(&format!(
+            "spread: median {:.1}%, max {:.1}% ({item})\n",
+            median * 100.0,
+            max * 100.0
+        ));
+    }
+    out.push_str(&format!(
+        "device: {}, {}, {} MHz, Linux {}\n",
+        d.name,
+        d.cpu_model.as_deref().unwrap_or("unknown CPU"),
+        d.frequency_hz
+            .map_or("unknown".into(), |f| format!("{:.0}", f / 1e6)),
+        d.kernel.as_deref().unwrap_or("?")
+    ));
+    out.push_str(&format!(
+        "{} programs, {:.0} s; model written to {}\n",
+        c.programs,
+        c.elapsed.as_secs_f64(),
+        path.display()
+    ));
+    out
+}

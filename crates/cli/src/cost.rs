@@ -1,0 +1,344 @@
+//! `linerate cost`: a program's cost under a device model — per block, per edge, and for a block
+//! sequence given with `--path` — so that models can be inspected on real programs.
+
+use std::path::PathBuf;
+
+use anyhow::{anyhow, Context, Result};
+use clap::Args;
+use linerate_cfg::{Cfg, EdgeKind};
+use linerate_cost::{Cost, Model, ProgramCost};
+use serde_json::{json, Value};
+
+use crate::output::{emit, table};
+
+#[derive(Args)]
+pub struct CostArgs {
+    /// BPF object (.o) or `llvm-objdump -d` text.
+    pub object: PathBuf,
+    /// Only this program (function or section name); default: every program.
+    #[arg(long)]
+    pub prog: Option<String>,
+    /// Device model shipped with linerate: x86 (this host class) or nfp (Netronome Agilio CX).
+    #[arg(long, default_value = "x86")]
+    pub target: String,
+    /// A model file (e.g. written by `linerate calibrate`) instead of the shipped one.
+    #[arg(long, conflicts_with = "target")]
+    pub model: Option<PathBuf>,
+    /// Cost of this block sequence (comma-separated block ids as listed, e.g. `0,2,5`), with its
+    /// packet rate; needs a single program (--prog when the object has several).
+    #[arg(long, value_delimiter = ',')]
+    pub path: Option<Vec<usize>>,
+    /// Frame size for the line-rate limit of `--path` (default: the model's minimum frame).
+    #[arg(long)]
+    pub frame_bytes: Option<u32>,
+    /// Machine-readable output.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Loads the model `--model` names, or the shipped one for `--target`.
+pub fn load_model(target: &str, file: Option<&PathBuf>) -> Result<Model> {
+    Ok(match file {
+        Some(path) => Model::read(path)?,
+        None => Model::builtin(target)?,
+    })
+}
+
+fn format_amount(v: f64) -> String {
+    if v == v.trunc() && v.abs() < 1e15 {
+        format!("{}", v as i64)
+    } else {
+        format!("{v:.2}")
+    }
+}
+
+fn format_rate(pps: f64) -> String {
+    if pps.is_infinite() {
+        "unlimited".into()
+    } else if pps >= 1e6 {
+        format!("{:.2} Mpps", pps / 1e6)
+    } else {
+        format!("{:.1} kpps", pps / 1e3)
+    }
+}
+
+fn cost_cells(cost: &Cost) -> Vec<String> {
+    cost.0.iter().map(|v| format_amount(*v)).collect()
+}
+
+/// Whether the jump ending the source block is taken along the edge (`ja` counts as taken).
+fn taken(kind: EdgeKind) -> bool {
+    matches!(kind, EdgeKind::Taken | EdgeKind::Unconditional)
+}
+
+fn kind_name(kind: EdgeKind) -> &'static str {
+    match kind {
+        EdgeKind::Fallthrough => "fallthrough",
+        EdgeKind::Taken => "taken",
+        EdgeKind::NotTaken => "not_taken",
+        EdgeKind::Unconditional => "unconditional",
+    }
+}
+
+/// The model's description: target, device, components, limits.
+fn model_json(model: &Model) -> Value {
+    let file = model.file();
+    json!({
+        "target": model.target(),
+        "device": file.device,
+        "components": model.components().iter().map(|c| json!({
+            "name": c.name, "unit": c.unit, "capacity_per_s": c.capacity_per_s,
+        })).collect::<Vec<_>>(),
+        "limits": file.limits,
+        "per_packet": file.per_packet,
+    })
+}
+
+struct Costed {
+    name: String,
+    cfg: Cfg,
+    cost: ProgramCost,
+    path: Option<(Vec<usize>, Cost)>,
+}
+
+pub fn cost(args: &CostArgs) -> Result<()> {
+    let object = crate::load_object(&args.object)?;
+    let model = load_model(&args.target, args.model.as_ref())?;
+    let selected: Vec<usize> = match &args.prog {
+        Some(name) => vec![crate::select_program(&object, Some(name))?],
+        None => (0..object.programs.len()).collect(),
+    };
+    if args.path.is_some() && selected.len() != 1 {
+        return Err(anyhow!(
+            "--path needs one program: {} has {}; choose one with --prog",
+            args.object.display(),
+            selected.len()
+        ));
+    }
+    let mut costed = Vec::new();
+    for &i in &selected {
+        let program = &object.programs[i];
+        let cfg = Cfg::build(program)
+            .map_err(|e| anyhow!("{}: program `{}`: {e}", args.object.display(), program.name))?;
+        let cost = ProgramCost::new(&object, &cfg, &model).with_context(|| {
+            format!(
+                "{}: program `{}` on target {}",
+                args.object.display(),
+                program.name,
+                model.target()
+            )
+        })?;
+        let path = match &args.path {
+            Some(blocks) => {
+                let c = cost
+                    .path_cost(&cfg, &model, blocks)
+                    .map_err(|e| anyhow!("--path: {e}"))?;
+                Some((blocks.clone(), c))
+            }
+            None => None,
+        };
+        costed.push(Costed {
+            name: program.name.clone(),
+            cfg,
+            cost,
+            path,
+        });
+    }
+    let frame = args.frame_bytes.unwrap_or(model.limits().min_frame_bytes);
+    if args.json {
+        let json = json_output(&model, &costed, frame);
+        emit(&format!("{}\n", serde_json::to_string_pretty(&json)?))
+    } else {
+        emit(&human_output(&model, &costed, frame))
+    }
+}
+
+fn worst_json(model: &Model, c: &Costed, frame: u32) -> Value {
+    match &c.cost.function_worst[0] {
+        Some(worst) => {
+            let mut total = model.per_packet().clone();
+            total.add(worst);
+            let rate = model.packet_rate(&total, frame);
+            json!({"cost": model.named(&total), "pps": rate.pps, "bottleneck": rate.bottleneck})
+        }
+        None => Value::Null,
+    }
+}
+
+fn program_json(model: &Model, c: &Costed, frame: u32) -> Value {
+    let mut out = json!({
+        "program": c.name,
+        "blocks": c.cost.blocks.iter().map(|b| json!({
+            "id": b.id,
+            "function": c.cfg.function_of(b.id).map(|f| f.name.clone()),
+            "first_insn": b.first_insn,
+            "insns": b.insns,
+            "reachable": b.reachable,
+            "cost": model.named(&b.cost),
+        })).collect::<Vec<_>>(),
+        "edges": c.cost.edges.iter().map(|e| json!({
+            "from": e.from,
+            "to": e.to,
+            "taken": taken(e.kind),
+            "kind": kind_name(e.kind),
+            "cost": model.named(&e.cost),
+        })).collect::<Vec<_>>(),
+        "worst_path": worst_json(model, c, frame),
+    });
+    if let Some((blocks, cost)) = &c.path {
+        let rate = model.packet_rate(cost, frame);
+        out["path"] = json!({
+            "blocks": blocks,
+            "cost": model.named(cost),
+            "pps": rate.pps,
+            "bottleneck": rate.bottleneck,
+            "frame_bytes": frame,
+        });
+    }
+    out
+}
+
+fn json_output(model: &Model, costed: &[Costed], frame: u32) -> Value {
+    let mut out = model_json(model);
+    if let [single] = costed {
+        // One program: its fields at the top level, as the JSON contract shows.
+        if let (Value::Object(top), Value::Object(program)) =
+            (&mut out, program_json(model, single, frame))
+        {
+            top.extend(program);
+        }
+    } else {
+        out["programs"] = costed
+            .iter()
+            .map(|c| program_json(model, c, frame))
+            .collect();
+    }
+    out
+}
+
+fn human_output(model: &Model, costed: &[Costed], frame: u32) -> String {
+    let file = model.file();
+    let mut out = format!(
+        "target {}: {}\n  device: {} ({} core{}{})\n",
+        model.target(),
+        file.description,
+        file.device.name,
+        file.device.cores,
+        if file.device.cores == 1 { "" } else { "s" },
+        file.device
+            .frequency_hz
+            .map(|f| format!(", {:.0} MHz", f / 1e6))
+            .unwrap_or_default()
+    );
+    let rows: Vec<Vec<String>> = model
+        .components()
+        .iter()
+        .map(|c| {
+            vec![
+                c.name.clone(),
+                c.unit.clone(),
+                format!("{:.4e}", c.capacity_per_s),
+                file.per_packet
+                    .get(&c.name)
+                    .map_or("0".into(), |v| format_amount(*v)),
+            ]
+        })
+        .collect();
+    out.push_str(&table(
+        &["component", "unit", "capacity/s", "per packet"],
+        &rows,
+    ));
+    let limits = &file.limits;
+    out.push_str(&format!(
+        "  limits: packet rate {}, line rate {}, min frame {} B\n",
+        limits
+            .max_packet_rate_pps
+            .map_or("none".into(), format_rate),
+        limits
+            .line_rate_bps
+            .map_or("none".into(), |b| format!("{:.0} Gbit/s", b / 1e9)),
+        limits.min_frame_bytes
+    ));
+    let names: Vec<&str> = model.components().iter().map(|c| c.name.as_str()).collect();
+    for c in costed {
+        out.push_str(&format!("\nprogram {}\n", c.name));
+        let mut header = vec!["block", "function", "first insn", "insns"];
+        header.extend(&names);
+        let rows: Vec<Vec<String>> = c
+            .cost
+            .blocks
+            .iter()
+            .map(|b| {
+                let mut row = vec![
+                    format!(
+                        "{}{}",
+                        b.id,
+                        if b.reachable { "" } else { " (unreachable)" }
+                    ),
+                    c.cfg
+                        .function_of(b.id)
+                        .map_or(String::new(), |f| f.name.clone()),
+                    b.first_insn.to_string(),
+                    b.insns.to_string(),
+                ];
+                row.extend(cost_cells(&b.cost));
+                row
+            })
+            .collect();
+        out.push_str(&table(&header, &rows));
+        let mut header = vec!["edge", "kind"];
+        header.extend(&names);
+        let rows: Vec<Vec<String>> = c
+            .cost
+            .edges
+            .iter()
+            .map(|e| {
+                let mut row = vec![format!("{} -> {}", e.from, e.to), kind_name(e.kind).into()];
+                row.extend(cost_cells(&e.cost));
+                row
+            })
+            .collect();
+        out.push('\n');
+        out.push_str(&table(&header, &rows));
+        match &c.cost.function_worst[0] {
+            Some(worst) => {
+                let mut total = model.per_packet().clone();
+                total.add(worst);
+                let rate = model.packet_rate(&total, frame);
+                out.push_str(&format!(
+                    "\nslowest path, feasible or not (per component, per packet work included): {}\n  -> {} ({}-bound)\n",
+                    describe(model, &total),
+                    format_rate(rate.pps),
+                    rate.bottleneck
+                ));
+            }
+            None => out
+                .push_str("\nslowest path: the program has loops; `linerate bound` unrolls them\n"),
+        }
+        if let Some((blocks, cost)) = &c.path {
+            let rate = model.packet_rate(cost, frame);
+            out.push_str(&format!(
+                "\npath {}: {}\n  -> {} ({}-bound, {frame}-byte frames)\n",
+                blocks
+                    .iter()
+                    .map(|b| b.to_string())
+                    .collect::<Vec<_>>()
+                    .join(","),
+                describe(model, cost),
+                format_rate(rate.pps),
+                rate.bottleneck
+            ));
+        }
+    }
+    out
+}
+
+fn describe(model: &Model, cost: &Cost) -> String {
+    model
+        .components()
+        .iter()
+        .zip(&cost.0)
+        .map(|(c, v)| format!("{} {}", format_amount(*v), c.name))
+        .collect::<Vec<_>>()
+        .join(", ")
+}

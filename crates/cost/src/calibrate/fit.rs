@@ -1,0 +1,523 @@
+//! From timings to prices: per-bench fits (time minus baseline, per item, minus the glue at its
+//! own fitted price), the items derived from several benches, and the plan saying how each item
+//! of a complete model is priced.
+
+use std::collections::{HashMap, HashSet};
+
+use super::measure::Samples;
+use super::programs::{map_cases, Bench, Role, Suite, CTX_FIELDS, JUMP_PLACEMENTS};
+use super::CalibrateError;
+use crate::item::{self, Item, MapOp};
+
+/// Spreads of figures below this many ns are taken relative to it (a zero-cost item's spread
+/// would otherwise be infinite).
+pub const SPREAD_FLOOR_NS: f64 = 0.1;
+
+/// How one item of the model is priced.
+#[derive(Clone, Debug)]
+pub(crate) enum Pricing {
+    /// The bench of this key.
+    Bench(String),
+    /// The most expensive of several benches.
+    Max { of: Vec<String>, what: String },
+    /// Independently loaded copies of one bench: the upper median of their figures (the JIT
+    /// places each copy at a random offset; a rare placement can be pathologically slow).
+    Placements { of: Vec<String> },
+    /// `pair − lookup`: a delete, bounded from above by an insert+delete pair minus a lookup
+    /// (the insert does at least a lookup's work).
+    Delete { pair: String, lookup: String },
+    /// `max(overwrite, pair − lookup)`: an update either overwrites (measured) or inserts (bounded
+    /// like a delete: the delete does at least a lookup's work).
+    Update {
+        overwrite: String,
+        pair: String,
+        lookup: String,
+    },
+    /// Shares another item's price.
+    SameAs { target: String, note: String },
+    /// Costs nothing beyond other items.
+    Zero(String),
+}
+
+impl Pricing {
+    /// Whether the item is measured directly (by its bench, or by copies of its bench).
+    pub fn is_direct(&self) -> bool {
+        matches!(self, Pricing::Bench(_) | Pricing::Placements { .. })
+    }
+
+    /// The benches it needs.
+    pub fn deps(&self) -> Vec<String> {
+        match self {
+            Pricing::Bench(b) => vec![b.clone()],
+            Pricing::Max { of, .. } | Pricing::Placements { of } => of.clone(),
+            Pricing::Delete { pair, lookup } => vec![pair.clone(), lookup.clone()],
+            Pricing::Update {
+                overwrite,
+                pair,
+                lookup,
+            } => vec![overwrite.clone(), pair.clone(), lookup.clone()],
+            Pricing::SameAs { .. } | Pricing::Zero(_) => Vec::new(),
+        }
+    }
+}
+
+/// Every item a complete x86 model prices, and how.
+pub(crate) fn plan() -> Vec<(String, Pricing)> {
+    let mut out = Vec::new();
+    for it in item::universe() {
+        let key = it.to_string();
+        let pricing = match it {
+            Item::Load {
+                region: crate::Region::Ctx,
+                access,
+            } => {
+                if access.bytes == 4 && !access.signed {
+                    Pricing::Max {
+                        of: CTX_FIELDS
+                            .iter()
+                            .map(|(f, _, _)| format!("aux.ctx.{f}"))
+                            .collect(),
+                        what: "the slowest `xdp_md` field".into(),
+                    }
+                } else {
+                    Pricing::SameAs {
+                        target: "load.ctx.u32".into(),
+                        note: format!(
+                            "the verifier refuses {access} loads from `xdp_md` (every field is a \
+                             u32 read at its exact size), so no program contains one; priced as \
+                             the u32 load"
+                        ),
+                    }
+                }
+            }
+            Item::Exit => Pricing::Zero(
+                "a function's return is included in `call.local` (the callee's `exit` is timed \
+                 with the call) and the program's own in `per_packet`"
+                    .into(),
+            ),
+            Item::TailCall => Pricing::Max {
+                of: vec![
+                    "aux.tail_call.direct".into(),
+                    "aux.tail_call.indirect".into(),
+                ],
+                what: "the slower of a direct (constant slot) and an indirect tail call".into(),
+            },
+            Item::Ja | Item::Jump { .. } => Pricing::Placements {
+                of: (0..JUMP_PLACEMENTS).map(|c| format!("{key}@{c}")).collect(),
+            },
+            _ => Pricing::Bench(key.clone()),
+        };
+        out.push((key, pricing));
+    }
+    for case in map_cases() {
+        let name = format!("{}.k{}", case.map_type.name(), case.key_size);
+        let key = |op| {
+            Item::Map {
+                op,
+                map_type: case.map_type,
+                key_size: case.key_size,
+            }
+            .to_string()
+        };
+        let lookup = key(MapOp::Lookup);
+        out.push((lookup.clone(), Pricing::Bench(lookup.clone())));
+        let overwrite = format!("aux.map.overwrite.{name}");
+        if case.map_type.is_array_like() {
+            out.push((key(MapOp::Update), Pricing::Bench(overwrite)));
+            out.push((key(MapOp::Delete), Pricing::Bench(key(MapOp::Delete))));
+        } else {
+            let pair = format!("aux.map.pair.{name}");
+            out.push((
+                key(MapOp::Update),
+                Pricing::Update {
+                    overwrite,
+                    pair: pair.clone(),
+                    lookup: lookup.clone(),
+                },
+            ));
+            out.push((key(MapOp::Delete), Pricing::Delete { pair, lookup }));
+        }
+    }
+    out
+}
+
+/// The benches needed to price `items` (their dependencies and, transitively, what those
+/// subtract), always including `per_packet`.
+pub(crate) fn needed_benches(suite: &Suite, items: &[&(String, Pricing)]) -> HashSet<String> {
+    let minus: HashMap<&str, Vec<&str>> = suite
+        .groups
+        .iter()
+        .flat_map(|g| &g.programs)
+        .filter_map(|p| match &p.role {
+            Role::Timed(Some(b)) => Some((
+                b.key.as_str(),
+                b.minus.iter().map(|(m, _)| m.as_str()).collect(),
+            )),
+            _ => None,
+        })
+        .collect();
+    let mut needed = HashSet::new();
+    let mut todo: Vec<String> = items.iter().flat_map(|(_, p)| p.deps()).collect();
+    // The empty program, and the 1-cycle add chain that gives the effective clock frequency.
+    todo.push("per_packet".into());
+    todo.push("alu64.add.reg".into());
+    while let Some(key) = todo.pop() {
+        if needed.insert(key.clone()) {
+            if let Some(ms) = minus.get(key.as_str()) {
+                todo.extend(ms.iter().map(|m| m.to_string()));
+            }
+        }
+    }
+    needed
+}
+
+/// A fitted figure: the price, the per-round figures, and their spread.
+#[derive(Clone, Debug)]
+pub(crate) struct Fitted {
+    /// ns, never negative.
+    pub ns: f64,
+    /// The per-round figures.
+    pub rounds: Vec<f64>,
+    /// `(max − min) / max(median, SPREAD_FLOOR_NS)` of the rounds.
+    pub spread: f64,
+}
+
+impl Fitted {
+    /// A price (clamped at 0) with the per-round figures its spread comes from.
+    fn new(ns: f64, rounds: Vec<f64>) -> Fitted {
+        let med = median(&rounds);
+        let (lo, hi) = rounds
+            .iter()
+            .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &x| {
+                (lo.min(x), hi.max(x))
+            });
+        let spread = if rounds.is_empty() {
+            0.0
+        } else {
+            (hi - lo) / med.max(SPREAD_FLOOR_NS)
+        };
+        Fitted {
+            ns: ns.max(0.0),
+            rounds,
+            spread,
+        }
+    }
+}
+
+/// The quantile of all runs a price is taken at: the 5th percentile. On a shared host the
+/// front-end-bound code (jumps, stores, loop overhead) runs up to 2.5 times slower while another
+/// tenant keeps the sibling hyperthread busy, and latency-bound code follows the clock boost, so
+/// medians are not reproducible; the fastest runs are, and the 5th percentile is robust to a
+/// single freak run.
+pub const FAST_QUANTILE: f64 = 0.05;
+
+/// The `q` quantile of `xs` (the element at rank `floor(q × n)`).
+pub(crate) fn quantile(xs: &[f64], q: f64) -> f64 {
+    if xs.is_empty() {
+        return 0.0;
+    }
+    let mut v = xs.to_vec();
+    v.sort_by(|a, b| a.total_cmp(b));
+    v[((q * v.len() as f64) as usize).min(v.len() - 1)]
+}
+
+pub(crate) fn median(xs: &[f64]) -> f64 {
+    if xs.is_empty() {
+        return 0.0;
+    }
+    let mut v = xs.to_vec();
+    v.sort_by(|a, b| a.total_cmp(b));
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
+/// A bench's fit with its method.
+#[derive(Clone, Debug)]
+pub(crate) struct BenchFit {
+    pub fitted: Fitted,
+    pub note: String,
+}
+
+/// Fits every needed bench, each after the benches it subtracts: per round,
+/// `(time − baseline time) / units`, minus the subtracted benches' fitted figures, divided by the
+/// item's executions per unit.
+pub(crate) fn fit_benches(
+    suite: &Suite,
+    needed: &HashSet<String>,
+    samples: &Samples,
+) -> Result<HashMap<String, BenchFit>, CalibrateError> {
+    let mut todo: Vec<(usize, &str, &Bench)> = Vec::new();
+    for (gi, group) in suite.groups.iter().enumerate() {
+        for prog in &group.programs {
+            if let Role::Timed(Some(bench)) = &prog.role {
+                if needed.contains(&bench.key) {
+                    todo.push((gi, prog.name.as_str(), bench));
+                }
+            }
+        }
+    }
+    let mut out: HashMap<String, BenchFit> = HashMap::new();
+    while !todo.is_empty() {
+        let before = todo.len();
+        let mut later = Vec::new();
+        for (gi, name, bench) in todo {
+            if bench.minus.iter().all(|(m, _)| out.contains_key(m)) {
+                let fit = fit_bench(gi, name, bench, samples, &out)?;
+                out.insert(bench.key.clone(), fit);
+            } else {
+                later.push((gi, name, bench));
+            }
+        }
+        if later.len() == before {
+            let keys: Vec<&str> = later.iter().map(|(_, _, b)| b.key.as_str()).collect();
+            return Err(internal(format!(
+                "cannot fit {} (they subtract benches that were not measured)",
+                keys.join(", ")
+            )));
+        }
+        todo = later;
+    }
+    Ok(out)
+}
+
+fn fit_bench(
+    gi: usize,
+    name: &str,
+    bench: &Bench,
+    samples: &Samples,
+    fitted: &HashMap<String, BenchFit>,
+) -> Result<BenchFit, CalibrateError> {
+    let times = samples
+        .times
+        .get(&(gi, name.to_string()))
+        .ok_or_else(|| internal(format!("no timings of `{name}`")))?;
+    let base: Option<&Vec<f64>> = match &bench.baseline {
+        None => None,
+        Some(b) => Some(
+            samples
+                .times
+                .get(&(gi, b.clone()))
+                .ok_or_else(|| internal(format!("no timings of baseline `{b}`")))?,
+        ),
+    };
+    let glue: f64 = bench
+        .minus
+        .iter()
+        .map(|(m, count)| count * fitted[m].fitted.ns)
+        .sum();
+    let figure = |t: f64, b: f64| ((t - b) / bench.units as f64 - glue) / bench.per_unit;
+    let every = |name: &str| {
+        samples
+            .every
+            .get(&(gi, name.to_string()))
+            .ok_or_else(|| internal(format!("no timings of `{name}`")))
+    };
+    let fast = |ts: &Vec<f64>| quantile(ts, FAST_QUANTILE);
+    let ns = figure(
+        fast(every(name)?),
+        match &bench.baseline {
+            Some(b) => fast(every(b)?),
+            None => 0.0,
+        },
+    );
+    let rounds: Vec<f64> = times
+        .iter()
+        .enumerate()
+        .map(|(r, t)| figure(*t, base.map_or(0.0, |b| b[r])))
+        .collect();
+    let mut note = bench.note.clone();
+    if !bench.minus.is_empty() {
+        let list: Vec<String> = bench
+            .minus
+            .iter()
+            .map(|(m, c)| {
+                if *c == 1.0 {
+                    format!("`{m}`")
+                } else {
+                    format!("{c} × `{m}`")
+                }
+            })
+            .collect();
+        note.push_str(&format!(
+            " (subtracted at their prices: {})",
+            list.join(", ")
+        ));
+    }
+    Ok(BenchFit {
+        fitted: Fitted::new(ns, rounds),
+        note,
+    })
+}
+
+fn internal(message: String) -> CalibrateError {
+    CalibrateError::Check {
+        what: "calibration".into(),
+        message,
+    }
+}
+
+/// The price of one planned item.
+#[derive(Clone, Debug)]
+pub(crate) enum Priced {
+    Cost { fitted: Fitted, note: String },
+    SameAs { target: String, note: String },
+}
+
+/// Prices one planned item from the fitted benches.
+pub(crate) fn price(
+    pricing: &Pricing,
+    fits: &HashMap<String, BenchFit>,
+) -> Result<Priced, CalibrateError> {
+    let get = |k: &String| {
+        fits.get(k)
+            .ok_or_else(|| internal(format!("bench `{k}` was not measured")))
+    };
+    let fmt = |x: f64| format!("{x:.3} ns");
+    Ok(match pricing {
+        Pricing::Bench(b) => {
+            let f = get(b)?;
+            Priced::Cost {
+                fitted: f.fitted.clone(),
+                note: f.note.clone(),
+            }
+        }
+        Pricing::Max { of, what } => {
+            let fs: Vec<&BenchFit> = of.iter().map(get).collect::<Result<_, _>>()?;
+            let n = fs.iter().map(|f| f.fitted.rounds.len()).min().unwrap_or(0);
+            let rounds: Vec<f64> = (0..n)
+                .map(|r| {
+                    fs.iter()
+                        .map(|f| f.fitted.rounds[r])
+                        .fold(f64::MIN, f64::max)
+                })
+                .collect();
+            let parts: Vec<String> = of
+                .iter()
+                .zip(&fs)
+                .map(|(k, f)| format!("{} {}", k.rsplit('.').next().unwrap_or(k), fmt(f.fitted.ns)))
+                .collect();
+            let ns = fs.iter().map(|f| f.fitted.ns).fold(0.0, f64::max);
+            Priced::Cost {
+                fitted: Fitted::new(ns, rounds),
+                note: format!("{what} ({}); each: {}", parts.join(", "), fs[0].note),
+            }
+        }
+        Pricing::Placements { of } => {
+            let fs: Vec<&BenchFit> = of.iter().map(get).collect::<Result<_, _>>()?;
+            let upper_median = |mut xs: Vec<f64>| {
+                xs.sort_by(|a, b| a.total_cmp(b));
+                xs[xs.len() / 2]
+            };
+            let n = fs.iter().map(|f| f.fitted.rounds.len()).min().unwrap_or(0);
+            let rounds: Vec<f64> = (0..n)
+                .map(|r| upper_median(fs.iter().map(|f| f.fitted.rounds[r]).collect()))
+                .collect();
+            let copies: Vec<String> = fs.iter().map(|f| format!("{:.3}", f.fitted.ns)).collect();
+            Priced::Cost {
+                fitted: Fitted::new(
+                    upper_median(fs.iter().map(|f| f.fitted.ns).collect()),
+                    rounds,
+                ),
+                note: format!(
+                    "{}; the upper median of {} independently loaded copies ({} ns: the JIT \
+                     places each program at a random offset, and front-end throughput depends on \
+                     it)",
+                    fs[0].note,
+                    fs.len(),
+                    copies.join(", ")
+                ),
+            }
+        }
+        Pricing::Delete { pair, lookup } => {
+            let (p, l) = (get(pair)?, get(lookup)?);
+            let rounds = p.fitted.rounds.iter().map(|x| x - l.fitted.ns).collect();
+            Priced::Cost {
+                fitted: Fitted::new(p.fitted.ns - l.fitted.ns, rounds),
+                note: format!(
+                    "insert+delete pair {} minus a lookup {} (the insert does at least a lookup's \
+                     work, so this bounds the delete from above); pair: {}",
+                    fmt(p.fitted.ns),
+                    fmt(l.fitted.ns),
+                    p.note
+                ),
+            }
+        }
+        Pricing::Update {
+            overwrite,
+            pair,
+            lookup,
+        } => {
+            let (o, p, l) = (get(overwrite)?, get(pair)?, get(lookup)?);
+            let n = o.fitted.rounds.len().min(p.fitted.rounds.len());
+            let rounds = (0..n)
+                .map(|r| o.fitted.rounds[r].max(p.fitted.rounds[r] - l.fitted.ns))
+                .collect();
+            let ns = o.fitted.ns.max(p.fitted.ns - l.fitted.ns);
+            Priced::Cost {
+                fitted: Fitted::new(ns, rounds),
+                note: format!(
+                    "the larger of an overwrite {} ({}) and an insert of a new key bounded by an \
+                     insert+delete pair {} minus a lookup {}",
+                    fmt(o.fitted.ns),
+                    o.note,
+                    fmt(p.fitted.ns),
+                    fmt(l.fitted.ns)
+                ),
+            }
+        }
+        Pricing::SameAs { target, note } => Priced::SameAs {
+            target: target.clone(),
+            note: note.clone(),
+        },
+        Pricing::Zero(note) => Priced::Cost {
+            fitted: Fitted {
+                ns: 0.0,
+                rounds: Vec::new(),
+                spread: 0.0,
+            },
+            note: note.clone(),
+        },
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn medians_and_spreads() {
+        assert_eq!(median(&[3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median(&[4.0, 1.0, 2.0, 3.0]), 2.5);
+        let xs: Vec<f64> = (0..40).map(f64::from).rev().collect();
+        assert_eq!(quantile(&xs, FAST_QUANTILE), 2.0);
+        assert_eq!(quantile(&xs[..6], FAST_QUANTILE), 34.0);
+        let f = Fitted::new(9.0, vec![9.0, 10.0, 11.0]);
+        assert_eq!(f.ns, 9.0);
+        assert!((f.spread - 0.2).abs() < 1e-12);
+        // Near-zero items are measured against the floor, and never priced negative.
+        let z = Fitted::new(-0.01, vec![-0.01, 0.0, 0.01]);
+        assert_eq!(z.ns, 0.0);
+        assert!((z.spread - 0.2).abs() < 1e-12);
+    }
+
+    #[test]
+    fn the_plan_prices_a_complete_model() {
+        let plan = plan();
+        let keys: HashSet<&str> = plan.iter().map(|(k, _)| k.as_str()).collect();
+        assert_eq!(keys.len(), plan.len());
+        for it in item::universe() {
+            assert!(keys.contains(it.to_string().as_str()), "{it}");
+        }
+        for (op, t) in item::map_families() {
+            let family = item::family_key(op, t);
+            assert!(
+                keys.iter().any(|k| k.starts_with(&format!("{family}.k"))),
+                "{family}"
+            );
+        }
+    }
+}

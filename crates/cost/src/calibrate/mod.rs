@@ -1,0 +1,520 @@
+//! Calibration: measures this host's XDP costs through `BPF_PROG_TEST_RUN` and builds an x86
+//! cost model (`linerate calibrate`).
+//!
+//! # Method
+//!
+//! * **Benches.** For every item, a generated XDP program runs a loop whose body is a *setup* and
+//!   `N` copies of a *unit* containing the item; a *baseline* program of the same group has the
+//!   same loop and setup but no units. The item's price is `(t(bench) − t(baseline)) / N / k −
+//!   Σ glue`, with `t` the time of one loop iteration, `k` the times a unit executes the item, and
+//!   the glue what else the unit executes (argument setup of helpers, the `and`/`add` linking a
+//!   load chain, the `or` keeping a dividend large, ...), subtracted at the glue items' own prices
+//!   so that costing the same instructions adds up to what was measured. `N` is 20–4000 per item
+//!   so that an iteration takes hundreds of ns to several µs; code stays within the 32 KiB
+//!   instruction cache.
+//! * **Loops.** A test run with `repeat > 1` makes the kernel add the program to the XDP
+//!   dispatcher and remove it again, two RCU grace periods (~16 ms) per run. So benches run once
+//!   (`repeat = 1`) and loop instead: the iteration count comes from the packet's last 4 bytes,
+//!   and the loop is bounded for the verifier by `may_goto` (Linux 6.9+), so it is verified once,
+//!   not unrolled. The loop overhead is the same in a bench and its baseline. Only the empty
+//!   program (`per_packet`) and the tail-call benches, which cannot loop, use repeated runs.
+//! * **Pessimistic figures.** ALU operations, byte swaps, register moves and loads are timed as
+//!   dependent chains (each operation consumes the previous result), i.e. latency, the figure a
+//!   worst-case bound needs. Loads chain through their address: `x = *(p + 0); x &= 0; p += x`.
+//!   Division and modulo keep the dividend near the top of the signed range with divisor 3 (the
+//!   most quotient bits, the slowest case of data-dependent dividers). Atomics run back to back
+//!   on one location. Stores, moves of immediates, `ld_imm64` and jumps have no result to chain
+//!   and are timed back to back (throughput). Conditional jumps compare values from the packet
+//!   (unknown to the verifier, which therefore keeps both outcomes and does not rewrite the
+//!   jumps) and always go the same way, i.e. correctly predicted; taken jumps (and `ja`) skip 64
+//!   bytes of code so that every target starts a new fetch block; not-taken jumps target the
+//!   failure exit. Jump throughput also depends on where the JIT places the program (at a random
+//!   offset), so each jump bench is loaded 4 times and priced at the upper median of the copies.
+//! * **Regions.** Packet (after a bounds check), stack, map value (an array element after a
+//!   lookup and null check), global data (`.data` through a map-value `ld_imm64`), context. Every
+//!   `xdp_md` field XDP may read is timed as the verifier rewrites it and `load.ctx.u32` is the
+//!   slowest; narrower, wider and sign-extending context loads are refused by the verifier and
+//!   priced `same_as` the u32 load.
+//! * **Helpers.** Every helper of [`crate::item::COSTED_HELPERS`], called back to back with its
+//!   argument setup subtracted: `csum_diff` of 20 bytes removed and 20 added, `xdp_load_bytes` and
+//!   `xdp_store_bytes` of 64 bytes, the adjust helpers in pairs that move a bound by 4 bytes and
+//!   back (per call), `redirect_map` on an occupied devmap slot (lo), `fib_lookup` of an IPv4
+//!   destination through the host's default route (the helper returns early unless the ingress
+//!   device forwards, so IPv4 forwarding on `lo` is switched on for exactly those runs and
+//!   restored afterwards, unless [`Options::enable_forwarding`] is off; the note records the
+//!   helper's result code), `trace_printk` of a 3-character line (it really writes to the trace
+//!   buffer). A probe program checks each helper's result before timing.
+//! * **Maps.** Every type of [`crate::item::COSTED_MAP_TYPES`], value size 16; hash types at key
+//!   sizes 4, 8, 16, 32, 64 and LPM tries at 8 and 20 (IPv4 and IPv6 keys), populated with 1024
+//!   entries (prefixes for tries); units cycle over 16 keys held in global data. Lookups hit
+//!   (tries: full-length addresses inside stored prefixes). Updates are priced as the larger of an
+//!   overwrite of an existing key (measured) and an insert of a new key, bounded by an
+//!   insert+delete pair of a fresh key minus a lookup; deletes are that pair minus a lookup (the
+//!   insert and the delete each do at least a lookup's work, so both bounds are from above).
+//!   Arrays refuse deletes with `-EINVAL`, which is what their delete price measures. Probes check
+//!   that every lookup hits and every update and delete succeeds.
+//! * **Calls.** `call.local` is a call of `r0 = 0; exit` including its return; `exit` is priced 0
+//!   (a callee's return is in `call.local`, the program's own in `per_packet`). `tail_call` is the
+//!   slower of a direct (constant slot) and an indirect (slot from `ctx->rx_queue_index`) tail
+//!   call, each timed as a program tail-calling itself 33 times per packet against the same
+//!   program with an empty slot.
+//! * **Per packet.** `per_packet` is the test-run time of `r0 = XDP_PASS; exit` (through the XDP
+//!   dispatcher, as drivers call programs): the fixed cost of running a program in this harness,
+//!   a lower bound of a driver's per-packet work.
+//! * **Noise.** All programs are loaded and checked first; then every program runs
+//!   [`Options::runs_per_sample`] times in each of [`Options::rounds`] rounds (groups in rotating
+//!   order, baselines before and after their group), each run taking about [`Options::call_ns`].
+//!   On a shared host, front-end-bound code (jumps, stores, loop overhead) runs up to 2.5 times
+//!   slower while another tenant keeps the sibling hyperthread busy, and the clock boost varies,
+//!   so medians are not reproducible: prices use the 5th percentile of all runs of the bench and
+//!   of its baseline ([`FAST_QUANTILE`]), the uncontended figure. `spread` is
+//!   `(max − min) / median` of the per-round figures (each round's fastest run; relative to 0.1 ns
+//!   for items cheaper than that), so it shows how much contention there was. Runs execute on CPU
+//!   0 (the kernel crate pins them).
+//! * **Units.** One component `cpu_ns` (ns of one core; capacity 1e9 per second: XDP processes a
+//!   receive queue on one core, and the model is per core). `cycles` = ns × the clock implied by
+//!   the 1-cycle `alu64.add.reg` chain (the guest's `/proc/cpuinfo` shows the nominal clock, not
+//!   the boost clock the core runs at; both are recorded).
+//!
+//! With [`Options::only`], only items whose keys start with one of the prefixes are measured (with
+//! what they subtract); the others are copied from the built-in x86 model so the result is still a
+//! complete model.
+
+mod asm;
+mod fit;
+mod measure;
+mod programs;
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use crate::model::{Component, CostMap, Device, ItemPrice, Limits, ModelFile, FORMAT, VERSION};
+use crate::{Model, ModelError};
+
+pub use fit::{FAST_QUANTILE, SPREAD_FLOOR_NS};
+
+/// The cost component calibrated models use.
+pub const COMPONENT: &str = "cpu_ns";
+
+/// How thoroughly to calibrate.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// Rounds; every program runs [`Options::runs_per_sample`] times per round.
+    pub rounds: usize,
+    /// Test runs per program and round (half as many for plain programs, whose runs wait for the
+    /// XDP dispatcher).
+    pub runs_per_sample: usize,
+    /// Target duration of one test run, ns.
+    pub call_ns: u64,
+    /// Measure only items whose keys start with one of these prefixes (empty: all); the rest is
+    /// copied from the built-in x86 model.
+    pub only: Vec<String>,
+    /// Switch on IPv4 forwarding on `lo` while `bpf_fib_lookup` is timed (and restore it), so the
+    /// helper does a full lookup instead of returning early.
+    pub enable_forwarding: bool,
+}
+
+impl Options {
+    /// The full calibration (under a minute on a 2-CPU EPYC guest).
+    pub fn full() -> Options {
+        Options {
+            rounds: 40,
+            runs_per_sample: 4,
+            call_ns: 250_000,
+            only: Vec::new(),
+            enable_forwarding: true,
+        }
+    }
+
+    /// A fast, rougher calibration for tests.
+    pub fn quick() -> Options {
+        Options {
+            rounds: 3,
+            runs_per_sample: 2,
+            call_ns: 300_000,
+            ..Options::full()
+        }
+    }
+}
+
+impl Default for Options {
+    fn default() -> Options {
+        Options::full()
+    }
+}
+
+/// Why calibration failed.
+#[derive(Debug, thiserror::Error)]
+pub enum CalibrateError {
+    /// This process cannot use BPF.
+    #[error("{0}")]
+    Unavailable(String),
+    /// A kernel operation failed.
+    #[error("{context}: {source}")]
+    Kernel {
+        context: String,
+        source: linerate_kernel::KernelError,
+    },
+    /// A benchmark does not behave as designed on this kernel.
+    #[error("{what}: {message}")]
+    Check { what: String, message: String },
+    /// `--only` selected nothing.
+    #[error("no item key starts with `{0}` (see `cargo run -p linerate-cost --example items`)")]
+    NoMatch(String),
+    /// The result (or the built-in model completing a partial run) is not a valid model.
+    #[error(transparent)]
+    Model(#[from] ModelError),
+}
+
+impl CalibrateError {
+    /// The verifier log when a benchmark program was refused.
+    pub fn verifier_log(&self) -> Option<&str> {
+        match self {
+            CalibrateError::Kernel { source, .. } => source.verifier_log(),
+            _ => None,
+        }
+    }
+}
+
+/// The machine the figures belong to.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Host {
+    /// `model name` of CPU 0 in `/proc/cpuinfo`.
+    pub cpu_model: Option<String>,
+    /// `cpu MHz` of CPU 0 in `/proc/cpuinfo`, in Hz.
+    pub frequency_hz: Option<f64>,
+    /// `/proc/sys/kernel/osrelease`.
+    pub kernel: Option<String>,
+    /// Online CPUs.
+    pub cpus: usize,
+    /// When calibration ran, `YYYY-MM-DD HH:MM UTC`.
+    pub date: String,
+}
+
+impl Host {
+    /// Reads this host's description.
+    pub fn current() -> Host {
+        let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+        let field = |name: &str| {
+            cpuinfo.lines().find_map(|l| {
+                let (k, v) = l.split_once(':')?;
+                (k.trim() == name).then(|| v.trim().to_string())
+            })
+        };
+        Host {
+            cpu_model: field("model name"),
+            frequency_hz: field("cpu MHz")
+                .and_then(|m| m.parse::<f64>().ok())
+                .map(|mhz| mhz * 1e6),
+            kernel: std::fs::read_to_string("/proc/sys/kernel/osrelease")
+                .ok()
+                .map(|s| s.trim().to_string()),
+            cpus: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            date: utc_now(),
+        }
+    }
+}
+
+fn utc_now() -> String {
+    let secs = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs()) as i64;
+    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    // Civil date from days since 1970-01-01 (H. Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02} {:02}:{:02} UTC",
+        rem / 3600,
+        rem % 3600 / 60
+    )
+}
+
+/// How an item's price was obtained in this run.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum How {
+    /// Measured by its own benchmark.
+    Measured,
+    /// Computed from several benchmarks (maximum, pair minus lookup, ...), or zero by
+    /// construction.
+    Derived,
+    /// Shares another item's price.
+    SameAs(String),
+    /// Not selected by `only`: copied from the built-in model.
+    Copied,
+}
+
+/// One item of the result.
+#[derive(Clone, Debug)]
+pub struct ItemResult {
+    /// Item key.
+    pub item: String,
+    /// Price in ns (resolved through `same_as`); `None` for items the model marks unsupported.
+    pub ns: Option<f64>,
+    /// Price in core cycles.
+    pub cycles: Option<f64>,
+    /// Relative spread of the per-round figures.
+    pub spread: Option<f64>,
+    pub how: How,
+}
+
+/// A finished calibration.
+#[derive(Clone, Debug)]
+pub struct Calibration {
+    /// The model (valid: [`Model::new`] accepts it).
+    pub model: ModelFile,
+    /// Every item of the model, by key.
+    pub items: Vec<ItemResult>,
+    /// `per_packet`, ns.
+    pub per_packet_ns: f64,
+    /// Spread of `per_packet`.
+    pub per_packet_spread: f64,
+    pub host: Host,
+    /// Programs loaded and run.
+    pub programs: usize,
+    /// Wall-clock time of the calibration.
+    pub elapsed: Duration,
+    /// Items measured (including derived ones) in this run.
+    pub measured: usize,
+}
+
+fn round_to(x: f64, decimals: i32) -> f64 {
+    let f = 10f64.powi(decimals);
+    (x * f).round() / f
+}
+
+/// Runs a calibration. Progress lines go to `progress`.
+pub fn calibrate(
+    opts: &Options,
+    progress: &mut dyn FnMut(&str),
+) -> Result<Calibration, CalibrateError> {
+    let started = Instant::now();
+    let plan = fit::plan();
+    for prefix in &opts.only {
+        if !plan.iter().any(|(k, _)| k.starts_with(prefix.as_str())) {
+            return Err(CalibrateError::NoMatch(prefix.clone()));
+        }
+    }
+    linerate_kernel::check_access().map_err(|e| CalibrateError::Unavailable(e.to_string()))?;
+    let selected: Vec<&(String, fit::Pricing)> = plan
+        .iter()
+        .filter(|(k, _)| {
+            opts.only.is_empty() || opts.only.iter().any(|p| k.starts_with(p.as_str()))
+        })
+        .collect();
+    let base = if opts.only.is_empty() {
+        None
+    } else {
+        Some(Model::builtin("x86")?.file().clone())
+    };
+
+    let suite = programs::suite();
+    let needed = fit::needed_benches(&suite, &selected);
+    let samples = measure::measure(&suite, &needed, opts, progress)?;
+    let fits = fit::fit_benches(&suite, &needed, &samples)?;
+    let host = Host::current();
+    // Cycles are counted at the clock the 1-cycle add chain ran at (the guest's cpuinfo figure is
+    // the nominal clock, not the boost clock the core actually runs); cpuinfo when unmeasured.
+    let add = fits
+        .get("alu64.add.reg")
+        .map(|f| f.fitted.ns)
+        .filter(|a| *a > 0.0);
+    let frequency_hz = add.map(|a| (1e3 / a).round() * 1e6).or(host.frequency_hz);
+    let ghz = frequency_hz.map(|f| f / 1e9);
+
+    let mut items: BTreeMap<String, ItemPrice> =
+        base.as_ref().map(|b| b.items.clone()).unwrap_or_default();
+    let mut how: BTreeMap<String, How> = items.keys().map(|k| (k.clone(), How::Copied)).collect();
+    for (key, pricing) in &selected {
+        let priced = fit::price(pricing, &fits)?;
+        let entry = match priced {
+            fit::Priced::Cost { fitted, mut note } => {
+                if key == "helper.fib_lookup" {
+                    note.push_str(&fib_note(&samples));
+                }
+                let ns = round_to(fitted.ns, 3);
+                how.insert(
+                    key.clone(),
+                    if pricing.is_direct() {
+                        How::Measured
+                    } else {
+                        How::Derived
+                    },
+                );
+                ItemPrice {
+                    cost: Some(CostMap::from([(COMPONENT.to_string(), ns)])),
+                    cycles: ghz.map(|g| round_to(fitted.ns * g, 2)),
+                    spread: (!fitted.rounds.is_empty()).then(|| round_to(fitted.spread, 4)),
+                    note: Some(note),
+                    ..Default::default()
+                }
+            }
+            fit::Priced::SameAs { target, note } => {
+                how.insert(key.clone(), How::SameAs(target.clone()));
+                ItemPrice {
+                    same_as: Some(target),
+                    note: Some(note),
+                    ..Default::default()
+                }
+            }
+        };
+        items.insert(key.clone(), entry);
+    }
+    let per_packet = &fits
+        .get("per_packet")
+        .ok_or_else(|| CalibrateError::Check {
+            what: "per_packet".into(),
+            message: "not measured".into(),
+        })?
+        .fitted;
+
+    let mut source = format!(
+        "Measured on this host by `linerate calibrate` on {}: Linux {}, {} ({} MHz nominal per \
+         /proc/cpuinfo), {} CPUs, runs pinned to CPU 0. Method: per item an XDP program looping \
+         over N copies of a unit containing the item, timed with BPF_PROG_TEST_RUN against a \
+         baseline with the same loop and setup; (t - t_baseline) / N minus the unit's other \
+         instructions at their own fitted prices; latency chains for ALU ops and loads, back to \
+         back for the rest (see each note and crates/cost/src/calibrate/mod.rs). {} rounds of {} \
+         runs of ~{:.2} ms per program; price = 5th percentile of all runs (the uncontended \
+         figure on this shared host), spread = (max - min) / median of the per-round figures.",
+        host.date,
+        host.kernel.as_deref().unwrap_or("(unknown release)"),
+        host.cpu_model.as_deref().unwrap_or("unknown CPU"),
+        host.frequency_hz
+            .map_or("unknown".to_string(), |f| format!("{:.0}", f / 1e6)),
+        host.cpus,
+        opts.rounds,
+        opts.runs_per_sample,
+        opts.call_ns as f64 / 1e6,
+    );
+    if let (Some(add), Some(f)) = (add, frequency_hz) {
+        source.push_str(&format!(
+            " Cycles are ns x {:.0} MHz, the clock implied by the 1-cycle alu64.add.reg chain \
+             ({add:.4} ns per add).",
+            f / 1e6
+        ));
+    }
+    if let Some(b) = &base {
+        source.push_str(&format!(
+            " Only items starting with {} were measured; the others are copied from the built-in \
+             model ({}).",
+            opts.only
+                .iter()
+                .map(|p| format!("`{p}`"))
+                .collect::<Vec<_>>()
+                .join(", "),
+            b.source
+        ));
+    }
+    let model = ModelFile {
+        format: FORMAT.into(),
+        version: VERSION,
+        target: "x86".into(),
+        description: "This host's XDP program costs (x86-64, Linux BPF JIT), one core, measured \
+                      through BPF_PROG_TEST_RUN by `linerate calibrate`"
+            .into(),
+        source,
+        device: Device {
+            name: "this host (x86-64 XDP, BPF JIT)".into(),
+            cpu_model: host.cpu_model.clone(),
+            frequency_hz,
+            cores: 1,
+            kernel: host.kernel.clone(),
+        },
+        components: vec![Component {
+            name: COMPONENT.into(),
+            unit: "ns".into(),
+            capacity_per_s: 1e9,
+            note: Some(
+                "time of one core: XDP runs each receive queue's packets on one core, so the \
+                 model's rate is per core (queue); multiply by the cores serving queues for a \
+                 whole-host figure"
+                    .into(),
+            ),
+        }],
+        limits: Limits {
+            max_packet_rate_pps: None,
+            line_rate_bps: None,
+            min_frame_bytes: 60,
+            wire_overhead_bytes: 24,
+            note: Some(
+                "no NIC was measured: no line-rate or MAC packet-rate limit; Ethernet minimum \
+                 frame 60 bytes without CRC, 24 bytes of CRC, preamble and gap per frame"
+                    .into(),
+            ),
+        },
+        per_packet: CostMap::from([(COMPONENT.to_string(), round_to(per_packet.ns, 3))]),
+        gaps: Vec::new(),
+        items,
+    };
+    Model::new(model.clone(), "the calibration result")?;
+
+    let results = model
+        .items
+        .iter()
+        .map(|(key, price)| {
+            let ns = resolve(&model, key);
+            ItemResult {
+                item: key.clone(),
+                ns,
+                cycles: price
+                    .cycles
+                    .or_else(|| ns.zip(ghz).map(|(n, g)| round_to(n * g, 2))),
+                spread: price.spread,
+                how: how.get(key).cloned().unwrap_or(How::Copied),
+            }
+        })
+        .collect();
+    Ok(Calibration {
+        per_packet_ns: round_to(per_packet.ns, 3),
+        per_packet_spread: round_to(per_packet.spread, 4),
+        items: results,
+        host,
+        programs: samples.programs,
+        elapsed: started.elapsed(),
+        measured: selected.len(),
+        model,
+    })
+}
+
+/// The resolved price of `key` in ns, `None` when unsupported.
+fn resolve(file: &ModelFile, key: &str) -> Option<f64> {
+    let mut entry = file.items.get(key)?;
+    for _ in 0..file.items.len() {
+        if let Some(cost) = &entry.cost {
+            return Some(cost.get(COMPONENT).copied().unwrap_or(0.0));
+        }
+        entry = file.items.get(entry.same_as.as_deref()?)?;
+    }
+    None
+}
+
+fn fib_note(samples: &measure::Samples) -> String {
+    let code = samples.probes.get("helper.fib_lookup").copied();
+    let name = match code {
+        Some(0) => "BPF_FIB_LKUP_RET_SUCCESS: route, neighbour and MACs found",
+        Some(4) => "BPF_FIB_LKUP_RET_NOT_FWDED",
+        Some(5) => "BPF_FIB_LKUP_RET_FWD_DISABLED: returned before the lookup",
+        Some(7) => "BPF_FIB_LKUP_RET_NO_NEIGH: no neighbour entry for the gateway",
+        Some(_) => "see BPF_FIB_LKUP_RET_*",
+        None => "not probed",
+    };
+    let mut note = format!(
+        "; destination {}, result code {} ({name})",
+        programs::FIB_DST.map(|b| b.to_string()).join("."),
+        code.map_or("?".into(), |c| (c as i32).to_string())
+    );
+    if let Err(why) = &samples.forwarding {
+        note.push_str(&format!("; IPv4 forwarding on lo: {why}"));
+    } else {
+        note.push_str("; IPv4 forwarding on lo was on for these runs");
+    }
+    note
+}

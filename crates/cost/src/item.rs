@@ -1,0 +1,473 @@
+//! The cost items: the vocabulary shared by every model file, the calibrator and the classifier.
+//!
+//! An item is a class of instruction executions that a device performs at one cost: `alu64.add.imm`,
+//! a conditional jump taken or not, a 4-byte load from the packet, a hash-map lookup with an 8-byte
+//! key, a helper. Its key (the [`Display`](std::fmt::Display) form) is how model files name it.
+//! [`universe`] lists every item a complete model must price, so that no instruction the
+//! interpreter runs can be costed as a silent zero.
+
+use std::fmt;
+
+use linerate_bpf::insn::{AluOp, AtomicOp, Cond, Endian, Size};
+use linerate_bpf::program::MapType;
+
+/// The memory region a load, store or atomic touches (the verifier keeps pointers in their region).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Region {
+    /// Packet data between `data` and `data_end` (and the metadata before it).
+    Packet,
+    /// The program's stack (`r10` based).
+    Stack,
+    /// A value of a map, reached through a lookup's result.
+    MapValue,
+    /// The `xdp_md` context.
+    Ctx,
+    /// Global data (`.data`, `.rodata`, `.bss`): a map value reached through a 64-bit immediate.
+    Global,
+}
+
+impl Region {
+    /// Every region.
+    pub const ALL: [Region; 5] = [
+        Region::Packet,
+        Region::Stack,
+        Region::MapValue,
+        Region::Ctx,
+        Region::Global,
+    ];
+
+    /// The name used in item keys.
+    pub fn name(self) -> &'static str {
+        match self {
+            Region::Packet => "packet",
+            Region::Stack => "stack",
+            Region::MapValue => "map_value",
+            Region::Ctx => "ctx",
+            Region::Global => "global",
+        }
+    }
+
+    /// Whether programs may store to and run atomics on the region (the context is read-only for
+    /// XDP, and the verifier refuses atomics on packet memory).
+    fn writable(self) -> bool {
+        self != Region::Ctx
+    }
+
+    fn atomics(self) -> bool {
+        matches!(self, Region::Stack | Region::MapValue | Region::Global)
+    }
+}
+
+/// Width and signedness of a memory access.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Access {
+    /// Access size.
+    pub bytes: u8,
+    /// Sign-extending load (`ldsx`, `-mcpu=v4`).
+    pub signed: bool,
+}
+
+impl Access {
+    /// An access of `size`, sign-extending when `signed`.
+    pub fn new(size: Size, signed: bool) -> Access {
+        Access {
+            bytes: size.bytes() as u8,
+            signed,
+        }
+    }
+
+    fn unsigned_all() -> impl Iterator<Item = Access> {
+        [1, 2, 4, 8].into_iter().map(|bytes| Access {
+            bytes,
+            signed: false,
+        })
+    }
+
+    fn signed_all() -> impl Iterator<Item = Access> {
+        [1, 2, 4].into_iter().map(|bytes| Access {
+            bytes,
+            signed: true,
+        })
+    }
+}
+
+impl fmt::Display for Access {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let sign = if self.signed { 's' } else { 'u' };
+        write!(f, "{sign}{}", self.bytes as u32 * 8)
+    }
+}
+
+/// Map operations through helpers 1–3.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum MapOp {
+    Lookup,
+    Update,
+    Delete,
+}
+
+impl MapOp {
+    /// The helper number implementing the operation.
+    pub fn helper(self) -> u32 {
+        match self {
+            MapOp::Lookup => 1,
+            MapOp::Update => 2,
+            MapOp::Delete => 3,
+        }
+    }
+
+    /// The operation of a helper number.
+    pub fn of_helper(id: u32) -> Option<MapOp> {
+        match id {
+            1 => Some(MapOp::Lookup),
+            2 => Some(MapOp::Update),
+            3 => Some(MapOp::Delete),
+            _ => None,
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            MapOp::Lookup => "lookup",
+            MapOp::Update => "update",
+            MapOp::Delete => "delete",
+        }
+    }
+}
+
+/// Map types whose operations models price. Programs using others get a clear error.
+pub const COSTED_MAP_TYPES: [MapType; 7] = [
+    MapType::ARRAY,
+    MapType::PERCPU_ARRAY,
+    MapType::HASH,
+    MapType::PERCPU_HASH,
+    MapType::LRU_HASH,
+    MapType::LRU_PERCPU_HASH,
+    MapType::LPM_TRIE,
+];
+
+/// Helpers priced as `helper.<name>` (map operations and tail calls have items of their own).
+/// These are the helpers the interpreter supports.
+pub const COSTED_HELPERS: [u32; 15] = [5, 6, 7, 8, 23, 28, 44, 51, 54, 65, 69, 125, 188, 189, 190];
+
+/// A class of instruction executions with one cost on a device.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Item {
+    /// `alu32`/`alu64` operation; `imm` when the source is an immediate.
+    Alu { wide: bool, op: AluOp, imm: bool },
+    /// Byte swap of `bits` bits.
+    Endian { kind: Endian, bits: u8 },
+    /// 64-bit immediate load (constants, map and global-data addresses).
+    LoadImm64,
+    /// Load from a region.
+    Load { region: Region, access: Access },
+    /// Store (register or immediate source) to a region.
+    Store { region: Region, bytes: u8 },
+    /// Atomic read-modify-write on a region.
+    Atomic {
+        region: Region,
+        op: AtomicOp,
+        fetch: bool,
+        bytes: u8,
+    },
+    /// Unconditional jump.
+    Ja,
+    /// Conditional jump, `taken` or falling through.
+    Jump {
+        wide: bool,
+        cond: Cond,
+        imm: bool,
+        taken: bool,
+    },
+    /// BPF-to-BPF call of a local function (the callee's instructions are costed separately).
+    CallLocal,
+    /// Return from a function.
+    Exit,
+    /// A helper call other than map operations and tail calls.
+    Helper(u32),
+    /// `bpf_map_{lookup,update,delete}_elem` on a map type with a key size.
+    Map {
+        op: MapOp,
+        map_type: MapType,
+        key_size: u32,
+    },
+    /// `bpf_tail_call` that jumps (the target program's cost is not included).
+    TailCall,
+}
+
+fn alu_name(op: AluOp) -> String {
+    match op {
+        AluOp::Add => "add".into(),
+        AluOp::Sub => "sub".into(),
+        AluOp::Mul => "mul".into(),
+        AluOp::Div => "div".into(),
+        AluOp::SDiv => "sdiv".into(),
+        AluOp::Or => "or".into(),
+        AluOp::And => "and".into(),
+        AluOp::Lsh => "lsh".into(),
+        AluOp::Rsh => "rsh".into(),
+        AluOp::Neg => "neg".into(),
+        AluOp::Mod => "mod".into(),
+        AluOp::SMod => "smod".into(),
+        AluOp::Xor => "xor".into(),
+        AluOp::Mov => "mov".into(),
+        AluOp::MovSx(bits) => format!("movsx{bits}"),
+        AluOp::Arsh => "arsh".into(),
+    }
+}
+
+fn cond_name(cond: Cond) -> &'static str {
+    match cond {
+        Cond::Eq => "jeq",
+        Cond::Gt => "jgt",
+        Cond::Ge => "jge",
+        Cond::Set => "jset",
+        Cond::Ne => "jne",
+        Cond::Sgt => "jsgt",
+        Cond::Sge => "jsge",
+        Cond::Lt => "jlt",
+        Cond::Le => "jle",
+        Cond::Slt => "jslt",
+        Cond::Sle => "jsle",
+    }
+}
+
+fn atomic_name(op: AtomicOp, fetch: bool) -> String {
+    let base = match op {
+        AtomicOp::Add => "add",
+        AtomicOp::Or => "or",
+        AtomicOp::And => "and",
+        AtomicOp::Xor => "xor",
+        AtomicOp::Xchg => return "xchg".into(),
+        AtomicOp::CmpXchg => return "cmpxchg".into(),
+    };
+    if fetch {
+        format!("fetch_{base}")
+    } else {
+        base.into()
+    }
+}
+
+impl fmt::Display for Item {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            Item::Alu { wide, op, imm } => {
+                let class = if wide { "alu64" } else { "alu32" };
+                match op {
+                    AluOp::Neg => write!(f, "{class}.neg"),
+                    AluOp::MovSx(_) => write!(f, "{class}.{}", alu_name(op)),
+                    _ => write!(
+                        f,
+                        "{class}.{}.{}",
+                        alu_name(op),
+                        if imm { "imm" } else { "reg" }
+                    ),
+                }
+            }
+            Item::Endian { kind, bits } => {
+                let kind = match kind {
+                    Endian::ToLe => "le",
+                    Endian::ToBe => "be",
+                    Endian::Swap => "swap",
+                };
+                write!(f, "endian.{kind}{bits}")
+            }
+            Item::LoadImm64 => f.write_str("ld_imm64"),
+            Item::Load { region, access } => write!(f, "load.{}.{access}", region.name()),
+            Item::Store { region, bytes } => {
+                write!(f, "store.{}.u{}", region.name(), bytes as u32 * 8)
+            }
+            Item::Atomic {
+                region,
+                op,
+                fetch,
+                bytes,
+            } => write!(
+                f,
+                "atomic.{}.{}.u{}",
+                region.name(),
+                atomic_name(op, fetch),
+                bytes as u32 * 8
+            ),
+            Item::Ja => f.write_str("ja"),
+            Item::Jump {
+                wide,
+                cond,
+                imm,
+                taken,
+            } => write!(
+                f,
+                "{}.{}.{}.{}",
+                if wide { "jmp64" } else { "jmp32" },
+                cond_name(cond),
+                if imm { "imm" } else { "reg" },
+                if taken { "taken" } else { "not_taken" }
+            ),
+            Item::CallLocal => f.write_str("call.local"),
+            Item::Exit => f.write_str("exit"),
+            Item::Helper(id) => write!(f, "helper.{}", linerate_bpf::helpers::helper_name(id)),
+            Item::Map {
+                op,
+                map_type,
+                key_size,
+            } => write!(f, "map.{}.{}.k{key_size}", op.name(), map_type.name()),
+            Item::TailCall => f.write_str("tail_call"),
+        }
+    }
+}
+
+impl Item {
+    /// For map operations, the key without the key size (`map.lookup.hash`): a model prices a
+    /// family at a few key sizes and [`crate::Model`] interpolates between them.
+    pub fn family(&self) -> Option<String> {
+        match *self {
+            Item::Map { op, map_type, .. } => {
+                Some(format!("map.{}.{}", op.name(), map_type.name()))
+            }
+            _ => None,
+        }
+    }
+}
+
+/// Every ALU operation valid for a width, with its operand kinds.
+fn alu_items() -> Vec<Item> {
+    let mut out = Vec::new();
+    for wide in [false, true] {
+        for op in AluOp::ALL {
+            match op {
+                AluOp::Neg => out.push(Item::Alu {
+                    wide,
+                    op,
+                    imm: true,
+                }),
+                AluOp::MovSx(32) if !wide => {}
+                AluOp::MovSx(_) => out.push(Item::Alu {
+                    wide,
+                    op,
+                    imm: false,
+                }),
+                _ => {
+                    for imm in [true, false] {
+                        out.push(Item::Alu { wide, op, imm });
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Every item a complete model prices, except map operations, which are priced per family
+/// ([`map_families`]) at key sizes of the model's choosing.
+pub fn universe() -> Vec<Item> {
+    let mut out = alu_items();
+    for kind in [Endian::ToLe, Endian::ToBe, Endian::Swap] {
+        for bits in [16, 32, 64] {
+            out.push(Item::Endian { kind, bits });
+        }
+    }
+    out.push(Item::LoadImm64);
+    for region in Region::ALL {
+        for access in Access::unsigned_all().chain(Access::signed_all()) {
+            out.push(Item::Load { region, access });
+        }
+        if region.writable() {
+            for bytes in [1, 2, 4, 8] {
+                out.push(Item::Store { region, bytes });
+            }
+        }
+        if region.atomics() {
+            for bytes in [4, 8] {
+                for op in AtomicOp::ALL {
+                    let fetches: &[bool] = match op {
+                        AtomicOp::Xchg | AtomicOp::CmpXchg => &[true],
+                        _ => &[false, true],
+                    };
+                    for &fetch in fetches {
+                        out.push(Item::Atomic {
+                            region,
+                            op,
+                            fetch,
+                            bytes,
+                        });
+                    }
+                }
+            }
+        }
+    }
+    out.push(Item::Ja);
+    for wide in [true, false] {
+        for cond in Cond::ALL {
+            for imm in [true, false] {
+                for taken in [true, false] {
+                    out.push(Item::Jump {
+                        wide,
+                        cond,
+                        imm,
+                        taken,
+                    });
+                }
+            }
+        }
+    }
+    out.push(Item::CallLocal);
+    out.push(Item::Exit);
+    out.extend(COSTED_HELPERS.iter().map(|&id| Item::Helper(id)));
+    out.push(Item::TailCall);
+    out
+}
+
+/// The map-operation families (`map.lookup.hash`, ...) a complete model prices.
+pub fn map_families() -> Vec<(MapOp, MapType)> {
+    let mut out = Vec::new();
+    for map_type in COSTED_MAP_TYPES {
+        for op in [MapOp::Lookup, MapOp::Update, MapOp::Delete] {
+            out.push((op, map_type));
+        }
+    }
+    out
+}
+
+/// The key of a map-operation family.
+pub fn family_key(op: MapOp, map_type: MapType) -> String {
+    format!("map.{}.{}", op.name(), map_type.name())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashSet;
+
+    #[test]
+    fn keys_are_unique_and_readable() {
+        let items = universe();
+        let keys: HashSet<String> = items.iter().map(|i| i.to_string()).collect();
+        assert_eq!(keys.len(), items.len(), "two items share a key");
+        for key in [
+            "alu64.add.imm",
+            "alu32.movsx16",
+            "alu64.neg",
+            "endian.be16",
+            "load.packet.u32",
+            "load.map_value.s16",
+            "store.stack.u64",
+            "atomic.map_value.fetch_add.u64",
+            "atomic.global.cmpxchg.u32",
+            "jmp32.jsle.reg.not_taken",
+            "helper.xdp_adjust_head",
+            "tail_call",
+        ] {
+            assert!(keys.contains(key), "{key} missing");
+        }
+        assert!(!keys.contains("store.ctx.u32"));
+        assert!(!keys.contains("atomic.packet.add.u32"));
+        assert!(!keys.contains("alu32.movsx32"));
+        let map = Item::Map {
+            op: MapOp::Lookup,
+            map_type: MapType::LPM_TRIE,
+            key_size: 8,
+        };
+        assert_eq!(map.to_string(), "map.lookup.lpm_trie.k8");
+        assert_eq!(map.family().as_deref(), Some("map.lookup.lpm_trie"));
+    }
+}

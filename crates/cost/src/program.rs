@@ -1,0 +1,560 @@
+//! The cost of every block and edge of a program under a model.
+//!
+//! Each instruction is classified into the [`Item`]s it could be (one, unless the region of a
+//! memory access or the map of a map call is unknown, in which case every possibility) and charged
+//! the component-wise maximum of their prices. A block costs the sum of its instructions except a
+//! final conditional jump; an edge costs its source block plus that jump's `taken`/`not_taken`
+//! price plus the stalls of blocking operations. A local call adds the callee's worst case.
+//!
+//! Stalls (paper 000 §4.2, §5.2): a blocking operation of gap kind `g` stalls until `g.min` units of
+//! `g.component` have passed since the previous one (of kind `g`, or of any kind when the gap is
+//! `measured_from: any_kind`). Costs must be per edge, so the distance is the
+//! least one over every path reaching the operation: a forward analysis keeps, per block entry, the
+//! minimum over incoming edges of the distance since the last operation of each kind (0 at function
+//! entry and after calls, where the history is unknown). Summing edges therefore never
+//! underestimates a path.
+
+use linerate_bpf::insn::{CallTarget, Instruction, Operand};
+use linerate_bpf::program::Object;
+use linerate_cfg::{BlockId, Cfg, EdgeKind};
+
+use crate::error::CostError;
+use crate::item::{Access, Item, MapOp, Region};
+use crate::model::{Cost, GapOrigin, Model};
+use crate::regions::{Fact, Regions};
+
+/// What one instruction is charged.
+#[derive(Clone, Debug)]
+struct Charge {
+    cost: Cost,
+    /// Gap kinds the instruction may belong to (indices into [`Model::gaps`]).
+    gaps: Vec<usize>,
+    /// After the instruction, nothing is known about past blocking operations (a local call).
+    forgets_history: bool,
+}
+
+/// Cost of one block.
+#[derive(Clone, Debug)]
+pub struct BlockCost {
+    /// Block id.
+    pub id: BlockId,
+    /// Slot of its first instruction.
+    pub first_insn: usize,
+    /// Number of instructions.
+    pub insns: usize,
+    /// Cost of its instructions except a final conditional jump, stalls and callees included.
+    pub cost: Cost,
+    /// Whether the block is reachable from its function's entry (unreachable blocks get no stall
+    /// analysis and appear on no path).
+    pub reachable: bool,
+}
+
+/// Cost of leaving a block by one edge.
+#[derive(Clone, Debug)]
+pub struct EdgeCost {
+    /// Source block.
+    pub from: BlockId,
+    /// Target block.
+    pub to: BlockId,
+    /// How the edge is taken.
+    pub kind: EdgeKind,
+    /// Source block plus the final jump's price for this outcome.
+    pub cost: Cost,
+}
+
+/// Block and edge costs of a program under a model.
+#[derive(Clone, Debug)]
+pub struct ProgramCost {
+    /// By block id.
+    pub blocks: Vec<BlockCost>,
+    /// By edge id.
+    pub edges: Vec<EdgeCost>,
+    /// Worst case of each function (component-wise maximum over its paths), `None` for functions
+    /// with loops (their worst case needs the loops unrolled).
+    pub function_worst: Vec<Option<Cost>>,
+    /// What each instruction is charged, by slot, before stalls (a local call without its callee).
+    pub slots: std::collections::HashMap<usize, SlotCharge>,
+}
+
+/// The price one instruction was given.
+#[derive(Clone, Debug)]
+pub struct SlotCharge {
+    /// Cost (a conditional jump's when not taken).
+    pub cost: Cost,
+    /// A conditional jump's cost when taken.
+    pub taken: Option<Cost>,
+    /// Gap kinds the instruction may belong to (indices into [`Model::gaps`]).
+    pub gaps: Vec<usize>,
+    /// The items the instruction may be (several when its region or map is not known).
+    pub items: Vec<Item>,
+}
+
+struct Pricer<'a> {
+    model: &'a Model,
+    object: &'a Object,
+    cfg: &'a Cfg,
+    regions: Regions,
+}
+
+impl Pricer<'_> {
+    fn function_name(&self, slot: usize) -> String {
+        self.cfg
+            .block_of(slot)
+            .and_then(|b| self.cfg.function_of(b))
+            .map_or_else(|| self.cfg.name().to_string(), |f| f.name.clone())
+    }
+
+    fn program_error(&self, slot: usize, message: String) -> CostError {
+        CostError::Program {
+            function: self.function_name(slot),
+            slot,
+            message,
+        }
+    }
+
+    /// The items an instruction may be (a conditional jump's are priced per edge instead).
+    fn candidates(&self, slot: usize, insn: &Instruction) -> Result<Vec<Item>, CostError> {
+        let regions = |fact: Option<Fact>, allowed: &dyn Fn(Region) -> bool| -> Vec<Region> {
+            match fact {
+                Some(Fact::Memory(Some(r))) => vec![r],
+                _ => Region::ALL.into_iter().filter(|r| allowed(*r)).collect(),
+            }
+        };
+        let fact = self.regions.fact(slot);
+        Ok(match *insn {
+            Instruction::Alu { wide, op, src, .. } => vec![Item::Alu {
+                wide,
+                op,
+                imm: matches!(src, Operand::Imm(_)) || op == linerate_bpf::insn::AluOp::Neg,
+            }],
+            Instruction::Endian { kind, bits, .. } => vec![Item::Endian { kind, bits }],
+            Instruction::LoadImm64 { .. } => vec![Item::LoadImm64],
+            Instruction::Load { size, signed, .. } => regions(fact, &|_| true)
+                .into_iter()
+                .map(|region| Item::Load {
+                    region,
+                    access: Access::new(size, signed),
+                })
+                .collect(),
+            Instruction::Store { size, .. } => regions(fact, &|r| r != Region::Ctx)
+                .into_iter()
+                .map(|region| Item::Store {
+                    region,
+                    bytes: size.bytes() as u8,
+                })
+                .collect(),
+            Instruction::Atomic {
+                size, op, fetch, ..
+            } => regions(fact, &|r| {
+                matches!(r, Region::Stack | Region::MapValue | Region::Global)
+            })
+            .into_iter()
+            .map(|region| Item::Atomic {
+                region,
+                op,
+                fetch,
+                bytes: size.bytes() as u8,
+            })
+            .collect(),
+            Instruction::Ja { .. } => vec![Item::Ja],
+            Instruction::Jump { .. } => Vec::new(),
+            Instruction::Exit => vec![Item::Exit],
+            Instruction::Call(CallTarget::Local(_)) => vec![Item::CallLocal],
+            Instruction::Call(CallTarget::Helper(12)) => vec![Item::TailCall],
+            Instruction::Call(CallTarget::Helper(id)) => match MapOp::of_helper(id) {
+                Some(op) => {
+                    let maps: Vec<usize> = match fact {
+                        Some(Fact::MapCall(Some(m))) => vec![m],
+                        _ => (0..self.object.maps.len()).collect(),
+                    };
+                    if maps.is_empty() {
+                        return Err(self.program_error(
+                            slot,
+                            format!(
+                                "{} without a map in the object",
+                                linerate_bpf::helpers::helper_name(id)
+                            ),
+                        ));
+                    }
+                    maps.into_iter()
+                        .map(|m| {
+                            let def = &self.object.maps[m];
+                            Item::Map {
+                                op,
+                                map_type: def.map_type,
+                                key_size: def.key_size,
+                            }
+                        })
+                        .collect()
+                }
+                None if crate::item::COSTED_HELPERS.contains(&id) => vec![Item::Helper(id)],
+                None => {
+                    return Err(self.program_error(
+                        slot,
+                        format!(
+                            "helper {id} ({}) has no cost model",
+                            linerate_bpf::helpers::helper_name(id)
+                        ),
+                    ))
+                }
+            },
+            Instruction::Call(CallTarget::Kfunc(id)) => {
+                return Err(self.program_error(slot, format!("kfunc call {id} has no cost model")))
+            }
+            Instruction::LegacyPacketLoad { .. } => {
+                return Err(self.program_error(
+                    slot,
+                    "LD_ABS/LD_IND packet loads exist only for socket-buffer programs".into(),
+                ))
+            }
+        })
+    }
+
+    /// Charges the alternatives: component-wise maximum of the prices the device supports.
+    fn charge(&self, slot: usize, items: &[Item]) -> Result<Charge, CostError> {
+        let mut charge = Charge {
+            cost: Cost::zero(self.model.components().len()),
+            gaps: Vec::new(),
+            forgets_history: false,
+        };
+        let mut refusal = None;
+        let mut priced = false;
+        for item in items {
+            match self.model.price(item) {
+                Ok(price) => {
+                    priced = true;
+                    charge.cost.max_with(&price.cost);
+                    if let Some(g) = price.gap {
+                        if !charge.gaps.contains(&g) {
+                            charge.gaps.push(g);
+                        }
+                    }
+                }
+                Err(reason) => refusal = refusal.or(Some((item.to_string(), reason))),
+            }
+        }
+        if priced {
+            return Ok(charge);
+        }
+        let (item, reason) = refusal.unwrap_or_else(|| ("?".into(), "no item".into()));
+        Err(CostError::Unsupported {
+            target: self.model.target().into(),
+            function: self.function_name(slot),
+            slot,
+            item,
+            reason,
+        })
+    }
+}
+
+/// Distances since the last blocking operation of each gap kind.
+type Distances = Vec<f64>;
+
+impl ProgramCost {
+    /// Costs every block and edge of program `program` of `object` (whose CFG is `cfg`).
+    pub fn new(object: &Object, cfg: &Cfg, model: &Model) -> Result<ProgramCost, CostError> {
+        let pricer = Pricer {
+            model,
+            object,
+            cfg,
+            regions: Regions::analyse(object, cfg),
+        };
+        let n = model.components().len();
+        let mut out = ProgramCost {
+            blocks: cfg
+                .blocks()
+                .iter()
+                .map(|b| BlockCost {
+                    id: b.id,
+                    first_insn: b.first,
+                    insns: b.insn_count,
+                    cost: Cost::zero(n),
+                    reachable: false,
+                })
+                .collect(),
+            edges: cfg
+                .edges()
+                .iter()
+                .map(|e| EdgeCost {
+                    from: e.from,
+                    to: e.to,
+                    kind: e.kind,
+                    cost: Cost::zero(n),
+                })
+                .collect(),
+            function_worst: vec![None; cfg.functions().len()],
+            slots: Default::default(),
+        };
+        if cfg.has_recursion() {
+            return Err(CostError::Program {
+                function: cfg.name().into(),
+                slot: 0,
+                message: "recursive BPF-to-BPF calls".into(),
+            });
+        }
+        // Callees before callers.
+        let mut order = Vec::new();
+        let mut seen = vec![false; cfg.functions().len()];
+        fn visit(cfg: &Cfg, f: usize, seen: &mut Vec<bool>, order: &mut Vec<usize>) {
+            if seen[f] {
+                return;
+            }
+            seen[f] = true;
+            for callee in cfg.callees(f) {
+                visit(cfg, callee, seen, order);
+            }
+            order.push(f);
+        }
+        for f in 0..cfg.functions().len() {
+            visit(cfg, f, &mut seen, &mut order);
+        }
+        for f in order {
+            out.cost_function(&pricer, f)?;
+        }
+        Ok(out)
+    }
+
+    fn cost_function(&mut self, p: &Pricer<'_>, f: usize) -> Result<(), CostError> {
+        let cfg = p.cfg;
+        let func = &cfg.functions()[f];
+        let gaps = p.model.gaps();
+        let gap_component: Vec<usize> = gaps
+            .iter()
+            .map(|g| {
+                p.model
+                    .components()
+                    .iter()
+                    .position(|c| c.name == g.component)
+                    .expect("validated")
+            })
+            .collect();
+        // Charges of every instruction of every block (the final conditional jump excluded).
+        let mut charges: Vec<Vec<Charge>> = Vec::new();
+        for b in func.blocks.clone() {
+            let mut list = Vec::new();
+            for (slot, insn) in cfg.block_instructions(b) {
+                let items = p.candidates(*slot, insn)?;
+                if items.is_empty() {
+                    continue;
+                }
+                let mut charge = p.charge(*slot, &items)?;
+                self.slots.insert(
+                    *slot,
+                    SlotCharge {
+                        cost: charge.cost.clone(),
+                        taken: None,
+                        gaps: charge.gaps.clone(),
+                        items: items.clone(),
+                    },
+                );
+                if let Instruction::Call(CallTarget::Local(_)) = insn {
+                    let callee = cfg
+                        .calls()
+                        .iter()
+                        .find(|c| c.slot == *slot)
+                        .map(|c| c.callee)
+                        .expect("every local call is a call site");
+                    let worst = self.function_worst[callee].as_ref().ok_or_else(|| {
+                        p.program_error(
+                            *slot,
+                            format!(
+                                "callee `{}` has a loop: its worst case needs the loop unrolled",
+                                cfg.functions()[callee].name
+                            ),
+                        )
+                    })?;
+                    charge.cost.add(worst);
+                    // The callee's blocking operations are not tracked across the call.
+                    charge.forgets_history = true;
+                }
+                list.push(charge);
+            }
+            charges.push(list);
+        }
+        let local = |b: BlockId| b - func.blocks.start;
+        let branch = |b: BlockId, kind: EdgeKind| -> Result<Option<(Item, Charge)>, CostError> {
+            let block = &cfg.blocks()[b];
+            let Some((
+                slot,
+                Instruction::Jump {
+                    wide, cond, src, ..
+                },
+            )) = cfg.block_instructions(b).last()
+            else {
+                return Ok(None);
+            };
+            debug_assert_eq!(*slot, block.last);
+            let item = Item::Jump {
+                wide: *wide,
+                cond: *cond,
+                imm: matches!(src, Operand::Imm(_)),
+                taken: kind == EdgeKind::Taken,
+            };
+            p.charge(*slot, &[item]).map(|c| Some((item, c)))
+        };
+
+        // Runs a block from an entry distance state: its cost (stalls included) and exit state.
+        let run = |b: BlockId, mut dist: Distances| -> (Cost, Distances) {
+            let mut cost = Cost::zero(p.model.components().len());
+            for charge in &charges[local(b)] {
+                let mut stall = vec![0.0f64; cost.0.len()];
+                for &g in &charge.gaps {
+                    let need = (gaps[g].min - dist[g]).max(0.0);
+                    let c = gap_component[g];
+                    stall[c] = stall[c].max(need);
+                }
+                let mut spent = charge.cost.clone();
+                spent.add(&Cost(stall));
+                cost.add(&spent);
+                for (g, d) in dist.iter_mut().enumerate() {
+                    let resets = charge.gaps.contains(&g)
+                        || (gaps[g].measured_from == GapOrigin::AnyKind && !charge.gaps.is_empty());
+                    if charge.forgets_history || resets {
+                        *d = 0.0;
+                    } else {
+                        *d = (*d + spent.0[gap_component[g]]).min(gaps[g].min);
+                    }
+                }
+            }
+            (cost, dist)
+        };
+        let advance = |dist: &Distances, extra: &Cost| -> Distances {
+            dist.iter()
+                .enumerate()
+                .map(|(g, d)| (d + extra.0[gap_component[g]]).min(gaps[g].min))
+                .collect()
+        };
+
+        // Least distances at block entries, to a fixed point: they only decrease, within
+        // [0, gap.min], and converge after one pass around each loop.
+        let mut entry: Vec<Option<Distances>> = vec![None; func.blocks.len()];
+        entry[local(func.entry)] = Some(vec![0.0; gaps.len()]);
+        let mut work = vec![func.entry];
+        let mut budget = 100 * (func.blocks.len() + 1);
+        while let Some(b) = work.pop() {
+            if budget == 0 {
+                // A guard only: fall back to the most pessimistic history everywhere.
+                for &r in func.topological_order() {
+                    entry[local(r)] = Some(vec![0.0; gaps.len()]);
+                }
+                break;
+            }
+            budget -= 1;
+            let (_, exit) = run(b, entry[local(b)].clone().expect("queued with a state"));
+            for &e in &cfg.blocks()[b].succs {
+                let edge = cfg.edges()[e];
+                let out = match branch(b, edge.kind)? {
+                    Some((_, c)) => advance(&exit, &c.cost),
+                    None => exit.clone(),
+                };
+                let slot = &mut entry[local(edge.to)];
+                let merged = match slot {
+                    Some(old) => old.iter().zip(&out).map(|(a, b)| a.min(*b)).collect(),
+                    None => out,
+                };
+                if slot.as_ref() != Some(&merged) {
+                    *slot = Some(merged);
+                    work.push(edge.to);
+                }
+            }
+        }
+
+        for b in func.blocks.clone() {
+            let state = entry[local(b)].clone();
+            let reachable = state.is_some();
+            let (cost, _) = run(b, state.unwrap_or_else(|| vec![0.0; gaps.len()]));
+            for &e in &cfg.blocks()[b].succs {
+                let mut edge_cost = cost.clone();
+                let kind = cfg.edges()[e].kind;
+                if let Some((item, c)) = branch(b, kind)? {
+                    edge_cost.add(&c.cost);
+                    let slot = self
+                        .slots
+                        .entry(cfg.blocks()[b].last)
+                        .or_insert(SlotCharge {
+                            cost: Cost::zero(c.cost.0.len()),
+                            taken: None,
+                            gaps: Vec::new(),
+                            items: Vec::new(),
+                        });
+                    slot.items.push(item);
+                    if kind == EdgeKind::Taken {
+                        slot.taken = Some(c.cost);
+                    } else {
+                        slot.cost = c.cost;
+                    }
+                }
+                self.edges[e].cost = edge_cost;
+            }
+            self.blocks[b].cost = cost;
+            self.blocks[b].reachable = reachable;
+        }
+        self.function_worst[f] = self.worst_case(cfg, f);
+        Ok(())
+    }
+
+    /// Component-wise maximum over the function's entry-to-exit paths, if it has no loop.
+    fn worst_case(&self, cfg: &Cfg, f: usize) -> Option<Cost> {
+        let func = &cfg.functions()[f];
+        if !func.is_loop_free() {
+            return None;
+        }
+        let n = self.blocks.first().map_or(0, |b| b.cost.0.len());
+        let mut best: Vec<Option<Cost>> = vec![None; cfg.blocks().len()];
+        for &b in func.topological_order().iter().rev() {
+            let block = &cfg.blocks()[b];
+            let mut here: Option<Cost> = if block.succs.is_empty() {
+                Some(self.blocks[b].cost.clone())
+            } else {
+                None
+            };
+            for &e in &block.succs {
+                let Some(rest) = &best[cfg.edges()[e].to] else {
+                    continue;
+                };
+                let mut through = self.edges[e].cost.clone();
+                through.add(rest);
+                match &mut here {
+                    Some(h) => h.max_with(&through),
+                    None => here = Some(through),
+                }
+            }
+            best[b] = here;
+        }
+        Some(best[func.entry].clone().unwrap_or_else(|| Cost::zero(n)))
+    }
+
+    /// Cost of running the blocks `path` in order, per-packet work included: the edges between
+    /// consecutive blocks (the costlier one where two edges connect them) plus the last block
+    /// (without its final conditional jump).
+    pub fn path_cost(&self, cfg: &Cfg, model: &Model, path: &[BlockId]) -> Result<Cost, String> {
+        let Some(&last) = path.last() else {
+            return Err("empty path".into());
+        };
+        for &b in path {
+            if b >= self.blocks.len() {
+                return Err(format!(
+                    "no block {b} (the program has {})",
+                    self.blocks.len()
+                ));
+            }
+        }
+        let mut cost = model.per_packet().clone();
+        for pair in path.windows(2) {
+            let mut step: Option<Cost> = None;
+            for &e in &cfg.blocks()[pair[0]].succs {
+                if self.edges[e].to == pair[1] {
+                    match &mut step {
+                        Some(s) => s.max_with(&self.edges[e].cost),
+                        None => step = Some(self.edges[e].cost.clone()),
+                    }
+                }
+            }
+            let step =
+                step.ok_or_else(|| format!("no edge from block {} to block {}", pair[0], pair[1]))?;
+            cost.add(&step);
+        }
+        cost.add(&self.blocks[last].cost);
+        Ok(cost)
+    }
+}

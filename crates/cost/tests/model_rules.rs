@@ -1,0 +1,345 @@
+//! Model files: validation refuses incomplete or inconsistent models with a message naming the
+//! cause; prices resolve `same_as`, key sizes and unknown regions as documented; shipped models
+//! price every instruction the interpreter runs.
+
+use linerate_bpf::insn::{AluOp, Cond};
+use linerate_bpf::program::{Function, MapDef, MapOrigin, MapType, Object, Program};
+use linerate_cfg::Cfg;
+use linerate_cost::item::{family_key, map_families, universe, Item, MapOp};
+use linerate_cost::model::{Component, Device, ItemPrice, Limits, ModelFile};
+use linerate_cost::{CostError, Model, ProgramCost};
+
+fn cycles(v: f64) -> ItemPrice {
+    ItemPrice {
+        cost: Some([("cycles".to_string(), v)].into()),
+        ..Default::default()
+    }
+}
+
+/// A complete model: every item costs 1 cycle, hash lookups 10 at k4 and 30 at k16.
+fn complete() -> ModelFile {
+    let mut items: std::collections::BTreeMap<String, ItemPrice> = universe()
+        .iter()
+        .map(|i| (i.to_string(), cycles(1.0)))
+        .collect();
+    for (op, t) in map_families() {
+        items.insert(format!("{}.k4", family_key(op, t)), cycles(10.0));
+        items.insert(format!("{}.k16", family_key(op, t)), cycles(30.0));
+    }
+    ModelFile {
+        format: "linerate-cost-model".into(),
+        version: 1,
+        target: "test".into(),
+        description: "test".into(),
+        source: "test".into(),
+        device: Device {
+            name: "test".into(),
+            cores: 2,
+            ..Default::default()
+        },
+        components: vec![Component {
+            name: "cycles".into(),
+            unit: "cycles".into(),
+            capacity_per_s: 2e9,
+            note: None,
+        }],
+        limits: Limits {
+            max_packet_rate_pps: Some(20e6),
+            line_rate_bps: Some(40e9),
+            min_frame_bytes: 60,
+            wire_overhead_bytes: 24,
+            note: None,
+        },
+        per_packet: [("cycles".to_string(), 50.0)].into(),
+        gaps: Vec::new(),
+        items,
+    }
+}
+
+fn refused(file: ModelFile) -> String {
+    Model::new(file, "m.json").unwrap_err().to_string()
+}
+
+#[test]
+fn validation_names_the_problem() {
+    Model::new(complete(), "m.json").expect("complete model validates");
+
+    let mut f = complete();
+    f.items.remove("alu64.xor.reg");
+    assert!(refused(f).contains("item `alu64.xor.reg` has no price"));
+
+    let mut f = complete();
+    f.items.insert("alu64.frobnicate.imm".into(), cycles(1.0));
+    assert!(refused(f).contains("unknown item `alu64.frobnicate.imm`"));
+
+    let mut f = complete();
+    f.items.insert(
+        "ja".into(),
+        ItemPrice {
+            cost: Some([("dram".to_string(), 1.0)].into()),
+            ..Default::default()
+        },
+    );
+    assert!(refused(f).contains("unknown component `dram`"));
+
+    let mut f = complete();
+    f.items.insert(
+        "ja".into(),
+        ItemPrice {
+            same_as: Some("exit".into()),
+            ..Default::default()
+        },
+    );
+    f.items.insert(
+        "exit".into(),
+        ItemPrice {
+            same_as: Some("ja".into()),
+            ..Default::default()
+        },
+    );
+    assert!(refused(f).contains("same_as cycle"));
+
+    let mut f = complete();
+    f.items.insert("ja".into(), cycles(-1.0));
+    assert!(refused(f).contains("must be finite and not negative"));
+
+    let mut f = complete();
+    f.items.insert("ja".into(), ItemPrice::default());
+    assert!(refused(f).contains("exactly one of cost, same_as, unsupported"));
+
+    let mut f = complete();
+    f.items
+        .retain(|k, _| !k.starts_with("map.update.lru_hash."));
+    assert!(refused(f).contains("map operation `map.update.lru_hash` has no price"));
+
+    let mut f = complete();
+    f.version = 2;
+    assert!(refused(f).contains("schema version 2 is not supported"));
+
+    let err = Model::from_json("{\"format\": 1", "bad.json")
+        .unwrap_err()
+        .to_string();
+    assert!(err.starts_with("invalid model bad.json: line 1"), "{err}");
+    assert!(Model::builtin("gpu")
+        .unwrap_err()
+        .to_string()
+        .contains("unknown target `gpu`"));
+}
+
+#[test]
+fn prices_resolve_aliases_key_sizes_and_refusals() {
+    let mut f = complete();
+    f.items.insert("alu64.mul.reg".into(), cycles(3.0));
+    f.items.insert(
+        "alu64.mul.imm".into(),
+        ItemPrice {
+            same_as: Some("alu64.mul.reg".into()),
+            ..Default::default()
+        },
+    );
+    f.items.insert(
+        "alu64.div.reg".into(),
+        ItemPrice {
+            unsupported: Some("no divider".into()),
+            ..Default::default()
+        },
+    );
+    let m = Model::new(f, "m.json").unwrap();
+    let alu = |op, imm| Item::Alu {
+        wide: true,
+        op,
+        imm,
+    };
+    assert_eq!(m.price(&alu(AluOp::Mul, true)).unwrap().cost.0, vec![3.0]);
+    assert_eq!(m.price(&alu(AluOp::Div, false)).unwrap_err(), "no divider");
+    let lookup = |key_size| Item::Map {
+        op: MapOp::Lookup,
+        map_type: MapType::HASH,
+        key_size,
+    };
+    assert_eq!(m.price(&lookup(4)).unwrap().cost.0, vec![10.0]);
+    assert_eq!(
+        m.price(&lookup(8)).unwrap().cost.0,
+        vec![30.0],
+        "rounds up to k16"
+    );
+    // Above the largest size: 30 + (30 - 10) / 12 per extra byte.
+    let at_28 = m.price(&lookup(28)).unwrap().cost.0[0];
+    assert!((at_28 - 50.0).abs() < 1e-9, "{at_28}");
+
+    let rate = m.packet_rate(m.per_packet(), 60);
+    assert_eq!(
+        rate.pps, 20e6,
+        "50 cycles at 2e9/s = 40 Mpps, capped by the 20 Mpps limit"
+    );
+    assert_eq!(rate.bottleneck, "max_packet_rate");
+    let rate = m.packet_rate(m.per_packet(), 1500);
+    assert!(
+        (rate.pps - 40e9 / (1524.0 * 8.0)).abs() < 1.0,
+        "line rate with wire overhead"
+    );
+    assert_eq!(rate.bottleneck, "line_rate");
+}
+
+fn object(text: &str, maps: Vec<MapDef>) -> (Object, Cfg) {
+    let program = linerate_bpf::asm::assemble_program(text, &maps).unwrap();
+    let len = program.insns.len();
+    let program = Program {
+        functions: vec![Function {
+            name: "prog".into(),
+            start: 0,
+            len,
+        }],
+        ..program
+    };
+    let cfg = Cfg::build(&program).unwrap();
+    let object = Object {
+        name: "t".into(),
+        programs: vec![program],
+        maps,
+        license: Some("GPL".into()),
+    };
+    (object, cfg)
+}
+
+fn hash_map(key_size: u32) -> MapDef {
+    MapDef {
+        name: "flows".into(),
+        map_type: MapType::HASH,
+        key_size,
+        value_size: 8,
+        max_entries: 16,
+        flags: 0,
+        origin: MapOrigin::Btf,
+        initial_value: None,
+        initial_programs: Vec::new(),
+    }
+}
+
+#[test]
+fn blocks_edges_and_unknown_regions() {
+    let mut f = complete();
+    f.items.insert("jmp64.jgt.reg.taken".into(), cycles(7.0));
+    f.items
+        .insert("jmp64.jgt.reg.not_taken".into(), cycles(2.0));
+    f.items.insert("load.map_value.u8".into(), cycles(40.0));
+    let m = Model::new(f, "m.json").unwrap();
+    let text = "
+        r2 = *(u32 *)(r1 + 0x0)
+        r3 = *(u32 *)(r1 + 0x4)
+        if r2 > r3 goto +0x1
+        r4 = *(u8 *)(r5 + 0x0)
+        r1 = flows ll
+        r2 = r10
+        r2 += -0x8
+        call 0x1
+        r0 = 0x2
+        exit
+    ";
+    let (object, cfg) = object(text, vec![hash_map(8)]);
+    let cost = ProgramCost::new(&object, &cfg, &m).unwrap();
+    // Block 0: two ctx loads; its edges add the jump's price per outcome.
+    assert_eq!(cost.blocks[0].cost.0, vec![2.0]);
+    let edge = |kind| {
+        cost.edges
+            .iter()
+            .find(|e| e.from == 0 && e.kind == kind)
+            .unwrap()
+            .cost
+            .0[0]
+    };
+    assert_eq!(edge(linerate_cfg::EdgeKind::Taken), 9.0);
+    assert_eq!(edge(linerate_cfg::EdgeKind::NotTaken), 4.0);
+    // r5 is unknown: the load is priced at the dearest region (map value, 40).
+    assert_eq!(cost.blocks[1].cost.0, vec![40.0]);
+    // ld_imm64 + mov + add + hash lookup with an 8-byte key (rounded up to k16: 30) + mov + exit.
+    assert_eq!(cost.blocks[2].cost.0, vec![35.0]);
+    let path = cost.path_cost(&cfg, &m, &[0, 1, 2]).unwrap();
+    assert_eq!(path.0, vec![50.0 + 4.0 + 40.0 + 35.0]);
+    assert!(cost
+        .path_cost(&cfg, &m, &[0, 2, 1])
+        .unwrap_err()
+        .contains("no edge from block 2"));
+    assert!(cost.function_worst[0].is_some());
+
+    let mut f = complete();
+    f.items.insert(
+        "jmp64.jgt.reg.taken".into(),
+        ItemPrice {
+            unsupported: Some("no comparator".into()),
+            ..Default::default()
+        },
+    );
+    let m = Model::new(f, "m.json").unwrap();
+    let err = ProgramCost::new(&object, &cfg, &m).unwrap_err();
+    assert!(
+        matches!(err, CostError::Unsupported { slot: 2, .. }),
+        "{err}"
+    );
+    assert_eq!(
+        err.to_string(),
+        "insn 2 of `prog` (jmp64.jgt.reg.taken) cannot run on target test: no comparator"
+    );
+}
+
+/// Every instruction kind the interpreter executes maps to an item every shipped model prices
+/// (or refuses with a reason): no silent zero.
+#[test]
+fn shipped_models_price_every_item() {
+    for (target, _) in linerate_cost::model::BUILTIN {
+        let m = Model::builtin(target).unwrap_or_else(|e| panic!("{target}: {e}"));
+        let mut priced = 0;
+        for item in universe() {
+            match m.price(&item) {
+                Ok(p) => {
+                    // A zero is allowed only when the model says why (x86's `le64` is no
+                    // instruction at all); never by omission.
+                    let explained = m.file().items[&item.to_string()]
+                        .note
+                        .as_ref()
+                        .is_some_and(|n| n.len() > 20);
+                    assert!(
+                        p.cost.0.iter().any(|c| *c > 0.0) || explained,
+                        "{target}: {item} costs nothing in every component, without a reason"
+                    );
+                    priced += 1;
+                }
+                Err(reason) => assert!(!reason.trim().is_empty(), "{target}: {item}"),
+            }
+        }
+        for (op, t) in map_families() {
+            for key_size in [4, 8, 13, 20, 64, 100] {
+                let item = Item::Map {
+                    op,
+                    map_type: t,
+                    key_size,
+                };
+                if let Ok(p) = m.price(&item) {
+                    assert!(p.cost.0.iter().any(|c| *c > 0.0), "{target}: {item}");
+                }
+            }
+        }
+        assert!(priced > 150, "{target}: only {priced} items priced");
+        assert!(
+            m.per_packet().0.iter().any(|c| *c > 0.0),
+            "{target}: per-packet cost"
+        );
+        // The basic classes a device must run are priced, not refused.
+        for item in [
+            Item::Alu {
+                wide: true,
+                op: AluOp::Add,
+                imm: true,
+            },
+            Item::Jump {
+                wide: true,
+                cond: Cond::Eq,
+                imm: true,
+                taken: true,
+            },
+            Item::Exit,
+        ] {
+            assert!(m.price(&item).is_ok(), "{target}: {item} refused");
+        }
+    }
+}

@@ -1,0 +1,251 @@
+//! Summed edge costs never underestimate what a concretely executed path costs under the model.
+//!
+//! Every crafted packet of every example runs in the interpreter, which records where control went.
+//! From that the test rebuilds the exact instruction trace (into called functions) and prices it
+//! with exact stall distances: each blocking operation stalls until its gap since the previous one
+//! of its kind has passed. The block sequence of the entry function, priced by
+//! [`ProgramCost::path_cost`], must be at least that in every component. A toy model with large
+//! gaps makes stalls frequent; the shipped models are checked too.
+
+use linerate_bpf::insn::{decode_all, CallTarget, Instruction};
+use linerate_cfg::Cfg;
+use linerate_conformance::examples::{load_all, Example};
+use linerate_cost::item::{family_key, map_families, universe};
+use linerate_cost::model::{Component, Device, Gap, GapOrigin, ItemPrice, Limits, ModelFile};
+use linerate_cost::{Cost, CostError, Model, ProgramCost};
+use linerate_vm::{Vm, VmOptions};
+
+fn toy_model() -> Model {
+    let price = |cycles: f64, gap: Option<&str>| ItemPrice {
+        cost: Some([("cycles".to_string(), cycles)].into()),
+        gap: gap.map(String::from),
+        ..Default::default()
+    };
+    let mut items = std::collections::BTreeMap::new();
+    for (i, item) in universe().iter().enumerate() {
+        let key = item.to_string();
+        let gap = if key.starts_with("load.packet") {
+            Some("sram")
+        } else if key.starts_with("load.map_value") || key.starts_with("atomic.map_value") {
+            Some("dram")
+        } else {
+            None
+        };
+        items.insert(key, price(1.0 + (i % 5) as f64, gap));
+    }
+    for (op, map_type) in map_families() {
+        let family = family_key(op, map_type);
+        items.insert(format!("{family}.k4"), price(20.0, Some("dram")));
+        items.insert(format!("{family}.k16"), price(35.0, Some("dram")));
+    }
+    Model::new(
+        ModelFile {
+            format: linerate_cost::model::FORMAT.into(),
+            version: linerate_cost::model::VERSION,
+            target: "toy".into(),
+            description: "toy model with large gaps".into(),
+            source: "test".into(),
+            device: Device {
+                name: "toy".into(),
+                cores: 1,
+                ..Default::default()
+            },
+            components: vec![Component {
+                name: "cycles".into(),
+                unit: "cycles".into(),
+                capacity_per_s: 1e9,
+                note: None,
+            }],
+            limits: Limits {
+                min_frame_bytes: 60,
+                ..Default::default()
+            },
+            per_packet: [("cycles".to_string(), 100.0)].into(),
+            gaps: vec![
+                Gap {
+                    name: "sram".into(),
+                    component: "cycles".into(),
+                    min: 12.0,
+                    measured_from: GapOrigin::AnyKind,
+                    note: None,
+                },
+                Gap {
+                    name: "dram".into(),
+                    component: "cycles".into(),
+                    min: 40.0,
+                    measured_from: GapOrigin::SameKind,
+                    note: None,
+                },
+            ],
+            items,
+        },
+        "toy",
+    )
+    .expect("toy model validates")
+}
+
+/// One executed instruction: its slot and, for a conditional jump, whether it was taken.
+type Step = (usize, Option<bool>);
+
+/// Rebuilds the instruction trace of the entry program from the interpreter's control-transfer
+/// record; `None` if execution left the program (tail call).
+fn trace(
+    insns: &[(usize, Instruction)],
+    path: &[(usize, usize)],
+    program: usize,
+) -> Option<Vec<Step>> {
+    let at = |slot: usize| insns.iter().find(|(s, _)| *s == slot).map(|(_, i)| *i);
+    let mut out = Vec::new();
+    let mut pc = 0usize;
+    let mut next = 1usize;
+    loop {
+        let insn = at(pc)?;
+        let transfer = |next: &mut usize| -> Option<usize> {
+            let (p, slot) = *path.get(*next)?;
+            *next += 1;
+            (p == program).then_some(slot)
+        };
+        match insn {
+            Instruction::Jump { off, .. } => {
+                let target = (pc as i64 + 1 + off as i64) as usize;
+                let to = transfer(&mut next)?;
+                out.push((pc, Some(to == target && target != pc + 1)));
+                pc = to;
+            }
+            Instruction::Ja { .. } | Instruction::Call(CallTarget::Local(_)) => {
+                out.push((pc, None));
+                pc = transfer(&mut next)?;
+            }
+            Instruction::Exit => {
+                out.push((pc, None));
+                if next == path.len() {
+                    return Some(out);
+                }
+                pc = transfer(&mut next)?;
+            }
+            Instruction::Call(CallTarget::Helper(12)) => {
+                out.push((pc, None));
+                if path.get(next).is_some_and(|(p, _)| *p != program) {
+                    return None;
+                }
+                pc += 1;
+            }
+            Instruction::LoadImm64 { .. } => {
+                out.push((pc, None));
+                pc += 2;
+            }
+            _ => {
+                out.push((pc, None));
+                pc += 1;
+            }
+        }
+    }
+}
+
+/// The trace's cost under the model with exact stall distances (history unknown at entry: 0).
+fn exact_cost(model: &Model, cost: &ProgramCost, steps: &[Step]) -> Cost {
+    let gaps = model.gaps();
+    let component = |g: usize| {
+        model
+            .components()
+            .iter()
+            .position(|c| c.name == gaps[g].component)
+            .unwrap()
+    };
+    let mut total = model.per_packet().clone();
+    let mut dist = vec![0.0f64; gaps.len()];
+    for &(slot, taken) in steps {
+        let charge = &cost.slots[&slot];
+        let mut spent = match taken {
+            Some(true) => charge.taken.clone().expect("taken price"),
+            _ => charge.cost.clone(),
+        };
+        for &g in &charge.gaps {
+            let c = component(g);
+            spent.0[c] = spent.0[c].max(charge.cost.0[c] + (gaps[g].min - dist[g]).max(0.0));
+        }
+        total.add(&spent);
+        for (g, d) in dist.iter_mut().enumerate() {
+            let any_kind = gaps[g].measured_from == GapOrigin::AnyKind && !charge.gaps.is_empty();
+            *d = if charge.gaps.contains(&g) || any_kind {
+                0.0
+            } else {
+                *d + spent.0[component(g)]
+            };
+        }
+    }
+    total
+}
+
+fn check(example: &Example, model: &Model) -> usize {
+    let program = &example.object.programs[example.entry];
+    let cfg = Cfg::build(program).unwrap();
+    let cost = match ProgramCost::new(&example.object, &cfg, model) {
+        Ok(c) => c,
+        Err(CostError::Unsupported { .. }) => return 0,
+        Err(e) => panic!("{}: {e}", example.name()),
+    };
+    let insns = decode_all(&program.insns).unwrap();
+    let entry_function = &cfg.functions()[0];
+    let mut checked = 0;
+    for packet in &example.packets {
+        let options = VmOptions {
+            record_path: true,
+            ..Default::default()
+        };
+        let mut vm = Vm::new(&example.object, options).unwrap();
+        for (map, key, value) in &example.seed {
+            vm.maps[*map].update(key, value, 0);
+        }
+        let out = vm.run(example.entry, &packet.bytes, &[]).unwrap();
+        let Some(steps) = trace(&insns, &out.path, example.entry) else {
+            continue;
+        };
+        let mut blocks: Vec<usize> = Vec::new();
+        for &(slot, _) in &steps {
+            let b = cfg.block_of(slot).unwrap();
+            if entry_function.contains(b) && cfg.blocks()[b].first == slot {
+                blocks.push(b);
+            }
+        }
+        let summed = cost.path_cost(&cfg, model, &blocks).unwrap();
+        let exact = exact_cost(model, &cost, &steps);
+        for (i, c) in model.components().iter().enumerate() {
+            assert!(
+                summed.0[i] + 1e-9 >= exact.0[i],
+                "{} packet line {}: path {:?} sums to {} {} but its trace costs {}",
+                example.name(),
+                packet.line,
+                blocks,
+                summed.0[i],
+                c.name,
+                exact.0[i]
+            );
+        }
+        checked += 1;
+    }
+    checked
+}
+
+#[test]
+fn summed_edges_bound_executed_paths() {
+    let examples = load_all().expect("examples load");
+    let mut models = vec![toy_model()];
+    for target in ["x86", "nfp"]
+        .into_iter()
+        .filter(|_| std::env::var("TMP_SKIP").is_err())
+    {
+        models.push(Model::builtin(target).expect("shipped model loads"));
+    }
+    for model in &models {
+        let checked: usize = examples.iter().map(|e| check(e, model)).sum();
+        println!("{}: {checked} executed paths checked", model.target());
+        if model.target() != "nfp" {
+            assert!(
+                checked > 200,
+                "{}: only {checked} paths checked",
+                model.target()
+            );
+        }
+    }
+}
