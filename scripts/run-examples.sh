@@ -59,7 +59,7 @@ done
 echo
 echo "Cost of every example on each shipped device model (linerate cost): blocks, and the slowest"
 echo "entry-to-exit path whether feasible or not (programs with loops need 'linerate bound')."
-printf '%-18s %-22s %6s  %-34s %s\n' object program blocks "x86: ns/packet -> rate" "nfp: cycles, DRAM ops -> rate (bottleneck)"
+printf '%-18s %-22s %6s  %-34s %s\n' object program blocks "x86: cycles/packet -> rate" "nfp: cycles, DRAM ops -> rate (bottleneck)"
 for obj in examples/*.o; do
   name=$(basename "$obj" .o)
   for target in x86 nfp; do
@@ -68,7 +68,7 @@ for obj in examples/*.o; do
     fi
   done
   python3 - "$name" "/tmp/linerate-cost-x86.$$" "/tmp/linerate-cost-nfp.$$" <<'PY'
-import json, sys
+import json, re, sys
 name, x86_file, nfp_file = sys.argv[1:4]
 def load(path):
     text = open(path).read()
@@ -83,9 +83,10 @@ x86, x86_err = load(x86_file)
 nfp, nfp_err = load(nfp_file)
 for i, p in enumerate(x86 or []):
     w = p["worst_path"]
-    xs = "loops" if w is None else f'{w["cost"]["cpu_ns"]:.1f} ns -> {rate(w)}'
+    xs = "loops" if w is None else f'{w["cost"]["cycles"]:.0f} cyc -> {rate(w)}'
     if nfp_err:
-        ns = "unsupported: " + nfp_err.split(": ")[-1][:60]
+        m = re.search(r"insn (\d+) of `[^`]*` \(([^)]*)\) cannot run", nfp_err)
+        ns = f"cannot offload: {m.group(2)} (insn {m.group(1)})" if m else nfp_err[:70]
     else:
         wn = nfp[i]["worst_path"]
         ns = "loops" if wn is None else (

@@ -162,9 +162,9 @@ pub struct ItemPrice {
     /// The item blocks until memory answers; names a [`Gap`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gap: Option<String>,
-    /// Calibration: the cost in core cycles (`ns × frequency`).
+    /// Calibration: the measured cost in ns, at the clock of `device.frequency_hz`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cycles: Option<f64>,
+    pub ns: Option<f64>,
     /// Calibration: relative spread (max − min) / median of the repeated measurements.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub spread: Option<f64>,

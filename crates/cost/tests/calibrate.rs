@@ -18,10 +18,10 @@ fn builtin_x86_model_is_a_calibration_of_this_machine_type() {
     assert!(file.device.cpu_model.is_some() && file.device.frequency_hz.is_some());
     assert_eq!(file.device.cores, 1);
     let add = &file.items["alu64.add.reg"];
-    assert!(add.cycles.is_some() && add.spread.is_some() && add.note.is_some());
+    assert!(add.ns.is_some() && add.spread.is_some() && add.note.is_some());
     // Every priced item has a reason when it is not measured directly.
     for (key, price) in &file.items {
-        if price.cost.is_none() || price.cycles.is_none() {
+        if price.cost.is_none() || price.ns.is_none() {
             assert!(price.note.is_some(), "{key} has no note");
         }
     }
@@ -87,7 +87,7 @@ fn quick_partial_calibration_orders_costs_like_the_hardware() {
     ] {
         assert_eq!(item(key).how, How::Measured, "{key}");
         assert!(
-            item(key).spread.is_some() && item(key).cycles.is_some(),
+            item(key).spread.is_some() && item(key).ns.is_some(),
             "{key}"
         );
     }
@@ -118,9 +118,11 @@ fn quick_partial_calibration_orders_costs_like_the_hardware() {
         map_type: linerate_bpf::MapType::HASH,
         key_size: 8,
     };
-    assert_eq!(
-        model.price(&hash).expect("priced").cost.0[0],
-        ns("map.lookup.hash.k8")
+    let cycles = model.price(&hash).expect("priced").cost.0[0];
+    let ghz = result.model.device.frequency_hz.expect("clock") / 1e9;
+    assert!(
+        (cycles / ghz - ns("map.lookup.hash.k8")).abs() < 0.01,
+        "the model prices in cycles at the calibrated clock: {cycles} cycles at {ghz} GHz"
     );
     let dir = std::env::temp_dir().join(format!("linerate-calibrate-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("temp dir");

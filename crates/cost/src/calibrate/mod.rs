@@ -71,10 +71,12 @@
 //!   `(max − min) / median` of the per-round figures (each round's fastest run; relative to 0.1 ns
 //!   for items cheaper than that), so it shows how much contention there was. Runs execute on CPU
 //!   0 (the kernel crate pins them).
-//! * **Units.** One component `cpu_ns` (ns of one core; capacity 1e9 per second: XDP processes a
-//!   receive queue on one core, and the model is per core). `cycles` = ns × the clock implied by
-//!   the 1-cycle `alu64.add.reg` chain (the guest's `/proc/cpuinfo` shows the nominal clock, not
-//!   the boost clock the core runs at; both are recorded).
+//! * **Units.** One component `cycles`: cycles of one core (XDP processes a receive queue on one
+//!   core, and the model is per core), with capacity the clock implied by the 1-cycle
+//!   `alu64.add.reg` chain of the same run (the guest's `/proc/cpuinfo` shows the nominal clock,
+//!   not the boost clock the core runs at; both are recorded). Each item's price is its ns × that
+//!   clock; the ns are kept in the entry's `ns`. Cycles are what repeats between calibrations: the
+//!   boost clock moves by a few percent from run to run and moves every ns figure with it.
 //!
 //! With [`Options::only`], only items whose keys start with one of the prefixes are measured (with
 //! what they subtract); the others are copied from the built-in x86 model so the result is still a
@@ -94,7 +96,7 @@ use crate::{Model, ModelError};
 pub use fit::{FAST_QUANTILE, SPREAD_FLOOR_NS};
 
 /// The cost component calibrated models use.
-pub const COMPONENT: &str = "cpu_ns";
+pub const COMPONENT: &str = "cycles";
 
 /// How thoroughly to calibrate.
 #[derive(Clone, Debug)]
@@ -326,8 +328,14 @@ pub fn calibrate(
         .get("alu64.add.reg")
         .map(|f| f.fitted.ns)
         .filter(|a| *a > 0.0);
-    let frequency_hz = add.map(|a| (1e3 / a).round() * 1e6).or(host.frequency_hz);
-    let ghz = frequency_hz.map(|f| f / 1e9);
+    let frequency_hz = add
+        .map(|a| (1e3 / a).round() * 1e6)
+        .or(host.frequency_hz)
+        .ok_or_else(|| CalibrateError::Check {
+            what: "clock".into(),
+            message: "neither the alu64.add.reg chain nor /proc/cpuinfo gives the CPU clock".into(),
+        })?;
+    let ghz = frequency_hz / 1e9;
 
     let mut items: BTreeMap<String, ItemPrice> =
         base.as_ref().map(|b| b.items.clone()).unwrap_or_default();
@@ -349,8 +357,11 @@ pub fn calibrate(
                     },
                 );
                 ItemPrice {
-                    cost: Some(CostMap::from([(COMPONENT.to_string(), ns)])),
-                    cycles: ghz.map(|g| round_to(fitted.ns * g, 2)),
+                    cost: Some(CostMap::from([(
+                        COMPONENT.to_string(),
+                        round_to(fitted.ns * ghz, 3),
+                    )])),
+                    ns: Some(ns),
                     spread: (!fitted.rounds.is_empty()).then(|| round_to(fitted.spread, 4)),
                     note: Some(note),
                     ..Default::default()
@@ -394,13 +405,17 @@ pub fn calibrate(
         opts.runs_per_sample,
         opts.call_ns as f64 / 1e6,
     );
-    if let (Some(add), Some(f)) = (add, frequency_hz) {
-        source.push_str(&format!(
-            " Cycles are ns x {:.0} MHz, the clock implied by the 1-cycle alu64.add.reg chain \
-             ({add:.4} ns per add).",
-            f / 1e6
-        ));
-    }
+    source.push_str(&format!(
+        " Costs are in cycles, ns x {:.0} MHz: {}; cycles do not change with the boost clock \
+         between runs, so the model's capacity is that clock.",
+        frequency_hz / 1e6,
+        match add {
+            Some(add) => format!(
+                "the clock implied by the 1-cycle alu64.add.reg chain ({add:.4} ns per add)"
+            ),
+            None => "the /proc/cpuinfo clock (the add chain was not measured)".into(),
+        }
+    ));
     if let Some(b) = &base {
         source.push_str(&format!(
             " Only items starting with {} were measured; the others are copied from the built-in \
@@ -424,18 +439,18 @@ pub fn calibrate(
         device: Device {
             name: "this host (x86-64 XDP, BPF JIT)".into(),
             cpu_model: host.cpu_model.clone(),
-            frequency_hz,
+            frequency_hz: Some(frequency_hz),
             cores: 1,
             kernel: host.kernel.clone(),
         },
         components: vec![Component {
             name: COMPONENT.into(),
-            unit: "ns".into(),
-            capacity_per_s: 1e9,
+            unit: "cycles".into(),
+            capacity_per_s: frequency_hz,
             note: Some(
-                "time of one core: XDP runs each receive queue's packets on one core, so the \
-                 model's rate is per core (queue); multiply by the cores serving queues for a \
-                 whole-host figure"
+                "cycles of one core at the measured clock: XDP runs each receive queue's packets \
+                 on one core, so the model's rate is per core (queue); multiply by the cores \
+                 serving queues for a whole-host figure"
                     .into(),
             ),
         }],
@@ -450,7 +465,7 @@ pub fn calibrate(
                     .into(),
             ),
         },
-        per_packet: CostMap::from([(COMPONENT.to_string(), round_to(per_packet.ns, 3))]),
+        per_packet: CostMap::from([(COMPONENT.to_string(), round_to(per_packet.ns * ghz, 3))]),
         gaps: Vec::new(),
         items,
     };
@@ -460,13 +475,11 @@ pub fn calibrate(
         .items
         .iter()
         .map(|(key, price)| {
-            let ns = resolve(&model, key);
+            let cycles = resolve(&model, key);
             ItemResult {
                 item: key.clone(),
-                ns,
-                cycles: price
-                    .cycles
-                    .or_else(|| ns.zip(ghz).map(|(n, g)| round_to(n * g, 2))),
+                ns: cycles.map(|c| round_to(c / ghz, 3)),
+                cycles,
                 spread: price.spread,
                 how: how.get(key).cloned().unwrap_or(How::Copied),
             }
