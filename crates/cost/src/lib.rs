@@ -7,6 +7,8 @@
 //!   helper call uses (a pointer-provenance analysis over the CFG).
 //! - [`program`]: the cost vector of every block and edge of a program under a model, with
 //!   history-dependent costs over-approximated per edge (paper 000 §5.2).
+//! - [`trace`]: the instruction trace and block sequence of one interpreter run, for pricing
+//!   executed paths.
 //! - [`calibrate`]: measures this host's XDP costs through `BPF_PROG_TEST_RUN` and writes an x86
 //!   model.
 
@@ -16,6 +18,7 @@ pub mod item;
 pub mod model;
 pub mod program;
 pub mod regions;
+pub mod trace;
 
 pub use error::{CostError, ModelError};
 pub use item::{Item, Region};

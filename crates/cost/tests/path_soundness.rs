@@ -7,11 +7,12 @@
 //! [`ProgramCost::path_cost`], must be at least that in every component. A toy model with large
 //! gaps makes stalls frequent; the shipped models are checked too.
 
-use linerate_bpf::insn::{decode_all, CallTarget, Instruction};
+use linerate_bpf::insn::decode_all;
 use linerate_cfg::Cfg;
 use linerate_conformance::examples::{load_all, Example};
 use linerate_cost::item::{family_key, map_families, universe};
 use linerate_cost::model::{Component, Device, Gap, GapOrigin, ItemPrice, Limits, ModelFile};
+use linerate_cost::trace::{entry_blocks, executed_steps, Step};
 use linerate_cost::{Cost, CostError, Model, ProgramCost};
 use linerate_vm::{Vm, VmOptions};
 
@@ -84,64 +85,6 @@ fn toy_model() -> Model {
     .expect("toy model validates")
 }
 
-/// One executed instruction: its slot and, for a conditional jump, whether it was taken.
-type Step = (usize, Option<bool>);
-
-/// Rebuilds the instruction trace of the entry program from the interpreter's control-transfer
-/// record; `None` if execution left the program (tail call).
-fn trace(
-    insns: &[(usize, Instruction)],
-    path: &[(usize, usize)],
-    program: usize,
-) -> Option<Vec<Step>> {
-    let at = |slot: usize| insns.iter().find(|(s, _)| *s == slot).map(|(_, i)| *i);
-    let mut out = Vec::new();
-    let mut pc = 0usize;
-    let mut next = 1usize;
-    loop {
-        let insn = at(pc)?;
-        let transfer = |next: &mut usize| -> Option<usize> {
-            let (p, slot) = *path.get(*next)?;
-            *next += 1;
-            (p == program).then_some(slot)
-        };
-        match insn {
-            Instruction::Jump { off, .. } => {
-                let target = (pc as i64 + 1 + off as i64) as usize;
-                let to = transfer(&mut next)?;
-                out.push((pc, Some(to == target && target != pc + 1)));
-                pc = to;
-            }
-            Instruction::Ja { .. } | Instruction::Call(CallTarget::Local(_)) => {
-                out.push((pc, None));
-                pc = transfer(&mut next)?;
-            }
-            Instruction::Exit => {
-                out.push((pc, None));
-                if next == path.len() {
-                    return Some(out);
-                }
-                pc = transfer(&mut next)?;
-            }
-            Instruction::Call(CallTarget::Helper(12)) => {
-                out.push((pc, None));
-                if path.get(next).is_some_and(|(p, _)| *p != program) {
-                    return None;
-                }
-                pc += 1;
-            }
-            Instruction::LoadImm64 { .. } => {
-                out.push((pc, None));
-                pc += 2;
-            }
-            _ => {
-                out.push((pc, None));
-                pc += 1;
-            }
-        }
-    }
-}
-
 /// The trace's cost under the model with exact stall distances (history unknown at entry: 0).
 fn exact_cost(model: &Model, cost: &ProgramCost, steps: &[Step]) -> Cost {
     let gaps = model.gaps();
@@ -186,7 +129,6 @@ fn check(example: &Example, model: &Model) -> usize {
         Err(e) => panic!("{}: {e}", example.name()),
     };
     let insns = decode_all(&program.insns).unwrap();
-    let entry_function = &cfg.functions()[0];
     let mut checked = 0;
     for packet in &example.packets {
         let options = VmOptions {
@@ -198,16 +140,10 @@ fn check(example: &Example, model: &Model) -> usize {
             vm.maps[*map].update(key, value, 0);
         }
         let out = vm.run(example.entry, &packet.bytes, &[]).unwrap();
-        let Some(steps) = trace(&insns, &out.path, example.entry) else {
+        let Some(steps) = executed_steps(&insns, &out.path, example.entry) else {
             continue;
         };
-        let mut blocks: Vec<usize> = Vec::new();
-        for &(slot, _) in &steps {
-            let b = cfg.block_of(slot).unwrap();
-            if entry_function.contains(b) && cfg.blocks()[b].first == slot {
-                blocks.push(b);
-            }
-        }
+        let blocks = entry_blocks(&cfg, &steps);
         let summed = cost.path_cost(&cfg, model, &blocks).unwrap();
         let exact = exact_cost(model, &cost, &steps);
         for (i, c) in model.components().iter().enumerate() {
