@@ -60,7 +60,9 @@
 //!   program with an empty slot.
 //! * **Per packet.** `per_packet` is the test-run time of `r0 = XDP_PASS; exit` (through the XDP
 //!   dispatcher, as drivers call programs): the fixed cost of running a program in this harness,
-//!   a lower bound of a driver's per-packet work.
+//!   a lower bound of a driver's per-packet work. Being an absolute figure, not a difference
+//!   against a baseline timed alongside, it bears contention in full, so it is priced at the
+//!   median run rather than the fast quantile.
 //! * **Noise.** All programs are loaded and checked first; then every program runs
 //!   [`Options::runs_per_sample`] times in each of [`Options::rounds`] rounds (groups in rotating
 //!   order, baselines before and after their group), each run taking about [`Options::call_ns`].

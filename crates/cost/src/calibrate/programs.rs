@@ -851,7 +851,10 @@ fn call_group() -> Group {
 
 /// Stack layout of the helper programs (offsets from r10).
 const FIB_PARAMS: i16 = -64;
-const PRINTK_FMT: i16 = -72;
+/// A 16-byte `trace_printk` format with three integer conversions, in the part of the stack between
+/// the byte buffers and the fib parameters that nothing else uses.
+const PRINTK_FMT: i16 = -88;
+const PRINTK_FORMAT: &[u8; 16] = b"lr %d %u %llx\n\0\0";
 const BUFFER: i16 = -192;
 
 fn helper_setup(a: &mut Asm, _fail: Label) {
@@ -871,8 +874,11 @@ fn helper_setup(a: &mut Asm, _fail: Label) {
             i32::from_ne_bytes([127, 0, 0, 1]),
         ),
         st(Size::W, R10, FIB_PARAMS + 32, i32::from_ne_bytes(FIB_DST)),
-        st(Size::W, R10, PRINTK_FMT, i32::from_ne_bytes(*b"lr\n\0")),
     ]);
+    for (i, word) in PRINTK_FORMAT.chunks(4).enumerate() {
+        let word = i32::from_ne_bytes(word.try_into().expect("4 bytes"));
+        a.push(st(Size::W, R10, PRINTK_FMT + 4 * i as i16, word));
+    }
 }
 
 /// How one helper is called: the unit's instructions (`probe`: check each result but the last),
@@ -892,7 +898,10 @@ fn helper_call_insns(id: u32, step: u32) -> Vec<Instruction> {
         6 => vec![
             movr(R1, R10),
             addi(R1, PRINTK_FMT as i32),
-            mov(R2, 4),
+            mov(R2, PRINTK_FORMAT.len() as i32),
+            mov(R3, -123_456_789),
+            mov(R4, 4_000_000_000u32 as i32),
+            mov(R5, -1),
             call(id),
         ],
         23 => vec![mov(R1, 1), mov(R2, 0), call(id)],
@@ -922,7 +931,7 @@ fn helper_call_insns(id: u32, step: u32) -> Vec<Instruction> {
             };
             vec![ctx, mov(R2, delta), call(id)]
         }
-        51 => vec![ld64(R1, Imm64::Map(0)), mov(R2, 0), mov(R3, 0), call(id)],
+        51 => redirect_map_insns(0),
         69 => vec![
             st(Size::W, R10, FIB_PARAMS + 8, 1),
             ctx,
@@ -961,10 +970,11 @@ fn helper_case(id: u32) -> HelperCase {
             c.minus = vec![
                 ("alu64.mov.reg", 1.0),
                 ("alu64.add.imm", 1.0),
-                ("alu64.mov.imm", 1.0),
+                ("alu64.mov.imm", 4.0),
             ];
-            c.note = "`trace_printk(\"lr\\n\", 4)` (writes a line to the trace buffer each call), \
-                      minus argument setup"
+            c.note = "`trace_printk(\"lr %d %u %llx\\n\", 16, ...)`: three integer conversions, \
+                      the most arguments the helper takes (it writes a line to the trace buffer \
+                      each call; longer formats and %s cost more), minus argument setup"
                 .into();
         }
         8 => c.units = 1000,
@@ -1003,7 +1013,7 @@ fn helper_case(id: u32) -> HelperCase {
         51 => {
             c.expect = Some(XDP_REDIRECT);
             c.minus = vec![("ld_imm64", 1.0), ("alu64.mov.imm", 2.0)];
-            c.note = "`redirect_map` to an occupied devmap slot (lo), minus argument setup".into();
+            c.note = "`redirect_map`, minus argument setup".into();
         }
         69 => {
             c.units = 100;
@@ -1070,13 +1080,54 @@ fn probe_program(
     a.finish().insns
 }
 
+/// Maps `redirect_map` is timed on (map index in the helper group, name), each with slot 0
+/// occupied: lo in the device maps, a 192-packet queue on CPU 0 in the CPU map. The helper's work
+/// is a lookup in the target map, whose code differs per type.
+pub(crate) const REDIRECT_TARGETS: [(u32, &str); 3] =
+    [(0, "devmap"), (1, "devmap_hash"), (2, "cpumap")];
+
+/// `redirect_map(map, 0, 0)` on the helper group's map `map`.
+fn redirect_map_insns(map: u32) -> Vec<Instruction> {
+    vec![ld64(R1, Imm64::Map(map)), mov(R2, 0), mov(R3, 0), call(51)]
+}
+
 fn helper_group() -> Group {
     let mut g = Group::new("helper");
     g.maps.push(plain_map("devmap", MapType::DEVMAP, 4, 4, 1));
+    g.maps
+        .push(plain_map("devmap_hash", MapType::DEVMAP_HASH, 4, 4, 1));
+    g.maps.push(plain_map("cpumap", MapType::CPUMAP, 4, 4, 1));
+    let slot0 = 0u32.to_le_bytes().to_vec();
     g.populate
-        .push((0, 0u32.to_le_bytes().to_vec(), 1u32.to_le_bytes().to_vec()));
+        .push((0, slot0.clone(), 1u32.to_le_bytes().to_vec()));
+    g.populate
+        .push((1, slot0.clone(), 1u32.to_le_bytes().to_vec()));
+    g.populate.push((2, slot0, 192u32.to_le_bytes().to_vec()));
     g.timed("helper base", program(helper_setup, 0, |_, _, _| {}), None);
     for id in COSTED_HELPERS {
+        if id == 51 {
+            for (map, name) in REDIRECT_TARGETS {
+                let key = format!("aux.redirect_map.{name}");
+                let c = helper_case(id);
+                let insns = program(helper_setup, c.units, |a, _, _| {
+                    a.extend(redirect_map_insns(map))
+                });
+                let mut bench = Bench::new(&key, "helper base", c.units)
+                    .note("`redirect_map` to an occupied slot of the map, minus argument setup");
+                for (m, n) in &c.minus {
+                    bench = bench.minus(*m, *n);
+                }
+                g.timed(format!("{key} x{}", c.units), insns, Some(bench));
+                let mut a = Asm::new();
+                let setup_fail = a.label();
+                helper_setup(&mut a, setup_fail);
+                a.extend(redirect_map_insns(map));
+                a.push(exit());
+                a.tail_block(setup_fail, [mov(R0, 1), exit()]);
+                g.probe(&key, a.finish().insns, c.expect);
+            }
+            continue;
+        }
         let c = helper_case(id);
         let key = Item::Helper(id).to_string();
         let unit = |a: &mut Asm, _k: u32, fail: Option<Label>| {
@@ -1515,11 +1566,30 @@ mod tests {
         // Every non-map item of the universe but the derived ones has a bench.
         for item in crate::item::universe() {
             let key = item.to_string();
-            let derived = key.starts_with("load.ctx.") || key == "exit" || key == "tail_call";
+            let derived = key.starts_with("load.ctx.")
+                || key == "exit"
+                || key == "tail_call"
+                || key == "helper.redirect_map";
             let placed = benches.contains(format!("{key}@0").as_str());
             assert!(
                 derived || placed || benches.contains(key.as_str()),
                 "{key} has no bench"
+            );
+        }
+    }
+
+    #[test]
+    fn redirect_map_is_timed_on_every_target_type() {
+        let suite = suite();
+        for (_, name) in REDIRECT_TARGETS {
+            let key = format!("aux.redirect_map.{name}");
+            assert!(
+                suite
+                    .groups
+                    .iter()
+                    .flat_map(|g| &g.programs)
+                    .any(|p| { matches!(&p.role, Role::Timed(Some(b)) if b.key == key) }),
+                "no bench {key}"
             );
         }
     }
