@@ -28,6 +28,9 @@ pub struct CostArgs {
     /// packet rate; needs a single program (--prog when the object has several).
     #[arg(long, value_delimiter = ',')]
     pub path: Option<Vec<usize>>,
+    /// Also list every instruction with the item(s) it was priced as and its cost.
+    #[arg(long)]
+    pub insns: bool,
     /// Frame size for the line-rate limit of `--path` (default: the model's minimum frame).
     #[arg(long)]
     pub frame_bytes: Option<u32>,
@@ -99,6 +102,26 @@ struct Costed {
     cfg: Cfg,
     cost: ProgramCost,
     path: Option<(Vec<usize>, Cost)>,
+    /// With `--insns`: each instruction's slot and disassembly.
+    listing: Option<Vec<(usize, String)>>,
+}
+
+/// What one instruction was priced as: item keys, cost (not taken, for a conditional jump) and a
+/// conditional jump's cost when taken.
+fn slot_pricing(c: &Costed, slot: usize) -> (Vec<String>, Option<&Cost>, Option<&Cost>) {
+    match c.cost.slots.get(&slot) {
+        Some(charge) => (
+            {
+                // Not-taken before taken, as the costs are shown.
+                let mut keys: Vec<String> = charge.items.iter().map(|i| i.to_string()).collect();
+                keys.sort_by_key(|k| !k.ends_with(".not_taken"));
+                keys
+            },
+            Some(&charge.cost),
+            charge.taken.as_ref(),
+        ),
+        None => (Vec::new(), None, None),
+    }
 }
 
 pub fn cost(args: &CostArgs) -> Result<()> {
@@ -137,11 +160,23 @@ pub fn cost(args: &CostArgs) -> Result<()> {
             }
             None => None,
         };
+        let listing = args.insns.then(|| {
+            cfg.instructions()
+                .iter()
+                .map(|(slot, insn)| {
+                    (
+                        *slot,
+                        linerate_bpf::disasm::format_instruction(insn, &object.maps),
+                    )
+                })
+                .collect()
+        });
         costed.push(Costed {
             name: program.name.clone(),
             cfg,
             cost,
             path,
+            listing,
         });
     }
     let frame = args.frame_bytes.unwrap_or(model.limits().min_frame_bytes);
@@ -185,6 +220,25 @@ fn program_json(model: &Model, c: &Costed, frame: u32) -> Value {
         })).collect::<Vec<_>>(),
         "worst_path": worst_json(model, c, frame),
     });
+    if let Some(listing) = &c.listing {
+        out["insns"] = listing
+            .iter()
+            .map(|(slot, text)| {
+                let (items, cost, taken) = slot_pricing(c, *slot);
+                let mut v = json!({
+                    "slot": slot,
+                    "text": text,
+                    "block": c.cfg.block_of(*slot),
+                    "items": items,
+                    "cost": cost.map(|x| model.named(x)),
+                });
+                if let Some(t) = taken {
+                    v["taken_cost"] = json!(model.named(t));
+                }
+                v
+            })
+            .collect();
+    }
     if let Some((blocks, cost)) = &c.path {
         let rate = model.packet_rate(cost, frame);
         out["path"] = json!({
@@ -286,6 +340,39 @@ fn human_output(model: &Model, costed: &[Costed], frame: u32) -> String {
             })
             .collect();
         out.push_str(&table(&header, &rows));
+        if let Some(listing) = &c.listing {
+            let mut header = vec!["insn", "block", "instruction", "priced as"];
+            header.extend(&names);
+            let rows: Vec<Vec<String>> = listing
+                .iter()
+                .map(|(slot, text)| {
+                    let (items, cost, taken) = slot_pricing(c, *slot);
+                    let mut row = vec![
+                        slot.to_string(),
+                        c.cfg
+                            .block_of(*slot)
+                            .map_or(String::new(), |b| b.to_string()),
+                        text.clone(),
+                        items.join(" | "),
+                    ];
+                    row.extend(model.components().iter().enumerate().map(|(i, _)| {
+                        match (cost, taken) {
+                            (Some(n), Some(t)) => {
+                                format!("{}/{}", format_amount(n.0[i]), format_amount(t.0[i]))
+                            }
+                            (Some(n), None) => format_amount(n.0[i]),
+                            _ => "-".into(),
+                        }
+                    }));
+                    row
+                })
+                .collect();
+            out.push('\n');
+            out.push_str(&table(&header, &rows));
+            out.push_str(
+                "  (conditional jumps: not taken/taken; a local call without its callee)\n",
+            );
+        }
         let mut header = vec!["edge", "kind"];
         header.extend(&names);
         let rows: Vec<Vec<String>> = c

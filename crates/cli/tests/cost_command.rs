@@ -211,3 +211,56 @@ fn bad_input_gets_one_line() {
         &["--path needs one program", "--prog"],
     );
 }
+
+#[test]
+fn insns_listing_adds_up_to_blocks() {
+    // x86 has no stalls and the router no local calls: a block costs the sum of its instructions
+    // except a final conditional jump, whose two prices its edges carry.
+    let router = example("xdp_router.o");
+    let j = cost_json(&[router.to_str().unwrap(), "--insns", "--json"]);
+    let insns = j["insns"].as_array().unwrap();
+    assert!(insns
+        .iter()
+        .all(|i| !i["items"].as_array().unwrap().is_empty()));
+    for block in j["blocks"].as_array().unwrap() {
+        let id = block["id"].as_u64().unwrap();
+        let mut sum = 0.0;
+        for i in insns.iter().filter(|i| i["block"].as_u64() == Some(id)) {
+            if i.get("taken_cost").is_none() {
+                sum += i["cost"]["cycles"].as_f64().unwrap();
+            }
+        }
+        let cost = block["cost"]["cycles"].as_f64().unwrap();
+        assert!((sum - cost).abs() < 1e-6, "block {id}: {sum} vs {cost}");
+    }
+    let jumps: Vec<&Value> = insns
+        .iter()
+        .filter(|i| i.get("taken_cost").is_some())
+        .collect();
+    assert!(!jumps.is_empty());
+    for e in j["edges"].as_array().unwrap() {
+        let from = e["from"].as_u64().unwrap();
+        if let Some(jump) = jumps.iter().find(|i| i["block"].as_u64() == Some(from)) {
+            let key = if e["taken"].as_bool().unwrap() {
+                "taken_cost"
+            } else {
+                "cost"
+            };
+            let block = j["blocks"][from as usize]["cost"]["cycles"]
+                .as_f64()
+                .unwrap();
+            let expect = block + jump[key]["cycles"].as_f64().unwrap();
+            assert!(
+                (e["cost"]["cycles"].as_f64().unwrap() - expect).abs() < 1e-6,
+                "{e}"
+            );
+        }
+    }
+    let human = run(["cost", router.to_str().unwrap(), "--insns"])
+        .ok()
+        .to_string();
+    assert!(
+        human.contains("priced as") && human.contains("map.lookup.lpm_trie.k8"),
+        "{human}"
+    );
+}
