@@ -579,6 +579,9 @@ fn resolve(p: &Pending, labels: &HashMap<&str, usize>) -> Result<Instruction, As
                     Instruction::Call(_) => Instruction::Call(CallTarget::Local(
                         i32::try_from(off).map_err(|_| too_far())?,
                     )),
+                    Instruction::MayGoto { .. } => Instruction::MayGoto {
+                        off: i16::try_from(off).map_err(|_| too_far())?,
+                    },
                     other => other,
                 };
             }
@@ -1069,6 +1072,17 @@ impl<'a, N: MapNames + ?Sized> Parser<'a, '_, N> {
                     lossy_pseudo: false,
                 })
             }
+            "may_goto" => {
+                self.pos += 1;
+                let (off, target) = self.target()?;
+                self.end()?;
+                let off = i16::try_from(off).or_else(|_| self.err("jump offset out of range"))?;
+                Ok(Parsed {
+                    insn: Instruction::MayGoto { off },
+                    target,
+                    lossy_pseudo: false,
+                })
+            }
             "call" => {
                 self.pos += 1;
                 self.call()
@@ -1549,7 +1563,7 @@ fn atomic(
 
 /// Strips llvm's trailing `<symbol+0x20>` annotation of jumps and calls.
 fn strip_annotation(text: &str) -> &str {
-    let is_branch = ["goto", "gotol", "if", "call"]
+    let is_branch = ["goto", "gotol", "may_goto", "if", "call"]
         .iter()
         .any(|k| text.starts_with(k));
     if is_branch && text.ends_with('>') {

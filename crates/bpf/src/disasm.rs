@@ -334,6 +334,7 @@ pub fn format_instruction(insn: &Instruction, names: &(impl MapNames + ?Sized)) 
                 rel(off as i64)
             )
         }
+        Instruction::MayGoto { off } => format!("may_goto {}", rel(off as i64)),
         Instruction::Jump {
             wide,
             cond,

@@ -409,6 +409,10 @@ pub enum Instruction {
     },
     /// Unconditional jump by `off` instructions relative to the next one (`gotol` for 32-bit offsets).
     Ja { off: i32, long: bool },
+    /// `may_goto` (`BPF_JMP | BPF_JCOND`, Linux 6.9+): jumps once the program's loop budget is
+    /// exhausted, otherwise falls through and uses up one unit of it. The kernel keeps the budget
+    /// in a hidden stack slot set at entry; it lets the verifier accept loops it cannot bound.
+    MayGoto { off: i16 },
     /// Conditional jump comparing 64 bits (`wide`) or the low 32 bits.
     Jump {
         wide: bool,
@@ -565,6 +569,17 @@ impl Instruction {
                         _ => return Err(invalid("call kind")),
                     })),
                     0x90 if wide && code & SRC_REG == 0 => Ok(Instruction::Exit),
+                    0xe0 if wide && code & SRC_REG == 0 => {
+                        if raw.src != 0 {
+                            return Err(invalid("kind of conditional pseudo-jump"));
+                        }
+                        if raw.dst != 0 || raw.imm != 0 {
+                            return Err(invalid(
+                                "register or immediate of may_goto (must be zero)",
+                            ));
+                        }
+                        Ok(Instruction::MayGoto { off: raw.off })
+                    }
                     op => {
                         let cond = Cond::from_code(op).ok_or_else(unknown)?;
                         Ok(Instruction::Jump {
@@ -809,6 +824,7 @@ impl Instruction {
                 one(class::JMP | 0x80, 0, src, 0, imm)
             }
             Instruction::Exit => one(class::JMP | 0x90, 0, 0, 0, 0),
+            Instruction::MayGoto { off } => one(class::JMP | 0xe0, 0, 0, off, 0),
         }
     }
 
@@ -818,6 +834,7 @@ impl Instruction {
         match *self {
             Instruction::Ja { off, .. } => Some(off as i64),
             Instruction::Jump { off, .. } => Some(off as i64),
+            Instruction::MayGoto { off } => Some(off as i64),
             _ => None,
         }
     }
@@ -947,6 +964,7 @@ mod tests {
         });
         all.push(Instruction::Call(CallTarget::Helper(44)));
         all.push(Instruction::Call(CallTarget::Local(-9)));
+        all.push(Instruction::MayGoto { off: -7 });
         all
     }
 

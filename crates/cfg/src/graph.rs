@@ -449,7 +449,7 @@ impl Cfg {
                             EdgeKind::Unconditional,
                         )]
                     }
-                    Instruction::Jump { off, .. } => vec![
+                    Instruction::Jump { off, .. } | Instruction::MayGoto { off } => vec![
                         (relative_target(slot, off.into()) as usize, EdgeKind::Taken),
                         (next, EdgeKind::NotTaken),
                     ],

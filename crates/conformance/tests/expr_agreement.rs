@@ -106,6 +106,10 @@ impl<D: Domain> Machine for StackMachine<D> {
     fn branch(&mut self, _: usize, taken: &D::Bool) -> Result<bool, SemError> {
         Ok((self.decide)(taken))
     }
+
+    fn may_goto(&mut self, _: usize) -> Result<bool, SemError> {
+        Ok(false)
+    }
 }
 
 /// Runs a loop-free program to its exit; returns registers r0–r9 and the stack bytes.

@@ -179,6 +179,8 @@ pub enum Item {
         imm: bool,
         taken: bool,
     },
+    /// `may_goto`, jumping (the loop budget is exhausted) or falling through.
+    MayGoto { taken: bool },
     /// BPF-to-BPF call of a local function (the callee's instructions are costed separately).
     CallLocal,
     /// Return from a function.
@@ -303,6 +305,9 @@ impl fmt::Display for Item {
                 if imm { "imm" } else { "reg" },
                 if taken { "taken" } else { "not_taken" }
             ),
+            Item::MayGoto { taken } => {
+                write!(f, "may_goto.{}", if taken { "taken" } else { "not_taken" })
+            }
             Item::CallLocal => f.write_str("call.local"),
             Item::Exit => f.write_str("exit"),
             Item::Helper(id) => write!(f, "helper.{}", linerate_bpf::helpers::helper_name(id)),
@@ -410,6 +415,8 @@ pub fn universe() -> Vec<Item> {
             }
         }
     }
+    out.push(Item::MayGoto { taken: true });
+    out.push(Item::MayGoto { taken: false });
     out.push(Item::CallLocal);
     out.push(Item::Exit);
     out.extend(COSTED_HELPERS.iter().map(|&id| Item::Helper(id)));

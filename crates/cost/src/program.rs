@@ -157,7 +157,7 @@ impl Pricer<'_> {
             })
             .collect(),
             Instruction::Ja { .. } => vec![Item::Ja],
-            Instruction::Jump { .. } => Vec::new(),
+            Instruction::Jump { .. } | Instruction::MayGoto { .. } => Vec::new(),
             Instruction::Exit => vec![Item::Exit],
             Instruction::Call(CallTarget::Local(_)) => vec![Item::CallLocal],
             Instruction::Call(CallTarget::Helper(12)) => vec![Item::TailCall],
@@ -374,21 +374,22 @@ impl ProgramCost {
         let local = |b: BlockId| b - func.blocks.start;
         let branch = |b: BlockId, kind: EdgeKind| -> Result<Option<(Item, Charge)>, CostError> {
             let block = &cfg.blocks()[b];
-            let Some((
-                slot,
-                Instruction::Jump {
-                    wide, cond, src, ..
-                },
-            )) = cfg.block_instructions(b).last()
-            else {
+            let Some((slot, last)) = cfg.block_instructions(b).last() else {
                 return Ok(None);
             };
             debug_assert_eq!(*slot, block.last);
-            let item = Item::Jump {
-                wide: *wide,
-                cond: *cond,
-                imm: matches!(src, Operand::Imm(_)),
-                taken: kind == EdgeKind::Taken,
+            let taken = kind == EdgeKind::Taken;
+            let item = match *last {
+                Instruction::Jump {
+                    wide, cond, src, ..
+                } => Item::Jump {
+                    wide,
+                    cond,
+                    imm: matches!(src, Operand::Imm(_)),
+                    taken,
+                },
+                Instruction::MayGoto { .. } => Item::MayGoto { taken },
+                _ => return Ok(None),
             };
             p.charge(*slot, &[item]).map(|c| Some((item, c)))
         };

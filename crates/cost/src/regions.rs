@@ -381,7 +381,10 @@ fn transfer(
                 st.regs[r] = Kind::Unknown;
             }
         }
-        Instruction::Ja { .. } | Instruction::Jump { .. } | Instruction::Exit => {}
+        Instruction::Ja { .. }
+        | Instruction::Jump { .. }
+        | Instruction::MayGoto { .. }
+        | Instruction::Exit => {}
     }
 }
 

@@ -28,7 +28,7 @@ pub fn executed_steps(
             (p == program).then_some(slot)
         };
         match insn {
-            Instruction::Jump { off, .. } => {
+            Instruction::Jump { off, .. } | Instruction::MayGoto { off } => {
                 let target = (pc as i64 + 1 + off as i64) as usize;
                 let to = transfer(&mut next)?;
                 out.push((pc, Some(to == target && target != pc + 1)));

@@ -343,3 +343,31 @@ fn shipped_models_price_every_item() {
         }
     }
 }
+
+/// `may_goto` is a conditional jump whose two edges carry its prices; the NFP refuses it.
+#[test]
+fn may_goto_is_priced_per_edge() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../conformance/tests/fixtures/may_goto.o");
+    let object = linerate_bpf::object::read_object_file(&path).unwrap();
+    let cfg = Cfg::build(&object.programs[0]).unwrap();
+    let x86 = Model::builtin("x86").unwrap();
+    let cost = ProgramCost::new(&object, &cfg, &x86).unwrap();
+    let (slot, _) = cfg
+        .instructions()
+        .iter()
+        .find(|(_, i)| matches!(i, linerate_bpf::insn::Instruction::MayGoto { .. }))
+        .copied()
+        .expect("the fixture has a may_goto");
+    let charge = &cost.slots[&slot];
+    let keys: Vec<String> = charge.items.iter().map(|i| i.to_string()).collect();
+    assert!(keys.contains(&"may_goto.taken".to_string()), "{keys:?}");
+    assert!(keys.contains(&"may_goto.not_taken".to_string()), "{keys:?}");
+    assert!(charge.cost.0[0] > 0.0 && charge.taken.as_ref().unwrap().0[0] > 0.0);
+    let block = cfg.block_of(slot).unwrap();
+    let edges: Vec<_> = cost.edges.iter().filter(|e| e.from == block).collect();
+    assert_eq!(edges.len(), 2, "may_goto ends its block with two edges");
+
+    let err = ProgramCost::new(&object, &cfg, &Model::builtin("nfp").unwrap()).unwrap_err();
+    assert!(err.to_string().contains("may_goto"), "{err}");
+}

@@ -91,6 +91,10 @@ pub trait Machine {
     fn call_helper(&mut self, pc: usize, id: u32) -> Result<HelperOutcome, Self::Fault>;
     /// Decides a conditional branch: whether the jump at `pc` is taken.
     fn branch(&mut self, pc: usize, taken: &Bool<Self>) -> Result<bool, Self::Fault>;
+    /// Decides the `may_goto` at `pc`: whether the program's loop budget is exhausted (the jump is
+    /// taken); otherwise one unit of it is used up. The budget is the implementation's: the
+    /// kernel's is `BPF_MAX_LOOPS` (8M) per program run, or time-based on some architectures.
+    fn may_goto(&mut self, pc: usize) -> Result<bool, Self::Fault>;
 }
 
 /// The value type of a machine's domain.
@@ -459,6 +463,11 @@ pub fn step<M: Machine>(m: &mut M, pc: usize, insn: &Instruction) -> Result<Flow
             .into())
         }
         Instruction::Ja { off, .. } => return Ok(Flow::Next(jump_target(pc, off as i64))),
+        Instruction::MayGoto { off } => {
+            if m.may_goto(pc)? {
+                return Ok(Flow::Next(jump_target(pc, off as i64)));
+            }
+        }
         Instruction::Jump {
             wide,
             cond,

@@ -187,6 +187,7 @@ impl Vm {
             tail_calls: 0,
             redirect: None,
             trace: Vec::new(),
+            loop_budget: LOOP_BUDGET,
         };
         let result = exec.run_to_exit();
         let (redirect, trace) = (exec.redirect.take(), std::mem::take(&mut exec.trace));
@@ -256,7 +257,13 @@ pub(crate) struct Execution<'v> {
     pub(crate) tail_calls: u32,
     pub(crate) redirect: Option<Redirect>,
     pub(crate) trace: Vec<String>,
+    /// What is left of the run's `may_goto` budget.
+    loop_budget: u64,
 }
+
+/// The `may_goto` budget of one program run, as the kernel's `BPF_MAX_LOOPS` (the x86-64 kernel
+/// since 6.14 counts time instead; budgets only matter to loops that exhaust them).
+pub const LOOP_BUDGET: u64 = 8 * 1024 * 1024;
 
 /// What a pointer points into, with the offset inside.
 #[derive(Clone, Copy, Debug)]
@@ -272,6 +279,7 @@ impl Execution<'_> {
         self.regs[1] = pointer(CTX_REGION, 0);
         self.regs[10] = pointer(STACK_REGION, FRAME_BYTES as u64);
         self.frames.clear();
+        self.loop_budget = LOOP_BUDGET;
     }
 
     fn run_to_exit(&mut self) -> Result<RunOutcome, Box<VmError>> {
@@ -304,6 +312,7 @@ impl Execution<'_> {
                     let transfers = matches!(
                         insn,
                         Instruction::Jump { .. }
+                            | Instruction::MayGoto { .. }
                             | Instruction::Ja { .. }
                             | Instruction::Call(linerate_bpf::insn::CallTarget::Local(_))
                             | Instruction::Exit
@@ -624,5 +633,14 @@ impl Machine for Execution<'_> {
     #[inline(always)]
     fn branch(&mut self, _pc: usize, taken: &bool) -> Result<bool, Box<VmError>> {
         Ok(*taken)
+    }
+
+    #[inline(always)]
+    fn may_goto(&mut self, _pc: usize) -> Result<bool, Box<VmError>> {
+        if self.loop_budget == 0 {
+            return Ok(true);
+        }
+        self.loop_budget -= 1;
+        Ok(false)
     }
 }

@@ -28,14 +28,7 @@ enum Item {
     Jump(Instruction, Label),
     /// A BPF-to-BPF call of the function at the label.
     Call(Label),
-    /// `may_goto` the label (`BPF_JMP | BPF_JCOND`, Linux 6.9+; not an [`Instruction`]): jumps
-    /// once the verifier-inserted loop budget is exhausted, which lets the verifier accept a loop
-    /// without unrolling it.
-    MayGoto(Label),
 }
-
-/// Opcode of `may_goto` (`BPF_JMP | BPF_JCOND`).
-const MAY_GOTO: u8 = 0xe5;
 
 /// A program under construction.
 #[derive(Debug, Default)]
@@ -118,9 +111,11 @@ impl Asm {
         ));
     }
 
-    /// `may_goto target`.
+    /// `may_goto target` (Linux 6.9+): jumps once the verifier-inserted loop budget is
+    /// exhausted, which lets the verifier accept a loop without unrolling it.
     pub fn may_goto(&mut self, target: Label) {
-        self.items.push(Item::MayGoto(target));
+        self.items
+            .push(Item::Jump(Instruction::MayGoto { off: 0 }, target));
     }
 
     /// A call of the local function at `target`.
@@ -131,7 +126,7 @@ impl Asm {
     /// Whether a jump or call targets `label`.
     pub fn is_used(&self, label: Label) -> bool {
         self.items.iter().any(|i| match i {
-            Item::Jump(_, l) | Item::Call(l) | Item::MayGoto(l) => *l == label,
+            Item::Jump(_, l) | Item::Call(l) => *l == label,
             Item::Insn(_) => false,
         })
     }
@@ -168,15 +163,8 @@ impl Asm {
             let off16 = |label| i16::try_from(rel(label)).expect("jump offset fits 16 bits");
             let insn = match *item {
                 Item::Insn(insn) => insn,
-                Item::MayGoto(label) => {
-                    insns.push(RawInsn {
-                        code: MAY_GOTO,
-                        dst: 0,
-                        src: 0,
-                        off: off16(label),
-                        imm: 0,
-                    });
-                    continue;
+                Item::Jump(Instruction::MayGoto { .. }, label) => {
+                    Instruction::MayGoto { off: off16(label) }
                 }
                 Item::Jump(
                     Instruction::Jump {
@@ -310,7 +298,9 @@ mod tests {
             Instruction::Ja { off, .. } => assert_eq!(off, -4), // slot 3 -> slot 0
             other => panic!("{other:?}"),
         }
-        assert_eq!(f.insns[5].code, MAY_GOTO);
-        assert_eq!(f.insns[5].off, -6); // slot 5 -> slot 0
+        assert_eq!(
+            linerate_bpf::insn::decode_all(&f.insns).expect("decodes")[4],
+            (5, Instruction::MayGoto { off: -6 }) // slot 5 -> slot 0
+        );
     }
 }

@@ -113,6 +113,12 @@ pub(crate) fn plan() -> Vec<(String, Pricing)> {
                        AF_XDP socket and is not timed)"
                     .into(),
             },
+            Item::MayGoto { taken: true } => Pricing::SameAs {
+                target: Item::MayGoto { taken: false }.to_string(),
+                note: "taken at most once per run, when the loop budget runs out: the same \
+                       counter test, then a jump out of the loop"
+                    .into(),
+            },
             Item::Ja | Item::Jump { .. } => Pricing::Placements {
                 of: (0..JUMP_PLACEMENTS).map(|c| format!("{key}@{c}")).collect(),
             },

@@ -765,6 +765,16 @@ fn jump_group() -> Group {
             }
         }
     }
+    // may_goto: the budget never runs out in a bench run, so every unit falls through.
+    let key = Item::MayGoto { taken: false }.to_string();
+    let insns = jump_program(1000, |a, _, fail| a.may_goto(fail));
+    g.timed(
+        format!("{key} x1000"),
+        insns,
+        Some(Bench::new(&key, "jump base", 1000).note(
+            "falls through: the JIT's test and update of the hidden loop counter (throughput)",
+        )),
+    );
     // ja: jumps over blocks that are only reachable through a side entrance the verifier must
     // keep (r9 == JA_MAGIC: the side path runs through every block), so that dead-code removal
     // leaves the jumps in place.
@@ -1567,6 +1577,7 @@ mod tests {
         for item in crate::item::universe() {
             let key = item.to_string();
             let derived = key.starts_with("load.ctx.")
+                || key == "may_goto.taken"
                 || key == "exit"
                 || key == "tail_call"
                 || key == "helper.redirect_map";
