@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{anyhow, bail, Context, Result};
 use clap::Args;
 use linerate_bpf::Object;
-use linerate_cfg::Cfg;
+use linerate_cfg::{Cfg, EdgeKind};
 use linerate_vm::maps::normalize_entries;
 use linerate_vm::{xdp_action_name, Vm, VmOptions};
 use serde_json::{json, Value};
@@ -360,11 +360,7 @@ fn run_in_vm(
         let out = vm
             .run(program, packet, meta)
             .with_context(|| format!("packet {i}"))?;
-        let blocks = out
-            .path
-            .iter()
-            .filter_map(|&(prog, slot)| cfgs[prog].block_of(slot))
-            .collect();
+        let blocks = executed_blocks(&cfgs, &out.path);
         results.push(PacketResult {
             return_value: out.return_value,
             packet: out.packet,
@@ -447,4 +443,33 @@ fn run_in_kernel(
         initial_maps,
         final_maps,
     })
+}
+
+/// The blocks a run entered, in order, from the interpreter's record of control transfers: each
+/// recorded slot's block (once: a return lands inside its caller's block), then the blocks it falls into without a transfer (a block that ends
+/// before a jump target), unless the run left the program there (a tail call).
+fn executed_blocks(cfgs: &[Cfg], path: &[(usize, usize)]) -> Vec<usize> {
+    let mut blocks = Vec::new();
+    for (i, &(prog, slot)) in path.iter().enumerate() {
+        let cfg = &cfgs[prog];
+        let Some(mut b) = cfg.block_of(slot) else {
+            continue;
+        };
+        // A return lands inside the calling block, which is listed already.
+        if cfg.blocks()[b].first == slot {
+            blocks.push(b);
+        }
+        if path.get(i + 1).is_some_and(|&(next, _)| next != prog) {
+            continue;
+        }
+        while let [e] = cfg.blocks()[b].succs[..] {
+            let edge = cfg.edges()[e];
+            if edge.kind != EdgeKind::Fallthrough {
+                break;
+            }
+            b = edge.to;
+            blocks.push(b);
+        }
+    }
+    blocks
 }

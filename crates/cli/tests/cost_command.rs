@@ -264,3 +264,43 @@ fn insns_listing_adds_up_to_blocks() {
         "{human}"
     );
 }
+
+/// The blocks `run` reports for a packet form a path `cost --path` accepts: every consecutive pair
+/// is an edge (blocks entered by falling through included).
+#[test]
+fn run_paths_are_cost_paths() {
+    for name in [
+        "xdp_redirect",
+        "xdp_router",
+        "xdp_dns",
+        "xdp_quic_lb_v4",
+        "xdp_filter",
+    ] {
+        let object = example(&format!("{name}.o"));
+        let object = object.to_str().unwrap();
+        let packets = example(&format!("{name}.packets"));
+        let maps = example(&format!("{name}.maps.json"));
+        let mut args = vec![
+            "run",
+            object,
+            "--packets",
+            packets.to_str().unwrap(),
+            "--json",
+        ];
+        if maps.exists() {
+            args.extend(["--maps", maps.to_str().unwrap()]);
+        }
+        let runs = run(&args).json();
+        for r in runs.as_array().unwrap() {
+            let blocks: Vec<String> = r["blocks"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|b| b.to_string())
+                .collect();
+            let path = blocks.join(",");
+            let out = run(["cost", object, "--path", &path, "--json"]);
+            assert_eq!(out.code, Some(0), "{name}: path {path}: {}", out.stderr);
+        }
+    }
+}
