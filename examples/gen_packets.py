@@ -341,7 +341,7 @@ def cms_indices(rows, saddr, daddr, sport, dport, proto):
     return out
 
 
-def gen_cms():
+def gen_cms(stem="xdp_cms", program="xdp_cms", notes=(), count_only=False):
     heavy = ("10.0.0.1", "10.0.0.2", 1111, 80, 6)
     partial = ("10.0.0.3", "10.0.0.4", 2222, 443, 17)
     warm = ("10.0.0.5", "10.0.0.6", 3333, 53, 17)
@@ -354,10 +354,19 @@ def gen_cms():
             counts.setdefault(i, 0)
             counts[i] = max(counts[i], 14)  # +1 -> 15, just below threshold
         maps = {"cms": [(u32(i), u32(v)) for i, v in sorted(counts.items())]}
-        P = [
-            (DROP, "heavy flow: every row at 15 -> estimate 16 >= threshold", eth(ETH_IP, tcp4(*heavy[:4], TCP_ACK))),
-            (PASS, "flow hot in row 0 only -> min over rows stays low", eth(ETH_IP, udp4(*partial[:4], b"p"))),
-            (PASS, "warm flow: every row at 14 -> estimate 15 < threshold", eth(ETH_IP, udp4(*warm[:4], b"w"))),
+        if count_only:
+            counted = [
+                (PASS, "heavy flow (every row at 15): counted, never dropped", eth(ETH_IP, tcp4(*heavy[:4], TCP_ACK))),
+                (PASS, "flow hot in row 0 only: counted", eth(ETH_IP, udp4(*partial[:4], b"p"))),
+                (PASS, "warm flow (every row at 14): counted", eth(ETH_IP, udp4(*warm[:4], b"w"))),
+            ]
+        else:
+            counted = [
+                (DROP, "heavy flow: every row at 15 -> estimate 16 >= threshold", eth(ETH_IP, tcp4(*heavy[:4], TCP_ACK))),
+                (PASS, "flow hot in row 0 only -> min over rows stays low", eth(ETH_IP, udp4(*partial[:4], b"p"))),
+                (PASS, "warm flow: every row at 14 -> estimate 15 < threshold", eth(ETH_IP, udp4(*warm[:4], b"w"))),
+            ]
+        P = counted + [
             (PASS, "fresh UDP flow", eth(ETH_IP, udp4("192.0.2.1", "192.0.2.2", 5000, 6000, b"x"))),
             (PASS, "fresh TCP flow", eth(ETH_IP, tcp4("192.0.2.1", "192.0.2.2", 5000, 6000, TCP_SYN))),
             (PASS, "UDP with IP options (IHL 6)", eth(ETH_IP, udp4("192.0.2.9", "192.0.2.2", 1, 2, options=bytes([1, 1, 1, 0])))),
@@ -368,7 +377,16 @@ def gen_cms():
             (DROP, "IHL 4 (invalid)", eth(ETH_IP, ipv4("1.1.1.1", "2.2.2.2", 17, bytes(8), ihl=4))),
             (DROP, "UDP ports truncated (3 bytes)", eth(ETH_IP, ipv4("1.1.1.1", "2.2.2.2", 17, b"\x01\x02\x03"))),
         ]
-        write(f"xdp_cms_d{rows}", "xdp_cms", P, maps, notes=[f"ROWS = {rows}, COLS = 512, threshold 16."])
+        dims = f"ROWS = {rows}, COLS = 512." if count_only else f"ROWS = {rows}, COLS = 512, threshold 16."
+        write(f"{stem}_d{rows}", program, P, maps, notes=[dims, *notes])
+
+
+def gen_cms_nfp():
+    """xdp_cms_nfp_d*: count-only sketch (non-fetching adds, counters never read); same packets and counters."""
+    gen_cms("xdp_cms_nfp", "xdp_cms_nfp", count_only=True, notes=[
+        "Same packets and counters as xdp_cms_d*. Count-only: each row's counter gets a",
+        "non-fetching atomic add and is never read (the NFP verifier refuses reading and",
+        "atomically adding the same map-value word), so every counted packet is passed."])
 
 
 def dns_name(name):
@@ -422,6 +440,66 @@ def gen_dns():
     write("xdp_dns", "xdp_dns", P, maps)
 
 
+def gen_dns_nfp():
+    """xdp_dns_nfp: answers only when the frame already has room for the answer (the NFP's
+    bpf_xdp_adjust_tail can only shrink), so hit cases carry trailing bytes."""
+    long63 = "a" * 30 + "." + "b" * 31                       # 64-byte wire name (the maximum)
+    records = {"www.example.com": "192.0.2.10", "ns1.example.com": "192.0.2.53", "a.b": "198.51.100.1",
+               "x" * 20 + "." + "y" * 20 + ".example.org": "203.0.113.77",
+               "ab.c": "198.51.100.2", "ab.cd": "198.51.100.3", "abc.de": "198.51.100.4", long63: "198.51.100.5"}
+    maps = {"dns_a_records": [(pad(dns_name(n), 64), ip4(a)) for n, a in records.items()]}
+    Q = lambda payload, dport=53, sport=40000, **kw: eth(ETH_IP, udp4("198.51.100.20", "192.0.2.1", sport, dport, payload, **kw))
+    long_name = ".".join(["abcdefghi"] * 7)  # 7 * 10 + 1 = 71 bytes > 64
+
+    def hit(name, room, **kw):
+        """A query for `name` followed by `room` trailing bytes (16 = exactly the answer's size)."""
+        return Q(dns_query(dns_name(name), extra=bytes(room), **{k: v for k, v in kw.items() if k != "with_csum"}),
+                 **{k: v for k, v in kw.items() if k == "with_csum"})
+    P = [
+        (TX, "A www.example.com (RD set), 16 trailing bytes: exactly room for the answer, no adjust_tail", hit("www.example.com", 16)),
+        (TX, "A ns1.example.com (RD clear), no UDP checksum, 30 trailing bytes: trimmed by 14", hit("ns1.example.com", 30, flags=0, with_csum=False)),
+        (TX, "A a.b, 17 trailing bytes: trimmed by 1", hit("a.b", 17)),
+        (TX, "A with a 55-byte name (root label in byte 2 of a word), 20 trailing bytes", hit("x" * 20 + "." + "y" * 20 + ".example.org", 20)),
+        (TX, "A ab.c: 6-byte name, root label in byte 1 of a word", hit("ab.c", 16)),
+        (TX, "A ab.cd: 7-byte name, root label in byte 2 of a word", hit("ab.cd", 16)),
+        (TX, "A abc.de: 8-byte name, root label in byte 3 of a word", hit("abc.de", 16)),
+        (TX, "A with a 64-byte name (the maximum, root label in the last key byte)", hit(long63, 16)),
+        (PASS, "A www.example.com without trailing bytes: the answer would grow the frame (left to the host)", Q(dns_query(dns_name("www.example.com")))),
+        (PASS, "A www.example.com followed by 10 trailing bytes: 6 bytes short", hit("www.example.com", 10)),
+        (PASS, "A a.b without trailing bytes: would grow", Q(dns_query(dns_name("a.b")))),
+        (PASS, "A unknown.example.com: not in the map", hit("unknown.example.com", 16)),
+        (PASS, "A WWW.example.com: names are matched byte-exact", hit("WWW.example.com", 16)),
+        (PASS, "A ab.c.d: a known name as a prefix is not a match", hit("ab.c.d", 16)),
+        (PASS, "AAAA www.example.com: QTYPE not A", Q(dns_query(dns_name("www.example.com"), qtype=28, extra=bytes(16)))),
+        (PASS, "A www.example.com class CH", Q(dns_query(dns_name("www.example.com"), qclass=3, extra=bytes(16)))),
+        (PASS, "response (QR set)", Q(dns_query(dns_name("www.example.com"), flags=0x8180, extra=bytes(16)))),
+        (PASS, "opcode 2 (STATUS)", Q(dns_query(dns_name("www.example.com"), flags=0x1000))),
+        (PASS, "QDCOUNT 2", Q(dns_query(dns_name("www.example.com"), qd=2))),
+        (PASS, "ARCOUNT 1 (EDNS OPT not supported)", Q(dns_query(dns_name("www.example.com"), ar=1, extra=b"\x00\x00\x29\x10\x00\x00\x00\x00\x00\x00\x00" + bytes(16)))),
+        (PASS, "ANCOUNT 1 in a query", Q(dns_query(dns_name("www.example.com"), an=1))),
+        (PASS, "NSCOUNT 1 in a query", Q(dns_query(dns_name("www.example.com"), ns=1))),
+        (PASS, "compression pointer in the question name", Q(dns_query(b"\x03www\xc0\x0c", extra=bytes(16)))),
+        (PASS, "label length 64 (reserved label type 0x40)", Q(dns_query(b"\x40" + bytes(3), extra=bytes(16)))),
+        (PASS, "label length disagrees with the zero terminator", Q(dns_query(b"\x05ab\x00", extra=bytes(16)))),
+        (PASS, "name longer than 64 bytes", Q(dns_query(dns_name(long_name), extra=bytes(16)))),
+        (PASS, "65-byte name (one more than the maximum)", Q(dns_query(dns_name(long63 + "c"), extra=bytes(16)))),
+        (PASS, "name runs past the end of the packet", Q(struct.pack("!6H", 1, 0x100, 1, 0, 0, 0) + b"\x03www\x07exam")),
+        (PASS, "QTYPE/QCLASS truncated (root label inside the packet, its word is not)", Q(struct.pack("!6H", 1, 0x100, 1, 0, 0, 0) + dns_name("www.example.com") + b"\x00")),
+        (PASS, "QCLASS truncated (root label word complete)", Q(struct.pack("!6H", 1, 0x100, 1, 0, 0, 0) + dns_name("www.example.com") + b"\x00\x01\x00")),
+        (PASS, "DNS header truncated (8 bytes)", Q(bytes(8))),
+        (PASS, "UDP to port 5353", Q(dns_query(dns_name("www.example.com"), extra=bytes(16)), dport=5353)),
+        (PASS, "TCP to port 53", eth(ETH_IP, tcp4("198.51.100.20", "192.0.2.1", 40000, 53, TCP_SYN))),
+        (PASS, "IPv4 with options (IHL 6) not handled", eth(ETH_IP, udp4("198.51.100.20", "192.0.2.1", 40000, 53, dns_query(dns_name("www.example.com"), extra=bytes(16)), options=bytes([1, 1, 1, 0])))),
+        (PASS, "IPv4 fragment (MF set)", Q(dns_query(dns_name("www.example.com"), extra=bytes(16)), frag=0x2000)),
+        (PASS, "UDP header truncated", eth(ETH_IP, ipv4("198.51.100.20", "192.0.2.1", 17, b"\x9c\x40\x00\x35"))),
+        (PASS, "IPv6 UDP to port 53", eth(ETH_IP6, ipv6("2001:db8::1", "2001:db8::2", 17, udp6_payload("2001:db8::1", "2001:db8::2", 40000, 53, dns_query(dns_name("www.example.com")))))),
+        (PASS, "ARP", arp()),
+    ]
+    write("xdp_dns_nfp", "xdp_dns_nfp", P, maps, notes=[
+        "Answers are built only in frames with room for them (16 bytes after the question):",
+        "the NFP's bpf_xdp_adjust_tail only shrinks, so growing cases are passed to the host."])
+
+
 def fnv1a(b):
     h = 2166136261
     for x in b:
@@ -470,10 +548,10 @@ def quic_cases(backend_of):
     ]
 
 
-def gen_quic_v4():
+def gen_quic_v4(stem="xdp_quic_lb_v4", infix=""):
     maps = {
-        "qlb_backends_v4": [(u32(i), (ip4(a) if a else bytes(4)) + BACKEND_MAC(i) + bytes(2)) for i, a in enumerate(QUIC_BACKENDS4)],
-        "qlb_sticky_v4": [(ip4("198.51.100.7") + struct.pack("!H", 50002) + bytes(2), u32(1))],
+        f"qlb_backends_{infix}v4": [(u32(i), (ip4(a) if a else bytes(4)) + BACKEND_MAC(i) + bytes(2)) for i, a in enumerate(QUIC_BACKENDS4)],
+        f"qlb_sticky_{infix}v4": [(ip4("198.51.100.7") + struct.pack("!H", 50002) + bytes(2), u32(1))],
     }
     be = lambda i: TX if QUIC_BACKENDS4[i] else PASS
     U = lambda payload, sport=50000, dport=443, **kw: eth(ETH_IP, udp4("198.51.100.7", "192.0.2.100", sport, dport, payload, **kw))
@@ -490,15 +568,15 @@ def gen_quic_v4():
         (DROP, "IHL 4 (invalid)", eth(ETH_IP, ipv4("1.1.1.1", "2.2.2.2", 17, bytes(8), ihl=4))),
         (PASS, "IPv6", eth(ETH_IP6, IPV6_UDP)),
     ]
-    write("xdp_quic_lb_v4", "xdp_quic_lb_v4", P, maps)
+    write(stem, stem, P, maps)
 
 
-def gen_quic_v6():
+def gen_quic_v6(stem="xdp_quic_lb_v6", infix=""):
     client = "2001:db8:c::7"
     vip = "2001:db8:100::1"
     maps = {
-        "qlb_backends_v6": [(u32(i), (ip6(a) if a else bytes(16)) + BACKEND_MAC(i) + bytes(2)) for i, a in enumerate(QUIC_BACKENDS6)],
-        "qlb_sticky_v6": [(ip6(client) + struct.pack("!H", 50002) + bytes(2), u32(1))],
+        f"qlb_backends_{infix}v6": [(u32(i), (ip6(a) if a else bytes(16)) + BACKEND_MAC(i) + bytes(2)) for i, a in enumerate(QUIC_BACKENDS6)],
+        f"qlb_sticky_{infix}v6": [(ip6(client) + struct.pack("!H", 50002) + bytes(2), u32(1))],
     }
     be = lambda i: TX if QUIC_BACKENDS6[i] else PASS
 
@@ -526,7 +604,13 @@ def gen_quic_v6():
         (DROP, "IPv6 header truncated", eth(ETH_IP6, bytes(20))),
         (PASS, "IPv4", eth(ETH_IP, IPV4_UDP)),
     ]
-    write("xdp_quic_lb_v6", "xdp_quic_lb_v6", P, maps)
+    write(stem, stem, P, maps)
+
+
+def gen_quic_nfp():
+    """xdp_quic_lb_nfp_v4/v6: same packets as the originals; the sticky tables are plain HASH maps."""
+    gen_quic_v4("xdp_quic_lb_nfp_v4", "nfp_")
+    gen_quic_v6("xdp_quic_lb_nfp_v6", "nfp_")
 
 
 def gen_ipip():
@@ -556,8 +640,15 @@ def rtp(pt, payload, marker=0, version=2, cc=0, x=0, ssrc=0x11223344, seq=1, ts=
     return struct.pack("!BBHII", b0, (marker << 7) | pt, seq, ts, ssrc) + bytes(4 * cc) + payload
 
 
-def gen_transcoder():
-    maps = {"rtp_streams": [(struct.pack("!I", 0xCAFEF00D), u64(10) + u64(1600))]}
+def gen_transcoder(stem="xdp_transcoder", nfp=False):
+    if nfp:
+        maps = {"rtp_streams_nfp": [(struct.pack("!I", 0xCAFEF00D), u64(10) + u64(1600))],
+                "alaw_to_ulaw8": [(u32(k), bytes(alaw_to_ulaw(8 * k + j) for j in range(8))) for k in range(32)]}
+        notes = ["alaw_to_ulaw8 holds the G.711 A-law -> mu-law table, 8 codes per entry",
+                 "(entry a >> 3, byte a & 7); rtp_streams_nfp is a HASH."]
+    else:
+        maps = {"rtp_streams": [(struct.pack("!I", 0xCAFEF00D), u64(10) + u64(1600))]}
+        notes = ["rtp_streams is a PERCPU_HASH: its maps.json value is one CPU's value."]
     audio = bytes((i * 37 + 0x55) & 0xFF for i in range(160))
     R = lambda r, dport=5004, **kw: eth(ETH_IP, udp4("192.0.2.50", "192.0.2.60", 40000, dport, r, **kw))
     P = [
@@ -583,8 +674,33 @@ def gen_transcoder():
         (PASS, "TCP", eth(ETH_IP, tcp4("192.0.2.50", "192.0.2.60", 40000, 5004, TCP_ACK))),
         (PASS, "IPv6", eth(ETH_IP6, IPV6_UDP)),
     ]
-    write("xdp_transcoder", "xdp_transcoder", P, maps, notes=[
-        "rtp_streams is a PERCPU_HASH: its maps.json value is one CPU's value."])
+    write(stem, stem, P, maps, notes=notes)
+
+
+def alaw_to_ulaw(a):
+    """G.711 A-law code -> mu-law code through linear PCM (alaw2linear and linear2ulaw of
+    Sun's reference g711.c); equals the .rodata table of xdp_transcoder.c."""
+    a ^= 0x55
+    t = (a & 0x0F) << 4
+    seg = (a & 0x70) >> 4
+    t += 8 if seg == 0 else 0x108
+    if seg > 1:
+        t <<= seg - 1
+    pcm = t if a & 0x80 else -t
+    pcm >>= 2                      # 14-bit magnitude for mu-law
+    mask = 0xFF
+    if pcm < 0:
+        pcm, mask = -pcm, 0x7F
+    pcm = min(pcm, 8159) + 0x21    # clip, add the bias
+    for seg, end in enumerate((0x3F, 0x7F, 0xFF, 0x1FF, 0x3FF, 0x7FF, 0xFFF, 0x1FFF)):
+        if pcm <= end:
+            return ((seg << 4) | ((pcm >> (seg + 1)) & 0x0F)) ^ mask
+    return 0x7F ^ mask
+
+
+def gen_transcoder_nfp():
+    """xdp_transcoder_nfp: same packets as xdp_transcoder; the table comes from the map."""
+    gen_transcoder("xdp_transcoder_nfp", nfp=True)
 
 
 def pe_acc(f):
@@ -622,6 +738,47 @@ def gen_path_explosion():
     ]
     write("xdp_path_explosion", "xdp_path_explosion", P, notes=[
         "The result acc is written big-endian at bytes 62..69; TX if odd, DROP if even."])
+
+
+def pe_acc32(f):
+    acc = 0x9E3779B9
+    for i in range(48):
+        v = f[i]
+        if v > 0x7F:
+            acc = (acc * 31 + v) & M32
+        else:
+            acc ^= (v << (i % 25)) & M32
+    return acc
+
+
+def gen_path_explosion_nfp():
+    """xdp_path_explosion_nfp: the vectors of xdp_path_explosion with the 32-bit accumulator."""
+    seed = 0x12345678
+
+    def lcg():
+        nonlocal seed
+        seed = (seed * 1103515245 + 12345) & 0x7FFFFFFF
+        return seed >> 16 & 0xFF
+
+    vectors = [("all zero", bytes(48)), ("all 0xff", b"\xff" * 48),
+               ("alternating 0x00/0x80", bytes([0, 0x80] * 24)), ("0x7f/0x80 boundary", bytes([0x7F, 0x80] * 24)),
+               ("0x3f/0x40 values (below the slow-path guard)", bytes([0x3F, 0x40] * 24))]
+    for k in range(9):
+        vectors.append((f"pseudo-random vector {k + 1}", bytes(lcg() for _ in range(48))))
+    P = []
+    for desc, f in vectors:
+        acc = pe_acc32(f)
+        P.append((TX if acc & 1 else DROP, f"{desc}, acc = 0x{acc:08x}", eth(0x88B5, f + bytes(8))))
+    f = bytes([0x80, 0x01] * 24)
+    acc = pe_acc32(f)
+    P += [
+        (TX if acc & 1 else DROP, f"exactly 48 + 4 bytes of payload, acc = 0x{acc:08x}", eth(0x88B5, f + bytes(4))),
+        (PASS, "EtherType 0x0800", eth(ETH_IP, IPV4_UDP)),
+        (DROP, "0x88B5 but only 51 bytes of payload (52 needed)", eth(0x88B5, bytes(51))),
+    ]
+    assert {TX, DROP} <= {e for e, _, _ in P}
+    write("xdp_path_explosion_nfp", "xdp_path_explosion_nfp", P, notes=[
+        "The 32-bit result acc is written big-endian at bytes 62..65; TX if odd, DROP if even."])
 
 
 def gen_tailcall():
@@ -754,5 +911,6 @@ def gen_legacy():
 if __name__ == "__main__":
     for g in (gen_filter, gen_reflector, gen_router, gen_firewall, gen_cms, gen_dns, gen_quic_v4, gen_quic_v6,
               gen_ipip, gen_transcoder, gen_path_explosion, gen_tailcall, gen_rodata, gen_redirect, gen_v4_ops,
-              gen_legacy):
+              gen_legacy, gen_cms_nfp, gen_dns_nfp, gen_quic_nfp, gen_transcoder_nfp,
+              gen_path_explosion_nfp):
         g()

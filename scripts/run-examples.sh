@@ -6,16 +6,17 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo build --release -q -p linerate
 bin=target/release/linerate
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
 
 kernel=1
 probe_pkt=$(printf '%.0s00' {1..60})
-if ! "$bin" run examples/xdp_filter.o --kernel --packet "$probe_pkt" >/dev/null 2>/tmp/linerate-probe.$$; then
-  echo "kernel runs SKIPPED: $(head -1 /tmp/linerate-probe.$$)"
+if ! "$bin" run examples/xdp_filter.o --kernel --packet "$probe_pkt" >/dev/null 2>"$tmp/probe"; then
+  echo "kernel runs SKIPPED: $(head -1 "$tmp/probe")"
   kernel=0
 fi
-rm -f /tmp/linerate-probe.$$
 
-printf '%-18s %8s %5s %5s %8s  %-28s %s\n' object programs maps insns packets "interpreter actions" kernel
+printf '%-22s %8s %5s %5s %8s  %-28s %s\n' object programs maps insns packets "interpreter actions" kernel
 for obj in examples/*.o; do
   name=$(basename "$obj" .o)
   summary=$("$bin" inspect "$obj" --json --no-disasm | python3 -c '
@@ -30,44 +31,45 @@ print(len(d["programs"]), len(d["maps"]), sum(p["insns"] for p in d["programs"])
     [ -f "$m" ] && { maps=(--maps "$m"); break; }
   done
   if [ ! -f "$packets" ]; then
-    printf '%-18s %8s %5s %5s %8s  %s\n' "$name" "$nprog" "$nmaps" "$ninsns" 0 "(no packets file)"
+    printf '%-22s %8s %5s %5s %8s  %s\n' "$name" "$nprog" "$nmaps" "$ninsns" 0 "(no packets file)"
     continue
   fi
   prog=()
   entry=$(sed -n 's/^# program: *\([^ ]*\).*/\1/p' "$packets" | head -1)
   [ -n "$entry" ] && prog=(--prog "$entry")
-  vm_json=$("$bin" run "$obj" "${prog[@]}" --packets "$packets" "${maps[@]}" --json)
+  # Run outputs go through files: with every map after every packet they outgrow argv.
+  "$bin" run "$obj" "${prog[@]}" --packets "$packets" "${maps[@]}" --json >"$tmp/vm.json"
   actions=$(python3 -c '
 import json, sys, collections
-runs = json.loads(sys.argv[1]); runs = runs if isinstance(runs, list) else [runs]
+runs = json.load(open(sys.argv[1])); runs = runs if isinstance(runs, list) else [runs]
 c = collections.Counter(r["action"].removeprefix("XDP_") for r in runs)
-print(len(runs), ",".join(f"{k}:{v}" for k, v in sorted(c.items())))' "$vm_json")
+print(len(runs), ",".join(f"{k}:{v}" for k, v in sorted(c.items())))' "$tmp/vm.json")
   read -r count verdicts <<<"$actions"
   verdict=skipped
   if ((kernel)); then
-    k_json=$("$bin" run "$obj" "${prog[@]}" --kernel --packets "$packets" "${maps[@]}" --json)
+    "$bin" run "$obj" "${prog[@]}" --kernel --packets "$packets" "${maps[@]}" --json >"$tmp/kernel.json"
     verdict=$(python3 -c '
 import json, sys
-a, b = (json.loads(x) for x in sys.argv[1:3])
+a, b = (json.load(open(x)) for x in sys.argv[1:3])
 a = a if isinstance(a, list) else [a]; b = b if isinstance(b, list) else [b]
 same = sum(x["action"] == y["action"] and x["packet"] == y["packet"] and x["maps"] == y["maps"] for x, y in zip(a, b))
-print(f"{same}/{len(a)} agree")' "$vm_json" "$k_json")
+print(f"{same}/{len(a)} agree")' "$tmp/vm.json" "$tmp/kernel.json")
   fi
-  printf '%-18s %8s %5s %5s %8s  %-28s %s\n' "$name" "$nprog" "$nmaps" "$ninsns" "$count" "$verdicts" "$verdict"
+  printf '%-22s %8s %5s %5s %8s  %-28s %s\n' "$name" "$nprog" "$nmaps" "$ninsns" "$count" "$verdicts" "$verdict"
 done
 
 echo
 echo "Cost of every example on each shipped device model (linerate cost): blocks, and the slowest"
 echo "entry-to-exit path whether feasible or not (programs with loops need 'linerate bound')."
-printf '%-18s %-22s %6s  %-34s %s\n' object program blocks "x86: cycles/packet -> rate" "nfp: cycles, DRAM ops -> rate (bottleneck)"
+printf '%-22s %-22s %6s  %-34s %s\n' object program blocks "x86: cycles/packet -> rate" "nfp: cycles, DRAM ops -> rate (bottleneck)"
 for obj in examples/*.o; do
   name=$(basename "$obj" .o)
   for target in x86 nfp; do
-    if ! "$bin" cost "$obj" --target "$target" --json >"/tmp/linerate-cost-$target.$$" 2>"/tmp/linerate-cost-err.$$"; then
-      sed 's/^error: //' "/tmp/linerate-cost-err.$$" | head -1 >"/tmp/linerate-cost-$target.$$"
+    if ! "$bin" cost "$obj" --target "$target" --json >"$tmp/cost-$target.json" 2>"$tmp/cost-err"; then
+      sed 's/^error: //' "$tmp/cost-err" | head -1 >"$tmp/cost-$target.json"
     fi
   done
-  python3 - "$name" "/tmp/linerate-cost-x86.$$" "/tmp/linerate-cost-nfp.$$" <<'PY'
+  python3 - "$name" "$tmp/cost-x86.json" "$tmp/cost-nfp.json" <<'PY'
 import json, re, sys
 name, x86_file, nfp_file = sys.argv[1:4]
 def load(path):
@@ -91,9 +93,8 @@ for i, p in enumerate(x86 or []):
         wn = nfp[i]["worst_path"]
         ns = "loops" if wn is None else (
             f'{wn["cost"]["cycles"]:.0f} cyc, {wn["cost"].get("dram_read", 0):.0f}+{wn["cost"].get("dram_atomic", 0):.0f} DRAM -> {rate(wn)} ({wn["bottleneck"]})')
-    print(f'{name:<18} {p["program"]:<22} {len(p["blocks"]):>6}  {xs:<34} {ns}')
+    print(f'{name:<22} {p["program"]:<22} {len(p["blocks"]):>6}  {xs:<34} {ns}')
 if x86_err:
-    print(f'{name:<18} {"":<22} {"":>6}  error: {x86_err}')
+    print(f'{name:<22} {"":<22} {"":>6}  error: {x86_err}')
 PY
 done
-rm -f /tmp/linerate-cost-*.$$

@@ -1,0 +1,139 @@
+/* xdp_quic_lb_nfp_v4.c — QUIC connection-ID load balancer, IPv4, NFP-offloadable.
+ *
+ * The policy of xdp_quic_lb_v4.c (see there and quic_lb.h): UDP datagrams to
+ * port 443 are parsed as QUIC and steered to one of NUM_BACKENDS backends —
+ * short header: the server id in the DCID if valid, else FNV-1a(DCID) %
+ * NUM_BACKENDS; long header: the client's (address, port) in a sticky table,
+ * else FNV-1a(DCID) % NUM_BACKENDS, recorded. The destination address becomes
+ * the backend's, the IPv4 and (if non-zero) UDP checksums are fixed
+ * incrementally, the MACs are rewritten, and the packet leaves with XDP_TX.
+ *
+ * Differences from xdp_quic_lb_v4.c, because of what the kernel's NFP JIT offloads:
+ *   - the sticky table is a plain HASH instead of an LRU_HASH: the NFP
+ *     offloads only ARRAY and HASH maps (bpf_map_offload_map_alloc). A full
+ *     table refuses new clients (the update fails and the packet still goes
+ *     to the hashed backend) instead of evicting old ones;
+ *   - the checksums are updated in C with RFC 1624 eqn. 3,
+ *     HC' = ~(~HC + ~m + m'), over the two 16-bit halves of the address,
+ *     instead of with bpf_csum_diff, a helper the NFP does not have.
+ *
+ * Branches:
+ *   not Ethernet+IPv4, fragment, not UDP, dport != 443     -> XDP_PASS
+ *   IPv4 header truncated / IHL < 5, UDP header truncated  -> XDP_DROP
+ *   version negotiation, short header with fixed bit clear -> XDP_PASS
+ *   QUIC header/DCID truncated, DCID length > 20           -> XDP_DROP
+ *   selected backend slot has address 0 (unconfigured)     -> XDP_PASS
+ *   backend selected                                       -> rewritten, XDP_TX
+ *
+ * Maps:
+ *   qlb_backends_nfp_v4 — ARRAY, NUM_BACKENDS x struct backend_v4 {__be32 addr; __u8 mac[6]; __u16 pad}
+ *   qlb_sticky_nfp_v4   — HASH, key struct client_v4 {__be32 addr; __be16 port; __u16 pad},
+ *                          value __u32 backend index
+ * Helpers: bpf_map_lookup_elem, bpf_map_update_elem.
+ */
+#include "xdp_common.h"
+#include "quic_lb.h"
+
+struct backend_v4 {
+	__be32 addr;
+	__u8 mac[ETH_ALEN];
+	__u16 pad;
+};
+
+struct client_v4 {
+	__be32 addr;
+	__be16 port;
+	__u16 pad;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, NUM_BACKENDS);
+	__type(key, __u32);
+	__type(value, struct backend_v4);
+} qlb_backends_nfp_v4 SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, struct client_v4);
+	__type(value, __u32);
+} qlb_sticky_nfp_v4 SEC(".maps");
+
+/* RFC 1624 eqn. 3 for a 32-bit field: HC' = ~(~HC + ~m + m'), summed over the
+ * field's two 16-bit halves. Byte order does not matter as long as the
+ * checksum and the field are read the same way (one's-complement sums commute
+ * with byte swapping). */
+static __always_inline __u16 csum_replace4(__u16 check, __u32 from, __u32 to)
+{
+	__u32 sum = (__u16)~check;
+
+	sum += (~from & 0xffff) + (~from >> 16) + (to & 0xffff) + (to >> 16);
+	return csum_fold32(sum);
+}
+
+SEC("xdp")
+int xdp_quic_lb_nfp_v4(struct xdp_md *ctx)
+{
+	void *data = (void *)(long)ctx->data;
+	void *data_end = (void *)(long)ctx->data_end;
+	struct ethhdr *eth = data;
+	struct iphdr *ip;
+	struct udphdr *udp;
+	struct quic_cid_info ci;
+	struct backend_v4 *be;
+	__u32 idx;
+	int rc;
+
+	if ((void *)(eth + 1) > data_end || eth->h_proto != bpf_htons(ETH_P_IP))
+		return XDP_PASS;
+	ip = (void *)(eth + 1);
+	if ((void *)(ip + 1) > data_end || ip->ihl < 5)
+		return XDP_DROP;
+	if ((ip->frag_off & bpf_htons(0x3fff)) || ip->protocol != IPPROTO_UDP)
+		return XDP_PASS;
+	udp = (void *)ip + ip->ihl * 4;
+	if ((void *)(udp + 1) > data_end)
+		return XDP_DROP;
+	if (udp->dest != bpf_htons(QUIC_PORT))
+		return XDP_PASS;
+
+	rc = quic_parse((void *)(udp + 1), data_end, &ci);
+	if (rc == Q_NOT_QUIC)
+		return XDP_PASS;
+	if (rc != Q_OK)
+		return XDP_DROP;
+
+	if (ci.long_hdr) {
+		struct client_v4 ck = { .addr = ip->saddr, .port = udp->source, .pad = 0 };
+		__u32 *sticky = bpf_map_lookup_elem(&qlb_sticky_nfp_v4, &ck);
+
+		if (sticky) {
+			idx = *sticky;
+		} else {
+			idx = ci.hash % NUM_BACKENDS;
+			bpf_map_update_elem(&qlb_sticky_nfp_v4, &ck, &idx, BPF_ANY);
+		}
+	} else {
+		idx = ci.has_sid ? ci.server_id : ci.hash % NUM_BACKENDS;
+	}
+
+	be = bpf_map_lookup_elem(&qlb_backends_nfp_v4, &idx);
+	if (!be)
+		return XDP_DROP;
+	if (be->addr == 0)
+		return XDP_PASS;
+
+	__be32 old_addr = ip->daddr, new_addr = be->addr;
+
+	ip->check = csum_replace4(ip->check, old_addr, new_addr);
+	if (udp->check) {
+		__u16 c = csum_replace4(udp->check, old_addr, new_addr);
+		udp->check = c ? c : 0xffff;
+	}
+	ip->daddr = new_addr;
+
+	__builtin_memcpy(eth->h_source, eth->h_dest, ETH_ALEN);
+	__builtin_memcpy(eth->h_dest, be->mac, ETH_ALEN);
+	return XDP_TX;
+}
