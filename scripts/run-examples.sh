@@ -60,12 +60,24 @@ done
 
 echo
 echo "Cost of every example on each shipped device model (linerate cost): blocks, and the slowest"
-echo "entry-to-exit path whether feasible or not (programs with loops need 'linerate bound')."
+echo "entry-to-exit path whether feasible or not; for programs with loops (which 'linerate bound'"
+echo "unrolls), the slowest path one of the crafted packets takes, marked 'pkt'."
 printf '%-22s %-22s %6s  %-34s %s\n' object program blocks "x86: cycles/packet -> rate" "nfp: cycles, DRAM ops -> rate (bottleneck)"
 for obj in examples/*.o; do
   name=$(basename "$obj" .o)
+  packets="examples/$name.packets"
+  [ -f "$packets" ] || packets="examples/${name%_d*}.packets"
+  crafted=()
+  if [ -f "$packets" ]; then
+    crafted=(--packets "$packets")
+    entry=$(sed -n 's/^# program: *\([^ ]*\).*/\1/p' "$packets" | head -1)
+    [ -n "$entry" ] && crafted+=(--prog "$entry")
+    for m in "examples/$name.maps.json" "examples/${name%_d*}.maps.json"; do
+      [ -f "$m" ] && { crafted+=(--maps "$m"); break; }
+    done
+  fi
   for target in x86 nfp; do
-    if ! "$bin" cost "$obj" --target "$target" --json >"$tmp/cost-$target.json" 2>"$tmp/cost-err"; then
+    if ! "$bin" cost "$obj" --target "$target" "${crafted[@]}" --json >"$tmp/cost-$target.json" 2>"$tmp/cost-err"; then
       sed 's/^error: //' "$tmp/cost-err" | head -1 >"$tmp/cost-$target.json"
     fi
   done
@@ -81,18 +93,26 @@ def load(path):
     return (j.get("programs") or [j]), None
 def rate(w):
     return f'{w["pps"] / 1e6:.2f} Mpps'
+def slowest(p):
+    """The program's slowest path: the static one, or for loops the slowest crafted packet's."""
+    if p["worst_path"] is not None:
+        return p["worst_path"], ""
+    s = p.get("slowest_packet")
+    if s is None:
+        return None, ""
+    return p["packets"][s["index"]], "pkt "
 x86, x86_err = load(x86_file)
 nfp, nfp_err = load(nfp_file)
 for i, p in enumerate(x86 or []):
-    w = p["worst_path"]
-    xs = "loops" if w is None else f'{w["cost"]["cycles"]:.0f} cyc -> {rate(w)}'
+    w, how = slowest(p)
+    xs = "loops" if w is None else f'{how}{w["cost"]["cycles"]:.0f} cyc -> {rate(w)}'
     if nfp_err:
         m = re.search(r"insn (\d+) of `[^`]*` \(([^)]*)\) cannot run", nfp_err)
         ns = f"cannot offload: {m.group(2)} (insn {m.group(1)})" if m else nfp_err[:70]
     else:
-        wn = nfp[i]["worst_path"]
+        wn, how = slowest(nfp[i])
         ns = "loops" if wn is None else (
-            f'{wn["cost"]["cycles"]:.0f} cyc, {wn["cost"].get("dram_read", 0):.0f}+{wn["cost"].get("dram_atomic", 0):.0f} DRAM -> {rate(wn)} ({wn["bottleneck"]})')
+            f'{how}{wn["cost"]["cycles"]:.0f} cyc, {wn["cost"].get("dram_read", 0):.0f}+{wn["cost"].get("dram_atomic", 0):.0f} DRAM -> {rate(wn)} ({wn["bottleneck"]})')
     print(f'{name:<22} {p["program"]:<22} {len(p["blocks"]):>6}  {xs:<34} {ns}')
 if x86_err:
     print(f'{name:<22} {"":<22} {"":>6}  error: {x86_err}')

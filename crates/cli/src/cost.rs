@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use anyhow::{anyhow, Context, Result};
 use clap::Args;
 use linerate_cfg::{Cfg, EdgeKind};
+use linerate_cost::trace::{entry_blocks, executed_steps};
 use linerate_cost::{Cost, Model, ProgramCost};
 use serde_json::{json, Value};
 
@@ -28,6 +29,13 @@ pub struct CostArgs {
     /// packet rate; needs a single program (--prog when the object has several).
     #[arg(long, value_delimiter = ',')]
     pub path: Option<Vec<usize>>,
+    /// Cost of the path each of these packets takes (one hex packet per line, as `run
+    /// --packets`), run in the interpreter against freshly seeded maps; needs a single program.
+    #[arg(long)]
+    pub packets: Option<PathBuf>,
+    /// Initial map contents for --packets (as `run --maps`).
+    #[arg(long, requires = "packets")]
+    pub maps: Option<PathBuf>,
     /// Also list every instruction with the item(s) it was priced as and its cost.
     #[arg(long)]
     pub insns: bool,
@@ -104,6 +112,68 @@ struct Costed {
     path: Option<(Vec<usize>, Cost)>,
     /// With `--insns`: each instruction's slot and disassembly.
     listing: Option<Vec<(usize, String)>>,
+    /// With `--packets`: each packet's action and executed path with its cost, `None` when the
+    /// run left the program (a tail call).
+    packets: Option<Vec<PacketPath>>,
+}
+
+/// The path one packet took and its cost.
+struct PacketPath {
+    action: u64,
+    path: Option<(Vec<usize>, Cost)>,
+}
+
+/// Runs each packet in a fresh interpreter (maps seeded anew) and prices the path it takes
+/// through the entry function (a local call is charged its callee's worst case).
+fn packet_paths(
+    args: &CostArgs,
+    object: &linerate_bpf::Object,
+    program: usize,
+    cfg: &Cfg,
+    cost: &ProgramCost,
+    model: &Model,
+) -> Result<Vec<PacketPath>> {
+    let Some(file) = &args.packets else {
+        return Ok(Vec::new());
+    };
+    let packets = crate::input::read_packets_file(file)?;
+    let seed = match &args.maps {
+        Some(path) => crate::input::read_maps_file(path, object)?,
+        None => Vec::new(),
+    };
+    let insns = linerate_bpf::insn::decode_all(&object.programs[program].insns)
+        .map_err(|e| anyhow!("program `{}`: {e}", object.programs[program].name))?;
+    let options = linerate_vm::VmOptions {
+        record_path: true,
+        ..Default::default()
+    };
+    let mut out = Vec::new();
+    for (i, packet) in packets.iter().enumerate() {
+        let mut vm = linerate_vm::Vm::new(object, options.clone())?;
+        for (map, entries) in &seed {
+            for (key, value) in entries {
+                vm.maps[*map].update(key, value, 0);
+            }
+        }
+        let run = vm
+            .run(program, packet, &[])
+            .with_context(|| format!("{}: packet {i}", file.display()))?;
+        let path = match executed_steps(&insns, &run.path, program) {
+            Some(steps) => {
+                let blocks = entry_blocks(cfg, &steps);
+                let c = cost
+                    .path_cost(cfg, model, &blocks)
+                    .map_err(|e| anyhow!("packet {i}: {e}"))?;
+                Some((blocks, c))
+            }
+            None => None,
+        };
+        out.push(PacketPath {
+            action: run.return_value,
+            path,
+        });
+    }
+    Ok(out)
 }
 
 /// What one instruction was priced as: item keys, cost (not taken, for a conditional jump) and a
@@ -131,12 +201,17 @@ pub fn cost(args: &CostArgs) -> Result<()> {
         Some(name) => vec![crate::select_program(&object, Some(name))?],
         None => (0..object.programs.len()).collect(),
     };
-    if args.path.is_some() && selected.len() != 1 {
-        return Err(anyhow!(
-            "--path needs one program: {} has {}; choose one with --prog",
-            args.object.display(),
-            selected.len()
-        ));
+    for (given, flag) in [
+        (args.path.is_some(), "--path"),
+        (args.packets.is_some(), "--packets"),
+    ] {
+        if given && selected.len() != 1 {
+            return Err(anyhow!(
+                "{flag} needs one program: {} has {}; choose one with --prog",
+                args.object.display(),
+                selected.len()
+            ));
+        }
     }
     let mut costed = Vec::new();
     for &i in &selected {
@@ -171,12 +246,17 @@ pub fn cost(args: &CostArgs) -> Result<()> {
                 })
                 .collect()
         });
+        let packets = match &args.packets {
+            Some(_) => Some(packet_paths(args, &object, i, &cfg, &cost, &model)?),
+            None => None,
+        };
         costed.push(Costed {
             name: program.name.clone(),
             cfg,
             cost,
             path,
             listing,
+            packets,
         });
     }
     let frame = args.frame_bytes.unwrap_or(model.limits().min_frame_bytes);
@@ -220,6 +300,30 @@ fn program_json(model: &Model, c: &Costed, frame: u32) -> Value {
         })).collect::<Vec<_>>(),
         "worst_path": worst_json(model, c, frame),
     });
+    if let Some(packets) = &c.packets {
+        out["packets"] = packets
+            .iter()
+            .enumerate()
+            .map(|(i, p)| {
+                let mut v = json!({
+                    "index": i,
+                    "action": linerate_vm::xdp_action_name(p.action),
+                });
+                if let Some((blocks, cost)) = &p.path {
+                    let rate = model.packet_rate(cost, frame);
+                    v["blocks"] = json!(blocks);
+                    v["cost"] = json!(model.named(cost));
+                    v["pps"] = json!(rate.pps);
+                    v["bottleneck"] = json!(rate.bottleneck);
+                }
+                v
+            })
+            .collect();
+        if let Some((i, rate)) = slowest_packet(model, packets, frame) {
+            out["slowest_packet"] =
+                json!({"index": i, "pps": rate.pps, "bottleneck": rate.bottleneck});
+        }
+    }
     if let Some(listing) = &c.listing {
         out["insns"] = listing
             .iter()
@@ -402,6 +506,40 @@ fn human_output(model: &Model, costed: &[Costed], frame: u32) -> String {
             None => out
                 .push_str("\nslowest path: the program has loops; `linerate bound` unrolls them\n"),
         }
+        if let Some(packets) = &c.packets {
+            let mut header = vec!["packet", "action", "blocks"];
+            header.extend(&names);
+            header.extend(["rate", "bound by"]);
+            let rows: Vec<Vec<String>> = packets
+                .iter()
+                .enumerate()
+                .map(|(i, p)| {
+                    let mut row = vec![
+                        i.to_string(),
+                        linerate_vm::xdp_action_name(p.action).to_string(),
+                    ];
+                    match &p.path {
+                        Some((blocks, cost)) => {
+                            let rate = model.packet_rate(cost, frame);
+                            row.push(blocks.len().to_string());
+                            row.extend(cost_cells(cost));
+                            row.extend([format_rate(rate.pps), rate.bottleneck]);
+                        }
+                        None => row.push("left the program (tail call)".into()),
+                    }
+                    row
+                })
+                .collect();
+            out.push('\n');
+            out.push_str(&table(&header, &rows));
+            if let Some((i, rate)) = slowest_packet(model, packets, frame) {
+                out.push_str(&format!(
+                    "slowest packet: {i}, {} ({}-bound)\n",
+                    format_rate(rate.pps),
+                    rate.bottleneck
+                ));
+            }
+        }
         if let Some((blocks, cost)) = &c.path {
             let rate = model.packet_rate(cost, frame);
             out.push_str(&format!(
@@ -418,6 +556,19 @@ fn human_output(model: &Model, costed: &[Costed], frame: u32) -> String {
         }
     }
     out
+}
+
+/// The packet whose path has the lowest packet rate.
+fn slowest_packet(
+    model: &Model,
+    packets: &[PacketPath],
+    frame: u32,
+) -> Option<(usize, linerate_cost::Rate)> {
+    packets
+        .iter()
+        .enumerate()
+        .filter_map(|(i, p)| Some((i, model.packet_rate(&p.path.as_ref()?.1, frame))))
+        .min_by(|a, b| a.1.pps.total_cmp(&b.1.pps))
 }
 
 fn describe(model: &Model, cost: &Cost) -> String {

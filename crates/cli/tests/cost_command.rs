@@ -304,3 +304,72 @@ fn run_paths_are_cost_paths() {
         }
     }
 }
+
+/// `--packets` prices the path each packet takes: the same cost `--path` gives its blocks, and
+/// the slowest packet is the one with the lowest rate.
+#[test]
+fn packets_price_their_paths() {
+    let object = example("xdp_cms_nfp_d5.o");
+    let object = object.to_str().unwrap();
+    let packets = example("xdp_cms_nfp_d5.packets");
+    let maps = example("xdp_cms_nfp_d5.maps.json");
+    let j = cost_json(&[
+        object,
+        "--target",
+        "nfp",
+        "--packets",
+        packets.to_str().unwrap(),
+        "--maps",
+        maps.to_str().unwrap(),
+        "--json",
+    ]);
+    assert!(j["worst_path"].is_null(), "the sketch loops over its rows");
+    let priced = j["packets"].as_array().unwrap();
+    assert_eq!(priced.len(), 12);
+    let mut slowest = (f64::INFINITY, 0);
+    for (i, p) in priced.iter().enumerate() {
+        let blocks: Vec<String> = p["blocks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|b| b.to_string())
+            .collect();
+        let path = cost_json(&[
+            object,
+            "--target",
+            "nfp",
+            "--path",
+            &blocks.join(","),
+            "--json",
+        ]);
+        assert_eq!(path["path"]["cost"], p["cost"], "packet {i}");
+        let pps = p["pps"].as_f64().unwrap();
+        if pps < slowest.0 {
+            slowest = (pps, i);
+        }
+    }
+    assert_eq!(
+        j["slowest_packet"]["index"].as_u64().unwrap() as usize,
+        slowest.1
+    );
+    // Counting packets walk the row loop five times, so they cost more than the ones that
+    // return before it.
+    let cycles = |i: usize| priced[i]["cost"]["cycles"].as_f64().unwrap();
+    assert!(
+        cycles(0) > 4.0 * cycles(7),
+        "{} vs {}",
+        cycles(0),
+        cycles(7)
+    );
+
+    let tailcall = example("xdp_tailcall.o");
+    expect_error(
+        &run([
+            "cost",
+            tailcall.to_str().unwrap(),
+            "--packets",
+            packets.to_str().unwrap(),
+        ]),
+        &["--packets needs one program", "--prog"],
+    );
+}
