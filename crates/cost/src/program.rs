@@ -251,7 +251,8 @@ impl Pricer<'_> {
 type Distances = Vec<f64>;
 
 impl ProgramCost {
-    /// Costs every block and edge of program `program` of `object` (whose CFG is `cfg`).
+    /// Costs every block and edge of the program whose CFG is `cfg`, one of `object`'s programs (the
+    /// object supplies its maps).
     pub fn new(object: &Object, cfg: &Cfg, model: &Model) -> Result<ProgramCost, CostError> {
         let pricer = Pricer {
             model,

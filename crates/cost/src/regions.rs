@@ -114,7 +114,8 @@ pub struct Regions {
 }
 
 impl Regions {
-    /// Analyses every function of `cfg` (built from program `program` of `object`).
+    /// Analyses every function of `cfg`, the CFG of one of `object`'s programs (the object supplies
+    /// its maps).
     pub fn analyse(object: &Object, cfg: &Cfg) -> Regions {
         let mut out = Regions::default();
         let entries = callee_entry_states(object, cfg);
