@@ -30,6 +30,17 @@
 #include "xdp_common.h"
 #include "quic_lb.h"
 
+/* xdp_quic_lb_nfp_v4.c builds this program with QLB_NFP: other names, a HASH sticky table and
+ * the checksum update in C (see there). */
+#ifdef QLB_NFP
+#define qlb_backends_v4 qlb_backends_nfp_v4
+#define qlb_sticky_v4 qlb_sticky_nfp_v4
+#define xdp_quic_lb_v4 xdp_quic_lb_nfp_v4
+#define QLB_STICKY_TYPE BPF_MAP_TYPE_HASH
+#else
+#define QLB_STICKY_TYPE BPF_MAP_TYPE_LRU_HASH
+#endif
+
 struct backend_v4 {
 	__be32 addr;
 	__u8 mac[ETH_ALEN];
@@ -50,11 +61,21 @@ struct {
 } qlb_backends_v4 SEC(".maps");
 
 struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(type, QLB_STICKY_TYPE);
 	__uint(max_entries, 4096);
 	__type(key, struct client_v4);
 	__type(value, __u32);
 } qlb_sticky_v4 SEC(".maps");
+
+#ifdef QLB_NFP
+static __always_inline __u16 csum_replace4(__u16 check, __u32 from, __u32 to)
+{
+	__u32 sum = (__u16)~check;
+
+	sum += (~from & 0xffff) + (~from >> 16) + (to & 0xffff) + (to >> 16);
+	return csum_fold32(sum);
+}
+#endif
 
 SEC("xdp")
 int xdp_quic_lb_v4(struct xdp_md *ctx)
@@ -109,6 +130,14 @@ int xdp_quic_lb_v4(struct xdp_md *ctx)
 		return XDP_PASS;
 
 	__be32 old_addr = ip->daddr, new_addr = be->addr;
+#ifdef QLB_NFP
+
+	ip->check = csum_replace4(ip->check, old_addr, new_addr);
+	if (udp->check) {
+		__u16 c = csum_replace4(udp->check, old_addr, new_addr);
+		udp->check = c ? c : 0xffff;
+	}
+#else
 	__s64 s;
 
 	s = bpf_csum_diff(&old_addr, 4, &new_addr, 4, (__u16)~ip->check);
@@ -118,6 +147,7 @@ int xdp_quic_lb_v4(struct xdp_md *ctx)
 		__u16 c = csum_fold32((__u32)s);
 		udp->check = c ? c : 0xffff;
 	}
+#endif
 	ip->daddr = new_addr;
 
 	__builtin_memcpy(eth->h_source, eth->h_dest, ETH_ALEN);

@@ -27,6 +27,17 @@
 #include "xdp_common.h"
 #include "quic_lb.h"
 
+/* xdp_quic_lb_nfp_v6.c builds this program with QLB_NFP: other names, a HASH sticky table and
+ * the checksum update in C (see there). */
+#ifdef QLB_NFP
+#define qlb_backends_v6 qlb_backends_nfp_v6
+#define qlb_sticky_v6 qlb_sticky_nfp_v6
+#define xdp_quic_lb_v6 xdp_quic_lb_nfp_v6
+#define QLB_STICKY_TYPE BPF_MAP_TYPE_HASH
+#else
+#define QLB_STICKY_TYPE BPF_MAP_TYPE_LRU_HASH
+#endif
+
 #define MAX_EXT_HDRS 6
 
 struct backend_v6 {
@@ -56,7 +67,7 @@ struct {
 } qlb_backends_v6 SEC(".maps");
 
 struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(type, QLB_STICKY_TYPE);
 	__uint(max_entries, 4096);
 	__type(key, struct client_v6);
 	__type(value, __u32);
@@ -145,6 +156,28 @@ int xdp_quic_lb_v6(struct xdp_md *ctx)
 	      be->addr.in6_u.u6_addr32[2] | be->addr.in6_u.u6_addr32[3]))
 		return XDP_PASS;
 
+#ifdef QLB_NFP
+	__u32 *old_addr = ip6->daddr.in6_u.u6_addr32;
+	__u32 *new_addr = be->addr.in6_u.u6_addr32;
+
+	if (udp->check) {
+		/* RFC 1624 eqn. 3 over the address's 16-bit words; byte order does
+		 * not matter as long as checksum and words are read alike. */
+		__u32 sum = (__u16)~udp->check;
+
+#pragma clang loop unroll(full)
+		for (int i = 0; i < 4; i++) {
+			__u32 from = old_addr[i], to = new_addr[i];
+
+			sum += (~from & 0xffff) + (~from >> 16) + (to & 0xffff) + (to >> 16);
+		}
+		__u16 c = csum_fold32(sum);
+		udp->check = c ? c : 0xffff;
+	}
+#pragma clang loop unroll(full)
+	for (int i = 0; i < 4; i++)
+		old_addr[i] = new_addr[i];
+#else
 	struct in6_addr old_addr, new_addr;
 
 	__builtin_memcpy(&old_addr, &ip6->daddr, sizeof(old_addr));
@@ -156,6 +189,7 @@ int xdp_quic_lb_v6(struct xdp_md *ctx)
 		udp->check = c ? c : 0xffff;
 	}
 	__builtin_memcpy(&ip6->daddr, &new_addr, sizeof(new_addr));
+#endif
 
 	__builtin_memcpy(eth->h_source, eth->h_dest, ETH_ALEN);
 	__builtin_memcpy(eth->h_dest, be->mac, ETH_ALEN);
