@@ -47,6 +47,20 @@
 
 #define OPAQUE(x) asm volatile("" : "+r"(x))
 
+/* xdp_path_explosion_nfp.c builds this program with PE_NFP: another name, no printk, and a
+ * 32-bit accumulator (see there). */
+#ifdef PE_NFP
+#define pe_scratch pe_scratch_nfp
+#define xdp_path_explosion xdp_path_explosion_nfp
+typedef __u32 pe_acc_t;
+#define PE_ACC_INIT 0x9E3779B9u
+#define PE_SHIFT_MOD 25
+#else
+typedef __u64 pe_acc_t;
+#define PE_ACC_INIT 0x9E3779B97F4A7C15ull
+#define PE_SHIFT_MOD 57
+#endif
+
 struct pe_key {
 	__u32 stage;
 	__u32 pad;
@@ -60,15 +74,23 @@ struct {
 	__type(value, __u64);
 } pe_scratch SEC(".maps");
 
-static __always_inline void slow_path(__u32 stage, __u64 acc)
+static __always_inline void slow_path(__u32 stage, pe_acc_t acc)
 {
 	struct pe_key k = { .stage = stage, .pad = 0, .acc = acc };
 	__u64 one = 1, *v;
 
 	bpf_map_update_elem(&pe_scratch, &k, &one, BPF_ANY);
 	v = bpf_map_lookup_elem(&pe_scratch, &k);
+#ifdef PE_NFP
+	if (v) {
+		__u64 seen = *v;
+
+		OPAQUE(seen);
+	}
+#else
 	if (v)
 		bpf_printk("path_explosion: impossible stage %u value %llu", stage, *v);
+#endif
 	bpf_map_delete_elem(&pe_scratch, &k);
 }
 
@@ -81,7 +103,7 @@ static __always_inline void slow_path(__u32 stage, __u64 acc)
 			if (v < 0x40)                     \
 				slow_path(i, acc);        \
 		} else {                                  \
-			acc ^= (__u64)v << ((i) % 57);    \
+			acc ^= (pe_acc_t)v << ((i) % PE_SHIFT_MOD); \
 		}                                         \
 	} while (0)
 
@@ -96,14 +118,14 @@ int xdp_path_explosion(struct xdp_md *ctx)
 	void *data_end = (void *)(long)ctx->data_end;
 	struct ethhdr *eth = data;
 	__u8 *f;
-	__u64 acc = 0x9E3779B97F4A7C15ull;
+	pe_acc_t acc = PE_ACC_INIT;
 
 	if ((void *)(eth + 1) > data_end)
 		return XDP_DROP;
 	if (eth->h_proto != bpf_htons(ETH_P_EXPERIMENTAL))
 		return XDP_PASS;
 	f = (void *)(eth + 1);
-	if ((void *)(f + STAGES + 8) > data_end)
+	if ((void *)(f + STAGES + sizeof(acc)) > data_end)
 		return XDP_DROP;
 
 	STAGE8(0);
@@ -113,7 +135,11 @@ int xdp_path_explosion(struct xdp_md *ctx)
 	STAGE8(32);
 	STAGE8(40);
 
+#ifdef PE_NFP
+	__be32 be = bpf_htonl(acc);
+#else
 	__u64 be = __builtin_bswap64(acc);
-	__builtin_memcpy(f + STAGES, &be, 8);
+#endif
+	__builtin_memcpy(f + STAGES, &be, sizeof(be));
 	return (acc & 1) ? XDP_TX : XDP_DROP;
 }

@@ -29,6 +29,16 @@
 #define PT_PCMU 0
 #define PT_PCMA 8
 
+/* xdp_transcoder_nfp.c builds this program with TRANSCODER_NFP: other names, a HASH of
+ * counters bumped atomically, and the table in an ARRAY map (see there). */
+#ifdef TRANSCODER_NFP
+#define rtp_streams rtp_streams_nfp
+#define xdp_transcoder xdp_transcoder_nfp
+#define RTP_STREAMS_TYPE BPF_MAP_TYPE_HASH
+#else
+#define RTP_STREAMS_TYPE BPF_MAP_TYPE_PERCPU_HASH
+#endif
+
 struct rtphdr {
 	__u8 vpxcc;
 	__u8 mpt;
@@ -43,12 +53,21 @@ struct rtp_stats {
 };
 
 struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+	__uint(type, RTP_STREAMS_TYPE);
 	__uint(max_entries, 1024);
 	__type(key, __be32);
 	__type(value, struct rtp_stats);
 } rtp_streams SEC(".maps");
 
+#ifdef TRANSCODER_NFP
+/* ITU-T G.711 A-law code -> mu-law code, 8 codes per entry, filled by the loader. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 32);
+	__type(key, __u32);
+	__type(value, __u64);
+} alaw_to_ulaw8 SEC(".maps");
+#else
 /* ITU-T G.711 A-law code -> mu-law code (via 16-bit linear). */
 static const volatile __u8 alaw_to_ulaw[256] = {
 	0x29, 0x2a, 0x27, 0x28, 0x2d, 0x2e, 0x2b, 0x2c, 0x21, 0x22, 0x1f, 0x20, 0x25, 0x26, 0x23, 0x24,
@@ -68,6 +87,7 @@ static const volatile __u8 alaw_to_ulaw[256] = {
 	0xc8, 0xc9, 0xc6, 0xc7, 0xcc, 0xcd, 0xca, 0xcb, 0xc0, 0xc1, 0xbf, 0xbf, 0xc4, 0xc5, 0xc2, 0xc3,
 	0xd6, 0xd7, 0xd4, 0xd5, 0xda, 0xdb, 0xd8, 0xd9, 0xcf, 0xcf, 0xce, 0xce, 0xd2, 0xd3, 0xd0, 0xd1,
 };
+#endif
 
 SEC("xdp")
 int xdp_transcoder(struct xdp_md *ctx)
@@ -110,7 +130,15 @@ int xdp_transcoder(struct xdp_md *ctx)
 	for (i = 0; i < MAX_PAYLOAD; i++) {
 		if ((void *)(pl + i + 1) > data_end)
 			break;
+#ifdef TRANSCODER_NFP
+		__u32 code = pl[i];
+		__u32 slot = code >> 3;
+		__u64 *mu8 = bpf_map_lookup_elem(&alaw_to_ulaw8, &slot);
+		if (mu8)
+			pl[i] = *mu8 >> ((code & 7) * 8);
+#else
 		pl[i] = alaw_to_ulaw[pl[i]];
+#endif
 	}
 
 	rtp->mpt = (rtp->mpt & 0x80) | PT_PCMU;
@@ -118,6 +146,18 @@ int xdp_transcoder(struct xdp_md *ctx)
 
 	__be32 ssrc = rtp->ssrc;
 	struct rtp_stats *st = bpf_map_lookup_elem(&rtp_streams, &ssrc);
+#ifdef TRANSCODER_NFP
+	if (!st) {
+		struct rtp_stats zero = {};
+
+		bpf_map_update_elem(&rtp_streams, &ssrc, &zero, BPF_NOEXIST);
+		st = bpf_map_lookup_elem(&rtp_streams, &ssrc);
+		if (!st)
+			return XDP_PASS;
+	}
+	__sync_fetch_and_add(&st->packets, 1);
+	__sync_fetch_and_add(&st->bytes, (__u64)plen);
+#else
 	if (st) {
 		st->packets += 1;
 		st->bytes += plen;
@@ -126,5 +166,6 @@ int xdp_transcoder(struct xdp_md *ctx)
 
 		bpf_map_update_elem(&rtp_streams, &ssrc, &init, BPF_NOEXIST);
 	}
+#endif
 	return XDP_PASS;
 }
