@@ -6,8 +6,9 @@ use std::path::PathBuf;
 use anyhow::{anyhow, Context, Result};
 use clap::Args;
 use linerate_cfg::{Cfg, EdgeKind};
-use linerate_cost::trace::{entry_blocks, executed_steps};
+use linerate_cost::trace::entry_blocks;
 use linerate_cost::{Cost, Model, ProgramCost};
+use linerate_vm::trace::{decoded_programs, executed_steps};
 use serde_json::{json, Value};
 
 use crate::output::{emit, table};
@@ -141,8 +142,7 @@ fn packet_paths(
         Some(path) => crate::input::read_maps_file(path, object)?,
         None => Vec::new(),
     };
-    let insns = linerate_bpf::insn::decode_all(&object.programs[program].insns)
-        .map_err(|e| anyhow!("program `{}`: {e}", object.programs[program].name))?;
+    let programs = decoded_programs(object)?;
     let options = linerate_vm::VmOptions {
         record_path: true,
         ..Default::default()
@@ -158,9 +158,10 @@ fn packet_paths(
         let run = vm
             .run(program, packet, &[])
             .with_context(|| format!("{}: packet {i}", file.display()))?;
-        let path = match executed_steps(&insns, &run.path, program) {
-            Some(steps) => {
-                let blocks = entry_blocks(cfg, &steps);
+        let steps = executed_steps(&programs, program, &run.path)
+            .ok_or_else(|| anyhow!("packet {i}: the interpreter's path record does not fit"))?;
+        let path = match entry_blocks(cfg, &steps) {
+            Some(blocks) => {
                 let c = cost
                     .path_cost(cfg, model, &blocks)
                     .map_err(|e| anyhow!("packet {i}: {e}"))?;

@@ -6,8 +6,9 @@ use std::path::{Path, PathBuf};
 use anyhow::{anyhow, bail, Context, Result};
 use clap::Args;
 use linerate_bpf::Object;
-use linerate_cfg::{Cfg, EdgeKind};
+use linerate_cfg::Cfg;
 use linerate_vm::maps::normalize_entries;
+use linerate_vm::trace::{decoded_programs, executed_steps};
 use linerate_vm::{xdp_action_name, Vm, VmOptions};
 use serde_json::{json, Value};
 
@@ -354,13 +355,15 @@ fn run_in_vm(
             Cfg::build(p).map_err(|e| anyhow!("{}: program `{}`: {e}", source.display(), p.name))
         })
         .collect::<Result<_>>()?;
+    let programs = decoded_programs(object)?;
     let initial_maps = vm.maps.iter().map(|m| m.entries()).collect();
     let mut results = Vec::new();
     for (i, packet) in packets.iter().enumerate() {
         let out = vm
             .run(program, packet, meta)
             .with_context(|| format!("packet {i}"))?;
-        let blocks = executed_blocks(&cfgs, &out.path);
+        let blocks = executed_blocks(&cfgs, &programs, program, &out.path)
+            .with_context(|| format!("packet {i}"))?;
         results.push(PacketResult {
             return_value: out.return_value,
             packet: out.packet,
@@ -445,31 +448,22 @@ fn run_in_kernel(
     })
 }
 
-/// The blocks a run entered, in order, from the interpreter's record of control transfers: each
-/// recorded slot's block (once: a return lands inside its caller's block), then the blocks it falls into without a transfer (a block that ends
-/// before a jump target), unless the run left the program there (a tail call).
-fn executed_blocks(cfgs: &[Cfg], path: &[(usize, usize)]) -> Vec<usize> {
-    let mut blocks = Vec::new();
-    for (i, &(prog, slot)) in path.iter().enumerate() {
-        let cfg = &cfgs[prog];
-        let Some(mut b) = cfg.block_of(slot) else {
-            continue;
-        };
-        // A return lands inside the calling block, which is listed already.
-        if cfg.blocks()[b].first == slot {
-            blocks.push(b);
-        }
-        if path.get(i + 1).is_some_and(|&(next, _)| next != prog) {
-            continue;
-        }
-        while let [e] = cfg.blocks()[b].succs[..] {
-            let edge = cfg.edges()[e];
-            if edge.kind != EdgeKind::Fallthrough {
-                break;
-            }
-            b = edge.to;
-            blocks.push(b);
-        }
-    }
-    blocks
+/// The blocks a run entered, in order (a return lands inside its caller's block, which is not
+/// listed again), from the instruction trace of the run.
+fn executed_blocks(
+    cfgs: &[Cfg],
+    programs: &[Vec<(usize, linerate_bpf::insn::Instruction)>],
+    entry: usize,
+    path: &[(usize, usize)],
+) -> Result<Vec<usize>> {
+    let steps = executed_steps(programs, entry, path)
+        .ok_or_else(|| anyhow!("the interpreter's path record does not fit the program"))?;
+    Ok(steps
+        .iter()
+        .filter_map(|s| {
+            let cfg = &cfgs[s.program];
+            let b = cfg.block_of(s.slot)?;
+            (cfg.blocks()[b].first == s.slot).then_some(b)
+        })
+        .collect())
 }

@@ -8,12 +8,12 @@
 //! measured ns per packet and the range of measured / predicted. Run with `bench/cost` or
 //! `cargo bench -p linerate-cost --bench x86_vs_kernel`.
 
-use linerate_bpf::insn::decode_all;
 use linerate_cfg::Cfg;
 use linerate_conformance::examples::load_all;
-use linerate_cost::trace::{entry_blocks, executed_steps};
+use linerate_cost::trace::entry_blocks;
 use linerate_cost::{Model, ProgramCost};
 use linerate_kernel::{check_access, load_object, TestRunInput};
+use linerate_vm::trace::{decoded_programs, executed_steps};
 use linerate_vm::{Vm, VmOptions};
 
 const KERNEL_REPEAT: u32 = 20_000;
@@ -47,7 +47,7 @@ fn main() {
         let program = &example.object.programs[example.entry];
         let cfg = Cfg::build(program).expect("cfg");
         let cost = ProgramCost::new(&example.object, &cfg, &model).expect("x86 prices examples");
-        let insns = decode_all(&program.insns).expect("decodes");
+        let programs = decoded_programs(&example.object).expect("decodes");
         let loaded = load_object(&example.object).expect("kernel loads example");
         let (mut predicted, mut measured, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
         for packet in &example.packets {
@@ -64,10 +64,10 @@ fn main() {
                 loaded.update(*map, key, value).expect("seeding");
             }
             let out = vm.run(example.entry, &packet.bytes, &[]).expect("runs");
-            let Some(steps) = executed_steps(&insns, &out.path, example.entry) else {
+            let steps = executed_steps(&programs, example.entry, &out.path).expect("record fits");
+            let Some(blocks) = entry_blocks(&cfg, &steps) else {
                 continue;
             };
-            let blocks = entry_blocks(&cfg, &steps);
             let ns = cost.path_cost(&cfg, &model, &blocks).expect("path").0[0] / hz * 1e9;
             let kernel = median(
                 (0..KERNEL_ROUNDS)

@@ -7,13 +7,13 @@
 //! [`ProgramCost::path_cost`], must be at least that in every component. A toy model with large
 //! gaps makes stalls frequent; the shipped models are checked too.
 
-use linerate_bpf::insn::decode_all;
 use linerate_cfg::Cfg;
 use linerate_conformance::examples::{load_all, Example};
 use linerate_cost::item::{family_key, map_families, universe};
 use linerate_cost::model::{Component, Device, Gap, GapOrigin, ItemPrice, Limits, ModelFile};
-use linerate_cost::trace::{entry_blocks, executed_steps, Step};
+use linerate_cost::trace::entry_blocks;
 use linerate_cost::{Cost, CostError, Model, ProgramCost};
+use linerate_vm::trace::{decoded_programs, executed_steps, Step};
 use linerate_vm::{Vm, VmOptions};
 
 fn toy_model() -> Model {
@@ -97,7 +97,7 @@ fn exact_cost(model: &Model, cost: &ProgramCost, steps: &[Step]) -> Cost {
     };
     let mut total = model.per_packet().clone();
     let mut dist = vec![0.0f64; gaps.len()];
-    for &(slot, taken) in steps {
+    for &Step { slot, taken, .. } in steps {
         let charge = &cost.slots[&slot];
         let mut spent = match taken {
             Some(true) => charge.taken.clone().expect("taken price"),
@@ -128,7 +128,7 @@ fn check(example: &Example, model: &Model) -> usize {
         Err(CostError::Unsupported { .. }) => return 0,
         Err(e) => panic!("{}: {e}", example.name()),
     };
-    let insns = decode_all(&program.insns).unwrap();
+    let programs = decoded_programs(&example.object).unwrap();
     let mut checked = 0;
     for packet in &example.packets {
         let options = VmOptions {
@@ -140,10 +140,10 @@ fn check(example: &Example, model: &Model) -> usize {
             vm.maps[*map].update(key, value, 0);
         }
         let out = vm.run(example.entry, &packet.bytes, &[]).unwrap();
-        let Some(steps) = executed_steps(&insns, &out.path, example.entry) else {
+        let steps = executed_steps(&programs, example.entry, &out.path).expect("record fits");
+        let Some(blocks) = entry_blocks(&cfg, &steps) else {
             continue;
         };
-        let blocks = entry_blocks(&cfg, &steps);
         let summed = cost.path_cost(&cfg, model, &blocks).unwrap();
         let exact = exact_cost(model, &cost, &steps);
         for (i, c) in model.components().iter().enumerate() {

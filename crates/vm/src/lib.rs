@@ -12,6 +12,7 @@ pub mod helpers;
 mod machine;
 pub mod maps;
 pub mod memory;
+pub mod trace;
 
 pub use error::VmError;
 pub use helpers::FibRoute;
