@@ -270,10 +270,8 @@ pub fn cost(args: &CostArgs) -> Result<()> {
 }
 
 fn worst_json(model: &Model, c: &Costed, frame: u32) -> Value {
-    match &c.cost.function_worst[0] {
-        Some(worst) => {
-            let mut total = model.per_packet().clone();
-            total.add(worst);
+    match c.cost.worst_cost(model) {
+        Some(total) => {
             let rate = model.packet_rate(&total, frame);
             json!({"cost": model.named(&total), "pps": rate.pps, "bottleneck": rate.bottleneck})
         }
@@ -492,10 +490,8 @@ fn human_output(model: &Model, costed: &[Costed], frame: u32) -> String {
             .collect();
         out.push('\n');
         out.push_str(&table(&header, &rows));
-        match &c.cost.function_worst[0] {
-            Some(worst) => {
-                let mut total = model.per_packet().clone();
-                total.add(worst);
+        match c.cost.worst_cost(model) {
+            Some(total) => {
                 let rate = model.packet_rate(&total, frame);
                 out.push_str(&format!(
                     "\nslowest path, feasible or not (per component, per packet work included): {}\n  -> {} ({}-bound)\n",

@@ -526,6 +526,14 @@ impl ProgramCost {
         Some(best[func.entry].clone().unwrap_or_else(|| Cost::zero(n)))
     }
 
+    /// The slowest entry-to-exit path of the program, per-packet work included (each component's
+    /// maximum over the paths, feasible or not); `None` if the entry function has loops.
+    pub fn worst_cost(&self, model: &Model) -> Option<Cost> {
+        let mut cost = model.per_packet().clone();
+        cost.add(self.function_worst.first()?.as_ref()?);
+        Some(cost)
+    }
+
     /// Cost of running the blocks `path` in order, per-packet work included: the edges between
     /// consecutive blocks (the costlier one where two edges connect them) plus the last block
     /// (without its final conditional jump).
