@@ -703,18 +703,20 @@ def gen_transcoder_nfp():
     gen_transcoder("xdp_transcoder_nfp", nfp=True)
 
 
-def pe_acc(f):
-    acc = 0x9E3779B97F4A7C15
+def pe_acc(f, wide=True):
+    """xdp_path_explosion's accumulator over feature bytes f (32-bit for the NFP variant)."""
+    acc, mask, mod = (0x9E3779B97F4A7C15, M64, 57) if wide else (0x9E3779B9, M32, 25)
     for i in range(48):
         v = f[i]
         if v > 0x7F:
-            acc = (acc * 31 + v) & M64
+            acc = (acc * 31 + v) & mask
         else:
-            acc ^= (v << (i % 57)) & M64
+            acc ^= (v << (i % mod)) & mask
     return acc
 
 
-def gen_path_explosion():
+def pe_vectors():
+    """The feature vectors both path-explosion programs run on."""
     seed = 0x12345678
 
     def lcg():
@@ -727,6 +729,11 @@ def gen_path_explosion():
                ("0x3f/0x40 values (below the slow-path guard)", bytes([0x3F, 0x40] * 24))]
     for k in range(9):
         vectors.append((f"pseudo-random vector {k + 1}", bytes(lcg() for _ in range(48))))
+    return vectors
+
+
+def gen_path_explosion():
+    vectors = pe_vectors()
     P = []
     for desc, f in vectors:
         acc = pe_acc(f)
@@ -740,37 +747,15 @@ def gen_path_explosion():
         "The result acc is written big-endian at bytes 62..69; TX if odd, DROP if even."])
 
 
-def pe_acc32(f):
-    acc = 0x9E3779B9
-    for i in range(48):
-        v = f[i]
-        if v > 0x7F:
-            acc = (acc * 31 + v) & M32
-        else:
-            acc ^= (v << (i % 25)) & M32
-    return acc
-
-
 def gen_path_explosion_nfp():
     """xdp_path_explosion_nfp: the vectors of xdp_path_explosion with the 32-bit accumulator."""
-    seed = 0x12345678
-
-    def lcg():
-        nonlocal seed
-        seed = (seed * 1103515245 + 12345) & 0x7FFFFFFF
-        return seed >> 16 & 0xFF
-
-    vectors = [("all zero", bytes(48)), ("all 0xff", b"\xff" * 48),
-               ("alternating 0x00/0x80", bytes([0, 0x80] * 24)), ("0x7f/0x80 boundary", bytes([0x7F, 0x80] * 24)),
-               ("0x3f/0x40 values (below the slow-path guard)", bytes([0x3F, 0x40] * 24))]
-    for k in range(9):
-        vectors.append((f"pseudo-random vector {k + 1}", bytes(lcg() for _ in range(48))))
+    vectors = pe_vectors()
     P = []
     for desc, f in vectors:
-        acc = pe_acc32(f)
+        acc = pe_acc(f, wide=False)
         P.append((TX if acc & 1 else DROP, f"{desc}, acc = 0x{acc:08x}", eth(0x88B5, f + bytes(8))))
     f = bytes([0x80, 0x01] * 24)
-    acc = pe_acc32(f)
+    acc = pe_acc(f, wide=False)
     P += [
         (TX if acc & 1 else DROP, f"exactly 48 + 4 bytes of payload, acc = 0x{acc:08x}", eth(0x88B5, f + bytes(4))),
         (PASS, "EtherType 0x0800", eth(ETH_IP, IPV4_UDP)),
