@@ -417,10 +417,7 @@ pub fn disassemble(program: &Program, maps: &[MapDef]) -> String {
         match Instruction::decode(&program.insns, i) {
             Ok(insn) => {
                 let mut text = format_instruction(&insn, maps);
-                let target = match insn {
-                    Instruction::Call(CallTarget::Local(off)) => Some(i as i64 + 1 + off as i64),
-                    _ => insn.jump_offset().map(|off| i as i64 + 1 + off),
-                };
+                let target = insn.jump_target(i);
                 if let Some(note) = target.and_then(|t| annotate(program, t)) {
                     text.push(' ');
                     text.push_str(&note);

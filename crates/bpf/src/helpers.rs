@@ -217,6 +217,29 @@ pub const HELPER_NAMES: &[&str] = &[
     "user_ringbuf_drain",
 ];
 
+/// Numbers of the helpers linerate gives a meaning to or recognises by number.
+pub mod id {
+    pub const MAP_LOOKUP_ELEM: u32 = 1;
+    pub const MAP_UPDATE_ELEM: u32 = 2;
+    pub const MAP_DELETE_ELEM: u32 = 3;
+    pub const KTIME_GET_NS: u32 = 5;
+    pub const TRACE_PRINTK: u32 = 6;
+    pub const GET_PRANDOM_U32: u32 = 7;
+    pub const GET_SMP_PROCESSOR_ID: u32 = 8;
+    pub const TAIL_CALL: u32 = 12;
+    pub const REDIRECT: u32 = 23;
+    pub const CSUM_DIFF: u32 = 28;
+    pub const XDP_ADJUST_HEAD: u32 = 44;
+    pub const REDIRECT_MAP: u32 = 51;
+    pub const XDP_ADJUST_META: u32 = 54;
+    pub const XDP_ADJUST_TAIL: u32 = 65;
+    pub const FIB_LOOKUP: u32 = 69;
+    pub const KTIME_GET_BOOT_NS: u32 = 125;
+    pub const XDP_GET_BUFF_LEN: u32 = 188;
+    pub const XDP_LOAD_BYTES: u32 = 189;
+    pub const XDP_STORE_BYTES: u32 = 190;
+}
+
 /// The name of helper `id`, or `"unknown"`.
 pub fn helper_name(id: u32) -> &'static str {
     HELPER_NAMES.get(id as usize).copied().unwrap_or("unknown")
@@ -241,5 +264,28 @@ mod tests {
         assert_eq!(helper_name(44), "xdp_adjust_head");
         assert_eq!(helper_id("bpf_fib_lookup"), Some(69));
         assert_eq!(helper_name(100_000), "unknown");
+        for (n, name) in [
+            (id::MAP_LOOKUP_ELEM, "map_lookup_elem"),
+            (id::MAP_UPDATE_ELEM, "map_update_elem"),
+            (id::MAP_DELETE_ELEM, "map_delete_elem"),
+            (id::KTIME_GET_NS, "ktime_get_ns"),
+            (id::TRACE_PRINTK, "trace_printk"),
+            (id::GET_PRANDOM_U32, "get_prandom_u32"),
+            (id::GET_SMP_PROCESSOR_ID, "get_smp_processor_id"),
+            (id::TAIL_CALL, "tail_call"),
+            (id::REDIRECT, "redirect"),
+            (id::CSUM_DIFF, "csum_diff"),
+            (id::XDP_ADJUST_HEAD, "xdp_adjust_head"),
+            (id::REDIRECT_MAP, "redirect_map"),
+            (id::XDP_ADJUST_META, "xdp_adjust_meta"),
+            (id::XDP_ADJUST_TAIL, "xdp_adjust_tail"),
+            (id::FIB_LOOKUP, "fib_lookup"),
+            (id::KTIME_GET_BOOT_NS, "ktime_get_boot_ns"),
+            (id::XDP_GET_BUFF_LEN, "xdp_get_buff_len"),
+            (id::XDP_LOAD_BYTES, "xdp_load_bytes"),
+            (id::XDP_STORE_BYTES, "xdp_store_bytes"),
+        ] {
+            assert_eq!(helper_name(n), name, "helper {n}");
+        }
     }
 }

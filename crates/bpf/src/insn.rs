@@ -838,6 +838,23 @@ impl Instruction {
             _ => None,
         }
     }
+
+    /// The slot this jump, `may_goto` or BPF-to-BPF call at `slot` transfers control to (see
+    /// [`relative_target`]); `None` for other instructions.
+    pub fn jump_target(&self, slot: usize) -> Option<i64> {
+        match *self {
+            Instruction::Call(CallTarget::Local(off)) => Some(relative_target(slot, off as i64)),
+            _ => self.jump_offset().map(|off| relative_target(slot, off)),
+        }
+    }
+}
+
+/// The slot that a relative offset `off` in the instruction at `slot` names: `slot + 1 + off`, the
+/// rule of jumps, `may_goto`, BPF-to-BPF calls and function addresses. Signed and wrapping, so
+/// that a bad offset yields an out-of-range slot the caller rejects rather than an overflow.
+#[inline(always)]
+pub fn relative_target(slot: usize, off: i64) -> i64 {
+    (slot as i64).wrapping_add(1).wrapping_add(off)
 }
 
 /// Decodes every instruction of a slot sequence, yielding `(slot index, instruction)`.

@@ -9,6 +9,7 @@
 pub mod asm;
 pub mod btf;
 pub mod disasm;
+pub mod facts;
 pub mod helpers;
 pub mod insn;
 pub mod objdump;

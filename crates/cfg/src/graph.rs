@@ -8,6 +8,7 @@
 
 use std::ops::Range;
 
+use linerate_bpf::insn::relative_target;
 use linerate_bpf::insn::{CallTarget, Imm64, Instruction};
 use linerate_bpf::Program;
 use serde::{Deserialize, Serialize};
@@ -220,11 +221,6 @@ pub struct Cfg {
 /// The disassembly of one instruction, for error messages.
 fn describe(insn: &Instruction) -> String {
     linerate_bpf::disasm::format_instruction(insn, &linerate_bpf::disasm::NoNames)
-}
-
-/// Slot a relative jump, call or function address lands on.
-fn relative_target(slot: usize, offset: i64) -> i64 {
-    slot as i64 + 1 + offset
 }
 
 /// The function extents of `program`, checked to partition its slots into whole instructions.

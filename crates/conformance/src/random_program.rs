@@ -469,8 +469,7 @@ mod tests {
             let slots = linerate_bpf::insn::encode_all(&insns);
             let decoded = linerate_bpf::insn::decode_all(&slots).unwrap();
             for (slot, insn) in decoded {
-                if let Some(off) = insn.jump_offset() {
-                    let target = slot as i64 + 1 + off;
+                if let Some(target) = insn.jump_target(slot) {
                     assert!(
                         (0..slots.len() as i64).contains(&target),
                         "{insn:?} at {slot}"

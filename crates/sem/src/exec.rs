@@ -13,11 +13,7 @@ use linerate_bpf::insn::{
 
 use crate::domain::{BinOp, CmpOp, Domain};
 
-/// Maximum depth of BPF-to-BPF calls, as in the kernel (`MAX_CALL_FRAMES`).
-pub const MAX_CALL_FRAMES: usize = 8;
-
-/// Size of one function's stack frame in bytes (`MAX_BPF_STACK`).
-pub const STACK_FRAME_SIZE: u64 = 512;
+pub use linerate_bpf::facts::limits::{MAX_CALL_FRAMES, STACK_FRAME_SIZE};
 
 /// An instruction the semantics refuses to execute.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -522,9 +518,9 @@ pub fn step<M: Machine>(m: &mut M, pc: usize, insn: &Instruction) -> Result<Flow
     Ok(Flow::Next(pc + insn.slots()))
 }
 
-/// The slot a jump at `pc` with relative offset `off` lands on (wrapping so that a bad offset
-/// yields an out-of-range slot the caller rejects rather than a panic).
+/// The slot a jump at `pc` with relative offset `off` lands on, as a slot index (a bad offset gives
+/// an out-of-range slot the caller rejects).
 #[inline(always)]
-pub fn jump_target(pc: usize, off: i64) -> usize {
-    (pc as i64).wrapping_add(1).wrapping_add(off) as usize
+fn jump_target(pc: usize, off: i64) -> usize {
+    linerate_bpf::insn::relative_target(pc, off) as usize
 }
