@@ -8,7 +8,6 @@ use clap::Args;
 use linerate_cfg::{Cfg, EdgeKind};
 use linerate_cost::trace::entry_blocks;
 use linerate_cost::{Cost, Model, ProgramCost};
-use linerate_vm::trace::{decoded_programs, executed_steps};
 use serde_json::{json, Value};
 
 use crate::output::{emit, table};
@@ -142,9 +141,8 @@ fn packet_paths(
         Some(path) => crate::input::read_maps_file(path, object)?,
         None => Vec::new(),
     };
-    let programs = decoded_programs(object)?;
     let options = linerate_vm::VmOptions {
-        record_path: true,
+        record_steps: true,
         ..Default::default()
     };
     let mut out = Vec::new();
@@ -158,9 +156,7 @@ fn packet_paths(
         let run = vm
             .run(program, packet, &[])
             .with_context(|| format!("{}: packet {i}", file.display()))?;
-        let steps = executed_steps(&programs, program, &run.path)
-            .ok_or_else(|| anyhow!("packet {i}: the interpreter's path record does not fit"))?;
-        let path = match entry_blocks(cfg, &steps) {
+        let path = match entry_blocks(cfg, &run.steps) {
             Some(blocks) => {
                 let c = cost
                     .path_cost(cfg, model, &blocks)

@@ -8,7 +8,6 @@ use clap::Args;
 use linerate_bpf::Object;
 use linerate_cfg::Cfg;
 use linerate_vm::maps::normalize_entries;
-use linerate_vm::trace::{decoded_programs, executed_steps};
 use linerate_vm::{xdp_action_name, Vm, VmOptions};
 use serde_json::{json, Value};
 
@@ -124,7 +123,7 @@ pub fn run(args: &RunArgs) -> Result<()> {
     } else {
         let mut options = VmOptions {
             prandom_seed: args.seed,
-            record_path: true,
+            record_steps: true,
             ..VmOptions::default()
         };
         if let Some(path) = &args.fib {
@@ -355,15 +354,13 @@ fn run_in_vm(
             Cfg::build(p).map_err(|e| anyhow!("{}: program `{}`: {e}", source.display(), p.name))
         })
         .collect::<Result<_>>()?;
-    let programs = decoded_programs(object)?;
     let initial_maps = vm.maps.iter().map(|m| m.entries()).collect();
     let mut results = Vec::new();
     for (i, packet) in packets.iter().enumerate() {
         let out = vm
             .run(program, packet, meta)
             .with_context(|| format!("packet {i}"))?;
-        let blocks = executed_blocks(&cfgs, &programs, program, &out.path)
-            .with_context(|| format!("packet {i}"))?;
+        let blocks = executed_blocks(&cfgs, &out.steps);
         results.push(PacketResult {
             return_value: out.return_value,
             packet: out.packet,
@@ -450,20 +447,13 @@ fn run_in_kernel(
 
 /// The blocks a run entered, in order (a return lands inside its caller's block, which is not
 /// listed again), from the instruction trace of the run.
-fn executed_blocks(
-    cfgs: &[Cfg],
-    programs: &[Vec<(usize, linerate_bpf::insn::Instruction)>],
-    entry: usize,
-    path: &[(usize, usize)],
-) -> Result<Vec<usize>> {
-    let steps = executed_steps(programs, entry, path)
-        .ok_or_else(|| anyhow!("the interpreter's path record does not fit the program"))?;
-    Ok(steps
+fn executed_blocks(cfgs: &[Cfg], steps: &[linerate_vm::trace::Step]) -> Vec<usize> {
+    steps
         .iter()
         .filter_map(|s| {
             let cfg = &cfgs[s.program];
             let b = cfg.block_of(s.slot)?;
             (cfg.blocks()[b].first == s.slot).then_some(b)
         })
-        .collect())
+        .collect()
 }

@@ -1,16 +1,17 @@
-//! The two instantiations of the semantics agree: running a random program over expression trees
-//! and evaluating the final trees under concrete inputs gives exactly what running it over machine
-//! integers gives. Both run on one generic test machine (registers plus one stack frame of byte
-//! cells), so only the domain differs.
+//! The expression-tree instantiation of the semantics agrees with the interpreter: running a random
+//! program body over expression trees (on a small test machine: registers plus one stack frame of
+//! byte cells) and evaluating the final trees under concrete inputs gives exactly the registers and
+//! stack bytes that `linerate_vm` computes when it runs the same body with those inputs.
 
 use std::collections::HashMap;
 use std::rc::Rc;
 
-use linerate_bpf::insn::{AluOp, Imm64, Instruction, Operand, Size, NUM_REGS};
-use linerate_conformance::random_program::{body, Harness};
+use linerate_bpf::insn::{AluOp, Cond, Imm64, Instruction, Operand, Size, NUM_REGS};
+use linerate_conformance::random_program::{body, object, Harness, SCALARS, STACK_BYTES};
 use linerate_sem::exec::{step, Flow, Frame, HelperOutcome, Machine, SemError};
 use linerate_sem::expr::{Expr, ExprDomain};
-use linerate_sem::{BinOp, Concrete, Domain};
+use linerate_sem::{BinOp, Domain};
+use linerate_vm::{Vm, VmOptions};
 use proptest::prelude::*;
 
 const FRAME_POINTER: u64 = 0x1_0000_0000;
@@ -103,13 +104,6 @@ impl<D: Domain> Machine for StackMachine<D> {
             what: "helpers",
         })
     }
-    fn branch(&mut self, _: usize, taken: &D::Bool) -> Result<bool, SemError> {
-        Ok((self.decide)(taken))
-    }
-
-    fn may_goto(&mut self, _: usize) -> Result<bool, SemError> {
-        Ok(false)
-    }
 }
 
 /// Runs a loop-free program to its exit; returns registers r0–r9 and the stack bytes.
@@ -126,11 +120,123 @@ fn run<D: Domain>(mut m: StackMachine<D>, insns: &[Instruction]) -> (Vec<D::Valu
         let insn = slots[pc].expect("jump into the middle of an instruction");
         match step(&mut m, pc, &insn).expect("generated programs execute") {
             Flow::Next(next) => pc = next,
+            Flow::Branch {
+                cond,
+                taken,
+                fallthrough,
+            } => {
+                pc = if (m.decide)(&cond) {
+                    taken
+                } else {
+                    fallthrough
+                }
+            }
+            // Loop-free code never exhausts the loop budget.
+            Flow::LoopBudget { next, .. } => pc = next,
             Flow::Exit => break,
             Flow::TailCall => unreachable!("no helpers"),
         }
     }
     (m.regs[..10].to_vec(), m.stack)
+}
+
+/// Runs `body` (ending in `exit`) in the interpreter with `inputs[r]` in each scalar register `r`
+/// and a zeroed stack; returns the final scalar registers (in [`SCALARS`] order) and the
+/// `STACK_BYTES` bytes below the frame pointer. An XDP wrapper sets the registers from constants
+/// and copies the results into the output packet.
+fn run_in_vm(body_with_exit: &[Instruction], inputs: &[u64; 10]) -> (Vec<u64>, Vec<u8>) {
+    use Instruction::*;
+    let body = &body_with_exit[..body_with_exit.len() - 1];
+    let out_bytes = 8 * SCALARS.len() + STACK_BYTES as usize;
+    let mov = |dst, src| Alu {
+        wide: true,
+        op: AluOp::Mov,
+        dst,
+        src,
+    };
+    let mut prologue = vec![
+        Load {
+            size: Size::W,
+            signed: false,
+            dst: 6,
+            src: 1,
+            off: 0,
+        },
+        Load {
+            size: Size::W,
+            signed: false,
+            dst: 3,
+            src: 1,
+            off: 4,
+        },
+        mov(2, Operand::Reg(6)),
+        Alu {
+            wide: true,
+            op: AluOp::Add,
+            dst: 2,
+            src: Operand::Imm(out_bytes as i32),
+        },
+    ];
+    let mut rest = Vec::new();
+    for k in 1..=STACK_BYTES / 8 {
+        rest.push(Store {
+            size: Size::Dw,
+            dst: 10,
+            off: -8 * k,
+            src: Operand::Imm(0),
+        });
+    }
+    for &r in &SCALARS {
+        rest.push(LoadImm64 {
+            dst: r,
+            imm: Imm64::Const(inputs[r as usize]),
+        });
+    }
+    rest.extend_from_slice(body);
+    for (i, &r) in SCALARS.iter().enumerate() {
+        rest.push(Store {
+            size: Size::Dw,
+            dst: 6,
+            off: 8 * i as i16,
+            src: Operand::Reg(r),
+        });
+    }
+    for k in 0..STACK_BYTES / 8 {
+        rest.push(Load {
+            size: Size::Dw,
+            signed: false,
+            dst: 1,
+            src: 10,
+            off: -STACK_BYTES + 8 * k,
+        });
+        rest.push(Store {
+            size: Size::Dw,
+            dst: 6,
+            off: 8 * SCALARS.len() as i16 + 8 * k,
+            src: Operand::Reg(1),
+        });
+    }
+    rest.push(mov(0, Operand::Imm(2)));
+    rest.push(Exit);
+    let too_short: usize = rest.iter().map(Instruction::slots).sum();
+    prologue.push(Jump {
+        wide: true,
+        cond: Cond::Gt,
+        dst: 2,
+        src: Operand::Reg(3),
+        off: too_short as i16,
+    });
+    prologue.extend(rest);
+    prologue.push(mov(0, Operand::Imm(0)));
+    prologue.push(Exit);
+    let object = object("expr", &prologue);
+    let mut vm = Vm::new(&object, VmOptions::default()).expect("decodes");
+    let out = vm.run(0, &vec![0u8; out_bytes], &[]).expect("runs");
+    assert_eq!(out.return_value, 2, "the wrapper reached its end");
+    let regs = (0..SCALARS.len())
+        .map(|i| u64::from_le_bytes(out.packet[8 * i..8 * i + 8].try_into().expect("8 bytes")))
+        .collect();
+    (regs, out.packet[8 * SCALARS.len()..].to_vec())
 }
 
 proptest! {
@@ -141,18 +247,7 @@ proptest! {
         insns in body(Harness::Bare, 40).prop_map(|mut b| { b.push(Instruction::Exit); b }),
         inputs in proptest::array::uniform10(prop_oneof![any::<u64>(), Just(0u64), Just(u64::MAX), Just(1u64 << 63), 0..300u64]),
     ) {
-        let mut concrete_regs = [0u64; NUM_REGS];
-        concrete_regs[..10].copy_from_slice(&inputs);
-        concrete_regs[10] = FRAME_POINTER;
-        let concrete = StackMachine::<Concrete> {
-            domain: Concrete,
-            regs: concrete_regs,
-            frames: Vec::new(),
-            stack: vec![0; STACK],
-            as_const: |v| Some(*v),
-            decide: Box::new(|b| *b),
-        };
-        let (regs, stack) = run(concrete, &insns);
+        let (regs, stack) = run_in_vm(&insns, &inputs);
 
         let env: HashMap<u32, u64> = (0..10).map(|i| (i, inputs[i as usize])).collect();
         let env_for_branches = env.clone();
@@ -166,11 +261,13 @@ proptest! {
         };
         let (sym_regs, sym_stack) = run(symbolic, &insns);
 
-        for r in 0..10 {
-            prop_assert_eq!(sym_regs[r].eval(&env), regs[r], "r{} differs; tree {:?}", r, sym_regs[r]);
+        for (i, &r) in SCALARS.iter().enumerate() {
+            let r = r as usize;
+            prop_assert_eq!(sym_regs[r].eval(&env), regs[i], "r{} differs; tree {:?}", r, sym_regs[r]);
         }
-        for (i, (s, c)) in sym_stack.iter().zip(&stack).enumerate() {
-            prop_assert_eq!(s.eval(&env), *c, "stack byte {} differs", i);
+        let used = &sym_stack[STACK - STACK_BYTES as usize..];
+        for (i, (s, c)) in used.iter().zip(&stack).enumerate() {
+            prop_assert_eq!(s.eval(&env), *c as u64, "stack byte r10-{} differs", STACK_BYTES as usize - i);
         }
     }
 }

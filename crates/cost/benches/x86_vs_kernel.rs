@@ -13,7 +13,6 @@ use linerate_conformance::examples::load_all;
 use linerate_cost::trace::entry_blocks;
 use linerate_cost::{Model, ProgramCost};
 use linerate_kernel::{check_access, load_object, TestRunInput};
-use linerate_vm::trace::{decoded_programs, executed_steps};
 use linerate_vm::{Vm, VmOptions};
 
 const KERNEL_REPEAT: u32 = 20_000;
@@ -47,14 +46,13 @@ fn main() {
         let program = &example.object.programs[example.entry];
         let cfg = Cfg::build(program).expect("cfg");
         let cost = ProgramCost::new(&example.object, &cfg, &model).expect("x86 prices examples");
-        let programs = decoded_programs(&example.object).expect("decodes");
         let loaded = load_object(&example.object).expect("kernel loads example");
         let (mut predicted, mut measured, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
         for packet in &example.packets {
             let mut vm = Vm::new(
                 &example.object,
                 VmOptions {
-                    record_path: true,
+                    record_steps: true,
                     ..Default::default()
                 },
             )
@@ -64,8 +62,7 @@ fn main() {
                 loaded.update(*map, key, value).expect("seeding");
             }
             let out = vm.run(example.entry, &packet.bytes, &[]).expect("runs");
-            let steps = executed_steps(&programs, example.entry, &out.path).expect("record fits");
-            let Some(blocks) = entry_blocks(&cfg, &steps) else {
+            let Some(blocks) = entry_blocks(&cfg, &out.steps) else {
                 continue;
             };
             let ns = cost.path_cost(&cfg, &model, &blocks).expect("path").0[0] / hz * 1e9;

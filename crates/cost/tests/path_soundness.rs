@@ -13,7 +13,7 @@ use linerate_cost::item::{family_key, map_families, universe};
 use linerate_cost::model::{Component, Device, Gap, GapOrigin, ItemPrice, Limits, ModelFile};
 use linerate_cost::trace::entry_blocks;
 use linerate_cost::{Cost, CostError, Model, ProgramCost};
-use linerate_vm::trace::{decoded_programs, executed_steps, Step};
+use linerate_vm::trace::Step;
 use linerate_vm::{Vm, VmOptions};
 
 fn toy_model() -> Model {
@@ -128,11 +128,10 @@ fn check(example: &Example, model: &Model) -> usize {
         Err(CostError::Unsupported { .. }) => return 0,
         Err(e) => panic!("{}: {e}", example.name()),
     };
-    let programs = decoded_programs(&example.object).unwrap();
     let mut checked = 0;
     for packet in &example.packets {
         let options = VmOptions {
-            record_path: true,
+            record_steps: true,
             ..Default::default()
         };
         let mut vm = Vm::new(&example.object, options).unwrap();
@@ -140,7 +139,7 @@ fn check(example: &Example, model: &Model) -> usize {
             vm.maps[*map].update(key, value, 0);
         }
         let out = vm.run(example.entry, &packet.bytes, &[]).unwrap();
-        let steps = executed_steps(&programs, example.entry, &out.path).expect("record fits");
+        let steps = out.steps;
         let Some(blocks) = entry_blocks(&cfg, &steps) else {
             continue;
         };

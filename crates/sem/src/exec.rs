@@ -33,11 +33,24 @@ pub enum HelperOutcome {
     TailCall,
 }
 
-/// Where execution goes after an instruction.
+/// Where execution goes after an instruction. A conditional jump is reported as data — its
+/// condition and both successors — and each machine decides what to do with it: evaluate it (the
+/// interpreter), follow one side and assume its condition (path-wise symbolic execution, abstract
+/// interpretation), or merge both (a whole-program formula). `B` is the domain's condition type.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Flow {
+pub enum Flow<B> {
     /// Continue at this slot.
     Next(usize),
+    /// A conditional jump: control goes to `taken` where `cond` holds, else to `fallthrough`.
+    Branch {
+        cond: B,
+        taken: usize,
+        fallthrough: usize,
+    },
+    /// A `may_goto`: control goes to `exhausted` once the program's loop budget is used up,
+    /// else to `next`, using up one unit of it. The budget is the machine's: the kernel's is
+    /// `BPF_MAX_LOOPS` per program run (`linerate_bpf::facts::limits::MAX_LOOPS`).
+    LoopBudget { exhausted: usize, next: usize },
     /// The program returned; r0 holds its return value.
     Exit,
     /// A tail call replaced the program (see [`HelperOutcome::TailCall`]).
@@ -85,12 +98,6 @@ pub trait Machine {
     fn map_reference(&mut self, pc: usize, imm: &Imm64) -> Result<Val<Self>, Self::Fault>;
     /// Calls helper `id` with arguments in r1–r5, leaving its result in r0.
     fn call_helper(&mut self, pc: usize, id: u32) -> Result<HelperOutcome, Self::Fault>;
-    /// Decides a conditional branch: whether the jump at `pc` is taken.
-    fn branch(&mut self, pc: usize, taken: &Bool<Self>) -> Result<bool, Self::Fault>;
-    /// Decides the `may_goto` at `pc`: whether the program's loop budget is exhausted (the jump is
-    /// taken); otherwise one unit of it is used up. The budget is the implementation's: the
-    /// kernel's is `BPF_MAX_LOOPS` (8M) per program run, or time-based on some architectures.
-    fn may_goto(&mut self, pc: usize) -> Result<bool, Self::Fault>;
 }
 
 /// The value type of a machine's domain.
@@ -375,7 +382,11 @@ fn atomic<M: Machine>(m: &mut M, pc: usize, insn: AtomicInsn) -> Result<(), M::F
 
 /// Executes the instruction `insn` at slot `pc`.
 #[inline]
-pub fn step<M: Machine>(m: &mut M, pc: usize, insn: &Instruction) -> Result<Flow, M::Fault> {
+pub fn step<M: Machine>(
+    m: &mut M,
+    pc: usize,
+    insn: &Instruction,
+) -> Result<Flow<Bool<M>>, M::Fault> {
     match *insn {
         Instruction::Alu { wide, op, dst, src } => {
             let a = m.reg(dst);
@@ -460,9 +471,10 @@ pub fn step<M: Machine>(m: &mut M, pc: usize, insn: &Instruction) -> Result<Flow
         }
         Instruction::Ja { off, .. } => return Ok(Flow::Next(jump_target(pc, off as i64))),
         Instruction::MayGoto { off } => {
-            if m.may_goto(pc)? {
-                return Ok(Flow::Next(jump_target(pc, off as i64)));
-            }
+            return Ok(Flow::LoopBudget {
+                exhausted: jump_target(pc, off as i64),
+                next: pc + 1,
+            })
         }
         Instruction::Jump {
             wide,
@@ -473,10 +485,11 @@ pub fn step<M: Machine>(m: &mut M, pc: usize, insn: &Instruction) -> Result<Flow
         } => {
             let a = m.reg(dst);
             let b = m.operand(src);
-            let c = condition(m, wide, cond, &a, &b);
-            if m.branch(pc, &c)? {
-                return Ok(Flow::Next(jump_target(pc, off as i64)));
-            }
+            return Ok(Flow::Branch {
+                cond: condition(m, wide, cond, &a, &b),
+                taken: jump_target(pc, off as i64),
+                fallthrough: pc + 1,
+            });
         }
         Instruction::Call(CallTarget::Helper(id)) => {
             if m.call_helper(pc, id)? == HelperOutcome::TailCall {

@@ -15,6 +15,7 @@ use linerate_sem::Concrete;
 use crate::error::VmError;
 use crate::helpers::{self, FibRoute};
 use crate::maps::MapState;
+use crate::trace::Step;
 use crate::memory::{
     pointer, split, PacketBuffer, CTX_REGION, MAP_HANDLE_REGION, MAP_VALUE_REGION, PACKET_REGION,
     STACK_REGION,
@@ -42,8 +43,8 @@ pub struct VmOptions {
     pub fib: Vec<FibRoute>,
     /// Executed instructions after which a run is stopped.
     pub max_instructions: u64,
-    /// Whether to record the control-flow path of each run.
-    pub record_path: bool,
+    /// Whether to record every executed instruction of each run ([`RunOutcome::steps`]).
+    pub record_steps: bool,
 }
 
 impl Default for VmOptions {
@@ -56,7 +57,7 @@ impl Default for VmOptions {
             ktime_step_ns: 1_000,
             fib: Vec::new(),
             max_instructions: 10_000_000,
-            record_path: false,
+            record_steps: false,
         }
     }
 }
@@ -90,9 +91,8 @@ pub struct RunOutcome {
     pub instructions: u64,
     /// The program that returned (differs from the entry after tail calls).
     pub final_program: usize,
-    /// With [`VmOptions::record_path`]: every `(program, slot)` where execution entered a
-    /// program or a jump, branch, call or return transferred control.
-    pub path: Vec<(usize, usize)>,
+    /// With [`VmOptions::record_steps`]: every executed instruction, in order, across tail calls.
+    pub steps: Vec<Step>,
     /// The redirect target set by the last redirect helper.
     pub redirect: Option<Redirect>,
     /// Lines written by `bpf_trace_printk`.
@@ -261,9 +261,8 @@ pub(crate) struct Execution<'v> {
     loop_budget: u64,
 }
 
-/// The `may_goto` budget of one program run, as the kernel's `BPF_MAX_LOOPS` (the x86-64 kernel
-/// since 6.14 counts time instead; budgets only matter to loops that exhaust them).
-pub const LOOP_BUDGET: u64 = 8 * 1024 * 1024;
+/// The `may_goto` budget of one program run.
+const LOOP_BUDGET: u64 = linerate_bpf::facts::limits::MAX_LOOPS;
 
 /// What a pointer points into, with the offset inside.
 #[derive(Clone, Copy, Debug)]
@@ -284,12 +283,9 @@ impl Execution<'_> {
 
     fn run_to_exit(&mut self) -> Result<RunOutcome, Box<VmError>> {
         self.entry_registers();
-        let record = self.vm.options.record_path;
+        let record = self.vm.options.record_steps;
         let limit = self.vm.options.max_instructions;
-        let mut path = Vec::new();
-        if record {
-            path.push((self.program, 0));
-        }
+        let mut steps = Vec::new();
         let mut executed: u64 = 0;
         let mut pc = 0usize;
         let mut slots = Rc::clone(&self.vm.programs[self.program].slots);
@@ -307,42 +303,57 @@ impl Execution<'_> {
             if executed > limit {
                 return Err(Box::new(VmError::InstructionLimit { limit }));
             }
-            match step(self, pc, &insn).map_err(|e| e.in_program(&self.program_name()))? {
-                Flow::Next(next) => {
-                    let transfers = matches!(
-                        insn,
-                        Instruction::Jump { .. }
-                            | Instruction::MayGoto { .. }
-                            | Instruction::Ja { .. }
-                            | Instruction::Call(linerate_bpf::insn::CallTarget::Local(_))
-                            | Instruction::Exit
-                    );
-                    if record && transfers {
-                        path.push((self.program, next));
+            let program = self.program;
+            let flow = step(self, pc, &insn).map_err(|e| e.in_program(&self.program_name()))?;
+            let (next, taken) = match flow {
+                Flow::Next(next) => (next, None),
+                Flow::Branch {
+                    cond,
+                    taken,
+                    fallthrough,
+                } => (
+                    if cond { taken } else { fallthrough },
+                    Some(cond && taken != fallthrough),
+                ),
+                Flow::LoopBudget { exhausted, next } => {
+                    let out = self.loop_budget == 0;
+                    if !out {
+                        self.loop_budget -= 1;
                     }
-                    pc = next;
+                    (
+                        if out { exhausted } else { next },
+                        Some(out && exhausted != next),
+                    )
                 }
                 Flow::Exit => {
+                    if record {
+                        steps.push(Step::new(program, pc, None));
+                    }
                     return Ok(RunOutcome {
                         return_value: self.regs[0] & 0xffff_ffff,
                         packet: Vec::new(),
                         meta: Vec::new(),
                         instructions: executed,
                         final_program: self.program,
-                        path,
+                        steps,
                         redirect: None,
                         trace: Vec::new(),
-                    })
+                    });
                 }
                 Flow::TailCall => {
+                    if record {
+                        steps.push(Step::new(program, pc, None));
+                    }
                     self.entry_registers();
                     pc = 0;
                     slots = Rc::clone(&self.vm.programs[self.program].slots);
-                    if record {
-                        path.push((self.program, 0));
-                    }
+                    continue;
                 }
+            };
+            if record {
+                steps.push(Step::new(program, pc, taken));
             }
+            pc = next;
         }
     }
 
@@ -628,19 +639,5 @@ impl Machine for Execution<'_> {
 
     fn call_helper(&mut self, pc: usize, id: u32) -> Result<HelperOutcome, Box<VmError>> {
         helpers::call(self, pc, id)
-    }
-
-    #[inline(always)]
-    fn branch(&mut self, _pc: usize, taken: &bool) -> Result<bool, Box<VmError>> {
-        Ok(*taken)
-    }
-
-    #[inline(always)]
-    fn may_goto(&mut self, _pc: usize) -> Result<bool, Box<VmError>> {
-        if self.loop_budget == 0 {
-            return Ok(true);
-        }
-        self.loop_budget -= 1;
-        Ok(false)
     }
 }
