@@ -63,6 +63,26 @@ pub trait Domain {
     fn not(&mut self, c: &Self::Bool) -> Self::Bool;
     /// `if c { a } else { b }`.
     fn ite(&mut self, c: &Self::Bool, a: &Self::Value, b: &Self::Value) -> Self::Value;
+
+    /// The condition `b`. Derived from the primitives; a domain may do better.
+    fn truth(&mut self, b: bool) -> Self::Bool {
+        let zero = self.constant(0);
+        let other = self.constant(u64::from(!b));
+        self.compare(CmpOp::Eq, &zero, &other)
+    }
+    /// `a && b`. Derived from the primitives; a domain may do better.
+    fn and(&mut self, a: &Self::Bool, b: &Self::Bool) -> Self::Bool {
+        let (one, zero) = (self.constant(1), self.constant(0));
+        let b_value = self.ite(b, &one, &zero);
+        let both = self.ite(a, &b_value, &zero);
+        self.compare(CmpOp::Eq, &both, &one)
+    }
+    /// `a || b`. Derived from the primitives; a domain may do better.
+    fn or(&mut self, a: &Self::Bool, b: &Self::Bool) -> Self::Bool {
+        let (not_a, not_b) = (self.not(a), self.not(b));
+        let neither = self.and(&not_a, &not_b);
+        self.not(&neither)
+    }
 }
 
 /// Machine integers: the domain of the interpreter.
@@ -136,5 +156,17 @@ impl Domain for Concrete {
         } else {
             *b
         }
+    }
+
+    fn truth(&mut self, b: bool) -> bool {
+        b
+    }
+
+    fn and(&mut self, a: &bool, b: &bool) -> bool {
+        *a && *b
+    }
+
+    fn or(&mut self, a: &bool, b: &bool) -> bool {
+        *a || *b
     }
 }

@@ -22,6 +22,14 @@ pub enum SemError {
     Unsupported { pc: usize, what: &'static str },
     #[error("call stack deeper than {MAX_CALL_FRAMES} frames at insn {pc}")]
     CallDepth { pc: usize },
+    #[error("unsupported helper {id} ({}) at insn {pc}", linerate_bpf::helpers::helper_name(*id))]
+    UnsupportedHelper { pc: usize, id: u32 },
+    #[error("bad argument to helper {helper} ({}) at insn {pc}: {reason}", linerate_bpf::helpers::helper_name(*helper))]
+    BadHelperArgument {
+        pc: usize,
+        helper: u32,
+        reason: &'static str,
+    },
 }
 
 /// What a helper call did to control flow.

@@ -68,6 +68,24 @@ impl VmError {
     /// Names the program in errors raised by the semantics, which does not know it.
     pub(crate) fn in_program(self, name: &str) -> VmError {
         match self {
+            VmError::Semantics {
+                source: SemError::UnsupportedHelper { pc, id },
+                ..
+            } => VmError::UnsupportedHelper {
+                program: name.to_string(),
+                pc,
+                id,
+                name: linerate_bpf::helpers::helper_name(id),
+            },
+            VmError::Semantics {
+                source: SemError::BadHelperArgument { pc, helper, reason },
+                ..
+            } => VmError::BadHelperArgument {
+                program: name.to_string(),
+                pc,
+                helper,
+                reason: reason.to_string(),
+            },
             VmError::Semantics { program, source } if program.is_empty() => VmError::Semantics {
                 program: name.to_string(),
                 source,

@@ -1,30 +1,18 @@
-//! The kernel helpers the interpreter provides to XDP programs.
+//! The environment the interpreter gives helpers: what `linerate_sem::helpers` leaves to a machine.
 //!
-//! Each helper reads its arguments from r1–r5 and leaves its result in r0, with the kernel's return
-//! conventions (negative errno on failure, XDP actions from the redirect helpers). Anything not
-//! listed in [`call`] is refused with an "unsupported helper" error naming the helper and the
-//! instruction, never silently ignored.
+//! What each helper does is defined once, in `linerate_sem::helpers`; this file supplies the
+//! concrete world it acts on — the map store ([`crate::maps`]), the packet buffer, the clock and
+//! random source of [`crate::VmOptions`], the routing table ([`FibRoute`]), and the records of
+//! redirects and `bpf_trace_printk` lines. Every condition a helper asks about is decided by
+//! evaluating it.
 
-use linerate_bpf::helpers::helper_name;
-use linerate_bpf::MapType;
+use linerate_bpf::program::MapDef;
+use linerate_sem::helpers::{FibAnswer, HelperMachine, PacketBounds, RedirectTo, Source};
 use linerate_sem::HelperOutcome;
 
 use crate::error::VmError;
-use crate::machine::{Execution, Redirect, MAX_TAIL_CALLS};
-use crate::maps::EINVAL;
-
-/// `XDP_ABORTED`, `XDP_REDIRECT`.
-const XDP_ABORTED: u64 = 0;
-const XDP_REDIRECT: u64 = 4;
-/// `EFAULT`.
-const EFAULT: i64 = 14;
-/// Size of the kernel's csum_diff scratch buffer (`MAX_BPF_STACK`).
-const CSUM_DIFF_MAX: u64 = 512;
-/// `struct bpf_fib_lookup` size and `BPF_FIB_LKUP_RET_NOT_FWDED`.
-const FIB_PARAMS_SIZE: usize = 64;
-const FIB_NOT_FORWARDED: u64 = 4;
-const AF_INET: u8 = 2;
-const AF_INET6: u8 = 10;
+use crate::machine::{Execution, Redirect};
+use crate::memory::{pointer, PACKET_REGION};
 
 /// A route `bpf_fib_lookup` returns: destinations within `prefix/prefix_len` leave through
 /// `ifindex` with the given MAC addresses.
@@ -40,229 +28,189 @@ pub struct FibRoute {
 }
 
 /// Helpers the interpreter implements, by number.
-pub const SUPPORTED: &[u32] = &[
-    1, 2, 3, 5, 6, 7, 8, 12, 23, 28, 44, 51, 54, 65, 69, 125, 188, 189, 190,
-];
+pub const SUPPORTED: &[u32] = linerate_sem::helpers::SUPPORTED;
 
-/// Calls helper `id` for the instruction at `pc`.
-pub(crate) fn call(
-    x: &mut Execution<'_>,
-    pc: usize,
-    id: u32,
-) -> Result<HelperOutcome, Box<VmError>> {
-    let [_, r1, r2, r3, r4, r5, ..] = x.regs;
-    let ret: u64 = match id {
-        1 => {
-            let map = x.map_of_handle(pc, id, r1)?;
-            let key = x.read_bytes(pc, r2, x.vm.maps[map].def.key_size as usize)?;
-            match x.vm.maps[map].lookup(&key) {
-                Some(slot) => x.value_pointer(map, slot),
-                None => 0,
-            }
-        }
-        2 => {
-            let map = x.map_of_handle(pc, id, r1)?;
-            let def = &x.vm.maps[map].def;
-            let (key_size, value_size) = (def.key_size as usize, def.value_size as usize);
-            let key = x.read_bytes(pc, r2, key_size)?;
-            let value = x.read_bytes(pc, r3, value_size)?;
-            x.vm.maps[map].update(&key, &value, r4) as u64
-        }
-        3 => {
-            let map = x.map_of_handle(pc, id, r1)?;
-            let key = x.read_bytes(pc, r2, x.vm.maps[map].def.key_size as usize)?;
-            x.vm.maps[map].delete(&key) as u64
-        }
-        5 | 125 => x.vm.next_ktime(),
-        6 => trace_printk(x, pc, r1, r2, [r3, r4, r5])?,
-        7 => x.vm.next_prandom() as u64,
-        8 => 0,
-        12 => {
-            let map = x.map_of_handle(pc, id, r2)?;
-            if x.vm.maps[map].def.map_type != MapType::PROG_ARRAY {
-                return Err(Box::new(bad_argument(
-                    x,
-                    pc,
-                    id,
-                    "map is not a program array",
-                )));
-            }
-            if x.tail_calls < MAX_TAIL_CALLS {
-                let slot = x.vm.maps[map].lookup(&(r3 as u32).to_le_bytes());
-                if let Some(slot) = slot {
-                    let target = read_u32(x.vm.maps[map].value(slot)) as usize;
-                    if target < x.vm.object().programs.len() {
-                        x.tail_calls += 1;
-                        x.program = target;
-                        return Ok(HelperOutcome::TailCall);
-                    }
-                }
-            }
-            // A failed tail call falls through to the next instruction.
-            0
-        }
-        23 => {
-            if r2 != 0 {
-                XDP_ABORTED
-            } else {
-                x.redirect = Some(Redirect::Ifindex(r1 as u32));
-                XDP_REDIRECT
-            }
-        }
-        28 => csum_diff(x, pc, r1, r2, r3, r4, r5)?,
-        44 => x.scratch.packet.adjust_head(r2 as i32 as i64) as u64,
-        51 => {
-            let map = x.map_of_handle(pc, id, r1)?;
-            redirect_map(x, map, r2 as u32, r3)
-        }
-        54 => x.scratch.packet.adjust_meta(r2 as i32 as i64) as u64,
-        65 => x.scratch.packet.adjust_tail(r2 as i32 as i64) as u64,
-        69 => fib_lookup(x, pc, r2, r3)?,
-        188 => (x.scratch.packet.data_end - x.scratch.packet.data) as u64,
-        189 | 190 => {
-            let (offset, len) = (r2 as u32 as usize, r4 as u32 as usize);
-            let start = x.scratch.packet.data + offset;
-            if len == 0 || start + len > x.scratch.packet.data_end {
-                (-EFAULT) as u64
-            } else if id == 189 {
-                let bytes = x.scratch.packet.buf[start..start + len].to_vec();
-                x.write_bytes(pc, r3, &bytes)?;
-                0
-            } else {
-                let bytes = x.read_bytes(pc, r3, len)?;
-                x.scratch.packet.buf[start..start + len].copy_from_slice(&bytes);
-                0
-            }
-        }
-        _ => {
-            return Err(Box::new(VmError::UnsupportedHelper {
-                program: x.program_name(),
-                pc,
-                id,
-                name: helper_name(id),
-            }))
-        }
-    };
-    x.regs[0] = ret;
-    Ok(HelperOutcome::Return)
+/// Bytes of `values` (each the value of one byte).
+fn to_bytes(values: &[u64]) -> Vec<u8> {
+    values.iter().map(|v| *v as u8).collect()
 }
 
-fn bad_argument(x: &Execution<'_>, pc: usize, helper: u32, reason: &str) -> VmError {
-    VmError::BadHelperArgument {
-        program: x.program_name(),
-        pc,
-        helper,
-        reason: reason.to_string(),
-    }
+fn from_bytes(bytes: &[u8]) -> Vec<u64> {
+    bytes.iter().map(|b| u64::from(*b)).collect()
 }
 
-fn read_u32(bytes: &[u8]) -> u32 {
-    let mut word = [0u8; 4];
-    let n = bytes.len().min(4);
-    word[..n].copy_from_slice(&bytes[..n]);
-    u32::from_le_bytes(word)
-}
+impl HelperMachine for Execution<'_> {
+    fn constant_of(&mut self, value: &u64) -> Option<u64> {
+        Some(*value)
+    }
 
-/// `bpf_redirect_map`: `XDP_REDIRECT` if the entry exists, else the action in the low flag bits.
-fn redirect_map(x: &mut Execution<'_>, map: usize, key: u32, flags: u64) -> u64 {
-    const ACTION_MASK: u64 = 3;
-    const BROADCAST: u64 = 1 << 3;
-    const EXCLUDE_INGRESS: u64 = 1 << 4;
-    let map_type = x.vm.maps[map].def.map_type;
-    let flag_mask = if matches!(map_type, MapType::DEVMAP | MapType::DEVMAP_HASH) {
-        BROADCAST | EXCLUDE_INGRESS
-    } else {
-        0
-    };
-    if flags & !(ACTION_MASK | flag_mask) != 0 {
-        return XDP_ABORTED;
+    fn unknown(&mut self, pc: usize) -> Result<u64, Box<VmError>> {
+        Err(Box::new(VmError::MemoryFault {
+            program: self.program_name(),
+            pc,
+            what: "a helper result the interpreter cannot compute".into(),
+        }))
     }
-    if flags & BROADCAST != 0 || x.vm.maps[map].lookup(&key.to_le_bytes()).is_some() {
-        x.redirect = Some(Redirect::Map { map, key });
-        XDP_REDIRECT
-    } else {
-        flags & ACTION_MASK
-    }
-}
 
-/// `bpf_csum_diff`: the 32-bit one's-complement sum of `seed`, the complemented `from` words and
-/// the `to` words, folded to 32 bits as the kernel's `csum_partial` does.
-fn csum_diff(
-    x: &mut Execution<'_>,
-    pc: usize,
-    from: u64,
-    from_size: u64,
-    to: u64,
-    to_size: u64,
-    seed: u64,
-) -> Result<u64, Box<VmError>> {
-    let from_size = from_size as u32 as u64;
-    let to_size = to_size as u32 as u64;
-    if (from_size | to_size) & 3 != 0 || from_size + to_size > CSUM_DIFF_MAX {
-        return Ok((-EINVAL) as u64);
+    #[inline]
+    fn decide(&mut self, _pc: usize, cond: &bool) -> Result<bool, Box<VmError>> {
+        Ok(*cond)
     }
-    let from_bytes = if from_size > 0 {
-        x.read_bytes(pc, from, from_size as usize)?
-    } else {
-        Vec::new()
-    };
-    let to_bytes = if to_size > 0 {
-        x.read_bytes(pc, to, to_size as usize)?
-    } else {
-        Vec::new()
-    };
-    let mut sum = seed as u32 as u64;
-    for word in from_bytes.chunks_exact(4) {
-        sum += !read_u32(word) as u64;
-    }
-    for word in to_bytes.chunks_exact(4) {
-        sum += read_u32(word) as u64;
-    }
-    Ok(fold_to_32(sum))
-}
 
-/// Folds a 64-bit sum of 32-bit words into a 32-bit one's-complement sum.
-fn fold_to_32(mut sum: u64) -> u64 {
-    while sum >> 32 != 0 {
-        sum = (sum & 0xffff_ffff) + (sum >> 32);
+    fn byte_count(
+        &mut self,
+        _pc: usize,
+        _helper: u32,
+        size: &u64,
+        max: u64,
+    ) -> Result<u64, Box<VmError>> {
+        Ok((*size).min(max))
     }
-    sum
-}
 
-/// `bpf_fib_lookup` against [`crate::VmOptions::fib`]: longest-prefix match on the destination.
-fn fib_lookup(
-    x: &mut Execution<'_>,
-    pc: usize,
-    params: u64,
-    len: u64,
-) -> Result<u64, Box<VmError>> {
-    if (len as usize) < FIB_PARAMS_SIZE {
-        return Ok((-EINVAL) as u64);
+    fn read_bytes(&mut self, pc: usize, addr: &u64, len: u64) -> Result<Vec<u64>, Box<VmError>> {
+        Ok(from_bytes(&self.read_memory(pc, *addr, len as usize)?))
     }
-    let mut p = x.read_bytes(pc, params, FIB_PARAMS_SIZE)?;
-    let (ipv6, addr_len) = match p[0] {
-        AF_INET => (false, 4),
-        AF_INET6 => (true, 16),
-        _ => return Ok((-97i64) as u64), // EAFNOSUPPORT
-    };
-    let dst = &p[32..32 + addr_len];
-    let best =
-        x.vm.options
+
+    fn write_bytes(&mut self, pc: usize, addr: &u64, bytes: &[u64]) -> Result<(), Box<VmError>> {
+        self.write_memory(pc, *addr, &to_bytes(bytes))
+    }
+
+    fn map_of(&mut self, pc: usize, helper: u32, handle: &u64) -> Result<usize, Box<VmError>> {
+        self.map_of_handle(pc, helper, *handle)
+    }
+
+    fn map_def(&self, map: usize) -> &MapDef {
+        &self.vm.maps[map].def
+    }
+
+    fn map_lookup(&mut self, _pc: usize, map: usize, key: &[u64]) -> Result<u64, Box<VmError>> {
+        Ok(match self.vm.maps[map].lookup(&to_bytes(key)) {
+            Some(slot) => self.value_pointer(map, slot),
+            None => 0,
+        })
+    }
+
+    fn map_update(
+        &mut self,
+        _pc: usize,
+        map: usize,
+        key: &[u64],
+        value: &[u64],
+        flags: &u64,
+    ) -> Result<u64, Box<VmError>> {
+        Ok(self.vm.maps[map].update(&to_bytes(key), &to_bytes(value), *flags) as u64)
+    }
+
+    fn map_delete(&mut self, _pc: usize, map: usize, key: &[u64]) -> Result<u64, Box<VmError>> {
+        Ok(self.vm.maps[map].delete(&to_bytes(key)) as u64)
+    }
+
+    fn packet_bounds(&mut self) -> PacketBounds<u64> {
+        let p = &self.scratch.packet;
+        PacketBounds {
+            data_meta: p.data_meta as u64,
+            data: p.data as u64,
+            data_end: p.data_end as u64,
+        }
+    }
+
+    fn set_packet_bounds(
+        &mut self,
+        _pc: usize,
+        bounds: PacketBounds<u64>,
+    ) -> Result<(), Box<VmError>> {
+        self.scratch.packet.set_bounds(
+            bounds.data_meta as usize,
+            bounds.data as usize,
+            bounds.data_end as usize,
+        );
+        Ok(())
+    }
+
+    fn packet_pointer(&mut self, offset: &u64) -> u64 {
+        pointer(PACKET_REGION, *offset)
+    }
+
+    fn source(&mut self, _pc: usize, source: Source) -> Result<u64, Box<VmError>> {
+        Ok(match source {
+            Source::MonotonicNs | Source::BootNs => self.vm.next_ktime(),
+            Source::Random32 => self.vm.next_prandom() as u64,
+            // BPF_PROG_TEST_RUN runs the program on the CPU it is called from; the kernel runner
+            // pins itself to CPU 0.
+            Source::ProcessorId => 0,
+        })
+    }
+
+    fn tail_calls_made(&mut self) -> u32 {
+        self.tail_calls
+    }
+
+    fn tail_call(
+        &mut self,
+        _pc: usize,
+        go: &bool,
+        _map: usize,
+        program: &u64,
+    ) -> Result<HelperOutcome, Box<VmError>> {
+        let target = *program as usize;
+        if !*go || target >= self.vm.object().programs.len() {
+            return Ok(HelperOutcome::Return);
+        }
+        self.tail_calls += 1;
+        self.program = target;
+        Ok(HelperOutcome::TailCall)
+    }
+
+    fn redirect(&mut self, _pc: usize, to: RedirectTo<u64>) -> Result<(), Box<VmError>> {
+        self.redirect = Some(match to {
+            RedirectTo::Ifindex(ifindex) => Redirect::Ifindex(ifindex as u32),
+            RedirectTo::Map { map, key } => Redirect::Map {
+                map,
+                key: key as u32,
+            },
+        });
+        Ok(())
+    }
+
+    fn fib_route(
+        &mut self,
+        _pc: usize,
+        ipv6: bool,
+        dst: &[u64],
+    ) -> Result<FibAnswer<u64, bool>, Box<VmError>> {
+        let dst = to_bytes(dst);
+        let best = self
+            .vm
+            .options
             .fib
             .iter()
-            .filter(|r| r.ipv6 == ipv6 && prefix_matches(&r.prefix[..addr_len], dst, r.prefix_len))
-            .max_by_key(|r| r.prefix_len)
-            .cloned();
-    let Some(route) = best else {
-        return Ok(FIB_NOT_FORWARDED);
-    };
-    p[8..12].copy_from_slice(&route.ifindex.to_le_bytes());
-    p[52..58].copy_from_slice(&route.smac);
-    p[58..64].copy_from_slice(&route.dmac);
-    x.write_bytes(pc, params, &p)?;
-    Ok(0)
+            .filter(|r| {
+                r.ipv6 == ipv6 && prefix_matches(&r.prefix[..dst.len()], &dst, r.prefix_len)
+            })
+            .max_by_key(|r| r.prefix_len);
+        let widen = |mac: &[u8; 6]| mac.map(u64::from);
+        Ok(match best {
+            Some(route) => FibAnswer {
+                found: true,
+                ifindex: u64::from(route.ifindex),
+                smac: widen(&route.smac),
+                dmac: widen(&route.dmac),
+            },
+            None => FibAnswer {
+                found: false,
+                ifindex: 0,
+                smac: [0; 6],
+                dmac: [0; 6],
+            },
+        })
+    }
+
+    fn trace(&mut self, _pc: usize, line: String) {
+        self.trace.push(line);
+    }
 }
 
+/// Whether the first `bits` bits of `prefix` and `addr` agree.
 fn prefix_matches(prefix: &[u8], addr: &[u8], bits: u8) -> bool {
     (0..bits as usize).all(|bit| {
         let mask = 0x80u8 >> (bit % 8);
@@ -271,88 +219,4 @@ fn prefix_matches(prefix: &[u8], addr: &[u8], bits: u8) -> bool {
             _ => false,
         }
     })
-}
-
-/// `bpf_trace_printk`: formats with up to three arguments and records the line; returns the
-/// number of bytes written as the kernel does.
-fn trace_printk(
-    x: &mut Execution<'_>,
-    pc: usize,
-    fmt: u64,
-    fmt_size: u64,
-    args: [u64; 3],
-) -> Result<u64, Box<VmError>> {
-    let fmt_size = fmt_size as u32 as usize;
-    let bytes = x.read_bytes(pc, fmt, fmt_size)?;
-    let Some(end) = bytes.iter().position(|b| *b == 0) else {
-        return Ok((-EINVAL) as u64);
-    };
-    let fmt = String::from_utf8_lossy(&bytes[..end]).into_owned();
-    let text = format_printk(&fmt, &args);
-    let len = text.len() as u64;
-    x.trace.push(text.trim_end_matches('\n').to_string());
-    Ok(len)
-}
-
-/// A small printf for the conversions BPF programs use: `%d %i %u %x %X %c %p %%` with `l`/`ll`
-/// and `h` modifiers.
-fn format_printk(fmt: &str, args: &[u64; 3]) -> String {
-    let mut out = String::new();
-    let mut next_arg = args.iter();
-    let mut chars = fmt.chars().peekable();
-    while let Some(c) = chars.next() {
-        if c != '%' {
-            out.push(c);
-            continue;
-        }
-        let mut longs = 0;
-        while let Some(&m) = chars.peek() {
-            match m {
-                'l' => longs += 1,
-                'h' | 'z' => {}
-                _ => break,
-            }
-            chars.next();
-        }
-        let Some(conv) = chars.next() else { break };
-        if conv == '%' {
-            out.push('%');
-            continue;
-        }
-        let v = next_arg.next().copied().unwrap_or(0);
-        let v = if longs == 0 { v as u32 as u64 } else { v };
-        match conv {
-            'd' | 'i' if longs == 0 => out.push_str(&(v as u32 as i32).to_string()),
-            'd' | 'i' => out.push_str(&(v as i64).to_string()),
-            'u' => out.push_str(&v.to_string()),
-            'x' => out.push_str(&format!("{v:x}")),
-            'X' => out.push_str(&format!("{v:X}")),
-            'c' => out.push(char::from(v as u8)),
-            'p' => out.push_str(&format!("{v:#x}")),
-            other => {
-                out.push('%');
-                out.push(other);
-            }
-        }
-    }
-    out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn printk_formats_common_conversions() {
-        assert_eq!(
-            format_printk("a=%d b=%llu c=%x %%\n", &[(-5i64) as u64, 7, 255]),
-            "a=-5 b=7 c=ff %\n"
-        );
-    }
-
-    #[test]
-    fn csum_fold_carries_around() {
-        assert_eq!(fold_to_32(0xffff_ffff + 2), 2);
-        assert_eq!(fold_to_32(0x1_0000_0000), 1);
-    }
 }

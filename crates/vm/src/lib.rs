@@ -16,4 +16,4 @@ pub mod trace;
 
 pub use error::VmError;
 pub use helpers::FibRoute;
-pub use machine::{xdp_action_name, Redirect, RunOutcome, Vm, VmOptions, MAX_TAIL_CALLS};
+pub use machine::{xdp_action_name, Redirect, RunOutcome, Vm, VmOptions};

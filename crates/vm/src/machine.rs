@@ -13,19 +13,16 @@ use linerate_sem::exec::{step, Flow, Frame, HelperOutcome, Machine, SemError, MA
 use linerate_sem::Concrete;
 
 use crate::error::VmError;
-use crate::helpers::{self, FibRoute};
+use crate::helpers::FibRoute;
 use crate::maps::MapState;
-use crate::trace::Step;
 use crate::memory::{
     pointer, split, PacketBuffer, CTX_REGION, MAP_HANDLE_REGION, MAP_VALUE_REGION, PACKET_REGION,
     STACK_REGION,
 };
+use crate::trace::Step;
 
 /// Bytes of one function's stack frame.
 const FRAME_BYTES: usize = linerate_sem::exec::STACK_FRAME_SIZE as usize;
-
-/// Tail calls allowed per packet (`MAX_TAIL_CALL_CNT`).
-pub const MAX_TAIL_CALLS: u32 = 33;
 
 /// Settings of the environment a program runs in.
 #[derive(Clone, Debug)]
@@ -100,16 +97,7 @@ pub struct RunOutcome {
 }
 
 /// The name of an XDP action.
-pub fn xdp_action_name(action: u64) -> &'static str {
-    match action {
-        0 => "XDP_ABORTED",
-        1 => "XDP_DROP",
-        2 => "XDP_PASS",
-        3 => "XDP_TX",
-        4 => "XDP_REDIRECT",
-        _ => "XDP_UNKNOWN",
-    }
-}
+pub use linerate_bpf::facts::xdp::action_name as xdp_action_name;
 
 /// The interpreter for one object.
 #[derive(Clone, Debug)]
@@ -437,7 +425,7 @@ impl Execution<'_> {
     }
 
     /// Reads `len` bytes at `addr` (for helpers).
-    pub(crate) fn read_bytes(
+    pub(crate) fn read_memory(
         &self,
         pc: usize,
         addr: u64,
@@ -453,7 +441,7 @@ impl Execution<'_> {
     }
 
     /// Writes `bytes` at `addr` (for helpers).
-    pub(crate) fn write_bytes(
+    pub(crate) fn write_memory(
         &mut self,
         pc: usize,
         addr: u64,
@@ -611,7 +599,7 @@ impl Machine for Execution<'_> {
     ) -> Result<(), Box<VmError>> {
         let len = size.bytes() as usize;
         let bytes = value.to_le_bytes();
-        self.write_bytes(pc, *addr, &bytes[..len])
+        self.write_memory(pc, *addr, &bytes[..len])
     }
 
     fn map_reference(&mut self, pc: usize, imm: &Imm64) -> Result<u64, Box<VmError>> {
@@ -638,6 +626,6 @@ impl Machine for Execution<'_> {
     }
 
     fn call_helper(&mut self, pc: usize, id: u32) -> Result<HelperOutcome, Box<VmError>> {
-        helpers::call(self, pc, id)
+        linerate_sem::helpers::call(self, pc, id)
     }
 }

@@ -38,23 +38,16 @@ pub fn split(addr: u64) -> (u64, u64) {
     (addr >> 32, addr & 0xffff_ffff)
 }
 
-/// Layout of the test_run packet buffer (net/bpf/test_run.c, include/net/xdp.h).
+/// The layout of the test_run packet buffer ([`linerate_bpf::facts::test_run_buffer`]) in
+/// `usize` for indexing.
 pub mod layout {
-    /// Bytes of one page, the size of the whole buffer (`frame_sz`).
-    pub const FRAME_SIZE: usize = 4096;
-    /// `XDP_PACKET_HEADROOM`: bytes before the packet data.
-    pub const HEADROOM: usize = 256;
-    /// `SKB_DATA_ALIGN(sizeof(struct skb_shared_info))`: bytes reserved at the end of the buffer.
-    pub const SHARED_INFO: usize = 320;
-    /// `sizeof(struct xdp_frame)`: bytes at the start of the buffer the program may not reach.
-    pub const XDP_FRAME: usize = 40;
-    /// `ETH_HLEN`: the smallest packet `adjust_head`/`adjust_tail` leave.
-    pub const ETH_HLEN: usize = 14;
-    /// Largest metadata area: everything between the frame header and the data (this kernel has
-    /// no separate cap; `xdp_metalen_invalid` only demands a multiple of 4).
-    pub const MAX_META: usize = HEADROOM - XDP_FRAME;
-    /// Largest packet a single buffer holds.
-    pub const MAX_DATA: usize = FRAME_SIZE - HEADROOM - SHARED_INFO;
+    use linerate_bpf::facts::test_run_buffer as facts;
+
+    pub const FRAME_SIZE: usize = facts::FRAME_SIZE as usize;
+    pub const HEADROOM: usize = facts::HEADROOM as usize;
+    pub const ETH_HLEN: usize = facts::ETH_HLEN as usize;
+    pub const MAX_META: usize = facts::MAX_META as usize;
+    pub const MAX_DATA: usize = facts::MAX_DATA as usize;
 }
 
 /// The XDP packet buffer: offsets of `data_meta`, `data` and `data_end` into `buf`.
@@ -161,56 +154,22 @@ impl PacketBuffer {
         &self.buf[self.data_meta..self.data]
     }
 
-    /// `bpf_xdp_adjust_head`: moves the start of the data by `delta` (negative grows).
-    pub fn adjust_head(&mut self, delta: i64) -> i64 {
-        use layout::*;
+    /// Moves the bounds to `data_meta..data..data_end`, as an adjust helper whose checks passed
+    /// does (`linerate_sem::helpers` holds those checks; the bounds stay inside the frame): where
+    /// `data` moves, the metadata moves along with it; bytes `data_end` grows over are zeroed.
+    pub fn set_bounds(&mut self, data_meta: usize, data: usize, data_end: usize) {
         let meta_len = self.data - self.data_meta;
-        let new_data = self.data as i64 + delta;
-        if new_data < (XDP_FRAME + meta_len) as i64 || new_data > (self.data_end - ETH_HLEN) as i64
-        {
-            return -crate::maps::EINVAL;
-        }
-        let new_data = new_data as usize;
-        if meta_len > 0 {
+        if data != self.data && meta_len > 0 {
             self.buf
-                .copy_within(self.data_meta..self.data, new_data - meta_len);
+                .copy_within(self.data_meta..self.data, data - meta_len);
         }
-        self.data_meta = new_data - meta_len;
-        self.data = new_data;
+        if data_end > self.data_end {
+            self.buf[self.data_end..data_end].fill(0);
+        }
+        self.data_meta = data_meta;
+        self.data = data;
+        self.data_end = data_end;
         self.note_bounds();
-        0
-    }
-
-    /// `bpf_xdp_adjust_meta`: moves the start of the metadata by `delta` (negative grows).
-    pub fn adjust_meta(&mut self, delta: i64) -> i64 {
-        use layout::*;
-        let new_meta = self.data_meta as i64 + delta;
-        if new_meta < XDP_FRAME as i64 || new_meta > self.data as i64 {
-            return -crate::maps::EINVAL;
-        }
-        let len = self.data - new_meta as usize;
-        if !len.is_multiple_of(4) {
-            return -13; // EACCES
-        }
-        self.data_meta = new_meta as usize;
-        self.note_bounds();
-        0
-    }
-
-    /// `bpf_xdp_adjust_tail`: moves the end of the data by `delta`; grown bytes are zeroed.
-    pub fn adjust_tail(&mut self, delta: i64) -> i64 {
-        use layout::*;
-        let new_end = self.data_end as i64 + delta;
-        if new_end > (FRAME_SIZE - SHARED_INFO) as i64 || new_end < (self.data + ETH_HLEN) as i64 {
-            return -crate::maps::EINVAL;
-        }
-        let new_end = new_end as usize;
-        if new_end > self.data_end {
-            self.buf[self.data_end..new_end].fill(0);
-        }
-        self.data_end = new_end;
-        self.note_bounds();
-        0
     }
 }
 
@@ -221,42 +180,11 @@ mod tests {
     #[test]
     fn refilling_clears_what_the_last_packet_left() {
         let mut p = PacketBuffer::new(&[7; 60], &[1, 2, 3, 4]).unwrap();
-        assert_eq!(p.adjust_head(-20), 0);
-        assert_eq!(p.adjust_tail(40), 0);
+        // adjust_head(-20), then adjust_tail(40)
+        let (meta, data, end) = (p.data_meta, p.data, p.data_end);
+        p.set_bounds(meta - 20, data - 20, end);
+        p.set_bounds(meta - 20, data - 20, end + 40);
         p.refill(&[9; 14], &[]).unwrap();
         assert_eq!(p.buf, PacketBuffer::new(&[9; 14], &[]).unwrap().buf);
-    }
-
-    #[test]
-    fn head_can_grow_to_the_frame_header_and_shrink_to_an_ethernet_header() {
-        let mut p = PacketBuffer::new(&[7; 60], &[]).unwrap();
-        let max_grow = (layout::HEADROOM - layout::XDP_FRAME) as i64;
-        assert_eq!(p.adjust_head(-max_grow - 1), -22);
-        assert_eq!(p.adjust_head(-max_grow), 0);
-        assert_eq!(p.packet().len(), 60 + max_grow as usize);
-        assert_eq!(p.adjust_head(max_grow + 60 - 14 + 1), -22);
-        assert_eq!(p.adjust_head(max_grow + 60 - 14), 0);
-        assert_eq!(p.packet(), &[7; 14]);
-    }
-
-    #[test]
-    fn meta_is_bounded_and_word_sized() {
-        let mut p = PacketBuffer::new(&[0; 60], &[]).unwrap();
-        assert_eq!(p.adjust_meta(-6), -13);
-        assert_eq!(p.adjust_meta(-220), -22);
-        assert_eq!(p.adjust_meta(-216), 0);
-        assert_eq!(p.adjust_meta(208), 0);
-        assert_eq!(p.meta(), &[0; 8]);
-    }
-
-    #[test]
-    fn tail_grows_with_zeros_up_to_the_shared_info() {
-        let mut p = PacketBuffer::new(&[1; 60], &[]).unwrap();
-        assert_eq!(p.adjust_tail(-47), -22);
-        assert_eq!(p.adjust_tail(4), 0);
-        assert_eq!(&p.packet()[58..], &[1, 1, 0, 0, 0, 0]);
-        let room = (layout::MAX_DATA - 64) as i64;
-        assert_eq!(p.adjust_tail(room + 1), -22);
-        assert_eq!(p.adjust_tail(room), 0);
     }
 }

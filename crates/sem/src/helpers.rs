@@ -1,0 +1,743 @@
+//! The meaning of every helper linerate supports, written once.
+//!
+//! [`call`] gives each helper's effect — which arguments it reads, which checks it makes, what it
+//! returns in r0, which memory it reads and writes, which map operations it performs — generic
+//! over a machine that implements [`HelperMachine`]. The machine supplies only the environment:
+//! the contents of maps (a lookup returns a value pointer or zero), the packet buffer's bounds,
+//! time and randomness, the routing table, and what to do with a condition a helper's effect
+//! depends on ([`HelperMachine::decide`]). The interpreter instantiates it with machine integers,
+//! the abstract analyses with abstract values, and the symbolic engine with formulas.
+//!
+//! Return conventions follow the kernel: a negative errno on failure, XDP actions from the
+//! redirect helpers. A helper not listed in [`SUPPORTED`] is refused with
+//! [`SemError::UnsupportedHelper`], never silently ignored.
+
+use linerate_bpf::facts::errno::{EACCES, EAFNOSUPPORT, EFAULT, EINVAL};
+use linerate_bpf::facts::helper as id;
+use linerate_bpf::facts::limits::{CSUM_DIFF_MAX, FIB_LOOKUP_PARAMS, MAX_TAIL_CALLS};
+use linerate_bpf::facts::test_run_buffer::{ETH_HLEN, FRAME_SIZE, SHARED_INFO, XDP_FRAME};
+use linerate_bpf::facts::xdp::{XDP_ABORTED, XDP_REDIRECT};
+use linerate_bpf::program::{MapDef, MapType};
+
+use crate::domain::{BinOp, CmpOp, Domain};
+use crate::exec::{Bool, HelperOutcome, Machine, SemError, Val};
+
+/// Helpers [`call`] gives a meaning to, by number.
+pub const SUPPORTED: &[u32] = &[
+    id::MAP_LOOKUP_ELEM,
+    id::MAP_UPDATE_ELEM,
+    id::MAP_DELETE_ELEM,
+    id::KTIME_GET_NS,
+    id::TRACE_PRINTK,
+    id::GET_PRANDOM_U32,
+    id::GET_SMP_PROCESSOR_ID,
+    id::TAIL_CALL,
+    id::REDIRECT,
+    id::CSUM_DIFF,
+    id::XDP_ADJUST_HEAD,
+    id::REDIRECT_MAP,
+    id::XDP_ADJUST_META,
+    id::XDP_ADJUST_TAIL,
+    id::FIB_LOOKUP,
+    id::KTIME_GET_BOOT_NS,
+    id::XDP_GET_BUFF_LEN,
+    id::XDP_LOAD_BYTES,
+    id::XDP_STORE_BYTES,
+];
+
+/// Helpers whose first map argument is in r1 (`bpf_tail_call` takes it in r2): the map helpers.
+pub fn map_argument(helper: u32) -> Option<usize> {
+    match helper {
+        id::MAP_LOOKUP_ELEM | id::MAP_UPDATE_ELEM | id::MAP_DELETE_ELEM | id::REDIRECT_MAP => {
+            Some(1)
+        }
+        id::TAIL_CALL => Some(2),
+        _ => None,
+    }
+}
+
+/// Values a machine provides from outside the program.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Source {
+    /// `bpf_ktime_get_ns`.
+    MonotonicNs,
+    /// `bpf_ktime_get_boot_ns`.
+    BootNs,
+    /// `bpf_get_prandom_u32` (a 32-bit value).
+    Random32,
+    /// `bpf_get_smp_processor_id`.
+    ProcessorId,
+}
+
+/// The packet buffer's bounds: byte offsets into the buffer of `BPF_PROG_TEST_RUN`'s frame (see
+/// [`linerate_bpf::facts::test_run_buffer`]).
+#[derive(Clone, Debug)]
+pub struct PacketBounds<V> {
+    pub data_meta: V,
+    pub data: V,
+    pub data_end: V,
+}
+
+/// Where a redirect helper sends the packet.
+#[derive(Clone, Debug)]
+pub enum RedirectTo<V> {
+    /// `bpf_redirect(ifindex, flags)`.
+    Ifindex(V),
+    /// `bpf_redirect_map(map, key, flags)`.
+    Map { map: usize, key: V },
+}
+
+/// The answer of the routing table to `bpf_fib_lookup`.
+#[derive(Clone, Debug)]
+pub struct FibAnswer<V, B> {
+    /// Whether the table has a route; the other fields matter only where it has.
+    pub found: B,
+    /// `ifindex` of the egress device.
+    pub ifindex: V,
+    /// Source and destination MAC addresses, one value per byte.
+    pub smac: [V; 6],
+    pub dmac: [V; 6],
+}
+
+/// The environment helpers act on, beyond what [`Machine`] gives the instructions.
+pub trait HelperMachine: Machine {
+    /// The constant a value is, where the machine knows it.
+    fn constant_of(&mut self, value: &Val<Self>) -> Option<u64>;
+    /// A value the machine cannot compute exactly (the interpreter never needs one).
+    fn unknown(&mut self, pc: usize) -> Result<Val<Self>, Self::Fault>;
+    /// Whether to carry out a side effect (a write, a recorded redirect, new packet bounds) that
+    /// happens where `cond` holds. The interpreter answers whether `cond` holds. A machine that
+    /// does not know must answer `true` and carry the effect out as one that may or may not
+    /// happen (weak updates). Helpers compute their results with [`Domain::ite`], never from
+    /// this answer, so results stay exact in every machine.
+    fn decide(&mut self, pc: usize, cond: &Bool<Self>) -> Result<bool, Self::Fault>;
+    /// The number of bytes a size argument stands for, at most `max` (the verifier bounds it).
+    fn byte_count(
+        &mut self,
+        pc: usize,
+        helper: u32,
+        size: &Val<Self>,
+        max: u64,
+    ) -> Result<u64, Self::Fault>;
+    /// Reads `len` bytes at `addr`, one value per byte.
+    fn read_bytes(
+        &mut self,
+        pc: usize,
+        addr: &Val<Self>,
+        len: u64,
+    ) -> Result<Vec<Val<Self>>, Self::Fault>;
+    /// Writes one byte per value at `addr`.
+    fn write_bytes(
+        &mut self,
+        pc: usize,
+        addr: &Val<Self>,
+        bytes: &[Val<Self>],
+    ) -> Result<(), Self::Fault>;
+
+    /// The map a map argument refers to, as an index into the object's maps.
+    fn map_of(&mut self, pc: usize, helper: u32, handle: &Val<Self>) -> Result<usize, Self::Fault>;
+    /// The definition of map `map`.
+    fn map_def(&self, map: usize) -> &MapDef;
+    /// A pointer to the value stored under `key`, or zero.
+    fn map_lookup(
+        &mut self,
+        pc: usize,
+        map: usize,
+        key: &[Val<Self>],
+    ) -> Result<Val<Self>, Self::Fault>;
+    /// Stores `value` under `key` as `BPF_MAP_UPDATE_ELEM` with `flags`: 0 or a negative errno.
+    fn map_update(
+        &mut self,
+        pc: usize,
+        map: usize,
+        key: &[Val<Self>],
+        value: &[Val<Self>],
+        flags: &Val<Self>,
+    ) -> Result<Val<Self>, Self::Fault>;
+    /// Removes `key`: 0 or a negative errno.
+    fn map_delete(
+        &mut self,
+        pc: usize,
+        map: usize,
+        key: &[Val<Self>],
+    ) -> Result<Val<Self>, Self::Fault>;
+
+    /// The packet buffer's current bounds.
+    fn packet_bounds(&mut self) -> PacketBounds<Val<Self>>;
+    /// Moves the packet buffer's bounds, as the adjust helpers do once their checks passed: the
+    /// metadata moves along with `data` where only `data` changes, and bytes that `data_end`
+    /// grows over read as zero.
+    fn set_packet_bounds(
+        &mut self,
+        pc: usize,
+        bounds: PacketBounds<Val<Self>>,
+    ) -> Result<(), Self::Fault>;
+    /// A pointer to byte `offset` of the packet buffer.
+    fn packet_pointer(&mut self, offset: &Val<Self>) -> Val<Self>;
+
+    /// A value from outside the program.
+    fn source(&mut self, pc: usize, source: Source) -> Result<Val<Self>, Self::Fault>;
+    /// Tail calls made so far by this packet.
+    fn tail_calls_made(&mut self) -> u32;
+    /// Starts the program at `index` of program array `map`, if `go` holds and the array holds a
+    /// program there: [`HelperOutcome::TailCall`] if it did, else [`HelperOutcome::Return`]
+    /// (the call falls through).
+    fn tail_call(
+        &mut self,
+        pc: usize,
+        go: &Bool<Self>,
+        map: usize,
+        program: &Val<Self>,
+    ) -> Result<HelperOutcome, Self::Fault>;
+    /// Records where the packet is redirected.
+    fn redirect(&mut self, pc: usize, to: RedirectTo<Val<Self>>) -> Result<(), Self::Fault>;
+    /// The routing table's answer for destination `dst` (4 or 16 bytes).
+    fn fib_route(
+        &mut self,
+        pc: usize,
+        ipv6: bool,
+        dst: &[Val<Self>],
+    ) -> Result<FibAnswer<Val<Self>, Bool<Self>>, Self::Fault>;
+    /// Records a line `bpf_trace_printk` wrote.
+    fn trace(&mut self, pc: usize, line: String);
+}
+
+/// Calls helper `helper` for the instruction at `pc`: arguments in r1–r5, result in r0.
+pub fn call<M: HelperMachine>(
+    m: &mut M,
+    pc: usize,
+    helper: u32,
+) -> Result<HelperOutcome, M::Fault> {
+    let [_, r1, r2, r3, r4, r5] = std::array::from_fn(|i| m.regs()[i].clone());
+    let ret = match helper {
+        id::MAP_LOOKUP_ELEM => {
+            let map = m.map_of(pc, helper, &r1)?;
+            let key = read_key(m, pc, map, &r2)?;
+            m.map_lookup(pc, map, &key)?
+        }
+        id::MAP_UPDATE_ELEM => {
+            let map = m.map_of(pc, helper, &r1)?;
+            let key = read_key(m, pc, map, &r2)?;
+            let value_size = m.map_def(map).value_size as u64;
+            let value = m.read_bytes(pc, &r3, value_size)?;
+            m.map_update(pc, map, &key, &value, &r4)?
+        }
+        id::MAP_DELETE_ELEM => {
+            let map = m.map_of(pc, helper, &r1)?;
+            let key = read_key(m, pc, map, &r2)?;
+            m.map_delete(pc, map, &key)?
+        }
+        id::KTIME_GET_NS => m.source(pc, Source::MonotonicNs)?,
+        id::KTIME_GET_BOOT_NS => m.source(pc, Source::BootNs)?,
+        id::GET_PRANDOM_U32 => m.source(pc, Source::Random32)?,
+        id::GET_SMP_PROCESSOR_ID => m.source(pc, Source::ProcessorId)?,
+        id::TRACE_PRINTK => trace_printk(m, pc, &r1, &r2, [r3, r4, r5])?,
+        id::TAIL_CALL => {
+            let map = m.map_of(pc, helper, &r2)?;
+            if m.map_def(map).map_type != MapType::PROG_ARRAY {
+                return Err(bad_argument(pc, helper, "map is not a program array"));
+            }
+            let index = zext(m, &r3, 32);
+            let outcome = if m.tail_calls_made() < MAX_TAIL_CALLS {
+                let key = bytes_of(m, &index, 4);
+                let entry = m.map_lookup(pc, map, &key)?;
+                let zero = m.domain().constant(0);
+                let missing = m.domain().compare(CmpOp::Eq, &entry, &zero);
+                let exists = m.domain().not(&missing);
+                // Read the slot only where it exists: a missing entry has no value to read.
+                let program = if m.decide(pc, &exists)? {
+                    let word = m.read_bytes(pc, &entry, 4)?;
+                    from_bytes(m, &word)
+                } else {
+                    zero
+                };
+                m.tail_call(pc, &exists, map, &program)?
+            } else {
+                HelperOutcome::Return
+            };
+            if outcome == HelperOutcome::TailCall {
+                return Ok(outcome);
+            }
+            // A failed tail call falls through to the next instruction.
+            m.domain().constant(0)
+        }
+        id::REDIRECT => {
+            let flags_set = nonzero(m, &r2);
+            let ok = m.domain().not(&flags_set);
+            if m.decide(pc, &ok)? {
+                let ifindex = zext(m, &r1, 32);
+                m.redirect(pc, RedirectTo::Ifindex(ifindex))?;
+            }
+            let (aborted, redirect) = (
+                m.domain().constant(XDP_ABORTED),
+                m.domain().constant(XDP_REDIRECT),
+            );
+            m.domain().ite(&ok, &redirect, &aborted)
+        }
+        id::REDIRECT_MAP => {
+            let map = m.map_of(pc, helper, &r1)?;
+            redirect_map(m, pc, map, &r2, &r3)?
+        }
+        id::CSUM_DIFF => csum_diff(m, pc, [&r1, &r2, &r3, &r4, &r5])?,
+        id::XDP_ADJUST_HEAD => adjust(m, pc, Adjust::Head, &r2)?,
+        id::XDP_ADJUST_META => adjust(m, pc, Adjust::Meta, &r2)?,
+        id::XDP_ADJUST_TAIL => adjust(m, pc, Adjust::Tail, &r2)?,
+        id::FIB_LOOKUP => fib_lookup(m, pc, &r2, &r3)?,
+        id::XDP_GET_BUFF_LEN => {
+            let b = m.packet_bounds();
+            m.domain().binary(BinOp::Sub, &b.data_end, &b.data)
+        }
+        id::XDP_LOAD_BYTES | id::XDP_STORE_BYTES => packet_bytes(m, pc, helper, &r2, &r3, &r4)?,
+        _ => return Err(SemError::UnsupportedHelper { pc, id: helper }.into()),
+    };
+    m.regs()[0] = ret;
+    Ok(HelperOutcome::Return)
+}
+
+fn bad_argument<F: From<SemError>>(pc: usize, helper: u32, reason: &'static str) -> F {
+    SemError::BadHelperArgument { pc, helper, reason }.into()
+}
+
+/// The key a map helper's key pointer points to.
+fn read_key<M: HelperMachine>(
+    m: &mut M,
+    pc: usize,
+    map: usize,
+    addr: &Val<M>,
+) -> Result<Vec<Val<M>>, M::Fault> {
+    let key_size = m.map_def(map).key_size as u64;
+    m.read_bytes(pc, addr, key_size)
+}
+
+/// The low `bits` bits of `v`.
+fn zext<M: HelperMachine>(m: &mut M, v: &Val<M>, bits: u32) -> Val<M> {
+    let mask = m.domain().constant((1u64 << bits) - 1);
+    m.domain().binary(BinOp::And, v, &mask)
+}
+
+/// `v`'s low 32 bits as a sign-extended 64-bit value (an `int` argument).
+fn int_argument<M: HelperMachine>(m: &mut M, v: &Val<M>) -> Val<M> {
+    let shift = m.domain().constant(32);
+    let up = m.domain().binary(BinOp::Shl, v, &shift);
+    m.domain().binary(BinOp::AShr, &up, &shift)
+}
+
+/// Whether `v != 0`.
+fn nonzero<M: HelperMachine>(m: &mut M, v: &Val<M>) -> Bool<M> {
+    let zero = m.domain().constant(0);
+    let eq = m.domain().compare(CmpOp::Eq, v, &zero);
+    m.domain().not(&eq)
+}
+
+/// A constant as a 64-bit two's-complement value (for negative errnos).
+fn signed<M: HelperMachine>(m: &mut M, v: i64) -> Val<M> {
+    m.domain().constant(v as u64)
+}
+
+/// The `n` little-endian bytes of `v`.
+fn bytes_of<M: HelperMachine>(m: &mut M, v: &Val<M>, n: u64) -> Vec<Val<M>> {
+    (0..n)
+        .map(|i| {
+            let shift = m.domain().constant(8 * i);
+            let shifted = m.domain().binary(BinOp::LShr, v, &shift);
+            zext(m, &shifted, 8)
+        })
+        .collect()
+}
+
+/// The little-endian value of up to 8 bytes.
+fn from_bytes<M: HelperMachine>(m: &mut M, bytes: &[Val<M>]) -> Val<M> {
+    let mut v = m.domain().constant(0);
+    for (i, b) in bytes.iter().enumerate().take(8) {
+        let shift = m.domain().constant(8 * i as u64);
+        let placed = m.domain().binary(BinOp::Shl, b, &shift);
+        v = m.domain().binary(BinOp::Or, &v, &placed);
+    }
+    v
+}
+
+/// `bpf_redirect_map`: `XDP_REDIRECT` if the entry exists (or with `BPF_F_BROADCAST`), else the
+/// action in the low flag bits; unknown flags abort.
+fn redirect_map<M: HelperMachine>(
+    m: &mut M,
+    pc: usize,
+    map: usize,
+    key: &Val<M>,
+    flags: &Val<M>,
+) -> Result<Val<M>, M::Fault> {
+    const ACTION_MASK: u64 = 3;
+    const BROADCAST: u64 = 1 << 3;
+    const EXCLUDE_INGRESS: u64 = 1 << 4;
+    let map_type = m.map_def(map).map_type;
+    let flag_mask = if matches!(map_type, MapType::DEVMAP | MapType::DEVMAP_HASH) {
+        BROADCAST | EXCLUDE_INGRESS
+    } else {
+        0
+    };
+    let d = m.domain();
+    let unknown_flags_mask = d.constant(!(ACTION_MASK | flag_mask));
+    let unknown_flags = d.binary(BinOp::And, flags, &unknown_flags_mask);
+    let bad_flags = nonzero(m, &unknown_flags);
+    let key = zext(m, key, 32);
+    let key_bytes = bytes_of(m, &key, 4);
+    let entry = m.map_lookup(pc, map, &key_bytes)?;
+    let broadcast_bit = m.domain().constant(BROADCAST);
+    let broadcast = m.domain().binary(BinOp::And, flags, &broadcast_bit);
+    let broadcast = nonzero(m, &broadcast);
+    let exists = nonzero(m, &entry);
+    let d = m.domain();
+    let flags_ok = d.not(&bad_flags);
+    let found = d.or(&broadcast, &exists);
+    let redirects = d.and(&flags_ok, &found);
+    if m.decide(pc, &redirects)? {
+        m.redirect(pc, RedirectTo::Map { map, key })?;
+    }
+    let d = m.domain();
+    let action_mask = d.constant(ACTION_MASK);
+    let fallback = d.binary(BinOp::And, flags, &action_mask);
+    let redirect = d.constant(XDP_REDIRECT);
+    let aborted = d.constant(XDP_ABORTED);
+    let found_or_fallback = d.ite(&found, &redirect, &fallback);
+    Ok(d.ite(&bad_flags, &aborted, &found_or_fallback))
+}
+
+/// `bpf_csum_diff(from, from_size, to, to_size, seed)`: the 32-bit one's-complement sum of `seed`,
+/// the complemented `from` words and the `to` words, folded to 32 bits as the kernel's
+/// `csum_partial` does; `-EINVAL` for sizes that are not multiples of 4 or exceed the scratch
+/// buffer.
+fn csum_diff<M: HelperMachine>(
+    m: &mut M,
+    pc: usize,
+    [from, from_size, to, to_size, seed]: [&Val<M>; 5],
+) -> Result<Val<M>, M::Fault> {
+    let from_size = zext(m, from_size, 32);
+    let to_size = zext(m, to_size, 32);
+    let from_len = m.byte_count(pc, id::CSUM_DIFF, &from_size, CSUM_DIFF_MAX)?;
+    let to_len = m.byte_count(pc, id::CSUM_DIFF, &to_size, CSUM_DIFF_MAX)?;
+    let d = m.domain();
+    let both = d.binary(BinOp::Or, &from_size, &to_size);
+    let three = d.constant(3);
+    let unaligned = d.binary(BinOp::And, &both, &three);
+    let unaligned = nonzero(m, &unaligned);
+    let d = m.domain();
+    let total = d.binary(BinOp::Add, &from_size, &to_size);
+    let max = d.constant(CSUM_DIFF_MAX);
+    let too_big = d.compare(CmpOp::Ult, &max, &total);
+    let invalid = d.or(&unaligned, &too_big);
+    let mut sum = zext(m, seed, 32);
+    for (addr, len, complement) in [(from, from_len, true), (to, to_len, false)] {
+        if len == 0 {
+            continue;
+        }
+        let bytes = m.read_bytes(pc, addr, len & !3)?;
+        for word in bytes.chunks_exact(4) {
+            let mut w = from_bytes(m, word);
+            if complement {
+                let ones = m.domain().constant(0xffff_ffff);
+                w = m.domain().binary(BinOp::Xor, &w, &ones);
+            }
+            sum = m.domain().binary(BinOp::Add, &sum, &w);
+        }
+    }
+    // At most 128 words and the seed: two folds bring any such sum below 2^32.
+    for _ in 0..2 {
+        let low = zext(m, &sum, 32);
+        let shift = m.domain().constant(32);
+        let high = m.domain().binary(BinOp::LShr, &sum, &shift);
+        sum = m.domain().binary(BinOp::Add, &low, &high);
+    }
+    let einval = signed(m, -EINVAL);
+    Ok(m.domain().ite(&invalid, &einval, &sum))
+}
+
+/// Which bound an adjust helper moves.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Adjust {
+    Head,
+    Meta,
+    Tail,
+}
+
+/// `bpf_xdp_adjust_head/meta/tail(ctx, delta)`: moves `data` (with the metadata), `data_meta` or
+/// `data_end` by `delta` where the result stays inside the frame with an Ethernet header's worth
+/// of packet (and metadata a multiple of 4 bytes); else `-EINVAL` (`-EACCES` for a misaligned
+/// metadata size) and nothing changes.
+fn adjust<M: HelperMachine>(
+    m: &mut M,
+    pc: usize,
+    which: Adjust,
+    delta: &Val<M>,
+) -> Result<Val<M>, M::Fault> {
+    let delta = int_argument(m, delta);
+    let b = m.packet_bounds();
+    let c = |m: &mut M, v: u64| m.domain().constant(v);
+    let (frame, eth) = (c(m, XDP_FRAME), c(m, ETH_HLEN));
+    let d = m.domain();
+    // All bounds are offsets below 4096, so signed comparisons of their sums with `delta` are
+    // exact.
+    let (new, low, high, misaligned) = match which {
+        Adjust::Head => {
+            let meta_len = d.binary(BinOp::Sub, &b.data, &b.data_meta);
+            let new_data = d.binary(BinOp::Add, &b.data, &delta);
+            let low = d.binary(BinOp::Add, &frame, &meta_len);
+            let high = d.binary(BinOp::Sub, &b.data_end, &eth);
+            let new_meta = d.binary(BinOp::Sub, &new_data, &meta_len);
+            let new = PacketBounds {
+                data_meta: new_meta,
+                data: new_data.clone(),
+                data_end: b.data_end.clone(),
+            };
+            (new, (new_data.clone(), low), (new_data, high), None)
+        }
+        Adjust::Meta => {
+            let new_meta = d.binary(BinOp::Add, &b.data_meta, &delta);
+            let len = d.binary(BinOp::Sub, &b.data, &new_meta);
+            let three = d.constant(3);
+            let low_bits = d.binary(BinOp::And, &len, &three);
+            let new = PacketBounds {
+                data_meta: new_meta.clone(),
+                data: b.data.clone(),
+                data_end: b.data_end.clone(),
+            };
+            (
+                new,
+                (new_meta.clone(), frame),
+                (new_meta, b.data.clone()),
+                Some(low_bits),
+            )
+        }
+        Adjust::Tail => {
+            let new_end = d.binary(BinOp::Add, &b.data_end, &delta);
+            let low = d.binary(BinOp::Add, &b.data, &eth);
+            let high = d.constant(FRAME_SIZE - SHARED_INFO);
+            let new = PacketBounds {
+                data_meta: b.data_meta.clone(),
+                data: b.data.clone(),
+                data_end: new_end.clone(),
+            };
+            (new, (new_end.clone(), low), (new_end, high), None)
+        }
+    };
+    let d = m.domain();
+    let below = d.compare(CmpOp::Slt, &low.0, &low.1);
+    let above = d.compare(CmpOp::Slt, &high.1, &high.0);
+    let out_of_frame = d.or(&below, &above);
+    let misaligned = match misaligned {
+        Some(bits) => nonzero(m, &bits),
+        None => m.domain().truth(false),
+    };
+    let d = m.domain();
+    let in_frame = d.not(&out_of_frame);
+    let aligned = d.not(&misaligned);
+    let ok = d.and(&in_frame, &aligned);
+    if m.decide(pc, &ok)? {
+        m.set_packet_bounds(pc, new)?;
+    }
+    let (zero, einval, eacces) = (c(m, 0), signed(m, -EINVAL), signed(m, -EACCES));
+    let d = m.domain();
+    let aligned_or_not = d.ite(&misaligned, &eacces, &zero);
+    Ok(d.ite(&out_of_frame, &einval, &aligned_or_not))
+}
+
+/// `bpf_xdp_load_bytes(ctx, offset, buf, len)` and `bpf_xdp_store_bytes`: copy `len` bytes between
+/// the packet at `offset` from `data` and `buf`; `-EFAULT` if the range leaves the packet or is
+/// empty.
+fn packet_bytes<M: HelperMachine>(
+    m: &mut M,
+    pc: usize,
+    helper: u32,
+    offset: &Val<M>,
+    buf: &Val<M>,
+    len: &Val<M>,
+) -> Result<Val<M>, M::Fault> {
+    let offset = zext(m, offset, 32);
+    let len = zext(m, len, 32);
+    let count = m.byte_count(pc, helper, &len, FRAME_SIZE)?;
+    let b = m.packet_bounds();
+    let d = m.domain();
+    let start = d.binary(BinOp::Add, &b.data, &offset);
+    let end = d.binary(BinOp::Add, &start, &len);
+    let past_end = d.compare(CmpOp::Ult, &b.data_end, &end);
+    let empty = nonzero(m, &len);
+    let d = m.domain();
+    let empty = d.not(&empty);
+    let fault = d.or(&empty, &past_end);
+    let ok = d.not(&fault);
+    if m.decide(pc, &ok)? {
+        let at = m.packet_pointer(&start);
+        if helper == id::XDP_LOAD_BYTES {
+            let bytes = m.read_bytes(pc, &at, count)?;
+            m.write_bytes(pc, buf, &bytes)?;
+        } else {
+            let bytes = m.read_bytes(pc, buf, count)?;
+            m.write_bytes(pc, &at, &bytes)?;
+        }
+    }
+    let (zero, efault) = (m.domain().constant(0), signed(m, -EFAULT));
+    Ok(m.domain().ite(&fault, &efault, &zero))
+}
+
+/// `struct bpf_fib_lookup` fields the helper reads and writes (byte offsets).
+mod fib {
+    pub const FAMILY: u64 = 0;
+    pub const IFINDEX: u64 = 8;
+    pub const DST: u64 = 32;
+    pub const SMAC: u64 = 52;
+    pub const DMAC: u64 = 58;
+    pub const AF_INET: u64 = 2;
+    pub const AF_INET6: u64 = 10;
+    /// `BPF_FIB_LKUP_RET_NOT_FWDED`.
+    pub const NOT_FORWARDED: u64 = 4;
+}
+
+/// `bpf_fib_lookup(ctx, params, plen, flags)` against the machine's routing table: on a route,
+/// writes the egress ifindex and MAC addresses into `params` and returns 0; without one, returns
+/// `BPF_FIB_LKUP_RET_NOT_FWDED`; `-EINVAL` for a short `plen`, `-EAFNOSUPPORT` for a family other
+/// than IPv4 and IPv6.
+fn fib_lookup<M: HelperMachine>(
+    m: &mut M,
+    pc: usize,
+    params: &Val<M>,
+    plen: &Val<M>,
+) -> Result<Val<M>, M::Fault> {
+    let plen = zext(m, plen, 32);
+    let size = m.domain().constant(FIB_LOOKUP_PARAMS);
+    let short = m.domain().compare(CmpOp::Ult, &plen, &size);
+    let long_enough = m.domain().not(&short);
+    let einval = signed(m, -EINVAL);
+    if !m.decide(pc, &long_enough)? {
+        return Ok(einval);
+    }
+    let p = m.read_bytes(pc, params, FIB_LOOKUP_PARAMS)?;
+    let mut result = signed(m, -EAFNOSUPPORT);
+    for (family, addr_len) in [(fib::AF_INET, 4), (fib::AF_INET6, 16)] {
+        let family_value = m.domain().constant(family);
+        let is_family = m
+            .domain()
+            .compare(CmpOp::Eq, &p[fib::FAMILY as usize], &family_value);
+        if !m.decide(pc, &is_family)? {
+            continue;
+        }
+        let dst = &p[fib::DST as usize..fib::DST as usize + addr_len];
+        let route = m.fib_route(pc, family == fib::AF_INET6, dst)?;
+        let writes = m.domain().and(&is_family, &route.found);
+        if m.decide(pc, &writes)? {
+            let mut out = p.clone();
+            let ifindex = bytes_of(m, &route.ifindex, 4);
+            for (field, bytes) in [
+                (fib::IFINDEX, &ifindex[..]),
+                (fib::SMAC, &route.smac[..]),
+                (fib::DMAC, &route.dmac[..]),
+            ] {
+                out[field as usize..field as usize + bytes.len()].clone_from_slice(bytes);
+            }
+            m.write_bytes(pc, params, &out)?;
+        }
+        let (zero, not_forwarded) = (
+            m.domain().constant(0),
+            m.domain().constant(fib::NOT_FORWARDED),
+        );
+        let answer = m.domain().ite(&route.found, &zero, &not_forwarded);
+        result = m.domain().ite(&is_family, &answer, &result);
+    }
+    Ok(m.domain().ite(&short, &einval, &result))
+}
+
+/// `bpf_trace_printk(fmt, fmt_size, a, b, c)`: formats with up to three arguments, records the
+/// line and returns the number of bytes written; `-EINVAL` without a terminating NUL. Where the
+/// machine does not know the text exactly, the length is unknown.
+fn trace_printk<M: HelperMachine>(
+    m: &mut M,
+    pc: usize,
+    fmt: &Val<M>,
+    fmt_size: &Val<M>,
+    args: [Val<M>; 3],
+) -> Result<Val<M>, M::Fault> {
+    let fmt_size = zext(m, fmt_size, 32);
+    let len = m.byte_count(pc, id::TRACE_PRINTK, &fmt_size, FRAME_SIZE)?;
+    let bytes = m.read_bytes(pc, fmt, len)?;
+    let known: Option<Vec<u8>> = bytes
+        .iter()
+        .map(|b| m.constant_of(b).map(|v| v as u8))
+        .collect();
+    let args: Option<Vec<u64>> = args.iter().map(|a| m.constant_of(a)).collect();
+    let (Some(bytes), Some(args)) = (known, args) else {
+        return m.unknown(pc);
+    };
+    let Some(end) = bytes.iter().position(|b| *b == 0) else {
+        return Ok(signed(m, -EINVAL));
+    };
+    let fmt = String::from_utf8_lossy(&bytes[..end]).into_owned();
+    let text = format_printk(&fmt, &args);
+    let written = text.len() as u64;
+    m.trace(pc, text.trim_end_matches('\n').to_string());
+    Ok(m.domain().constant(written))
+}
+
+/// A small printf for the conversions BPF programs use: `%d %i %u %x %X %c %p %%` with `l`/`ll`
+/// and `h` modifiers.
+pub fn format_printk(fmt: &str, args: &[u64]) -> String {
+    let mut out = String::new();
+    let mut next_arg = args.iter();
+    let mut chars = fmt.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c != '%' {
+            out.push(c);
+            continue;
+        }
+        let mut longs = 0;
+        while let Some(&modifier) = chars.peek() {
+            match modifier {
+                'l' => longs += 1,
+                'h' | 'z' => {}
+                _ => break,
+            }
+            chars.next();
+        }
+        let Some(conv) = chars.next() else { break };
+        if conv == '%' {
+            out.push('%');
+            continue;
+        }
+        let v = next_arg.next().copied().unwrap_or(0);
+        let v = if longs == 0 { v as u32 as u64 } else { v };
+        match conv {
+            'd' | 'i' if longs == 0 => out.push_str(&(v as u32 as i32).to_string()),
+            'd' | 'i' => out.push_str(&(v as i64).to_string()),
+            'u' => out.push_str(&v.to_string()),
+            'x' => out.push_str(&format!("{v:x}")),
+            'X' => out.push_str(&format!("{v:X}")),
+            'c' => out.push(char::from(v as u8)),
+            'p' => out.push_str(&format!("{v:#x}")),
+            other => {
+                out.push('%');
+                out.push(other);
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn printk_formats_common_conversions() {
+        assert_eq!(
+            format_printk("a=%d b=%llu c=%x %%\n", &[(-5i64) as u64, 7, 255]),
+            "a=-5 b=7 c=ff %\n"
+        );
+    }
+
+    #[test]
+    fn every_supported_helper_has_a_name() {
+        for &h in SUPPORTED {
+            assert_ne!(
+                linerate_bpf::helpers::helper_name(h),
+                "unknown",
+                "helper {h}"
+            );
+        }
+    }
+}
