@@ -6,6 +6,7 @@
 //! [`universe`] lists every item a complete model must price, so that no instruction the
 //! interpreter runs can be costed as a silent zero.
 
+use linerate_bpf::facts::helper;
 use std::fmt;
 
 use linerate_bpf::insn::{AluOp, AtomicOp, Cond, Endian, Size};
@@ -119,9 +120,9 @@ impl MapOp {
     /// The operation of a helper number.
     pub fn of_helper(id: u32) -> Option<MapOp> {
         match id {
-            1 => Some(MapOp::Lookup),
-            2 => Some(MapOp::Update),
-            3 => Some(MapOp::Delete),
+            helper::MAP_LOOKUP_ELEM => Some(MapOp::Lookup),
+            helper::MAP_UPDATE_ELEM => Some(MapOp::Update),
+            helper::MAP_DELETE_ELEM => Some(MapOp::Delete),
             _ => None,
         }
     }

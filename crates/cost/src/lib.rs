@@ -3,8 +3,6 @@
 //! - [`item`]: the cost items, the vocabulary of every model (`alu64.add.imm`, `load.packet.u32`,
 //!   `map.lookup.hash.k8`, ...), and the universe a complete model must price.
 //! - [`model`]: model files (schema, validation, prices, packet rates).
-//! - [`regions`]: which memory region each load, store and atomic touches, and which map each map
-//!   helper call uses (a pointer-provenance analysis over the CFG).
 //! - [`program`]: the cost vector of every block and edge of a program under a model, with
 //!   history-dependent costs over-approximated per edge (paper 000 §5.2).
 //! - [`trace`]: the instruction trace and block sequence of one interpreter run, for pricing
@@ -17,7 +15,6 @@ pub mod error;
 pub mod item;
 pub mod model;
 pub mod program;
-pub mod regions;
 pub mod trace;
 
 pub use error::{CostError, ModelError};

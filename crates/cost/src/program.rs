@@ -21,7 +21,8 @@ use linerate_cfg::{BlockId, Cfg, EdgeKind};
 use crate::error::CostError;
 use crate::item::{Access, Item, MapOp, Region};
 use crate::model::{Cost, GapOrigin, Model};
-use crate::regions::{Fact, Regions};
+use linerate_analysis::{Analysis, Fact};
+use linerate_bpf::facts::helper;
 
 /// What one instruction is charged.
 #[derive(Clone, Debug)]
@@ -93,7 +94,7 @@ struct Pricer<'a> {
     model: &'a Model,
     object: &'a Object,
     cfg: &'a Cfg,
-    regions: Regions,
+    analysis: Analysis,
 }
 
 impl Pricer<'_> {
@@ -112,15 +113,37 @@ impl Pricer<'_> {
         }
     }
 
+    /// The regions of the cost model a region the analysis found may be: global data is a map
+    /// value reached through a 64-bit immediate, priced as its own region.
+    fn priced_regions(&self, region: linerate_analysis::Region) -> Vec<Region> {
+        use linerate_analysis::Region as R;
+        match region {
+            R::Ctx => vec![Region::Ctx],
+            R::Packet | R::PacketMeta | R::PacketEnd => vec![Region::Packet],
+            R::Stack { .. } => vec![Region::Stack],
+            R::MapValue { map: Some(m) } => match self.object.maps.get(m).map(|d| &d.origin) {
+                Some(linerate_bpf::program::MapOrigin::GlobalData { .. }) => vec![Region::Global],
+                _ => vec![Region::MapValue],
+            },
+            R::MapValue { map: None } => vec![Region::MapValue, Region::Global],
+            R::MapHandle { .. } => Vec::new(),
+        }
+    }
+
     /// The items an instruction may be (a conditional jump's are priced per edge instead).
     fn candidates(&self, slot: usize, insn: &Instruction) -> Result<Vec<Item>, CostError> {
         let regions = |fact: Option<Fact>, allowed: &dyn Fn(Region) -> bool| -> Vec<Region> {
-            match fact {
-                Some(Fact::Memory(Some(r))) => vec![r],
-                _ => Region::ALL.into_iter().filter(|r| allowed(*r)).collect(),
+            let known = match fact {
+                Some(Fact::Memory(Some(r))) => self.priced_regions(r),
+                _ => Vec::new(),
+            };
+            if known.is_empty() {
+                Region::ALL.into_iter().filter(|r| allowed(*r)).collect()
+            } else {
+                known
             }
         };
-        let fact = self.regions.fact(slot);
+        let fact = self.analysis.fact(slot);
         Ok(match *insn {
             Instruction::Alu { wide, op, src, .. } => vec![Item::Alu {
                 wide,
@@ -160,7 +183,7 @@ impl Pricer<'_> {
             Instruction::Jump { .. } | Instruction::MayGoto { .. } => Vec::new(),
             Instruction::Exit => vec![Item::Exit],
             Instruction::Call(CallTarget::Local(_)) => vec![Item::CallLocal],
-            Instruction::Call(CallTarget::Helper(12)) => vec![Item::TailCall],
+            Instruction::Call(CallTarget::Helper(helper::TAIL_CALL)) => vec![Item::TailCall],
             Instruction::Call(CallTarget::Helper(id)) => match MapOp::of_helper(id) {
                 Some(op) => {
                     let maps: Vec<usize> = match fact {
@@ -258,7 +281,7 @@ impl ProgramCost {
             model,
             object,
             cfg,
-            regions: Regions::analyse(object, cfg),
+            analysis: Analysis::run(object, cfg),
         };
         let n = model.components().len();
         let mut out = ProgramCost {

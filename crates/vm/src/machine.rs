@@ -19,7 +19,7 @@ use crate::memory::{
     pointer, split, PacketBuffer, CTX_REGION, MAP_HANDLE_REGION, MAP_VALUE_REGION, PACKET_REGION,
     STACK_REGION,
 };
-use crate::trace::Step;
+use crate::trace::{Step, StepState};
 
 /// Bytes of one function's stack frame.
 const FRAME_BYTES: usize = linerate_sem::exec::STACK_FRAME_SIZE as usize;
@@ -42,6 +42,8 @@ pub struct VmOptions {
     pub max_instructions: u64,
     /// Whether to record every executed instruction of each run ([`RunOutcome::steps`]).
     pub record_steps: bool,
+    /// Whether to record the state before every executed instruction ([`RunOutcome::states`]).
+    pub record_states: bool,
 }
 
 impl Default for VmOptions {
@@ -55,6 +57,7 @@ impl Default for VmOptions {
             fib: Vec::new(),
             max_instructions: 10_000_000,
             record_steps: false,
+            record_states: false,
         }
     }
 }
@@ -90,6 +93,8 @@ pub struct RunOutcome {
     pub final_program: usize,
     /// With [`VmOptions::record_steps`]: every executed instruction, in order, across tail calls.
     pub steps: Vec<Step>,
+    /// With [`VmOptions::record_states`]: the state before each executed instruction, in order.
+    pub states: Vec<StepState>,
     /// The redirect target set by the last redirect helper.
     pub redirect: Option<Redirect>,
     /// Lines written by `bpf_trace_printk`.
@@ -272,8 +277,10 @@ impl Execution<'_> {
     fn run_to_exit(&mut self) -> Result<RunOutcome, Box<VmError>> {
         self.entry_registers();
         let record = self.vm.options.record_steps;
+        let record_states = self.vm.options.record_states;
         let limit = self.vm.options.max_instructions;
         let mut steps = Vec::new();
+        let mut states = Vec::new();
         let mut executed: u64 = 0;
         let mut pc = 0usize;
         let mut slots = Rc::clone(&self.vm.programs[self.program].slots);
@@ -292,6 +299,16 @@ impl Execution<'_> {
                 return Err(Box::new(VmError::InstructionLimit { limit }));
             }
             let program = self.program;
+            if record_states {
+                let p = &self.scratch.packet;
+                states.push(StepState {
+                    regs: self.regs,
+                    data_meta: p.data_meta as u64,
+                    data: p.data as u64,
+                    data_end: p.data_end as u64,
+                    depth: self.frames.len(),
+                });
+            }
             let flow = step(self, pc, &insn).map_err(|e| e.in_program(&self.program_name()))?;
             let (next, taken) = match flow {
                 Flow::Next(next) => (next, None),
@@ -324,6 +341,7 @@ impl Execution<'_> {
                         instructions: executed,
                         final_program: self.program,
                         steps,
+                        states,
                         redirect: None,
                         trace: Vec::new(),
                     });

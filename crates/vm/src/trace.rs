@@ -1,5 +1,7 @@
 //! Executed paths: the instructions one run executed, as the interpreter records them with
-//! [`crate::VmOptions::record_steps`] ([`crate::RunOutcome::steps`]).
+//! [`crate::VmOptions::record_steps`] ([`crate::RunOutcome::steps`]), and the machine state before
+//! each of them with [`crate::VmOptions::record_states`] ([`crate::RunOutcome::states`]), against
+//! which the static analyses are checked.
 
 /// One executed instruction.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -21,4 +23,17 @@ impl Step {
             taken,
         }
     }
+}
+
+/// The machine state before one executed instruction.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StepState {
+    /// Registers r0–r10 (pointers as [`crate::memory::pointer`] builds them).
+    pub regs: [u64; linerate_bpf::insn::NUM_REGS],
+    /// Offsets of `data_meta`, `data` and `data_end` in the packet buffer.
+    pub data_meta: u64,
+    pub data: u64,
+    pub data_end: u64,
+    /// Call depth: 0 in the entry function.
+    pub depth: usize,
 }

@@ -1,0 +1,219 @@
+//! Running the abstract machine over a program's CFG to a fixpoint.
+//!
+//! Each function is analysed on its own (context-insensitively): its entry state joins what every
+//! call site passes, and a call in the caller runs through the semantics' call and return with the
+//! callee's effect over-approximated (r0–r5 unknown, the caller's frame unknown where a pointer
+//! into it was passed). Blocks are visited from a worklist; states join where paths meet and are
+//! widened at loop headers; each conditional jump's condition is assumed on its two edges.
+
+use std::collections::HashMap;
+
+use linerate_bpf::insn::{Instruction, FRAME_POINTER};
+use linerate_bpf::program::Object;
+use linerate_cfg::{BlockId, Cfg, EdgeId, EdgeKind};
+use linerate_sem::exec::{step, Flow};
+
+use crate::machine::{AbsMachine, Facts, State};
+use crate::refine::assume;
+use crate::value::{AbsBool, AbsDomain, AbsValue, Region, Shape};
+
+/// Joins at a loop header before its state is widened.
+const JOINS_BEFORE_WIDENING: u32 = 3;
+
+/// What leaves a block: a state per outgoing edge (absent where the edge cannot be taken).
+pub(crate) struct BlockExit {
+    pub edges: Vec<(EdgeId, State)>,
+    /// Entry states of callees called from the block.
+    pub calls: Vec<(usize, State)>,
+}
+
+/// Executes block `b` from `state`.
+pub(crate) fn run_block(
+    object: &Object,
+    cfg: &Cfg,
+    d: &mut AbsDomain,
+    facts: &mut Facts,
+    depth: Option<u8>,
+    b: BlockId,
+    state: State,
+) -> BlockExit {
+    let block = &cfg.blocks()[b];
+    let mut m = AbsMachine {
+        object,
+        domain: d,
+        state,
+        depth,
+        facts,
+    };
+    let mut calls = Vec::new();
+    let mut flow = None;
+    for (slot, insn) in cfg.block_instructions(b) {
+        let f = match step(&mut m, *slot, insn) {
+            Ok(f) => f,
+            // The semantics refuses the instruction: nothing runs past it.
+            Err(_) => {
+                return BlockExit {
+                    edges: Vec::new(),
+                    calls,
+                }
+            }
+        };
+        if let (Instruction::Call(linerate_bpf::insn::CallTarget::Local(_)), Flow::Next(target)) =
+            (insn, f)
+        {
+            if let Some(callee) = cfg.block_of(target).and_then(|t| cfg.function_of(t)) {
+                calls.push((callee.index, m.state.clone()));
+            }
+            if !return_from_call(&mut m, *slot) {
+                return BlockExit {
+                    edges: Vec::new(),
+                    calls,
+                };
+            }
+            continue;
+        }
+        flow = Some(f);
+    }
+    let AbsMachine { state, domain, .. } = m;
+    let edge_of = |kind: EdgeKind| {
+        block
+            .succs
+            .iter()
+            .copied()
+            .find(|&e| cfg.edges()[e].kind == kind)
+    };
+    let mut edges = Vec::new();
+    let mut both = |cond: Option<&AbsBool>, d: &mut AbsDomain| {
+        for (kind, holds) in [(EdgeKind::Taken, true), (EdgeKind::NotTaken, false)] {
+            let Some(e) = edge_of(kind) else { continue };
+            let out = match cond {
+                Some(c) => assume(&state, d, c, holds),
+                None => Some(state.clone()),
+            };
+            if let Some(out) = out {
+                edges.push((e, out));
+            }
+        }
+    };
+    match flow {
+        Some(Flow::Branch { cond, .. }) => both(Some(&cond), domain),
+        Some(Flow::LoopBudget { .. }) => both(None, domain),
+        Some(Flow::Exit) | Some(Flow::TailCall) => {}
+        Some(Flow::Next(_)) | None => {
+            for &e in &block.succs {
+                edges.push((e, state.clone()));
+            }
+        }
+    }
+    BlockExit { edges, calls }
+}
+
+/// Completes a BPF-to-BPF call whose step (the semantics' call) just ran: the callee may leave
+/// anything in r0–r5 and write through any pointer into this frame it was given; then the
+/// semantics' return restores the caller's registers. `false` if the return is refused.
+fn return_from_call(m: &mut AbsMachine<'_>, slot: usize) -> bool {
+    let passes_own_frame = m.state.regs[1..=5].iter().any(|v| {
+        matches!(
+            v.shape,
+            Shape::Pointer {
+                region: Region::Stack { .. },
+                ..
+            } | Shape::Unknown
+        )
+    });
+    if passes_own_frame {
+        for v in m.state.slots.values_mut() {
+            *v = m.domain.unknown();
+        }
+        m.state.wild = true;
+    }
+    for r in 0..=5 {
+        m.state.regs[r] = m.domain.unknown();
+    }
+    matches!(step(m, slot, &Instruction::Exit), Ok(Flow::Next(_)))
+}
+
+/// The fixpoint of one function.
+pub(crate) struct FunctionStates {
+    /// State at the entry of each reached block.
+    pub blocks: HashMap<BlockId, State>,
+    /// State along each edge that can be taken.
+    pub edges: HashMap<EdgeId, State>,
+    /// Entry states for callees, joined per callee.
+    pub calls: HashMap<usize, State>,
+}
+
+/// Runs function `f` of `cfg` from `entry` to a fixpoint.
+pub(crate) fn function_fixpoint(
+    object: &Object,
+    cfg: &Cfg,
+    d: &mut AbsDomain,
+    facts: &mut Facts,
+    f: usize,
+    depth: Option<u8>,
+    entry: State,
+) -> FunctionStates {
+    let func = &cfg.functions()[f];
+    let headers: Vec<BlockId> = func.loops().iter().map(|l| l.header).collect();
+    let mut blocks: HashMap<BlockId, State> = HashMap::new();
+    let mut edges: HashMap<EdgeId, State> = HashMap::new();
+    let mut calls: HashMap<usize, State> = HashMap::new();
+    let mut joins: HashMap<BlockId, u32> = HashMap::new();
+    blocks.insert(func.entry, entry);
+    let mut work = vec![func.entry];
+    while let Some(b) = work.pop() {
+        let Some(state) = blocks.get(&b).cloned() else {
+            continue;
+        };
+        let exit = run_block(object, cfg, d, facts, depth, b, state);
+        for (callee, s) in exit.calls {
+            let joined = match calls.get(&callee) {
+                Some(old) => old.join(&s, d, false),
+                None => s,
+            };
+            calls.insert(callee, joined);
+        }
+        for (e, out) in exit.edges {
+            edges.insert(e, out.clone());
+            let to = cfg.edges()[e].to;
+            let merged = match blocks.get(&to) {
+                None => out,
+                Some(old) => {
+                    let n = joins.entry(to).or_insert(0);
+                    *n += 1;
+                    let widen = headers.contains(&to) && *n > JOINS_BEFORE_WIDENING;
+                    let merged = old.join(&out, d, widen);
+                    if merged.same_facts(old) {
+                        continue;
+                    }
+                    merged
+                }
+            };
+            blocks.insert(to, merged);
+            if !work.contains(&to) {
+                work.push(to);
+            }
+        }
+    }
+    FunctionStates {
+        blocks,
+        edges,
+        calls,
+    }
+}
+
+/// Argument registers r1–r5 of a state.
+pub(crate) fn arguments(state: &State) -> [AbsValue; 5] {
+    std::array::from_fn(|i| state.regs[i + 1])
+}
+
+/// The call depth of a callee's frame as its call sites give it.
+pub(crate) fn callee_depth(state: &State) -> Option<u8> {
+    match state.regs[FRAME_POINTER as usize].shape {
+        Shape::Pointer {
+            region: Region::Stack { depth },
+            ..
+        } => depth,
+        _ => None,
+    }
+}

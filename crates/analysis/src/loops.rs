@@ -1,0 +1,158 @@
+//! Loop trip bounds by abstract unrolling.
+//!
+//! For each natural loop, the state entering its header from outside is run through the body one
+//! iteration at a time — the body's blocks to a fixpoint of their own, the loop's back edges not
+//! followed but collected — and the states arriving on the back edges become the next iteration's
+//! header state. The loop's exit conditions, assumed on every edge, shrink what can arrive; once
+//! nothing can, the number of iterations so far bounds the loop. Because every state
+//! over-approximates the concrete ones, so does every iteration, and the bound holds for every
+//! execution. A loop whose back-edge state stops changing (a `may_goto` loop, a loop on data the
+//! analysis does not follow) or that runs past [`MAX_UNROLL`] iterations is reported unbounded.
+
+use std::collections::HashMap;
+
+use linerate_bpf::program::Object;
+use linerate_cfg::{BlockId, Cfg, Loop};
+
+use crate::fixpoint::{run_block, FunctionStates};
+use crate::machine::{Facts, State};
+use crate::value::AbsDomain;
+
+/// Iterations abstract unrolling tries before it calls a loop unbounded.
+pub const MAX_UNROLL: u64 = 1 << 16;
+
+/// A loop and how often its body can run.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LoopBound {
+    /// Function holding the loop.
+    pub function: usize,
+    /// Header block and its first slot.
+    pub header: BlockId,
+    pub header_slot: usize,
+    /// The most times the header runs each time the loop is entered (its back edges are taken at
+    /// most one time fewer); `None` where no bound was found.
+    pub max_header_runs: Option<u64>,
+}
+
+/// Bounds every loop of function `f`, given the function's fixpoint `states`.
+pub(crate) fn loop_bounds(
+    object: &Object,
+    cfg: &Cfg,
+    d: &mut AbsDomain,
+    f: usize,
+    depth: Option<u8>,
+    states: &FunctionStates,
+) -> Vec<LoopBound> {
+    let func = &cfg.functions()[f];
+    func.loops()
+        .iter()
+        .map(|l| LoopBound {
+            function: f,
+            header: l.header,
+            header_slot: l.header_slot,
+            max_header_runs: bound(object, cfg, d, depth, l, states),
+        })
+        .collect()
+}
+
+/// The state entering `l`'s header from outside the loop.
+fn entry_state(cfg: &Cfg, d: &mut AbsDomain, l: &Loop, states: &FunctionStates) -> Option<State> {
+    let mut entry: Option<State> = None;
+    for &e in &cfg.blocks()[l.header].preds {
+        if l.back_edges.contains(&e) {
+            continue;
+        }
+        let Some(s) = states.edges.get(&e) else {
+            continue;
+        };
+        entry = Some(match entry {
+            Some(old) => old.join(s, d, false),
+            None => s.clone(),
+        });
+    }
+    entry
+}
+
+fn bound(
+    object: &Object,
+    cfg: &Cfg,
+    d: &mut AbsDomain,
+    depth: Option<u8>,
+    l: &Loop,
+    states: &FunctionStates,
+) -> Option<u64> {
+    // A loop the analysis never enters runs zero times.
+    let Some(mut header) = entry_state(cfg, d, l, states) else {
+        return Some(0);
+    };
+    let mut runs = 0u64;
+    loop {
+        runs += 1;
+        if runs > MAX_UNROLL {
+            return None;
+        }
+        let Some(next) = one_iteration(object, cfg, d, depth, l, header.clone()) else {
+            return Some(runs);
+        };
+        if next.same_facts(&header) {
+            return None;
+        }
+        header = next;
+    }
+}
+
+/// Runs one iteration of `l` from header state `header`; the join of the states arriving on its
+/// back edges, `None` if none can.
+fn one_iteration(
+    object: &Object,
+    cfg: &Cfg,
+    d: &mut AbsDomain,
+    depth: Option<u8>,
+    l: &Loop,
+    header: State,
+) -> Option<State> {
+    // Facts were recorded by the whole-function fixpoint; the iterations add nothing new.
+    let mut facts = Facts::new();
+    let mut blocks: HashMap<BlockId, State> = HashMap::new();
+    let mut joins: HashMap<BlockId, u32> = HashMap::new();
+    let mut back: Option<State> = None;
+    blocks.insert(l.header, header);
+    let mut work = vec![l.header];
+    while let Some(b) = work.pop() {
+        let Some(state) = blocks.get(&b).cloned() else {
+            continue;
+        };
+        let exit = run_block(object, cfg, d, &mut facts, depth, b, state);
+        for (e, out) in exit.edges {
+            let to = cfg.edges()[e].to;
+            if l.back_edges.contains(&e) {
+                back = Some(match back {
+                    Some(old) => old.join(&out, d, false),
+                    None => out,
+                });
+                continue;
+            }
+            if !l.body.contains(&to) {
+                continue;
+            }
+            let merged = match blocks.get(&to) {
+                None => out,
+                Some(old) => {
+                    // Inner loops: widen after a few rounds so that the iteration terminates.
+                    let n = joins.entry(to).or_insert(0);
+                    *n += 1;
+                    let merged = old.join(&out, d, *n > 3);
+                    if merged.same_facts(old) {
+                        continue;
+                    }
+                    merged
+                }
+            };
+            blocks.insert(to, merged);
+            if !work.contains(&to) {
+                work.push(to);
+            }
+        }
+    }
+    back
+}
