@@ -617,7 +617,10 @@ fn unknown_program_name() {
 #[test]
 fn kernel_without_privileges() {
     if !is_root() {
-        println!("SKIPPED: not root, cannot drop privileges to test the unprivileged path");
+        linerate_kernel::skip_or_fail(
+            "kernel_without_privileges: not root, cannot drop privileges to test the unprivileged \
+             path",
+        );
         return;
     }
     let setpriv = std::process::Command::new("setpriv")
@@ -657,11 +660,11 @@ fn kernel_without_privileges() {
     };
     let probe = unprivileged(&["--version"]);
     if probe.code != Some(0) {
-        println!(
-            "SKIPPED: `nobody` cannot execute {} ({})",
+        linerate_kernel::skip_or_fail(&format!(
+            "kernel_without_privileges: `nobody` cannot execute {} ({})",
             bin(),
             probe.stderr.trim()
-        );
+        ));
         return;
     }
     let before = dir.listing();
@@ -702,7 +705,9 @@ fn kernel_without_privileges() {
 #[test]
 fn verifier_rejection_prints_the_log_after_one_line() {
     if let Err(reason) = kernel_available() {
-        println!("SKIPPED: verifier_rejection_prints_the_log_after_one_line: {reason}");
+        linerate_kernel::skip_or_fail(&format!(
+            "verifier_rejection_prints_the_log_after_one_line: {reason}"
+        ));
         return;
     }
     let dir = TempDir::new("verifier");

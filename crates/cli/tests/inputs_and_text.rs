@@ -301,7 +301,7 @@ fn run_human_output() {
 #[test]
 fn run_human_output_kernel() {
     if let Err(reason) = kernel_available() {
-        println!("SKIPPED: run_human_output_kernel: {reason}");
+        linerate_kernel::skip_or_fail(&format!("run_human_output_kernel: {reason}"));
         return;
     }
     let out = run([

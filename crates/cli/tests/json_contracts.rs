@@ -320,7 +320,7 @@ fn kernel_or_skip(test: &str) -> bool {
     match kernel_available() {
         Ok(()) => true,
         Err(reason) => {
-            println!("SKIPPED: {test}: {reason}");
+            linerate_kernel::skip_or_fail(&format!("{test}: {reason}"));
             false
         }
     }

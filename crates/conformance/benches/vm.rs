@@ -8,7 +8,7 @@
 use std::time::Instant;
 
 use linerate_conformance::examples::load_all;
-use linerate_kernel::{check_access, load_object, TestRunInput};
+use linerate_kernel::{load_object, TestRunInput};
 use linerate_vm::{Vm, VmOptions};
 
 const ROUNDS: usize = 5;
@@ -22,13 +22,7 @@ fn median(mut v: Vec<f64>) -> f64 {
 }
 
 fn main() {
-    let kernel = match check_access() {
-        Ok(()) => true,
-        Err(e) => {
-            eprintln!("kernel column SKIPPED: {e}");
-            false
-        }
-    };
+    let kernel = linerate_kernel::usable_or_skip("bench/vm kernel column");
     let examples = load_all().expect("example corpus");
     println!(
         "{:<18} {:>8} {:>10} {:>12} {:>14} {:>7}",

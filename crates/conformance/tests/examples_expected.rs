@@ -5,18 +5,12 @@
 //! newly loaded kernel object.
 
 use linerate_conformance::examples::load_all;
-use linerate_kernel::{check_access, load_object, TestRunInput};
+use linerate_kernel::{load_object, usable_or_skip, TestRunInput};
 use linerate_vm::{xdp_action_name, Vm, VmOptions};
 
 #[test]
 fn crafted_packets_get_their_expected_verdicts() {
-    let kernel = match check_access() {
-        Ok(()) => true,
-        Err(e) => {
-            eprintln!("SKIPPED (kernel half): {e}");
-            false
-        }
-    };
+    let kernel = usable_or_skip("crafted_packets_get_their_expected_verdicts, kernel half");
     let mut failures = Vec::new();
     let mut checked = 0;
     for example in load_all().expect("example corpus") {

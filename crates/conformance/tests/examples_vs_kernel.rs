@@ -8,7 +8,7 @@
 
 use linerate_bpf::Object;
 use linerate_conformance::examples::{hex, load_all, Example};
-use linerate_kernel::{check_access, load_object, LoadedObject, TestRunInput};
+use linerate_kernel::{load_object, usable_or_skip, LoadedObject, TestRunInput};
 use linerate_vm::maps::normalize_entries;
 use linerate_vm::{Vm, VmOptions};
 
@@ -147,8 +147,7 @@ fn check_example(example: &Example) -> Result<usize, String> {
 
 #[test]
 fn interpreter_agrees_with_kernel_on_every_example() {
-    if let Err(e) = check_access() {
-        eprintln!("SKIPPED: example differential test needs BPF: {e}");
+    if !usable_or_skip("example differential test") {
         return;
     }
     let examples = load_all().expect("example corpus");

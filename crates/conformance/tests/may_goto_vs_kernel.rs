@@ -4,7 +4,7 @@
 use linerate_bpf::asm::assemble_program;
 use linerate_bpf::insn::{decode_all, Instruction};
 use linerate_bpf::program::{Function, Object};
-use linerate_kernel::{check_access, load_object, TestRunInput};
+use linerate_kernel::{load_object, usable_or_skip, TestRunInput};
 use linerate_vm::{Vm, VmOptions};
 
 /// Loops `n` times, `n` the little-endian u32 at packet offset 14 (unknown to the verifier, so
@@ -81,8 +81,7 @@ fn may_goto_loop_agrees_with_kernel() {
     for (p, want) in packets.iter().zip(&expected) {
         assert_eq!(vm.run(0, p, &[]).unwrap().return_value, *want);
     }
-    if let Err(e) = check_access() {
-        eprintln!("SKIPPED: kernel half needs BPF: {e}");
+    if !usable_or_skip("may_goto kernel half") {
         return;
     }
     let loaded = load_object(&object).unwrap_or_else(|e| {
@@ -103,8 +102,7 @@ fn clang_may_goto_object_reads_and_runs() {
     let mut vm = Vm::new(&object, VmOptions::default()).unwrap();
     let packet = vec![0u8; 64];
     let vm_out = vm.run(0, &packet, &[]).unwrap();
-    if let Err(e) = check_access() {
-        eprintln!("SKIPPED: kernel half needs BPF: {e}");
+    if !usable_or_skip("may_goto kernel half") {
         return;
     }
     let loaded = load_object(&object).unwrap();

@@ -7,7 +7,7 @@
 
 use linerate_bpf::insn::Instruction;
 use linerate_conformance::random_program::{object, packet, xdp_program};
-use linerate_kernel::{check_access, load_object, TestRunInput};
+use linerate_kernel::{load_object, usable_or_skip, TestRunInput};
 use linerate_vm::{Vm, VmOptions};
 use proptest::test_runner::{Config, TestCaseError, TestError, TestRunner};
 
@@ -59,8 +59,7 @@ fn hex(bytes: &[u8]) -> String {
 
 #[test]
 fn interpreter_agrees_with_kernel_on_random_programs() {
-    if let Err(e) = check_access() {
-        eprintln!("SKIPPED: random differential test needs BPF: {e}");
+    if !usable_or_skip("random differential test") {
         return;
     }
     let cases = std::env::var("LINERATE_RANDOM_PROGRAMS")

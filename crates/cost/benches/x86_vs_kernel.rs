@@ -12,7 +12,7 @@ use linerate_cfg::Cfg;
 use linerate_conformance::examples::load_all;
 use linerate_cost::trace::entry_blocks;
 use linerate_cost::{Model, ProgramCost};
-use linerate_kernel::{check_access, load_object, TestRunInput};
+use linerate_kernel::{load_object, TestRunInput};
 use linerate_vm::{Vm, VmOptions};
 
 const KERNEL_REPEAT: u32 = 20_000;
@@ -24,8 +24,7 @@ fn median(mut v: Vec<f64>) -> f64 {
 }
 
 fn main() {
-    if let Err(e) = check_access() {
-        println!("SKIPPED: the kernel side needs BPF: {e}");
+    if !linerate_kernel::usable_or_skip("bench/cost kernel side") {
         return;
     }
     let model = Model::builtin("x86").expect("shipped x86 model");

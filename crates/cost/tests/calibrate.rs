@@ -50,8 +50,8 @@ fn unknown_prefixes_are_refused_before_measuring() {
 /// A quick calibration of a few items, through the kernel.
 #[test]
 fn quick_partial_calibration_orders_costs_like_the_hardware() {
-    if let Err(e) = linerate_kernel::check_access() {
-        println!("skipped: {e}");
+    if !linerate_kernel::usable_or_skip("quick_partial_calibration_orders_costs_like_the_hardware")
+    {
         return;
     }
     let opts = Options {

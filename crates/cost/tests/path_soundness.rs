@@ -120,12 +120,12 @@ fn exact_cost(model: &Model, cost: &ProgramCost, steps: &[Step]) -> Cost {
     total
 }
 
-fn check(example: &Example, model: &Model) -> usize {
+fn check(example: &Example, model: &Model) -> Option<usize> {
     let program = &example.object.programs[example.entry];
     let cfg = Cfg::build(program).unwrap();
     let cost = match ProgramCost::new(&example.object, &cfg, model) {
         Ok(c) => c,
-        Err(CostError::Unsupported { .. }) => return 0,
+        Err(CostError::Unsupported { .. }) => return None,
         Err(e) => panic!("{}: {e}", example.name()),
     };
     let mut checked = 0;
@@ -159,28 +159,37 @@ fn check(example: &Example, model: &Model) -> usize {
         }
         checked += 1;
     }
-    checked
+    Some(checked)
 }
 
 #[test]
 fn summed_edges_bound_executed_paths() {
     let examples = load_all().expect("examples load");
     let mut models = vec![toy_model()];
-    for target in ["x86", "nfp"]
-        .into_iter()
-        .filter(|_| std::env::var("TMP_SKIP").is_err())
-    {
+    for target in ["x86", "nfp"] {
         models.push(Model::builtin(target).expect("shipped model loads"));
     }
     for model in &models {
-        let checked: usize = examples.iter().map(|e| check(e, model)).sum();
-        println!("{}: {checked} executed paths checked", model.target());
-        if model.target() != "nfp" {
-            assert!(
-                checked > 200,
-                "{}: only {checked} paths checked",
-                model.target()
-            );
-        }
+        let priced: Vec<usize> = examples.iter().filter_map(|e| check(e, model)).collect();
+        let checked: usize = priced.iter().sum();
+        println!(
+            "{}: {checked} executed paths of {} programs checked",
+            model.target(),
+            priced.len()
+        );
+        // Coverage may grow, never shrink unnoticed. Counted when this was written: all 30
+        // example programs, 495 executed paths, for the toy and x86 models; the NFP prices 12
+        // of the programs (202 paths) and refuses the others' instructions.
+        let (min_paths, min_programs) = match model.target() {
+            "nfp" => (202, 12),
+            _ => (495, 30),
+        };
+        assert!(
+            checked >= min_paths && priced.len() >= min_programs,
+            "{}: only {checked} paths of {} programs checked (at least {min_paths} of \
+             {min_programs} expected)",
+            model.target(),
+            priced.len()
+        );
     }
 }

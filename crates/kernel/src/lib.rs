@@ -6,7 +6,9 @@
 //! freezes global data, loads every program as `BPF_PROG_TYPE_XDP` with the map file descriptors
 //! as `fd_array` (the linked instructions name maps by index), and fills program arrays.
 //! [`LoadedObject::test_run`] runs a program on a packet on CPU 0. Programs are never attached to a
-//! network interface. [`check_access`] tells whether this process may use BPF at all.
+//! network interface. [`check_access`] tells whether this process may use BPF at all;
+//! [`usable_or_skip`] and [`skip_or_fail`] are how kernel-backed tests and benchmarks act on the
+//! answer (skip visibly, or fail under `LINERATE_REQUIRE_BPF=1`).
 //!
 //! # How XDP `BPF_PROG_TEST_RUN` lays out the packet (Linux 6.18, x86-64, 4 KiB pages)
 //!
@@ -60,11 +62,13 @@
 
 mod error;
 mod object;
+mod skip;
 mod sys;
 mod testrun;
 
 pub use error::KernelError;
 pub use object::{load_object, LoadedObject, MapEntries};
+pub use skip::{bpf_required, skip_or_fail, usable_or_skip, REQUIRE_BPF_VAR};
 pub use sys::{Errno, ENOTSUPP};
 pub use testrun::{TestRunInput, TestRunOutput};
 

@@ -1,6 +1,7 @@
 //! Loading hand-built objects into the kernel and running them with `BPF_PROG_TEST_RUN`: return
 //! values, packet writes, every map kind the loader handles, tail calls and verifier rejections.
-//! Each test prints `SKIPPED: ...` and returns when this process cannot use BPF.
+//! Each test prints `SKIPPED: ...` and returns when this process cannot use BPF, or fails under
+//! `LINERATE_REQUIRE_BPF=1`.
 
 mod common;
 
@@ -10,12 +11,35 @@ use linerate_bpf::program::MapOrigin;
 use linerate_bpf::{MapDef, MapType};
 use linerate_kernel::{load_object, KernelError, TestRunInput};
 
+/// Every kernel-backed test trusts `check_access` to decide whether to skip, so it must answer yes
+/// exactly when a program loads and runs, and a no must be one line saying what is missing.
 #[test]
-fn check_access_succeeds_here() {
-    if !bpf_available() {
-        return;
+fn check_access_tells_whether_programs_load_and_run() {
+    let obj = single(&[mov(0, XDP_PASS as i32), exit()], vec![]);
+    match linerate_kernel::check_access() {
+        Ok(()) => {
+            let loaded = load_object(&obj).expect("check_access said BPF works: a program loads");
+            let out = loaded
+                .test_run(0, &TestRunInput::new(packet(64)))
+                .expect("check_access said BPF works: a program runs");
+            assert_eq!(out.retval, XDP_PASS);
+        }
+        Err(e) => {
+            assert!(matches!(e, KernelError::Unavailable { .. }), "{e:?}");
+            let reason = e.to_string();
+            assert!(
+                reason.starts_with("BPF not available") && !reason.contains('\n'),
+                "{reason}"
+            );
+            assert!(
+                load_object(&obj).is_err(),
+                "check_access said `{reason}`, but a program loads"
+            );
+            linerate_kernel::skip_or_fail(&format!(
+                "check_access_tells_whether_programs_load_and_run: {reason}"
+            ));
+        }
     }
-    linerate_kernel::check_access().expect("BPF is available on this machine");
 }
 
 #[test]

@@ -1,7 +1,7 @@
 //! Pins the XDP `BPF_PROG_TEST_RUN` facts documented in the crate documentation (headroom,
 //! tailroom, metadata limits, what `data_out` holds, context fields, large packets, repeat), which
 //! the interpreter must reproduce. Each test prints `SKIPPED: ...` and returns when this process
-//! cannot use BPF.
+//! cannot use BPF, or fails under `LINERATE_REQUIRE_BPF=1`.
 
 mod common;
 

@@ -231,7 +231,8 @@ pub fn is_root() -> bool {
         .unwrap_or(false)
 }
 
-/// `Ok(())` when `linerate run --kernel` works here, else the reason to print as SKIPPED.
+/// `Ok(())` when `linerate run --kernel` works here, else the reason to give
+/// [`linerate_kernel::skip_or_fail`].
 pub fn kernel_available() -> Result<(), String> {
     let out = run([
         "run".as_ref(),

@@ -28,15 +28,10 @@ pub const MD_DATA_META: i16 = 8;
 pub const MD_INGRESS_IFINDEX: i16 = 12;
 pub const MD_RX_QUEUE_INDEX: i16 = 16;
 
-/// Returns `true` when BPF is usable; otherwise prints `SKIPPED: <reason>` and returns `false`.
+/// Returns `true` when BPF is usable; otherwise prints `SKIPPED: <test>: <reason>` and returns
+/// `false`, or fails the test under `LINERATE_REQUIRE_BPF=1` ([`linerate_kernel::usable_or_skip`]).
 pub fn bpf_available() -> bool {
-    match linerate_kernel::check_access() {
-        Ok(()) => true,
-        Err(e) => {
-            eprintln!("SKIPPED: {e}");
-            false
-        }
-    }
+    linerate_kernel::usable_or_skip(std::thread::current().name().unwrap_or("kernel test"))
 }
 
 pub fn mov(dst: Reg, imm: i32) -> Instruction {

@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# The full test suite, as CI runs it (.ci/run): every test of the workspace with kernel-backed
+# tests required to run (LINERATE_REQUIRE_BPF=1 turns their SKIPPED into a failure), then every
+# benchmark compiled, not run (quietly, so that cargo test's summary stays the closing lines).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+LINERATE_REQUIRE_BPF=1 cargo test --workspace --release
+cargo bench --workspace --no-run --quiet
