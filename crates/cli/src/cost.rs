@@ -160,7 +160,7 @@ fn packet_paths(
             .with_context(|| format!("{}: packet {i}", file.display()))?;
         let steps = executed_steps(&programs, program, &run.path)
             .ok_or_else(|| anyhow!("packet {i}: the interpreter's path record does not fit"))?;
-        let path = match entry_blocks(cfg, &steps) {
+        let path = match entry_blocks(cfg, steps.iter().map(|s| (s.program, s.slot))) {
             Some(blocks) => {
                 let c = cost
                     .path_cost(cfg, model, &blocks)

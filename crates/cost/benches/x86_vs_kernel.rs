@@ -65,7 +65,7 @@ fn main() {
             }
             let out = vm.run(example.entry, &packet.bytes, &[]).expect("runs");
             let steps = executed_steps(&programs, example.entry, &out.path).expect("record fits");
-            let Some(blocks) = entry_blocks(&cfg, &steps) else {
+            let Some(blocks) = entry_blocks(&cfg, steps.iter().map(|s| (s.program, s.slot))) else {
                 continue;
             };
             let ns = cost.path_cost(&cfg, &model, &blocks).expect("path").0[0] / hz * 1e9;

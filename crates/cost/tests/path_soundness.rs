@@ -141,7 +141,7 @@ fn check(example: &Example, model: &Model) -> usize {
         }
         let out = vm.run(example.entry, &packet.bytes, &[]).unwrap();
         let steps = executed_steps(&programs, example.entry, &out.path).expect("record fits");
-        let Some(blocks) = entry_blocks(&cfg, &steps) else {
+        let Some(blocks) = entry_blocks(&cfg, steps.iter().map(|s| (s.program, s.slot))) else {
             continue;
         };
         let summed = cost.path_cost(&cfg, model, &blocks).unwrap();

@@ -1,6 +1,6 @@
 //! The microbenchmark programs: for every item, an XDP program whose loop body is a setup and
 //! `units` copies of a unit containing the item; and per group of items a *baseline* with the same
-//! loop and setup but no units. See the module documentation of [`crate::calibrate`] for the
+//! loop and setup but no units. See the module documentation of [`crate`] for the
 //! method.
 
 use linerate_bpf::insn::{
@@ -8,8 +8,8 @@ use linerate_bpf::insn::{
 };
 use linerate_bpf::program::{MapDef, MapOrigin, MapType};
 
-use super::asm::*;
-use crate::item::{Access, Item, MapOp, Region, COSTED_HELPERS, COSTED_MAP_TYPES};
+use crate::asm::*;
+use linerate_cost::item::{Access, Item, MapOp, Region, COSTED_HELPERS, COSTED_MAP_TYPES};
 
 /// Length of the packet every program runs on.
 pub(crate) const PACKET_LEN: usize = 128;
@@ -1574,7 +1574,7 @@ mod tests {
             }
         }
         // Every non-map item of the universe but the derived ones has a bench.
-        for item in crate::item::universe() {
+        for item in linerate_cost::item::universe() {
             let key = item.to_string();
             let derived = key.starts_with("load.ctx.")
                 || key == "may_goto.taken"

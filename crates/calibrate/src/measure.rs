@@ -7,8 +7,8 @@ use linerate_bpf::program::Function;
 use linerate_bpf::{Object, Program};
 use linerate_kernel::{load_object, LoadedObject, TestRunInput};
 
-use super::programs::{Prog, Role, Suite, LOOP_COUNT_OFFSET, LOOP_EXHAUSTED, PROBE_FAIL};
-use super::{CalibrateError, Options};
+use crate::programs::{Prog, Role, Suite, LOOP_COUNT_OFFSET, LOOP_EXHAUSTED, PROBE_FAIL};
+use crate::{CalibrateError, Options};
 
 /// Repeat count of the pilot run that checks a plain timed program and estimates its time.
 const PILOT_REPEAT: u32 = 64;
@@ -40,7 +40,7 @@ struct LoadedGroup<'a> {
 /// Whether a program of `suite` takes part, given the benches needed.
 pub(crate) fn included(
     prog: &Prog,
-    group_benches: &[&super::programs::Bench],
+    group_benches: &[&crate::programs::Bench],
     needed: &HashSet<String>,
 ) -> bool {
     match &prog.role {
@@ -52,7 +52,7 @@ pub(crate) fn included(
     }
 }
 
-fn build_object(name: &str, group: &super::programs::Group, programs: &[&Prog]) -> Object {
+fn build_object(name: &str, group: &crate::programs::Group, programs: &[&Prog]) -> Object {
     let mut maps = group.maps.clone();
     for &(map, slot, ref prog) in &group.slots {
         if let Some(index) = programs.iter().position(|p| &p.name == prog) {
@@ -160,7 +160,7 @@ pub(crate) fn measure(
     let mut probes = HashMap::new();
     let mut count = 0;
     for (gi, group) in suite.groups.iter().enumerate() {
-        let benches: Vec<&super::programs::Bench> = group
+        let benches: Vec<&crate::programs::Bench> = group
             .programs
             .iter()
             .filter_map(|p| match &p.role {
