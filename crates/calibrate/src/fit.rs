@@ -9,6 +9,7 @@ use crate::programs::{
     map_cases, Bench, Role, Suite, CTX_FIELDS, JUMP_PLACEMENTS, REDIRECT_TARGETS,
 };
 use crate::CalibrateError;
+use linerate_bpf::facts::helper;
 use linerate_cost::item::{self, Item, MapOp};
 
 /// Spreads of figures below this many ns are taken relative to it (a zero-cost item's spread
@@ -104,7 +105,7 @@ pub(crate) fn plan() -> Vec<(String, Pricing)> {
                 ],
                 what: "the slower of a direct (constant slot) and an indirect tail call".into(),
             },
-            Item::Helper(51) => Pricing::Max {
+            Item::Helper(helper::REDIRECT_MAP) => Pricing::Max {
                 of: REDIRECT_TARGETS
                     .iter()
                     .map(|(_, name)| format!("aux.redirect_map.{name}"))

@@ -39,24 +39,24 @@
 //!   `xdp_md` field XDP may read is timed as the verifier rewrites it and `load.ctx.u32` is the
 //!   slowest; narrower, wider and sign-extending context loads are refused by the verifier and
 //!   priced `same_as` the u32 load.
-//! * **Helpers.** Every helper of [`linerate_cost::item::COSTED_HELPERS`], called back to back with its
-//!   argument setup subtracted: `csum_diff` of 20 bytes removed and 20 added, `xdp_load_bytes` and
-//!   `xdp_store_bytes` of 64 bytes, the adjust helpers in pairs that move a bound by 4 bytes and
-//!   back (per call), `redirect_map` on an occupied devmap slot (lo), `fib_lookup` of an IPv4
+//! * **Helpers.** Every helper of [`linerate_cost::item::COSTED_HELPERS`], called back to back with
+//!   its argument setup subtracted: `csum_diff` of 20 bytes removed and 20 added, `xdp_load_bytes`
+//!   and `xdp_store_bytes` of 64 bytes, the adjust helpers in pairs that move a bound by 4 bytes
+//!   and back (per call), `redirect_map` on an occupied devmap slot (lo), `fib_lookup` of an IPv4
 //!   destination through the host's default route (the helper returns early unless the ingress
-//!   device forwards, so IPv4 forwarding on `lo` is switched on for exactly those runs and
-//!   restored afterwards, unless [`Options::enable_forwarding`] is off; the note records the
-//!   helper's result code), `trace_printk` of a 3-character line (it really writes to the trace
-//!   buffer). A probe program checks each helper's result before timing.
-//! * **Maps.** Every type of [`linerate_cost::item::COSTED_MAP_TYPES`], value size 16; hash types at key
-//!   sizes 4, 8, 16, 32, 64 and LPM tries at 8 and 20 (IPv4 and IPv6 keys), populated with 1024
-//!   entries (prefixes for tries); units cycle over 16 keys held in global data. Lookups hit
+//!   device forwards, so IPv4 forwarding on `lo` is switched on for exactly those runs and restored
+//!   afterwards, unless [`Options::enable_forwarding`] is off; the note records the helper's result
+//!   code), `trace_printk` of a 3-character line (it really writes to the trace buffer). A probe
+//!   program checks each helper's result before timing.
+//! * **Maps.** Every type of [`linerate_cost::item::COSTED_MAP_TYPES`], value size 16; hash types
+//!   at key sizes 4, 8, 16, 32, 64 and LPM tries at 8 and 20 (IPv4 and IPv6 keys), populated with
+//!   1024 entries (prefixes for tries); units cycle over 16 keys held in global data. Lookups hit
 //!   (tries: full-length addresses inside stored prefixes). Updates are priced as the larger of an
 //!   overwrite of an existing key (measured) and an insert of a new key, bounded by an
 //!   insert+delete pair of a fresh key minus a lookup; deletes are that pair minus a lookup (the
-//!   insert and the delete each do at least a lookup's work, so both bounds are from above).
-//!   Arrays refuse deletes with `-EINVAL`, which is what their delete price measures. Probes check
-//!   that every lookup hits and every update and delete succeeds.
+//!   insert and the delete each do at least a lookup's work, so both bounds are from above). Arrays
+//!   refuse deletes with `-EINVAL`, which is what their delete price measures. Probes check that
+//!   every lookup hits and every update and delete succeeds.
 //! * **Calls.** `call.local` is a call of `r0 = 0; exit` including its return; `exit` is priced 0
 //!   (a callee's return is in `call.local`, the program's own in `per_packet`). `tail_call` is the
 //!   slower of a direct (constant slot) and an indirect (slot from `ctx->rx_queue_index`) tail

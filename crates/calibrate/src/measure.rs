@@ -3,6 +3,7 @@
 use std::collections::{HashMap, HashSet};
 use std::time::Instant;
 
+use linerate_bpf::facts::xdp::XDP_PASS;
 use linerate_bpf::program::Function;
 use linerate_bpf::{Object, Program};
 use linerate_kernel::{load_object, LoadedObject, TestRunInput};
@@ -323,7 +324,7 @@ const MAX_ITERATIONS: u32 = 4_000_000;
 fn timed_run(lo: &LoadedObject, pi: usize, prog: &Prog, runs: Runs) -> Result<f64, CalibrateError> {
     let expect = match &prog.role {
         Role::Timed(Some(b)) => b.expect_retval,
-        _ => 2,
+        _ => XDP_PASS as u32,
     };
     let mut packet = prog.packet.clone();
     let repeat = match runs {
@@ -398,7 +399,7 @@ fn with_forwarding(state: &mut Result<(), String>) -> Option<Forwarding> {
 }
 
 fn probe_error(of: &str, got: u32, expect: u32) -> CalibrateError {
-    let detail = if got >= PROBE_FAIL && expect == 2 {
+    let detail = if got >= PROBE_FAIL && expect == XDP_PASS as u32 {
         format!(
             "a call returned {} instead of the expected result",
             got.wrapping_sub(PROBE_FAIL) as i32

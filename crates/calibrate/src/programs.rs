@@ -3,6 +3,11 @@
 //! loop and setup but no units. See the module documentation of [`crate`] for the
 //! method.
 
+use linerate_bpf::facts::errno::EINVAL;
+use linerate_bpf::facts::helper;
+use linerate_bpf::facts::limits::{FIB_LOOKUP_PARAMS, MAX_TAIL_CALLS};
+use linerate_bpf::facts::xdp::{XDP_PASS, XDP_REDIRECT};
+use linerate_bpf::facts::xdp_md;
 use linerate_bpf::insn::{
     AluOp, AtomicOp, Cond, Endian, Imm64, Instruction, Operand, RawInsn, Size,
 };
@@ -29,8 +34,6 @@ pub(crate) const CSUM_BYTES: i32 = 20;
 pub(crate) const COPY_BYTES: i32 = 64;
 /// Bytes the adjust helpers move the packet bounds by (and back).
 pub(crate) const ADJUST_BYTES: i32 = 4;
-/// Successful tail calls per packet (the kernel's `MAX_TAIL_CALL_CNT`).
-pub(crate) const TAIL_CALLS: u32 = 33;
 /// Offset of the value in each map benchmark's key data.
 const DATA_VALUE: usize = 0;
 /// First key in each map benchmark's key data.
@@ -109,7 +112,7 @@ impl Bench {
             units,
             per_unit: 1.0,
             minus: Vec::new(),
-            expect_retval: XDP_PASS,
+            expect_retval: XDP_PASS as u32,
             note: String::new(),
         }
     }
@@ -124,9 +127,6 @@ impl Bench {
         self
     }
 }
-
-const XDP_PASS: u32 = 2;
-const XDP_REDIRECT: u32 = 4;
 
 fn zero_packet() -> Vec<u8> {
     vec![0u8; PACKET_LEN]
@@ -224,8 +224,8 @@ fn looped<T>(
     let exhausted = a.label();
     a.extend([
         movr(R6, R1),
-        ldx(Size::W, R2, R6, 0),
-        ldx(Size::W, R3, R6, 4),
+        ldx_ctx(R2, R6, xdp_md::DATA),
+        ldx_ctx(R3, R6, xdp_md::DATA_END),
         movr(R4, R2),
         addi(R4, PACKET_LEN as i32),
     ]);
@@ -415,24 +415,24 @@ fn alu_symbol(op: AluOp) -> &'static str {
 // Loads, stores and atomics per region.
 
 /// The `xdp_md` fields XDP programs may read, with their offsets.
-pub(crate) const CTX_FIELDS: [(&str, i16, bool); 5] = [
-    ("data", 0, true),
-    ("data_end", 4, true),
-    ("data_meta", 8, true),
-    ("ingress_ifindex", 12, false),
-    ("rx_queue_index", 16, false),
+pub(crate) const CTX_FIELDS: [(&str, u64, bool); 5] = [
+    ("data", xdp_md::DATA, true),
+    ("data_end", xdp_md::DATA_END, true),
+    ("data_meta", xdp_md::DATA_META, true),
+    ("ingress_ifindex", xdp_md::INGRESS_IFINDEX, false),
+    ("rx_queue_index", xdp_md::RX_QUEUE_INDEX, false),
 ];
 
 fn ctx_group() -> Group {
     let mut g = Group::new("ctx");
     // r1 = ctx; r7 = ctx->data (a packet pointer to subtract from pointer-valued fields).
-    let setup = |a: &mut Asm, _: Label| a.extend([ldx(Size::W, R7, R1, 0), mov(R3, 0)]);
+    let setup = |a: &mut Asm, _: Label| a.extend([ldx_ctx(R7, R1, xdp_md::DATA), mov(R3, 0)]);
     g.timed("ctx base", program(setup, 0, |_, _, _| {}), None);
     for (field, off, pointer) in CTX_FIELDS {
         let key = format!("aux.ctx.{field}");
         let units = 1500;
         let insns = program(setup, units, |a, _, _| {
-            a.push(ldx(Size::W, R3, R1, off));
+            a.push(ldx_ctx(R3, R1, off));
             if pointer {
                 a.push(alu(true, AluOp::Sub, R3, Operand::Reg(R7)));
             }
@@ -493,8 +493,8 @@ fn region_setup(region: Region) -> impl Fn(&mut Asm, Label) {
             Region::Packet => {
                 a.extend([
                     movr(R6, R1),
-                    ldx(Size::W, R7, R6, 0),
-                    ldx(Size::W, R8, R6, 4),
+                    ldx_ctx(R7, R6, xdp_md::DATA),
+                    ldx_ctx(R8, R6, xdp_md::DATA_END),
                     movr(R1, R7),
                     addi(R1, 64),
                 ]);
@@ -514,7 +514,7 @@ fn region_setup(region: Region) -> impl Fn(&mut Asm, Label) {
                     movr(R2, R10),
                     addi(R2, -4),
                     ld64(R1, Imm64::Map(0)),
-                    call(1),
+                    call(helper::MAP_LOOKUP_ELEM),
                 ]);
                 a.jcc(true, Cond::Eq, R0, Operand::Imm(0), fail);
                 a.push(movr(R1, R0));
@@ -663,13 +663,13 @@ fn jump_packet(r1: u64) -> Vec<u8> {
     p
 }
 
-/// `r1`, `r2` and `r9` from the packet (unknown to the verifier), `r8 = 2` (the return value),
-/// and a never-taken `if r9 == JA_MAGIC goto side`.
+/// `r1`, `r2` and `r9` from the packet (unknown to the verifier), `r8 = XDP_PASS` (the return
+/// value), and a never-taken `if r9 == JA_MAGIC goto side`.
 fn jump_setup(a: &mut Asm, fail: Label, side: Option<Label>) {
     a.extend([
         movr(R6, R1),
-        ldx(Size::W, R7, R6, 0),
-        ldx(Size::W, R8, R6, 4),
+        ldx_ctx(R7, R6, xdp_md::DATA),
+        ldx_ctx(R8, R6, xdp_md::DATA_END),
         movr(R5, R7),
         addi(R5, 24),
     ]);
@@ -696,7 +696,7 @@ fn jump_filler(a: &mut Asm) {
     }
 }
 
-/// Setup, units, and a check that no filler ran (`r8` still 2).
+/// Setup, units, and a check that no filler ran (`r8` still `XDP_PASS`).
 fn jump_program(units: u32, unit: impl Fn(&mut Asm, u32, Label)) -> Vec<RawInsn> {
     looped(
         |a, fail| {
@@ -905,7 +905,7 @@ struct HelperCase {
 fn helper_call_insns(id: u32, step: u32) -> Vec<Instruction> {
     let ctx = movr(R1, R6);
     match id {
-        6 => vec![
+        helper::TRACE_PRINTK => vec![
             movr(R1, R10),
             addi(R1, PRINTK_FMT as i32),
             mov(R2, PRINTK_FORMAT.len() as i32),
@@ -914,8 +914,8 @@ fn helper_call_insns(id: u32, step: u32) -> Vec<Instruction> {
             mov(R5, -1),
             call(id),
         ],
-        23 => vec![mov(R1, 1), mov(R2, 0), call(id)],
-        28 => vec![
+        helper::REDIRECT => vec![mov(R1, 1), mov(R2, 0), call(id)],
+        helper::CSUM_DIFF => vec![
             movr(R1, R10),
             addi(R1, BUFFER as i32),
             mov(R2, CSUM_BYTES),
@@ -925,7 +925,7 @@ fn helper_call_insns(id: u32, step: u32) -> Vec<Instruction> {
             mov(R5, 0),
             call(id),
         ],
-        44 | 54 => {
+        helper::XDP_ADJUST_HEAD | helper::XDP_ADJUST_META => {
             let delta = if step == 0 {
                 -ADJUST_BYTES
             } else {
@@ -933,7 +933,7 @@ fn helper_call_insns(id: u32, step: u32) -> Vec<Instruction> {
             };
             vec![ctx, mov(R2, delta), call(id)]
         }
-        65 => {
+        helper::XDP_ADJUST_TAIL => {
             let delta = if step == 0 {
                 ADJUST_BYTES
             } else {
@@ -941,18 +941,18 @@ fn helper_call_insns(id: u32, step: u32) -> Vec<Instruction> {
             };
             vec![ctx, mov(R2, delta), call(id)]
         }
-        51 => redirect_map_insns(0),
-        69 => vec![
+        helper::REDIRECT_MAP => redirect_map_insns(0),
+        helper::FIB_LOOKUP => vec![
             st(Size::W, R10, FIB_PARAMS + 8, 1),
             ctx,
             movr(R2, R10),
             addi(R2, FIB_PARAMS as i32),
-            mov(R3, 64),
+            mov(R3, FIB_LOOKUP_PARAMS as i32),
             mov(R4, 0),
             call(id),
         ],
-        188 => vec![ctx, call(id)],
-        189 | 190 => vec![
+        helper::XDP_GET_BUFF_LEN => vec![ctx, call(id)],
+        helper::XDP_LOAD_BYTES | helper::XDP_STORE_BYTES => vec![
             ctx,
             mov(R2, 0),
             movr(R3, R10),
@@ -975,7 +975,7 @@ fn helper_case(id: u32) -> HelperCase {
         note: format!("back-to-back `{name}` calls"),
     };
     match id {
-        6 => {
+        helper::TRACE_PRINTK => {
             c.units = 20;
             c.minus = vec![
                 ("alu64.mov.reg", 1.0),
@@ -987,14 +987,14 @@ fn helper_case(id: u32) -> HelperCase {
                       each call; longer formats and %s cost more), minus argument setup"
                 .into();
         }
-        8 => c.units = 1000,
-        23 => {
+        helper::GET_SMP_PROCESSOR_ID => c.units = 1000,
+        helper::REDIRECT => {
             c.units = 500;
-            c.expect = Some(XDP_REDIRECT);
+            c.expect = Some(XDP_REDIRECT as u32);
             c.minus = vec![("alu64.mov.imm", 2.0)];
             c.note = "`redirect(1, 0)`, minus argument setup".into();
         }
-        28 => {
+        helper::CSUM_DIFF => {
             c.minus = vec![
                 ("alu64.mov.reg", 2.0),
                 ("alu64.add.imm", 2.0),
@@ -1005,12 +1005,12 @@ fn helper_case(id: u32) -> HelperCase {
                  rewrite), minus argument setup"
             );
         }
-        44 | 54 | 65 => {
+        helper::XDP_ADJUST_HEAD | helper::XDP_ADJUST_META | helper::XDP_ADJUST_TAIL => {
             c.units = 100;
             c.calls = 2;
             c.expect = Some(0);
             c.minus = vec![("alu64.mov.reg", 1.0), ("alu64.mov.imm", 1.0)];
-            let (first, second) = if id == 65 {
+            let (first, second) = if id == helper::XDP_ADJUST_TAIL {
                 (ADJUST_BYTES, -ADJUST_BYTES)
             } else {
                 (-ADJUST_BYTES, ADJUST_BYTES)
@@ -1020,12 +1020,12 @@ fn helper_case(id: u32) -> HelperCase {
                  per call, minus argument setup"
             );
         }
-        51 => {
-            c.expect = Some(XDP_REDIRECT);
+        helper::REDIRECT_MAP => {
+            c.expect = Some(XDP_REDIRECT as u32);
             c.minus = vec![("ld_imm64", 1.0), ("alu64.mov.imm", 2.0)];
             c.note = "`redirect_map`, minus argument setup".into();
         }
-        69 => {
+        helper::FIB_LOOKUP => {
             c.units = 100;
             c.minus = vec![
                 ("store.stack.u32", 1.0),
@@ -1037,12 +1037,12 @@ fn helper_case(id: u32) -> HelperCase {
                       default route, minus argument setup and the store resetting the ifindex"
                 .into();
         }
-        188 => {
+        helper::XDP_GET_BUFF_LEN => {
             c.units = 500;
             c.minus = vec![("alu64.mov.reg", 1.0)];
             c.note = "`xdp_get_buff_len`, minus argument setup".into();
         }
-        189 | 190 => {
+        helper::XDP_LOAD_BYTES | helper::XDP_STORE_BYTES => {
             c.expect = Some(0);
             c.minus = vec![
                 ("alu64.mov.reg", 2.0),
@@ -1070,7 +1070,7 @@ enum Expect {
     NonNull,
 }
 
-/// A probe: `setup`, `units` units with every call's result checked, `r0 = 2; exit`; on an
+/// A probe: `setup`, `units` units with every call's result checked, `r0 = XDP_PASS; exit`; on an
 /// unexpected result, exit with [`PROBE_FAIL`] + the result. Units get the failure label.
 fn probe_program(
     setup: impl Fn(&mut Asm, Label),
@@ -1098,7 +1098,12 @@ pub(crate) const REDIRECT_TARGETS: [(u32, &str); 3] =
 
 /// `redirect_map(map, 0, 0)` on the helper group's map `map`.
 fn redirect_map_insns(map: u32) -> Vec<Instruction> {
-    vec![ld64(R1, Imm64::Map(map)), mov(R2, 0), mov(R3, 0), call(51)]
+    vec![
+        ld64(R1, Imm64::Map(map)),
+        mov(R2, 0),
+        mov(R3, 0),
+        call(helper::REDIRECT_MAP),
+    ]
 }
 
 fn helper_group() -> Group {
@@ -1115,7 +1120,7 @@ fn helper_group() -> Group {
     g.populate.push((2, slot0, 192u32.to_le_bytes().to_vec()));
     g.timed("helper base", program(helper_setup, 0, |_, _, _| {}), None);
     for id in COSTED_HELPERS {
-        if id == 51 {
+        if id == helper::REDIRECT_MAP {
             for (map, name) in REDIRECT_TARGETS {
                 let key = format!("aux.redirect_map.{name}");
                 let c = helper_case(id);
@@ -1155,7 +1160,7 @@ fn helper_group() -> Group {
             bench = bench.minus(*m, *n * c.calls as f64);
         }
         g.timed(format!("{key} x{}", c.units), insns, Some(bench));
-        g.programs.last_mut().expect("just pushed").needs_forwarding = id == 69;
+        g.programs.last_mut().expect("just pushed").needs_forwarding = id == helper::FIB_LOOKUP;
         // The probe runs one unit and returns the last result (or a failed check).
         let probe = {
             let mut a = Asm::new();
@@ -1176,7 +1181,7 @@ fn helper_group() -> Group {
             a.finish().insns
         };
         g.probe(&key, probe, c.expect);
-        if id == 69 {
+        if id == helper::FIB_LOOKUP {
             g.programs.last_mut().expect("probe").needs_forwarding = true;
         }
     }
@@ -1386,7 +1391,11 @@ fn map_group() -> Group {
                 };
                 match kind {
                     MapUnit::Lookup => {
-                        a.extend([ld64(R1, Imm64::Map(map)), ld64(R2, key_at(0)), call(1)]);
+                        a.extend([
+                            ld64(R1, Imm64::Map(map)),
+                            ld64(R2, key_at(0)),
+                            call(helper::MAP_LOOKUP_ELEM),
+                        ]);
                         check(a, Expect::NonNull);
                     }
                     MapUnit::Update => {
@@ -1395,13 +1404,17 @@ fn map_group() -> Group {
                             ld64(R2, key_at(1)),
                             ld64(R3, value_at),
                             mov(R4, 0),
-                            call(2),
+                            call(helper::MAP_UPDATE_ELEM),
                         ]);
                         check(a, Expect::Eq(0));
                     }
                     MapUnit::Delete => {
-                        a.extend([ld64(R1, Imm64::Map(map)), ld64(R2, key_at(1)), call(3)]);
-                        check(a, Expect::Eq(-22));
+                        a.extend([
+                            ld64(R1, Imm64::Map(map)),
+                            ld64(R2, key_at(1)),
+                            call(helper::MAP_DELETE_ELEM),
+                        ]);
+                        check(a, Expect::Eq(-(EINVAL as i32)));
                     }
                     MapUnit::Pair => {
                         a.extend([
@@ -1409,10 +1422,14 @@ fn map_group() -> Group {
                             ld64(R2, key_at(2)),
                             ld64(R3, value_at),
                             mov(R4, 0),
-                            call(2),
+                            call(helper::MAP_UPDATE_ELEM),
                         ]);
                         check(a, Expect::Eq(0));
-                        a.extend([ld64(R1, Imm64::Map(map)), ld64(R2, key_at(2)), call(3)]);
+                        a.extend([
+                            ld64(R1, Imm64::Map(map)),
+                            ld64(R2, key_at(2)),
+                            call(helper::MAP_DELETE_ELEM),
+                        ]);
                         check(a, Expect::Eq(0));
                     }
                 }
@@ -1461,7 +1478,7 @@ fn map_group() -> Group {
             g.probe(
                 &key,
                 probe_program(setup, KEYS as u32, |a, k, fail| emit(a, k, Some(fail))),
-                Some(XDP_PASS),
+                Some(XDP_PASS as u32),
             );
         }
     }
@@ -1484,39 +1501,43 @@ fn tail_call_group() -> Group {
         vec![
             ld64(R2, Imm64::Map(map)),
             mov(R3, 0),
-            call(12),
+            call(helper::TAIL_CALL),
             mov(R0, XDP_PASS as i32),
             exit(),
         ]
     };
     let indirect = |map: u32| {
         vec![
-            ldx(Size::W, R3, R1, 16),
+            ldx_ctx(R3, R1, xdp_md::RX_QUEUE_INDEX),
             ld64(R2, Imm64::Map(map)),
-            call(12),
+            call(helper::TAIL_CALL),
             mov(R0, XDP_PASS as i32),
             exit(),
         ]
     };
     g.timed_plain("tail_call.direct base", &direct(2), None);
     g.timed_plain("tail_call.indirect base", &indirect(3), None);
-    let b = Bench::new("aux.tail_call.direct", "tail_call.direct base", TAIL_CALLS)
-        .minus("ld_imm64", 1.0)
-        .minus("alu64.mov.imm", 1.0)
-        .note(format!(
-            "a program tail-calling itself through a constant slot ({TAIL_CALLS} tail calls per \
+    let b = Bench::new(
+        "aux.tail_call.direct",
+        "tail_call.direct base",
+        MAX_TAIL_CALLS,
+    )
+    .minus("ld_imm64", 1.0)
+    .minus("alu64.mov.imm", 1.0)
+    .note(format!(
+        "a program tail-calling itself through a constant slot ({MAX_TAIL_CALLS} tail calls per \
              packet) against the same program with the slot empty, minus argument setup"
-        ));
+    ));
     g.timed_plain("tail_call.direct", &direct(0), Some(b));
     let b = Bench::new(
         "aux.tail_call.indirect",
         "tail_call.indirect base",
-        TAIL_CALLS,
+        MAX_TAIL_CALLS,
     )
     .minus("ld_imm64", 1.0)
     .minus("aux.ctx.rx_queue_index", 1.0)
     .note(format!(
-        "a program tail-calling itself through a slot the verifier cannot know ({TAIL_CALLS} \
+        "a program tail-calling itself through a slot the verifier cannot know ({MAX_TAIL_CALLS} \
              tail calls per packet) against the same program with the slot empty, minus argument \
              setup"
     ));
