@@ -1,5 +1,7 @@
-/* quic_lb.h — QUIC connection-ID parsing shared by xdp_quic_lb_v4.c and
- * xdp_quic_lb_v6.c (always-inline, no sub-programs).
+/* quic_lb.h — what xdp_quic_lb_v4.c and xdp_quic_lb_v6.c share: QUIC
+ * connection-ID parsing, the sticky backend of a long-header client, and the
+ * checksum update of the rewritten destination address (always-inline, no
+ * sub-programs).
  *
  * Long header (first byte bit 7 set): version (4 bytes, 0 = version
  * negotiation, not balanced), DCID length byte (<= 20), DCID. Short header
@@ -68,6 +70,59 @@ static __always_inline int quic_parse(__u8 *q, void *data_end, struct quic_cid_i
 		ci->server_id = cid[1];
 	}
 	return Q_OK;
+}
+
+/* Sets *idx to the backend of a long-header packet from `client` (a key of
+ * `sticky_table`): the one recorded for the client, else the DCID hash's,
+ * recorded for it. (Short headers are not sticky: they go by their DCID.) */
+static __always_inline void qlb_sticky_backend(void *sticky_table, void *client,
+					       const struct quic_cid_info *ci, __u32 *idx)
+{
+	__u32 *sticky = bpf_map_lookup_elem(sticky_table, client);
+
+	if (sticky) {
+		*idx = *sticky;
+	} else {
+		*idx = ci->hash % NUM_BACKENDS;
+		bpf_map_update_elem(sticky_table, client, idx, BPF_ANY);
+	}
+}
+
+/* The checksum field `check` (as stored) after the `words` 32-bit words at
+ * `from` were replaced by those at `to`: an incremental update (RFC 1624).
+ * With QLB_NFP it is computed in C, HC' = ~(~HC + ~m + m') over the 16-bit
+ * halves of each word (byte order does not matter as long as checksum and
+ * words are read alike), because the NFP has no bpf_csum_diff. */
+static __always_inline __u16 qlb_csum_replace(__u16 check, void *from, void *to, int words)
+{
+#ifdef QLB_NFP
+	__u32 *f = from, *t = to;
+	__u32 sum = (__u16)~check;
+
+#pragma clang loop unroll(full)
+	for (int i = 0; i < words; i++) {
+		__u32 m = f[i], m_new = t[i];
+
+		sum += (~m & 0xffff) + (~m >> 16) + (m_new & 0xffff) + (m_new >> 16);
+	}
+	return csum_fold32(sum);
+#else
+	__s64 s = bpf_csum_diff(from, 4 * words, to, 4 * words, (__u16)~check);
+
+	return csum_fold32((__u32)s);
+#endif
+}
+
+/* The same for the UDP checksum: a datagram without one (0) keeps none, and
+ * a computed 0 is sent as 0xffff. */
+static __always_inline void qlb_udp_csum_replace(struct udphdr *udp, void *from, void *to,
+						 int words)
+{
+	if (udp->check) {
+		__u16 c = qlb_csum_replace(udp->check, from, to, words);
+
+		udp->check = c ? c : 0xffff;
+	}
 }
 
 #endif

@@ -29,6 +29,13 @@
  */
 #include "xdp_common.h"
 
+/* xdp_dns_nfp.c builds this program with DNS_NFP: no bpf_printk, the name copied into a key of
+ * words, the label walk over the packet, and an answer that must fit in the received frame (see
+ * there). */
+#ifdef DNS_NFP
+#define xdp_dns xdp_dns_nfp
+#endif
+
 #define DNS_PORT 53
 #define MAX_NAME 64
 #define MAX_LABELS 32
@@ -36,7 +43,11 @@
 #define ANSWER_LEN 16 /* ptr(2) type(2) class(2) ttl(4) rdlen(2) rdata(4) */
 
 struct dns_name {
+#ifdef DNS_NFP
+	__u32 w[MAX_NAME / 4];
+#else
 	char name[MAX_NAME];
+#endif
 };
 
 struct dnshdr {
@@ -67,7 +78,11 @@ int xdp_dns(struct xdp_md *ctx)
 	struct udphdr *udp;
 	struct dnshdr *dns;
 	struct dns_name key = {};
+#ifdef DNS_NFP
+	__u32 w, qlen = 0, pos;
+#else
 	__u32 i, qlen, pos;
+#endif
 	__be32 addr, *rec;
 
 	if ((void *)(eth + 1) > data_end || eth->h_proto != bpf_htons(ETH_P_IP))
@@ -89,8 +104,59 @@ int xdp_dns(struct xdp_md *ctx)
 	if (dns->qdcount != bpf_htons(1) || dns->ancount || dns->nscount || dns->arcount)
 		return XDP_PASS;
 
-	/* Copy the wire-format name up to and including the first zero byte. */
 	__u8 *q = (void *)(dns + 1);
+#ifdef DNS_NFP
+	/* Copy the wire-format name a word at a time, up to and including the
+	 * first zero byte (bytes in memory order: the low byte comes first). */
+	__u32 *qw = (void *)q;
+	for (w = 0; w < MAX_NAME / 4; w++) {
+		if ((void *)(qw + w + 1) > data_end)
+			return XDP_PASS;
+		__u32 v = qw[w];
+
+		if (!(v & 0xff)) {
+			key.w[w] = 0;
+			qlen = 4 * w + 1;
+			break;
+		}
+		if (!(v & 0xff00)) {
+			key.w[w] = v & 0xff;
+			qlen = 4 * w + 2;
+			break;
+		}
+		if (!(v & 0xff0000)) {
+			key.w[w] = v & 0xffff;
+			qlen = 4 * w + 3;
+			break;
+		}
+		key.w[w] = v;
+		if (!(v & 0xff000000)) {
+			qlen = 4 * w + 4;
+			break;
+		}
+	}
+	if (!qlen)
+		return XDP_PASS; /* longer than MAX_NAME */
+
+	/* Walk the labels: each length byte must be a plain label length
+	 * (< 64) and the walk must land exactly on the root label. */
+	pos = 0;
+	for (int l = 0; l < MAX_LABELS; l++) {
+		if (pos >= qlen)
+			return XDP_PASS; /* jumped over the root label */
+		if ((void *)(q + pos + 1) > data_end)
+			return XDP_PASS;
+		__u8 len = q[pos];
+		if (len == 0)
+			break;
+		if (len & 0xC0)
+			return XDP_PASS; /* compression pointer or reserved label type */
+		pos += len + 1;
+	}
+	if (pos != qlen - 1)
+		return XDP_PASS;
+#else
+	/* Copy the wire-format name up to and including the first zero byte. */
 	for (i = 0; i < MAX_NAME; i++) {
 		if ((void *)(q + i + 1) > data_end)
 			return XDP_PASS;
@@ -120,6 +186,7 @@ int xdp_dns(struct xdp_md *ctx)
 	}
 	if (pos != qlen - 1)
 		return XDP_PASS;
+#endif
 
 	__be16 *qtail = (void *)(q + qlen);
 	if ((void *)(qtail + 2) > data_end)
@@ -135,9 +202,20 @@ int xdp_dns(struct xdp_md *ctx)
 	/* Resize: the response ends right after the answer RR. */
 	__u32 ans_off = HDRS_LEN + sizeof(struct dnshdr) + qlen + 4;
 	__u32 new_len = ans_off + ANSWER_LEN;
+#ifdef DNS_NFP
+	/* It must fit in the frame: the NFP's adjust_tail only shrinks. */
+	__u32 old_len = data_end - data;
+	if (new_len > old_len)
+		return XDP_PASS; /* would have to grow: the NFP cannot */
+	if (new_len < old_len) {
+		if (bpf_xdp_adjust_tail(ctx, -(int)(old_len - new_len)))
+			return XDP_PASS;
+	}
+#else
 	int delta = (int)new_len - (int)(data_end - data);
 	if (bpf_xdp_adjust_tail(ctx, delta))
 		return XDP_PASS;
+#endif
 
 	data = (void *)(long)ctx->data;
 	data_end = (void *)(long)ctx->data_end;

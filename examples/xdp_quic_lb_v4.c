@@ -67,16 +67,6 @@ struct {
 	__type(value, __u32);
 } qlb_sticky_v4 SEC(".maps");
 
-#ifdef QLB_NFP
-static __always_inline __u16 csum_replace4(__u16 check, __u32 from, __u32 to)
-{
-	__u32 sum = (__u16)~check;
-
-	sum += (~from & 0xffff) + (~from >> 16) + (to & 0xffff) + (to >> 16);
-	return csum_fold32(sum);
-}
-#endif
-
 SEC("xdp")
 int xdp_quic_lb_v4(struct xdp_md *ctx)
 {
@@ -111,14 +101,8 @@ int xdp_quic_lb_v4(struct xdp_md *ctx)
 
 	if (ci.long_hdr) {
 		struct client_v4 ck = { .addr = ip->saddr, .port = udp->source, .pad = 0 };
-		__u32 *sticky = bpf_map_lookup_elem(&qlb_sticky_v4, &ck);
 
-		if (sticky) {
-			idx = *sticky;
-		} else {
-			idx = ci.hash % NUM_BACKENDS;
-			bpf_map_update_elem(&qlb_sticky_v4, &ck, &idx, BPF_ANY);
-		}
+		qlb_sticky_backend(&qlb_sticky_v4, &ck, &ci, &idx);
 	} else {
 		idx = ci.has_sid ? ci.server_id : ci.hash % NUM_BACKENDS;
 	}
@@ -130,24 +114,9 @@ int xdp_quic_lb_v4(struct xdp_md *ctx)
 		return XDP_PASS;
 
 	__be32 old_addr = ip->daddr, new_addr = be->addr;
-#ifdef QLB_NFP
 
-	ip->check = csum_replace4(ip->check, old_addr, new_addr);
-	if (udp->check) {
-		__u16 c = csum_replace4(udp->check, old_addr, new_addr);
-		udp->check = c ? c : 0xffff;
-	}
-#else
-	__s64 s;
-
-	s = bpf_csum_diff(&old_addr, 4, &new_addr, 4, (__u16)~ip->check);
-	ip->check = csum_fold32((__u32)s);
-	if (udp->check) {
-		s = bpf_csum_diff(&old_addr, 4, &new_addr, 4, (__u16)~udp->check);
-		__u16 c = csum_fold32((__u32)s);
-		udp->check = c ? c : 0xffff;
-	}
-#endif
+	ip->check = qlb_csum_replace(ip->check, &old_addr, &new_addr, 1);
+	qlb_udp_csum_replace(udp, &old_addr, &new_addr, 1);
 	ip->daddr = new_addr;
 
 	__builtin_memcpy(eth->h_source, eth->h_dest, ETH_ALEN);

@@ -133,18 +133,11 @@ int xdp_quic_lb_v6(struct xdp_md *ctx)
 
 	if (ci.long_hdr) {
 		struct client_v6 ck;
-		__u32 *sticky;
 
 		__builtin_memset(&ck, 0, sizeof(ck));
 		__builtin_memcpy(&ck.addr, &ip6->saddr, sizeof(ck.addr));
 		ck.port = udp->source;
-		sticky = bpf_map_lookup_elem(&qlb_sticky_v6, &ck);
-		if (sticky) {
-			idx = *sticky;
-		} else {
-			idx = ci.hash % NUM_BACKENDS;
-			bpf_map_update_elem(&qlb_sticky_v6, &ck, &idx, BPF_ANY);
-		}
+		qlb_sticky_backend(&qlb_sticky_v6, &ck, &ci, &idx);
 	} else {
 		idx = ci.has_sid ? ci.server_id : ci.hash % NUM_BACKENDS;
 	}
@@ -160,20 +153,7 @@ int xdp_quic_lb_v6(struct xdp_md *ctx)
 	__u32 *old_addr = ip6->daddr.in6_u.u6_addr32;
 	__u32 *new_addr = be->addr.in6_u.u6_addr32;
 
-	if (udp->check) {
-		/* RFC 1624 eqn. 3 over the address's 16-bit words; byte order does
-		 * not matter as long as checksum and words are read alike. */
-		__u32 sum = (__u16)~udp->check;
-
-#pragma clang loop unroll(full)
-		for (int i = 0; i < 4; i++) {
-			__u32 from = old_addr[i], to = new_addr[i];
-
-			sum += (~from & 0xffff) + (~from >> 16) + (to & 0xffff) + (to >> 16);
-		}
-		__u16 c = csum_fold32(sum);
-		udp->check = c ? c : 0xffff;
-	}
+	qlb_udp_csum_replace(udp, old_addr, new_addr, 4);
 #pragma clang loop unroll(full)
 	for (int i = 0; i < 4; i++)
 		old_addr[i] = new_addr[i];
@@ -182,12 +162,7 @@ int xdp_quic_lb_v6(struct xdp_md *ctx)
 
 	__builtin_memcpy(&old_addr, &ip6->daddr, sizeof(old_addr));
 	__builtin_memcpy(&new_addr, &be->addr, sizeof(new_addr));
-	if (udp->check) {
-		__s64 s = bpf_csum_diff((__be32 *)&old_addr, 16, (__be32 *)&new_addr, 16,
-					(__u16)~udp->check);
-		__u16 c = csum_fold32((__u32)s);
-		udp->check = c ? c : 0xffff;
-	}
+	qlb_udp_csum_replace(udp, &old_addr, &new_addr, 4);
 	__builtin_memcpy(&ip6->daddr, &new_addr, sizeof(new_addr));
 #endif
 

@@ -3,7 +3,8 @@
 # Debian packages only when missing, Rust crates through cargo's own fetch.
 set -euo pipefail
 
-packages=(clang-14 clang-19 llvm-19 bpftool pkg-config)
+# libbpf-dev: <bpf/bpf_helpers.h> for rebuilding examples/ (make -C examples).
+packages=(clang-14 clang-19 llvm-19 bpftool pkg-config libbpf-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

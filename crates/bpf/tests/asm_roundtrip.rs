@@ -8,6 +8,7 @@ use linerate_bpf::insn::{
     RawInsn, Size,
 };
 use linerate_bpf::program::{Function, MapDef, MapOrigin, MapType, Program};
+use linerate_testkit::XorShift;
 
 const SIZES: [Size; 4] = [Size::B, Size::H, Size::W, Size::Dw];
 
@@ -415,25 +416,13 @@ fn map_names_resolve_both_ways() {
     assert_eq!(format_instruction(&insn, &NoNames), "r3 = map[1] + 0x8 ll");
 }
 
-/// xorshift64*, deterministic.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-}
-
 #[test]
 fn random_slots_that_decode_round_trip() {
-    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    let mut rng = XorShift::new(0x9e37_79b9_7f4a_7c15);
     let codes: Vec<u8> = every_form().iter().map(|i| i.encode()[0].code).collect();
     let mut checked = 0;
     for _ in 0..200_000 {
-        let r = rng.next();
+        let r = rng.next_u64();
         let raw = RawInsn {
             code: codes[(r % codes.len() as u64) as usize],
             dst: (r >> 8) as u8 % 12,
@@ -456,7 +445,7 @@ fn random_slots_that_decode_round_trip() {
         let slots = [
             raw,
             RawInsn {
-                imm: rng.next() as i32,
+                imm: rng.next_u64() as i32,
                 ..RawInsn::default()
             },
         ];
@@ -472,7 +461,7 @@ fn random_slots_that_decode_round_trip() {
 
 #[test]
 fn arbitrary_text_never_panics() {
-    let mut rng = Rng(42);
+    let mut rng = XorShift::new(42);
     let pieces = [
         "r1",
         "w2",
@@ -535,11 +524,11 @@ fn arbitrary_text_never_panics() {
         "0000000000000008:",
     ];
     for _ in 0..20_000 {
-        let n = (rng.next() % 12) as usize;
+        let n = rng.below(12);
         let mut s = String::new();
         for _ in 0..n {
-            s.push_str(pieces[(rng.next() % pieces.len() as u64) as usize]);
-            if rng.next() & 3 == 0 {
+            s.push_str(pieces[rng.below(pieces.len())]);
+            if rng.next_u64() & 3 == 0 {
                 s.push(' ');
             }
         }
@@ -549,7 +538,9 @@ fn arbitrary_text_never_panics() {
     }
     // Random bytes, including invalid UTF-8 replaced lossily.
     for _ in 0..5_000 {
-        let bytes: Vec<u8> = (0..(rng.next() % 64)).map(|_| rng.next() as u8).collect();
+        let bytes: Vec<u8> = (0..(rng.next_u64() % 64))
+            .map(|_| rng.next_u64() as u8)
+            .collect();
         let s = String::from_utf8_lossy(&bytes);
         let _ = assemble(&s, &NoNames);
         let _ = linerate_bpf::objdump::read_objdump_text(&s, "fuzz");

@@ -4,22 +4,7 @@
 use std::path::Path;
 
 use linerate_bpf::read_object;
-
-/// xorshift64*, deterministic so that failures reproduce.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-}
+use linerate_testkit::XorShift;
 
 #[test]
 #[ignore = "long-running; set LINERATE_FUZZ_ITERS"]
@@ -38,7 +23,7 @@ fn mutated_fixtures_never_panic() {
         .filter(|p| p.extension().is_some_and(|e| e == "o"))
         .map(|p| std::fs::read(p).unwrap())
         .collect();
-    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    let mut rng = XorShift::new(0x9e37_79b9_7f4a_7c15);
     let (mut ok, mut err) = (0usize, 0usize);
     for i in 0..iters {
         let mut bytes = originals[i % originals.len()].clone();
@@ -58,7 +43,7 @@ fn mutated_fixtures_never_panic() {
                     }
                 }
                 4 => bytes.truncate(at.max(1)),
-                _ => bytes[at] = rng.next() as u8,
+                _ => bytes[at] = rng.next_u64() as u8,
             }
         }
         match read_object(&bytes, "fuzz") {

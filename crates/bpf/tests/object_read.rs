@@ -8,6 +8,7 @@ use linerate_bpf::insn::{CallTarget, Imm64};
 use linerate_bpf::object::ObjectError;
 use linerate_bpf::program::MapOrigin;
 use linerate_bpf::{read_object, read_object_file, Instruction, MapType, Object, Program};
+use linerate_testkit::XorShift;
 
 fn fixture_path(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -546,27 +547,11 @@ fn misaligned_input_reads_the_same() {
     assert_eq!(a, b);
 }
 
-/// A small deterministic generator (xorshift64*), so failures reproduce.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-}
-
 #[test]
 fn random_bytes_are_rejected_without_panicking() {
-    let mut rng = Rng(0x1234_5678_9abc_def1);
+    let mut rng = XorShift::new(0x1234_5678_9abc_def1);
     for len in [1, 7, 64, 100, 1000, 5000] {
-        let bytes: Vec<u8> = (0..len).map(|_| rng.next() as u8).collect();
+        let bytes: Vec<u8> = (0..len).map(|_| rng.next_u64() as u8).collect();
         assert!(read_object(&bytes, "random").is_err());
         // The same bytes behind a valid BPF ELF identification and header start.
         let mut elf = fixture_bytes("legacy_maps.o")[..24].to_vec();
@@ -577,7 +562,7 @@ fn random_bytes_are_rejected_without_panicking() {
 
 #[test]
 fn corrupted_objects_never_panic() {
-    let mut rng = Rng(0xfeed_beef_cafe_f00d);
+    let mut rng = XorShift::new(0xfeed_beef_cafe_f00d);
     for name in [
         "btf_maps.o",
         "btf_kinds.o",
@@ -595,7 +580,7 @@ fn corrupted_objects_never_panic() {
                     0 => 0,
                     1 => 0xff,
                     2 => bytes[at] ^ (1 << rng.below(8)),
-                    _ => rng.next() as u8,
+                    _ => rng.next_u64() as u8,
                 };
             }
             if let Ok(obj) = read_object(&bytes, name) {

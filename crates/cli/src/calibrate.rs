@@ -1,5 +1,5 @@
 //! `linerate calibrate`: measure this host's XDP costs through the kernel (`BPF_PROG_TEST_RUN`)
-//! and write an x86 cost model. The method is documented in `linerate_cost::calibrate`.
+//! and write an x86 cost model. The method is documented in `linerate_calibrate`.
 //!
 //! The model file is written atomically (a temporary file in the same directory, then a rename),
 //! so a failed or interrupted calibration never leaves a partial file. Progress goes to stderr;
@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{anyhow, bail, Context, Result};
 use clap::Args;
-use linerate_cost::calibrate::{self, Calibration, How, Options};
+use linerate_calibrate::{self as calibrate, Calibration, How, Options};
 use serde_json::{json, Value};
 
 use crate::output::{emit, table};

@@ -156,7 +156,7 @@ fn packet_paths(
         let run = vm
             .run(program, packet, &[])
             .with_context(|| format!("{}: packet {i}", file.display()))?;
-        let path = match entry_blocks(cfg, &run.steps) {
+        let path = match entry_blocks(cfg, run.steps.iter().map(|s| (s.program, s.slot))) {
             Some(blocks) => {
                 let c = cost
                     .path_cost(cfg, model, &blocks)

@@ -9,41 +9,29 @@
 use linerate_bpf::Object;
 use linerate_conformance::examples::{hex, load_all, Example};
 use linerate_kernel::{load_object, usable_or_skip, LoadedObject, TestRunInput};
+use linerate_testkit::XorShift;
 use linerate_vm::maps::normalize_entries;
 use linerate_vm::{Vm, VmOptions};
 
 const MIN_PACKETS: usize = 200;
 
-/// A small deterministic generator (xorshift64*), so failures reproduce.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-}
-
 /// Crafted packets, then mutations of them (byte flips, truncations, extensions) and random
 /// frames, up to at least [`MIN_PACKETS`].
 fn packets_for(example: &Example) -> Vec<Vec<u8>> {
     let crafted = example.packet_bytes();
-    let mut rng = Rng(0x9e37_79b9_7f4a_7c15 ^ crafted.len() as u64);
+    let mut rng = XorShift::new(0x9e37_79b9_7f4a_7c15 ^ crafted.len() as u64);
     let mut packets = crafted.clone();
     while packets.len() < MIN_PACKETS {
         let mut p = if crafted.is_empty() || rng.below(5) == 0 {
-            (0..14 + rng.below(186)).map(|_| rng.next() as u8).collect()
+            (0..14 + rng.below(186))
+                .map(|_| rng.next_u64() as u8)
+                .collect()
         } else {
             crafted[rng.below(crafted.len())].clone()
         };
         match rng.below(4) {
             0 => p.truncate(14 + rng.below(p.len().saturating_sub(13).max(1))),
-            1 => p.extend((0..rng.below(64)).map(|_| rng.next() as u8)),
+            1 => p.extend((0..rng.below(64)).map(|_| rng.next_u64() as u8)),
             _ => {
                 for _ in 0..1 + rng.below(3) {
                     let at = rng.below(p.len());

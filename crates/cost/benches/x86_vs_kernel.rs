@@ -61,7 +61,8 @@ fn main() {
                 loaded.update(*map, key, value).expect("seeding");
             }
             let out = vm.run(example.entry, &packet.bytes, &[]).expect("runs");
-            let Some(blocks) = entry_blocks(&cfg, &out.steps) else {
+            let Some(blocks) = entry_blocks(&cfg, out.steps.iter().map(|s| (s.program, s.slot)))
+            else {
                 continue;
             };
             let ns = cost.path_cost(&cfg, &model, &blocks).expect("path").0[0] / hz * 1e9;

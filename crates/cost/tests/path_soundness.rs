@@ -140,7 +140,7 @@ fn check(example: &Example, model: &Model) -> Option<usize> {
         }
         let out = vm.run(example.entry, &packet.bytes, &[]).unwrap();
         let steps = out.steps;
-        let Some(blocks) = entry_blocks(&cfg, &steps) else {
+        let Some(blocks) = entry_blocks(&cfg, steps.iter().map(|s| (s.program, s.slot))) else {
             continue;
         };
         let summed = cost.path_cost(&cfg, model, &blocks).unwrap();

@@ -3,12 +3,13 @@
 use std::collections::{HashMap, HashSet};
 use std::time::Instant;
 
+use linerate_bpf::facts::xdp::XDP_PASS;
 use linerate_bpf::program::Function;
 use linerate_bpf::{Object, Program};
 use linerate_kernel::{load_object, LoadedObject, TestRunInput};
 
-use super::programs::{Prog, Role, Suite, LOOP_COUNT_OFFSET, LOOP_EXHAUSTED, PROBE_FAIL};
-use super::{CalibrateError, Options};
+use crate::programs::{Prog, Role, Suite, LOOP_COUNT_OFFSET, LOOP_EXHAUSTED, PROBE_FAIL};
+use crate::{CalibrateError, Options};
 
 /// Repeat count of the pilot run that checks a plain timed program and estimates its time.
 const PILOT_REPEAT: u32 = 64;
@@ -40,7 +41,7 @@ struct LoadedGroup<'a> {
 /// Whether a program of `suite` takes part, given the benches needed.
 pub(crate) fn included(
     prog: &Prog,
-    group_benches: &[&super::programs::Bench],
+    group_benches: &[&crate::programs::Bench],
     needed: &HashSet<String>,
 ) -> bool {
     match &prog.role {
@@ -52,7 +53,7 @@ pub(crate) fn included(
     }
 }
 
-fn build_object(name: &str, group: &super::programs::Group, programs: &[&Prog]) -> Object {
+fn build_object(name: &str, group: &crate::programs::Group, programs: &[&Prog]) -> Object {
     let mut maps = group.maps.clone();
     for &(map, slot, ref prog) in &group.slots {
         if let Some(index) = programs.iter().position(|p| &p.name == prog) {
@@ -160,7 +161,7 @@ pub(crate) fn measure(
     let mut probes = HashMap::new();
     let mut count = 0;
     for (gi, group) in suite.groups.iter().enumerate() {
-        let benches: Vec<&super::programs::Bench> = group
+        let benches: Vec<&crate::programs::Bench> = group
             .programs
             .iter()
             .filter_map(|p| match &p.role {
@@ -323,7 +324,7 @@ const MAX_ITERATIONS: u32 = 4_000_000;
 fn timed_run(lo: &LoadedObject, pi: usize, prog: &Prog, runs: Runs) -> Result<f64, CalibrateError> {
     let expect = match &prog.role {
         Role::Timed(Some(b)) => b.expect_retval,
-        _ => 2,
+        _ => XDP_PASS as u32,
     };
     let mut packet = prog.packet.clone();
     let repeat = match runs {
@@ -398,7 +399,7 @@ fn with_forwarding(state: &mut Result<(), String>) -> Option<Forwarding> {
 }
 
 fn probe_error(of: &str, got: u32, expect: u32) -> CalibrateError {
-    let detail = if got >= PROBE_FAIL && expect == 2 {
+    let detail = if got >= PROBE_FAIL && expect == XDP_PASS as u32 {
         format!(
             "a call returned {} instead of the expected result",
             got.wrapping_sub(PROBE_FAIL) as i32

@@ -1,5 +1,9 @@
 //! Calibration: measures this host's XDP costs through `BPF_PROG_TEST_RUN` and builds an x86
-//! cost model (`linerate calibrate`).
+//! cost model (`linerate calibrate`). It generates the microbenchmark programs, runs them in the
+//! kernel and fits one price per cost item. It is not the cost model: the items, the model file
+//! format and pricing a program under a model are `linerate-cost`'s, and the result is a
+//! [`linerate_cost::ModelFile`] that any model file could be. It never runs on the interpreter:
+//! every figure is a kernel measurement.
 //!
 //! # Method
 //!
@@ -35,24 +39,24 @@
 //!   `xdp_md` field XDP may read is timed as the verifier rewrites it and `load.ctx.u32` is the
 //!   slowest; narrower, wider and sign-extending context loads are refused by the verifier and
 //!   priced `same_as` the u32 load.
-//! * **Helpers.** Every helper of [`crate::item::COSTED_HELPERS`], called back to back with its
-//!   argument setup subtracted: `csum_diff` of 20 bytes removed and 20 added, `xdp_load_bytes` and
-//!   `xdp_store_bytes` of 64 bytes, the adjust helpers in pairs that move a bound by 4 bytes and
-//!   back (per call), `redirect_map` on an occupied devmap slot (lo), `fib_lookup` of an IPv4
+//! * **Helpers.** Every helper of [`linerate_cost::item::COSTED_HELPERS`], called back to back with
+//!   its argument setup subtracted: `csum_diff` of 20 bytes removed and 20 added, `xdp_load_bytes`
+//!   and `xdp_store_bytes` of 64 bytes, the adjust helpers in pairs that move a bound by 4 bytes
+//!   and back (per call), `redirect_map` on an occupied devmap slot (lo), `fib_lookup` of an IPv4
 //!   destination through the host's default route (the helper returns early unless the ingress
-//!   device forwards, so IPv4 forwarding on `lo` is switched on for exactly those runs and
-//!   restored afterwards, unless [`Options::enable_forwarding`] is off; the note records the
-//!   helper's result code), `trace_printk` of a 3-character line (it really writes to the trace
-//!   buffer). A probe program checks each helper's result before timing.
-//! * **Maps.** Every type of [`crate::item::COSTED_MAP_TYPES`], value size 16; hash types at key
-//!   sizes 4, 8, 16, 32, 64 and LPM tries at 8 and 20 (IPv4 and IPv6 keys), populated with 1024
-//!   entries (prefixes for tries); units cycle over 16 keys held in global data. Lookups hit
+//!   device forwards, so IPv4 forwarding on `lo` is switched on for exactly those runs and restored
+//!   afterwards, unless [`Options::enable_forwarding`] is off; the note records the helper's result
+//!   code), `trace_printk` of a 3-character line (it really writes to the trace buffer). A probe
+//!   program checks each helper's result before timing.
+//! * **Maps.** Every type of [`linerate_cost::item::COSTED_MAP_TYPES`], value size 16; hash types
+//!   at key sizes 4, 8, 16, 32, 64 and LPM tries at 8 and 20 (IPv4 and IPv6 keys), populated with
+//!   1024 entries (prefixes for tries); units cycle over 16 keys held in global data. Lookups hit
 //!   (tries: full-length addresses inside stored prefixes). Updates are priced as the larger of an
 //!   overwrite of an existing key (measured) and an insert of a new key, bounded by an
 //!   insert+delete pair of a fresh key minus a lookup; deletes are that pair minus a lookup (the
-//!   insert and the delete each do at least a lookup's work, so both bounds are from above).
-//!   Arrays refuse deletes with `-EINVAL`, which is what their delete price measures. Probes check
-//!   that every lookup hits and every update and delete succeeds.
+//!   insert and the delete each do at least a lookup's work, so both bounds are from above). Arrays
+//!   refuse deletes with `-EINVAL`, which is what their delete price measures. Probes check that
+//!   every lookup hits and every update and delete succeeds.
 //! * **Calls.** `call.local` is a call of `r0 = 0; exit` including its return; `exit` is priced 0
 //!   (a callee's return is in `call.local`, the program's own in `per_packet`). `tail_call` is the
 //!   slower of a direct (constant slot) and an indirect (slot from `ctx->rx_queue_index`) tail
@@ -92,8 +96,10 @@ mod programs;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use crate::model::{Component, CostMap, Device, ItemPrice, Limits, ModelFile, FORMAT, VERSION};
-use crate::{Model, ModelError};
+use linerate_cost::model::{
+    Component, CostMap, Device, ItemPrice, Limits, ModelFile, FORMAT, VERSION,
+};
+use linerate_cost::{Model, ModelError};
 
 pub use fit::{FAST_QUANTILE, SPREAD_FLOOR_NS};
 
@@ -394,7 +400,7 @@ pub fn calibrate(
          over N copies of a unit containing the item, timed with BPF_PROG_TEST_RUN against a \
          baseline with the same loop and setup; (t - t_baseline) / N minus the unit's other \
          instructions at their own fitted prices; latency chains for ALU ops and loads, back to \
-         back for the rest (see each note and crates/cost/src/calibrate/mod.rs). {} rounds of {} \
+         back for the rest (see each note and crates/calibrate/src/lib.rs). {} rounds of {} \
          runs of ~{:.2} ms per program; price = 5th percentile of all runs (the uncontended \
          figure on this shared host), spread = (max - min) / median of the per-round figures.",
         host.date,

@@ -1,7 +1,7 @@
 //! Calibration through the kernel: a quick calibration of a few items must produce a valid model
 //! whose figures order as the hardware does, and the committed default model must load.
 
-use linerate_cost::calibrate::{self, CalibrateError, How, Options};
+use linerate_calibrate::{self as calibrate, CalibrateError, How, Options};
 use linerate_cost::{Item, Model};
 
 /// The committed x86 model loads and says where its figures come from.

@@ -225,6 +225,17 @@ pub(crate) fn ldx(size: Size, dst: Reg, src: Reg, off: i16) -> Instruction {
     }
 }
 
+/// `dst = *(u32 *)(ctx + field)`: a field of `struct xdp_md` (an offset of
+/// [`linerate_bpf::facts::xdp_md`]).
+pub(crate) fn ldx_ctx(dst: Reg, ctx: Reg, field: u64) -> Instruction {
+    ldx(
+        Size::W,
+        dst,
+        ctx,
+        i16::try_from(field).expect("xdp_md offsets are small"),
+    )
+}
+
 /// `*(size *)(dst + off) = src`.
 pub(crate) fn stx(size: Size, dst: Reg, off: i16, src: Reg) -> Instruction {
     Instruction::Store {

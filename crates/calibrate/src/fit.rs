@@ -4,12 +4,13 @@
 
 use std::collections::{HashMap, HashSet};
 
-use super::measure::Samples;
-use super::programs::{
+use crate::measure::Samples;
+use crate::programs::{
     map_cases, Bench, Role, Suite, CTX_FIELDS, JUMP_PLACEMENTS, REDIRECT_TARGETS,
 };
-use super::CalibrateError;
-use crate::item::{self, Item, MapOp};
+use crate::CalibrateError;
+use linerate_bpf::facts::helper;
+use linerate_cost::item::{self, Item, MapOp};
 
 /// Spreads of figures below this many ns are taken relative to it (a zero-cost item's spread
 /// would otherwise be infinite).
@@ -70,7 +71,7 @@ pub(crate) fn plan() -> Vec<(String, Pricing)> {
         let key = it.to_string();
         let pricing = match it {
             Item::Load {
-                region: crate::Region::Ctx,
+                region: linerate_cost::Region::Ctx,
                 access,
             } => {
                 if access.bytes == 4 && !access.signed {
@@ -104,7 +105,7 @@ pub(crate) fn plan() -> Vec<(String, Pricing)> {
                 ],
                 what: "the slower of a direct (constant slot) and an indirect tail call".into(),
             },
-            Item::Helper(51) => Pricing::Max {
+            Item::Helper(helper::REDIRECT_MAP) => Pricing::Max {
                 of: REDIRECT_TARGETS
                     .iter()
                     .map(|(_, name)| format!("aux.redirect_map.{name}"))

@@ -1,0 +1,298 @@
+//! Helper calls, back to back with their argument setup subtracted.
+
+use super::*;
+
+/// Stack layout of the helper programs (offsets from r10).
+const FIB_PARAMS: i16 = -64;
+/// A 16-byte `trace_printk` format with three integer conversions, in the part of the stack between
+/// the byte buffers and the fib parameters that nothing else uses.
+const PRINTK_FMT: i16 = -88;
+const PRINTK_FORMAT: &[u8; 16] = b"lr %d %u %llx\n\0\0";
+const BUFFER: i16 = -192;
+
+fn helper_setup(a: &mut Asm, _fail: Label) {
+    a.extend([movr(R6, R1), mov(R7, 0)]);
+    for i in 1..=24 {
+        a.push(stx(Size::Dw, R10, -8 * i, R7));
+    }
+    // struct bpf_fib_lookup: family AF_INET, UDP, ifindex 1 (lo), source and destination.
+    a.extend([
+        st(Size::B, R10, FIB_PARAMS, 2),
+        st(Size::B, R10, FIB_PARAMS + 1, 17),
+        st(Size::W, R10, FIB_PARAMS + 8, 1),
+        st(
+            Size::W,
+            R10,
+            FIB_PARAMS + 16,
+            i32::from_ne_bytes([127, 0, 0, 1]),
+        ),
+        st(Size::W, R10, FIB_PARAMS + 32, i32::from_ne_bytes(FIB_DST)),
+    ]);
+    for (i, word) in PRINTK_FORMAT.chunks(4).enumerate() {
+        let word = i32::from_ne_bytes(word.try_into().expect("4 bytes"));
+        a.push(st(Size::W, R10, PRINTK_FMT + 4 * i as i16, word));
+    }
+}
+
+/// How one helper is called: the unit's instructions (`probe`: check each result but the last),
+/// calls per unit, the expected result, and what is subtracted.
+struct HelperCase {
+    id: u32,
+    units: u32,
+    calls: u32,
+    expect: Option<u32>,
+    minus: Vec<(&'static str, f64)>,
+    note: String,
+}
+
+fn helper_call_insns(id: u32, step: u32) -> Vec<Instruction> {
+    let ctx = movr(R1, R6);
+    match id {
+        helper::TRACE_PRINTK => vec![
+            movr(R1, R10),
+            addi(R1, PRINTK_FMT as i32),
+            mov(R2, PRINTK_FORMAT.len() as i32),
+            mov(R3, -123_456_789),
+            mov(R4, 4_000_000_000u32 as i32),
+            mov(R5, -1),
+            call(id),
+        ],
+        helper::REDIRECT => vec![mov(R1, 1), mov(R2, 0), call(id)],
+        helper::CSUM_DIFF => vec![
+            movr(R1, R10),
+            addi(R1, BUFFER as i32),
+            mov(R2, CSUM_BYTES),
+            movr(R3, R10),
+            addi(R3, BUFFER as i32 + 32),
+            mov(R4, CSUM_BYTES),
+            mov(R5, 0),
+            call(id),
+        ],
+        helper::XDP_ADJUST_HEAD | helper::XDP_ADJUST_META => {
+            let delta = if step == 0 {
+                -ADJUST_BYTES
+            } else {
+                ADJUST_BYTES
+            };
+            vec![ctx, mov(R2, delta), call(id)]
+        }
+        helper::XDP_ADJUST_TAIL => {
+            let delta = if step == 0 {
+                ADJUST_BYTES
+            } else {
+                -ADJUST_BYTES
+            };
+            vec![ctx, mov(R2, delta), call(id)]
+        }
+        helper::REDIRECT_MAP => redirect_map_insns(0),
+        helper::FIB_LOOKUP => vec![
+            st(Size::W, R10, FIB_PARAMS + 8, 1),
+            ctx,
+            movr(R2, R10),
+            addi(R2, FIB_PARAMS as i32),
+            mov(R3, FIB_LOOKUP_PARAMS as i32),
+            mov(R4, 0),
+            call(id),
+        ],
+        helper::XDP_GET_BUFF_LEN => vec![ctx, call(id)],
+        helper::XDP_LOAD_BYTES | helper::XDP_STORE_BYTES => vec![
+            ctx,
+            mov(R2, 0),
+            movr(R3, R10),
+            addi(R3, BUFFER as i32),
+            mov(R4, COPY_BYTES),
+            call(id),
+        ],
+        _ => vec![call(id)],
+    }
+}
+
+fn helper_case(id: u32) -> HelperCase {
+    let name = linerate_bpf::helpers::helper_name(id);
+    let mut c = HelperCase {
+        id,
+        units: 200,
+        calls: 1,
+        expect: None,
+        minus: Vec::new(),
+        note: format!("back-to-back `{name}` calls"),
+    };
+    match id {
+        helper::TRACE_PRINTK => {
+            c.units = 20;
+            c.minus = vec![
+                ("alu64.mov.reg", 1.0),
+                ("alu64.add.imm", 1.0),
+                ("alu64.mov.imm", 4.0),
+            ];
+            c.note = "`trace_printk(\"lr %d %u %llx\\n\", 16, ...)`: three integer conversions, \
+                      the most arguments the helper takes (it writes a line to the trace buffer \
+                      each call; longer formats and %s cost more), minus argument setup"
+                .into();
+        }
+        helper::GET_SMP_PROCESSOR_ID => c.units = 1000,
+        helper::REDIRECT => {
+            c.units = 500;
+            c.expect = Some(XDP_REDIRECT as u32);
+            c.minus = vec![("alu64.mov.imm", 2.0)];
+            c.note = "`redirect(1, 0)`, minus argument setup".into();
+        }
+        helper::CSUM_DIFF => {
+            c.minus = vec![
+                ("alu64.mov.reg", 2.0),
+                ("alu64.add.imm", 2.0),
+                ("alu64.mov.imm", 3.0),
+            ];
+            c.note = format!(
+                "`csum_diff` of {CSUM_BYTES} bytes removed and {CSUM_BYTES} added (a header \
+                 rewrite), minus argument setup"
+            );
+        }
+        helper::XDP_ADJUST_HEAD | helper::XDP_ADJUST_META | helper::XDP_ADJUST_TAIL => {
+            c.units = 100;
+            c.calls = 2;
+            c.expect = Some(0);
+            c.minus = vec![("alu64.mov.reg", 1.0), ("alu64.mov.imm", 1.0)];
+            let (first, second) = if id == helper::XDP_ADJUST_TAIL {
+                (ADJUST_BYTES, -ADJUST_BYTES)
+            } else {
+                (-ADJUST_BYTES, ADJUST_BYTES)
+            };
+            c.note = format!(
+                "pairs `{name}({first})`, `{name}({second})` (the packet is left as it was), \
+                 per call, minus argument setup"
+            );
+        }
+        helper::REDIRECT_MAP => {
+            c.expect = Some(XDP_REDIRECT as u32);
+            c.minus = vec![("ld_imm64", 1.0), ("alu64.mov.imm", 2.0)];
+            c.note = "`redirect_map`, minus argument setup".into();
+        }
+        helper::FIB_LOOKUP => {
+            c.units = 100;
+            c.minus = vec![
+                ("store.stack.u32", 1.0),
+                ("alu64.mov.reg", 2.0),
+                ("alu64.add.imm", 1.0),
+                ("alu64.mov.imm", 2.0),
+            ];
+            c.note = "`fib_lookup` (IPv4, ingress lo) of a destination routed by the host's \
+                      default route, minus argument setup and the store resetting the ifindex"
+                .into();
+        }
+        helper::XDP_GET_BUFF_LEN => {
+            c.units = 500;
+            c.minus = vec![("alu64.mov.reg", 1.0)];
+            c.note = "`xdp_get_buff_len`, minus argument setup".into();
+        }
+        helper::XDP_LOAD_BYTES | helper::XDP_STORE_BYTES => {
+            c.expect = Some(0);
+            c.minus = vec![
+                ("alu64.mov.reg", 2.0),
+                ("alu64.add.imm", 1.0),
+                ("alu64.mov.imm", 2.0),
+            ];
+            c.note = format!("`{name}` of {COPY_BYTES} bytes at offset 0, minus argument setup");
+        }
+        _ => {}
+    }
+    c
+}
+
+/// Maps `redirect_map` is timed on (map index in the helper group, name), each with slot 0
+/// occupied: lo in the device maps, a 192-packet queue on CPU 0 in the CPU map. The helper's work
+/// is a lookup in the target map, whose code differs per type.
+pub(crate) const REDIRECT_TARGETS: [(u32, &str); 3] =
+    [(0, "devmap"), (1, "devmap_hash"), (2, "cpumap")];
+
+/// `redirect_map(map, 0, 0)` on the helper group's map `map`.
+fn redirect_map_insns(map: u32) -> Vec<Instruction> {
+    vec![
+        ld64(R1, Imm64::Map(map)),
+        mov(R2, 0),
+        mov(R3, 0),
+        call(helper::REDIRECT_MAP),
+    ]
+}
+
+pub(super) fn helper_group() -> Group {
+    let mut g = Group::new("helper");
+    g.maps.push(plain_map("devmap", MapType::DEVMAP, 4, 4, 1));
+    g.maps
+        .push(plain_map("devmap_hash", MapType::DEVMAP_HASH, 4, 4, 1));
+    g.maps.push(plain_map("cpumap", MapType::CPUMAP, 4, 4, 1));
+    let slot0 = 0u32.to_le_bytes().to_vec();
+    g.populate
+        .push((0, slot0.clone(), 1u32.to_le_bytes().to_vec()));
+    g.populate
+        .push((1, slot0.clone(), 1u32.to_le_bytes().to_vec()));
+    g.populate.push((2, slot0, 192u32.to_le_bytes().to_vec()));
+    g.timed("helper base", program(helper_setup, 0, |_, _, _| {}), None);
+    for id in COSTED_HELPERS {
+        if id == helper::REDIRECT_MAP {
+            for (map, name) in REDIRECT_TARGETS {
+                let key = format!("aux.redirect_map.{name}");
+                let c = helper_case(id);
+                let insns = program(helper_setup, c.units, |a, _, _| {
+                    a.extend(redirect_map_insns(map))
+                });
+                let mut bench = Bench::new(&key, "helper base", c.units)
+                    .note("`redirect_map` to an occupied slot of the map, minus argument setup");
+                for (m, n) in &c.minus {
+                    bench = bench.minus(*m, *n);
+                }
+                g.timed(format!("{key} x{}", c.units), insns, Some(bench));
+                let mut a = Asm::new();
+                let setup_fail = a.label();
+                helper_setup(&mut a, setup_fail);
+                a.extend(redirect_map_insns(map));
+                a.push(exit());
+                a.tail_block(setup_fail, [mov(R0, 1), exit()]);
+                g.probe(&key, a.finish().insns, c.expect);
+            }
+            continue;
+        }
+        let c = helper_case(id);
+        let key = Item::Helper(id).to_string();
+        let unit = |a: &mut Asm, _k: u32, fail: Option<Label>| {
+            for step in 0..c.calls {
+                a.extend(helper_call_insns(c.id, step));
+                if let (Some(fail), Some(e)) = (fail, c.expect) {
+                    check_r0(a, Expect::Eq(e as i32), fail);
+                }
+            }
+        };
+        let insns = program(helper_setup, c.units, |a, k, _| unit(a, k, None));
+        let mut bench = Bench::new(&key, "helper base", c.units).note(&c.note);
+        bench.per_unit = c.calls as f64;
+        for (m, n) in &c.minus {
+            bench = bench.minus(*m, *n * c.calls as f64);
+        }
+        g.timed(format!("{key} x{}", c.units), insns, Some(bench));
+        g.programs.last_mut().expect("just pushed").needs_forwarding = id == helper::FIB_LOOKUP;
+        // The probe runs one unit and returns the last result (or a failed check).
+        let probe = {
+            let mut a = Asm::new();
+            let fail = a.label();
+            let setup_fail = a.label();
+            helper_setup(&mut a, setup_fail);
+            for step in 0..c.calls {
+                a.extend(helper_call_insns(c.id, step));
+                if step + 1 < c.calls {
+                    if let Some(e) = c.expect {
+                        check_r0(&mut a, Expect::Eq(e as i32), fail);
+                    }
+                }
+            }
+            a.push(exit());
+            a.tail_block(fail, [addi(R0, PROBE_FAIL as i32), exit()]);
+            a.tail_block(setup_fail, [mov(R0, 1), exit()]);
+            a.finish().insns
+        };
+        g.probe(&key, probe, c.expect);
+        if id == helper::FIB_LOOKUP {
+            g.programs.last_mut().expect("probe").needs_forwarding = true;
+        }
+    }
+    g
+}
