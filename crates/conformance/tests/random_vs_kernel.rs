@@ -42,6 +42,10 @@ struct Stats {
     reasons: BTreeMap<String, usize>,
     programs: usize,
     features: BTreeMap<&'static str, usize>,
+    /// Runs that ended in another program than they entered (a tail call succeeded).
+    tail_called: usize,
+    /// Instructions the interpreter executed, over all runs.
+    instructions: u64,
 }
 
 fn hex(bytes: &[u8]) -> String {
@@ -164,6 +168,11 @@ fn compare(case: &Case, stats: &RefCell<Stats>) -> Result<(), TestCaseError> {
                 hex(packet)
             ))
         })?;
+        {
+            let mut stats = stats.borrow_mut();
+            stats.tail_called += usize::from(ours.final_program != entry);
+            stats.instructions += ours.instructions;
+        }
         let mut differences = String::new();
         if ours.return_value != kernel.retval as u64 {
             differences += &format!(
@@ -261,6 +270,12 @@ fn interpreter_agrees_with_kernel_on_random_programs() {
         percent(stats.accepted, generated),
         stats.programs,
         3 * stats.accepted,
+    );
+    eprintln!(
+        "  {:.1}% of the runs ended in another program after a tail call; {:.0} instructions \
+         executed per run on average",
+        percent(stats.tail_called, 3 * stats.accepted),
+        stats.instructions as f64 / (3 * stats.accepted).max(1) as f64
     );
     for (reason, n) in &stats.reasons {
         eprintln!("  refused {n}x: {reason}");

@@ -309,6 +309,9 @@ enum Helper {
     },
     BuffLen,
     ProcessorId,
+    /// `bpf_ktime_get_ns` or `bpf_get_prandom_u32`, whose result is dropped: their values differ
+    /// between the engines by design.
+    Unobserved(u32),
     Redirect {
         ifindex: Operand,
         flags: Operand,
@@ -344,6 +347,7 @@ impl Helper {
             Helper::StoreBytes { .. } => "xdp_store_bytes",
             Helper::BuffLen => "xdp_get_buff_len",
             Helper::ProcessorId => "get_smp_processor_id",
+            Helper::Unobserved(_) => "ktime/prandom (unobserved)",
             Helper::Redirect { .. } => "redirect",
             Helper::RedirectMap { .. } => "redirect_map",
             Helper::TailCall { .. } => "tail_call",
@@ -363,6 +367,7 @@ impl Helper {
             Helper::StoreBytes { .. } => id::XDP_STORE_BYTES,
             Helper::BuffLen => id::XDP_GET_BUFF_LEN,
             Helper::ProcessorId => id::GET_SMP_PROCESSOR_ID,
+            Helper::Unobserved(helper) => *helper,
             Helper::Redirect { .. } => id::REDIRECT,
             Helper::RedirectMap { .. } => id::REDIRECT_MAP,
             Helper::TailCall { .. } => id::TAIL_CALL,
@@ -571,6 +576,12 @@ fn call() -> BoxedStrategy<Helper> {
         (1, store.boxed()),
         (1, Just(Helper::BuffLen).boxed()),
         (1, Just(Helper::ProcessorId).boxed()),
+        (
+            1,
+            select(vec![id::KTIME_GET_NS, id::GET_PRANDOM_U32])
+                .prop_map(Helper::Unobserved)
+                .boxed(),
+        ),
         (1, redirect.boxed()),
         (1, redirect_map.boxed()),
         (2, tail_call.boxed()),
@@ -586,9 +597,15 @@ fn leaf() -> BoxedStrategy<Node> {
     .boxed()
 }
 
-fn looped(inner: BoxedStrategy<Node>) -> BoxedStrategy<Node> {
+/// A loop of up to `max_count` iterations around `inner` nodes.
+fn looped(inner: BoxedStrategy<Node>, max_count: i32) -> BoxedStrategy<Node> {
     (
-        select(vec![1, 2, 3, 4, 5, 8]),
+        select(
+            [1, 2, 3, 4, 5, 8]
+                .into_iter()
+                .filter(|&n| n <= max_count)
+                .collect::<Vec<_>>(),
+        ),
         scalar(),
         any::<bool>(),
         any::<bool>(),
@@ -607,8 +624,9 @@ fn looped(inner: BoxedStrategy<Node>) -> BoxedStrategy<Node> {
 }
 
 fn node() -> BoxedStrategy<Node> {
-    let inner = prop_oneof![12 => leaf(), 1 => looped(leaf())].boxed();
-    prop_oneof![20 => leaf(), 1 => looped(inner)].boxed()
+    // Inner loops stay short: the verifier walks every iteration of both.
+    let inner = prop_oneof![12 => leaf(), 1 => looped(leaf(), 3)].boxed();
+    prop_oneof![20 => leaf(), 1 => looped(inner, 8)].boxed()
 }
 
 fn value_bytes() -> impl Strategy<Value = Vec<u8>> {
@@ -1005,7 +1023,7 @@ impl Asm {
                 self.emit(mov(4, Operand::Imm(*len)));
             }
             Helper::BuffLen => self.ctx_arg(1),
-            Helper::ProcessorId => {}
+            Helper::ProcessorId | Helper::Unobserved(_) => {}
             Helper::Redirect { ifindex, flags } => {
                 self.scalar_arg(1, *ifindex);
                 self.scalar_arg(2, *flags);
@@ -1022,8 +1040,9 @@ impl Asm {
             }
         }
         self.emit(Instruction::Call(CallTarget::Helper(call.helper())));
-        if matches!(call, Helper::TailCall { .. }) {
-            // A tail call that falls through leaves r0 undefined.
+        if matches!(call, Helper::TailCall { .. } | Helper::Unobserved(_)) {
+            // A tail call that falls through leaves r0 undefined; the clock and the random
+            // numbers are not the kernel's.
             self.emit(ldx(Size::Dw, 0, 10, reg_slot(0)));
         }
         if self.steer_clear {
