@@ -1247,3 +1247,54 @@ fn assemble(
     a.emit(Instruction::Exit);
     a.finish()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::strategy::ValueTree;
+    use proptest::test_runner::TestRunner;
+
+    /// Generated objects decode, every jump stays inside its program, every map reference names
+    /// one of the object's maps, and the features show up.
+    #[test]
+    fn generated_objects_are_well_formed() {
+        let mut runner = TestRunner::deterministic();
+        let mut seen = BTreeSet::new();
+        for _ in 0..200 {
+            let random = random_object(30, true)
+                .new_tree(&mut runner)
+                .unwrap()
+                .current();
+            let object = random.object();
+            assert!((2..=MAX_PROGRAMS).contains(&object.programs.len()));
+            for program in &object.programs {
+                let slots = program.insns.len();
+                for (slot, insn) in program.decode().unwrap() {
+                    if let Some(target) = insn.jump_target(slot) {
+                        assert!((0..slots as i64).contains(&target), "{insn:?} at {slot}");
+                    }
+                    if let Instruction::LoadImm64 {
+                        imm: Imm64::Map(map),
+                        ..
+                    } = insn
+                    {
+                        assert!((map as usize) < object.maps.len());
+                    }
+                }
+            }
+            seen.extend(random.features.iter().flatten().copied());
+        }
+        for feature in [
+            "bounded loop",
+            "nested loop",
+            "backward jump",
+            "tail_call",
+            "map_lookup_elem (array)",
+            "map_lookup_elem (hash)",
+            "atomic on a map value",
+            "xdp_adjust_head",
+        ] {
+            assert!(seen.contains(feature), "no program with {feature}");
+        }
+    }
+}
