@@ -35,6 +35,8 @@
 //! the program goes straight to the epilogue. A lookup null-checks the value pointer, moves it to
 //! a scalar register, runs random loads, stores, atomics and ALU operations on the value through
 //! it, and ends with a load through it, so that no pointer outlives the block.
+//! `bpf_ktime_get_ns` and `bpf_get_prandom_u32` are called too, but r0 is restored after them:
+//! their values differ between the engines by design.
 //!
 //! # Loops
 //!
