@@ -12,12 +12,18 @@
 //! scalars from its first bytes and the epilogue writes every scalar back into the packet, so the
 //! output packet exposes the whole final register state. [`Harness::Bare`] is the body alone with
 //! every register an input, for machines without packets.
+//!
+//! [`objects`] builds on these bodies: whole objects of several programs sharing maps, with
+//! helper calls, map lookups, tail calls, bounded loops and an epilogue that copies registers and
+//! stack into a map — what the differential test against the kernel runs.
 
 use linerate_bpf::insn::{AluOp, AtomicOp, Cond, Endian, Imm64, Instruction, Operand, Reg, Size};
 use linerate_bpf::program::Function;
 use linerate_bpf::{Object, Program};
 use proptest::prelude::*;
 use proptest::sample::select;
+
+pub mod objects;
 
 /// Registers the body computes with.
 pub const SCALARS: [Reg; 9] = [0, 1, 2, 3, 4, 5, 7, 8, 9];
@@ -439,9 +445,9 @@ pub fn xdp_program(max_items: usize) -> impl Strategy<Value = Vec<Instruction>> 
     body(Harness::Xdp, max_items).prop_map(|b| wrap_xdp(&b))
 }
 
-/// Random packets for the XDP harness, rich in boundary values.
-pub fn packet() -> impl Strategy<Value = Vec<u8>> {
-    let word = prop_oneof![
+/// A packet word rich in boundary values.
+fn packet_word() -> impl Strategy<Value = u64> {
+    prop_oneof![
         any::<u64>(),
         Just(0u64),
         Just(u64::MAX),
@@ -449,8 +455,12 @@ pub fn packet() -> impl Strategy<Value = Vec<u8>> {
         Just(0x8000_0000u64),
         Just(0xffff_ffffu64),
         0..300u64,
-    ];
-    proptest::collection::vec(word, PACKET_LEN / 8)
+    ]
+}
+
+/// Random packets for the XDP harness, rich in boundary values.
+pub fn packet() -> impl Strategy<Value = Vec<u8>> {
+    proptest::collection::vec(packet_word(), PACKET_LEN / 8)
         .prop_map(|words| words.iter().flat_map(|w| w.to_le_bytes()).collect())
 }
 
