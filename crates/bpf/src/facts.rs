@@ -72,8 +72,6 @@ pub mod limits {
     /// The `may_goto` budget of one program run (`BPF_MAX_LOOPS`; the x86-64 kernel since 6.14
     /// counts time instead, and budgets only matter to loops that exhaust them).
     pub const MAX_LOOPS: u64 = 8 * 1024 * 1024;
-    /// Largest `from_size + to_size` of `bpf_csum_diff` (its scratch buffer is `MAX_BPF_STACK`).
-    pub const CSUM_DIFF_MAX: u64 = 512;
     /// Size of `struct bpf_fib_lookup`.
     pub const FIB_LOOKUP_PARAMS: u64 = 64;
 }

@@ -14,7 +14,7 @@
 
 use linerate_bpf::facts::errno::{EACCES, EAFNOSUPPORT, EFAULT, EINVAL};
 use linerate_bpf::facts::helper as id;
-use linerate_bpf::facts::limits::{CSUM_DIFF_MAX, FIB_LOOKUP_PARAMS, MAX_TAIL_CALLS};
+use linerate_bpf::facts::limits::{FIB_LOOKUP_PARAMS, MAX_TAIL_CALLS};
 use linerate_bpf::facts::test_run_buffer::{ETH_HLEN, FRAME_SIZE, SHARED_INFO, XDP_FRAME};
 use linerate_bpf::facts::xdp::{XDP_ABORTED, XDP_REDIRECT};
 use linerate_bpf::program::{MapDef, MapType};
@@ -401,10 +401,10 @@ fn redirect_map<M: HelperMachine>(
     Ok(d.ite(&bad_flags, &aborted, &found_or_fallback))
 }
 
-/// `bpf_csum_diff(from, from_size, to, to_size, seed)`: the 32-bit one's-complement sum of `seed`,
-/// the complemented `from` words and the `to` words, folded to 32 bits as the kernel's
-/// `csum_partial` does; `-EINVAL` for sizes that are not multiples of 4 or exceed the scratch
-/// buffer.
+/// `bpf_csum_diff(from, from_size, to, to_size, seed)` as Linux 6.13 and later compute it on x86-64:
+/// with both buffers, the checksum of `to` (seeded) minus that of `from`; with one, that buffer's
+/// checksum added to (`to`) or taken from (`from`) the seed; folded to 16 bits. Any sizes are
+/// accepted (the verifier checks the buffers).
 fn csum_diff<M: HelperMachine>(
     m: &mut M,
     pc: usize,
@@ -412,42 +412,93 @@ fn csum_diff<M: HelperMachine>(
 ) -> Result<Val<M>, M::Fault> {
     let from_size = zext(m, from_size, 32);
     let to_size = zext(m, to_size, 32);
-    let from_len = m.byte_count(pc, id::CSUM_DIFF, &from_size, CSUM_DIFF_MAX)?;
-    let to_len = m.byte_count(pc, id::CSUM_DIFF, &to_size, CSUM_DIFF_MAX)?;
+    let from_len = m.byte_count(pc, id::CSUM_DIFF, &from_size, FRAME_SIZE)?;
+    let to_len = m.byte_count(pc, id::CSUM_DIFF, &to_size, FRAME_SIZE)?;
+    let seed = zext(m, seed, 32);
+    let zero = m.domain().constant(0);
+    let not_seed = complement32(m, &seed);
+    let to_seeded = csum_partial(m, pc, to, to_len, &seed)?;
+    let from_plain = csum_partial(m, pc, from, from_len, &zero)?;
+    let from_unseeded = csum_partial(m, pc, from, from_len, &not_seed)?;
+    let diff = csum_sub(m, &to_seeded, &from_plain);
+    let pulled = complement32(m, &from_unseeded);
+    let has_from = nonzero(m, &from_size);
+    let has_to = nonzero(m, &to_size);
     let d = m.domain();
-    let both = d.binary(BinOp::Or, &from_size, &to_size);
-    let three = d.constant(3);
-    let unaligned = d.binary(BinOp::And, &both, &three);
-    let unaligned = nonzero(m, &unaligned);
+    let both = d.and(&has_from, &has_to);
+    let from_only = d.ite(&has_from, &pulled, &seed);
+    let one = d.ite(&has_to, &to_seeded, &from_only);
+    let sum = d.ite(&both, &diff, &one);
+    Ok(csum_from32to16(m, &sum))
+}
+
+/// `~v` in 32 bits.
+fn complement32<M: HelperMachine>(m: &mut M, v: &Val<M>) -> Val<M> {
+    let ones = m.domain().constant(0xffff_ffff);
+    m.domain().binary(BinOp::Xor, v, &ones)
+}
+
+/// `a + b` with the carry out of 64 bits added back in (one's-complement addition).
+fn add_with_carry<M: HelperMachine>(m: &mut M, a: &Val<M>, b: &Val<M>) -> Val<M> {
     let d = m.domain();
-    let total = d.binary(BinOp::Add, &from_size, &to_size);
-    let max = d.constant(CSUM_DIFF_MAX);
-    let too_big = d.compare(CmpOp::Ult, &max, &total);
-    let invalid = d.or(&unaligned, &too_big);
-    let mut sum = zext(m, seed, 32);
-    for (addr, len, complement) in [(from, from_len, true), (to, to_len, false)] {
-        if len == 0 {
-            continue;
-        }
-        let bytes = m.read_bytes(pc, addr, len & !3)?;
-        for word in bytes.chunks_exact(4) {
-            let mut w = from_bytes(m, word);
-            if complement {
-                let ones = m.domain().constant(0xffff_ffff);
-                w = m.domain().binary(BinOp::Xor, &w, &ones);
-            }
-            sum = m.domain().binary(BinOp::Add, &sum, &w);
+    let sum = d.binary(BinOp::Add, a, b);
+    let wrapped = d.compare(CmpOp::Ult, &sum, a);
+    let (one, zero) = (d.constant(1), d.constant(0));
+    let carry = d.ite(&wrapped, &one, &zero);
+    d.binary(BinOp::Add, &sum, &carry)
+}
+
+/// x86-64's `csum_partial(buf, len, sum)`: the one's-complement sum of the buffer's little-endian
+/// 64-bit words (the last one zero-padded) and `sum`, folded to 32 bits.
+fn csum_partial<M: HelperMachine>(
+    m: &mut M,
+    pc: usize,
+    buf: &Val<M>,
+    len: u64,
+    sum: &Val<M>,
+) -> Result<Val<M>, M::Fault> {
+    let mut total = sum.clone();
+    if len > 0 {
+        let bytes = m.read_bytes(pc, buf, len)?;
+        for word in bytes.chunks(8) {
+            let w = from_bytes(m, word);
+            total = add_with_carry(m, &total, &w);
         }
     }
-    // At most 128 words and the seed: two folds bring any such sum below 2^32.
-    for _ in 0..2 {
-        let low = zext(m, &sum, 32);
-        let shift = m.domain().constant(32);
-        let high = m.domain().binary(BinOp::LShr, &sum, &shift);
-        sum = m.domain().binary(BinOp::Add, &low, &high);
-    }
-    let einval = signed(m, -EINVAL);
-    Ok(m.domain().ite(&invalid, &einval, &sum))
+    // (t + ror64(t, 32)) >> 32: the two halves added, with the low half's carry.
+    let d = m.domain();
+    let k32 = d.constant(32);
+    let high = d.binary(BinOp::LShr, &total, &k32);
+    let low = d.binary(BinOp::Shl, &total, &k32);
+    let rotated = d.binary(BinOp::Or, &high, &low);
+    let folded = d.binary(BinOp::Add, &total, &rotated);
+    Ok(d.binary(BinOp::LShr, &folded, &k32))
+}
+
+/// `csum_sub(a, b)` on 32-bit checksums: `a + ~b` with the carry added back.
+fn csum_sub<M: HelperMachine>(m: &mut M, a: &Val<M>, b: &Val<M>) -> Val<M> {
+    let not_b = complement32(m, b);
+    let d = m.domain();
+    let sum = d.binary(BinOp::Add, a, &not_b);
+    let mask = d.constant(0xffff_ffff);
+    let sum = d.binary(BinOp::And, &sum, &mask);
+    let wrapped = d.compare(CmpOp::Ult, &sum, &not_b);
+    let (one, zero) = (d.constant(1), d.constant(0));
+    let carry = d.ite(&wrapped, &one, &zero);
+    d.binary(BinOp::Add, &sum, &carry)
+}
+
+/// `csum_from32to16`: a 32-bit checksum folded to 16 bits, the halves added with the carry.
+fn csum_from32to16<M: HelperMachine>(m: &mut M, sum: &Val<M>) -> Val<M> {
+    let d = m.domain();
+    let (k16, mask) = (d.constant(16), d.constant(0xffff_ffff));
+    let up = d.binary(BinOp::Shl, sum, &k16);
+    let down = d.binary(BinOp::LShr, sum, &k16);
+    let rotated = d.binary(BinOp::Or, &up, &down);
+    let rotated = d.binary(BinOp::And, &rotated, &mask);
+    let added = d.binary(BinOp::Add, sum, &rotated);
+    let added = d.binary(BinOp::And, &added, &mask);
+    d.binary(BinOp::LShr, &added, &k16)
 }
 
 /// Which bound an adjust helper moves.
@@ -540,8 +591,8 @@ fn adjust<M: HelperMachine>(
 }
 
 /// `bpf_xdp_load_bytes(ctx, offset, buf, len)` and `bpf_xdp_store_bytes`: copy `len` bytes between
-/// the packet at `offset` from `data` and `buf`; `-EFAULT` if the range leaves the packet or is
-/// empty.
+/// the packet at `offset` from `data` and `buf`; `-EFAULT` for an offset or length above 0xffff,
+/// `-EINVAL` where the range leaves the packet.
 fn packet_bytes<M: HelperMachine>(
     m: &mut M,
     pc: usize,
@@ -555,14 +606,15 @@ fn packet_bytes<M: HelperMachine>(
     let count = m.byte_count(pc, helper, &len, FRAME_SIZE)?;
     let b = m.packet_bounds();
     let d = m.domain();
+    let limit = d.constant(0xffff);
+    let offset_too_big = d.compare(CmpOp::Ult, &limit, &offset);
+    let len_too_big = d.compare(CmpOp::Ult, &limit, &len);
+    let fault = d.or(&offset_too_big, &len_too_big);
     let start = d.binary(BinOp::Add, &b.data, &offset);
     let end = d.binary(BinOp::Add, &start, &len);
     let past_end = d.compare(CmpOp::Ult, &b.data_end, &end);
-    let empty = nonzero(m, &len);
-    let d = m.domain();
-    let empty = d.not(&empty);
-    let fault = d.or(&empty, &past_end);
-    let ok = d.not(&fault);
+    let refused = d.or(&fault, &past_end);
+    let ok = d.not(&refused);
     if m.decide(pc, &ok)? {
         let at = m.packet_pointer(&start);
         if helper == id::XDP_LOAD_BYTES {
@@ -573,8 +625,10 @@ fn packet_bytes<M: HelperMachine>(
             m.write_bytes(pc, &at, &bytes)?;
         }
     }
-    let (zero, efault) = (m.domain().constant(0), signed(m, -EFAULT));
-    Ok(m.domain().ite(&fault, &efault, &zero))
+    let (zero, efault, einval) = (m.domain().constant(0), signed(m, -EFAULT), signed(m, -EINVAL));
+    let d = m.domain();
+    let past = d.ite(&past_end, &einval, &zero);
+    Ok(d.ite(&fault, &efault, &past))
 }
 
 /// `struct bpf_fib_lookup` fields the helper reads and writes (byte offsets).

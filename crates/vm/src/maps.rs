@@ -9,16 +9,13 @@ use std::collections::HashMap;
 
 use linerate_bpf::{MapDef, MapType};
 
-/// `BPF_ANY`, `BPF_NOEXIST`, `BPF_EXIST` update flags.
+pub use linerate_bpf::facts::errno::{E2BIG, EEXIST, EINVAL, ENOENT, ENOMEM};
+
+/// `BPF_ANY`, `BPF_NOEXIST`, `BPF_EXIST` and `BPF_F_LOCK` update flags.
 pub const BPF_ANY: u64 = 0;
 pub const BPF_NOEXIST: u64 = 1;
 pub const BPF_EXIST: u64 = 2;
-
-pub const EINVAL: i64 = 22;
-pub const ENOENT: i64 = 2;
-pub const EEXIST: i64 = 17;
-pub const E2BIG: i64 = 7;
-pub const ENOMEM: i64 = 12;
+pub const BPF_F_LOCK: u64 = 4;
 
 /// How a map finds its entries.
 #[derive(Clone, Debug)]
@@ -192,10 +189,16 @@ impl MapState {
     }
 
     /// Inserts or replaces `key`; returns 0 or a negative errno as the helper does.
+    ///
+    /// The checks come in the kernel's order: unknown flags, then (arrays) the index and
+    /// `BPF_NOEXIST`, then `BPF_F_LOCK`, which needs a spin lock in the value (none of linerate's
+    /// maps has one).
     pub fn update(&mut self, key: &[u8], value: &[u8], flags: u64) -> i64 {
-        if flags > BPF_EXIST {
+        if flags & !BPF_F_LOCK > BPF_EXIST {
             return -EINVAL;
         }
+        let lock = flags & BPF_F_LOCK != 0;
+        let flags = flags & !BPF_F_LOCK;
         let slot = match &mut self.layout {
             Layout::Array { .. } => {
                 let Some(slot) = self.array_index(key) else {
@@ -204,12 +207,16 @@ impl MapState {
                 if flags == BPF_NOEXIST && self.live[slot] {
                     return -EEXIST;
                 }
+                if lock {
+                    return -EINVAL;
+                }
                 if flags == BPF_EXIST && !self.live[slot] {
                     return -ENOENT;
                 }
                 self.live[slot] = true;
                 slot
             }
+            Layout::Hash { .. } | Layout::LpmTrie { .. } if lock => return -EINVAL,
             Layout::Hash { .. } | Layout::LpmTrie { .. } => {
                 if let Layout::LpmTrie { .. } = self.layout {
                     let len = u32::from_le_bytes(key[..4].try_into().unwrap_or_default());
