@@ -15,11 +15,11 @@ use linerate_sem::Concrete;
 use crate::error::VmError;
 use crate::helpers::{self, FibRoute};
 use crate::maps::MapState;
-use crate::trace::Step;
 use crate::memory::{
     pointer, split, PacketBuffer, CTX_REGION, MAP_HANDLE_REGION, MAP_VALUE_REGION, PACKET_REGION,
     STACK_REGION,
 };
+use crate::trace::Step;
 
 /// Bytes of one function's stack frame.
 const FRAME_BYTES: usize = linerate_sem::exec::STACK_FRAME_SIZE as usize;
