@@ -7,6 +7,8 @@
 //! as `fd_array` (the linked instructions name maps by index), and fills program arrays.
 //! [`LoadedObject::test_run`] runs a program on a packet on CPU 0. Programs are never attached to a
 //! network interface. [`check_access`] tells whether this process may use BPF at all.
+//! [`LoadedObject::seed`] writes a map seed and [`drive`] runs packet after packet with
+//! persistent or fresh maps, as `linerate_vm` does in the interpreter.
 //!
 //! # How XDP `BPF_PROG_TEST_RUN` lays out the packet (Linux 6.18, x86-64, 4 KiB pages)
 //!
@@ -58,8 +60,10 @@
 //! * **CPU.** The runs execute on the calling thread's CPU with migration disabled; this crate
 //!   pins the thread to CPU 0 for the call, so per-CPU map values touched are CPU 0's.
 
+pub mod drive;
 mod error;
 mod object;
+mod seed;
 mod sys;
 mod testrun;
 
