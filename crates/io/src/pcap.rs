@@ -139,6 +139,17 @@ mod tests {
             parse_pcap(&bytes[..110]).unwrap_err().to_string(),
             "packet 1 header truncated at offset 100"
         );
+        let dir = std::env::temp_dir().join(format!("linerate-io-pcap-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("x.pcap");
+        std::fs::write(&path, &bytes[..bytes.len() - 1]).unwrap();
+        let err = read_pcap(&path).unwrap_err().to_string();
+        assert!(err.starts_with("pcap file "), "{err}");
+        assert!(err
+            .ends_with("x.pcap: packet 1 at offset 100 claims 14 bytes but the file ends at 129"));
+        std::fs::write(&path, &bytes).unwrap();
+        assert_eq!(read_pcap(&path).unwrap(), packets);
+        std::fs::remove_dir_all(&dir).unwrap();
         assert!(parse_pcap(&[0; 30])
             .unwrap_err()
             .to_string()
