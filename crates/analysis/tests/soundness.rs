@@ -6,11 +6,13 @@
 //! header runs more often per entry than its bound.
 
 use linerate_analysis::{Analysis, Fact, Interval, Region, Shape, State};
+use linerate_bpf::contents::MapMode;
 use linerate_bpf::insn::Instruction;
 use linerate_bpf::program::Object;
 use linerate_cfg::Cfg;
 use linerate_conformance::examples::load_all;
 use linerate_conformance::random_program::{object, packet, xdp_program};
+use linerate_vm::drive::Driver;
 use linerate_vm::memory::{
     split, CTX_REGION, MAP_HANDLE_REGION, MAP_VALUE_REGION, PACKET_REGION, STACK_REGION,
 };
@@ -215,12 +217,10 @@ fn analysis_contains_every_executed_example_state() {
     let mut runs = 0;
     for example in load_all().expect("example corpus") {
         let (cfgs, analyses) = analyse_all(&example.object);
+        let mut driver = Driver::new(&example.object, &example.seed, recording(), MapMode::Fresh)
+            .expect("interpreter");
         for packet in &example.packets {
-            let mut vm = Vm::new(&example.object, recording()).expect("interpreter");
-            for (map, key, value) in &example.seed {
-                vm.maps[*map].update(key, value, 0);
-            }
-            let out = vm
+            let out = driver
                 .run(example.entry, &packet.bytes, &[])
                 .expect("example packets run");
             let what = format!("{} packet line {}", example.name(), packet.line);
@@ -230,7 +230,7 @@ fn analysis_contains_every_executed_example_state() {
                 &analyses,
                 &out.steps,
                 &out.states,
-                &vm,
+                driver.vm(),
                 &mut checked,
             );
             runs += 1;

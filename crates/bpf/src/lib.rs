@@ -2,12 +2,14 @@
 //!
 //! This crate turns what users have — clang-compiled BPF ELF objects and `llvm-objdump -d` text —
 //! into one representation every other linerate crate works on: decoded [`insn::Instruction`]s,
-//! linked [`program::Program`]s and their [`program::MapDef`]s. It also prints programs in the
-//! llvm-objdump style and assembles that text back. It does not give instructions a meaning (that
+//! linked [`program::Program`]s and their [`program::MapDef`]s, and the contents a user gives
+//! those maps ([`contents`]). It also prints programs in the llvm-objdump style and assembles
+//! that text back. It does not give instructions a meaning (that
 //! is `linerate-sem`) and never talks to the kernel (that is `linerate-kernel`).
 
 pub mod asm;
 pub mod btf;
+pub mod contents;
 pub mod disasm;
 pub mod facts;
 pub mod helpers;

@@ -5,7 +5,6 @@
 //! so a failed or interrupted calibration never leaves a partial file. Progress goes to stderr;
 //! stdout gets the table of items (or `--json`).
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::{anyhow, bail, Context, Result};
@@ -87,7 +86,7 @@ pub fn calibrate(args: &CalibrateArgs) -> Result<()> {
 
     let text =
         serde_json::to_string_pretty(&result.model).context("cannot encode the model")? + "\n";
-    write_atomically(&args.output, text.as_bytes())?;
+    linerate_io::write_atomically(&args.output, text.as_bytes())?;
     linerate_cost::Model::read(&args.output)
         .map_err(|e| anyhow!("the written model does not load back: {e}"))?;
     eprintln!(
@@ -102,33 +101,6 @@ pub fn calibrate(args: &CalibrateArgs) -> Result<()> {
     } else {
         emit(&human_report(&result, &args.output))
     }
-}
-
-/// Writes `bytes` to `path` through a temporary file in the same directory and a rename.
-fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    let name = path
-        .file_name()
-        .ok_or_else(|| anyhow!("{}: not a file name", path.display()))?;
-    let tmp = dir.join(format!(
-        ".{}.tmp{}",
-        name.to_string_lossy(),
-        std::process::id()
-    ));
-    let written = (|| -> std::io::Result<()> {
-        let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(bytes)?;
-        f.sync_all()?;
-        std::fs::rename(&tmp, path)
-    })();
-    if let Err(e) = written {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(anyhow!("cannot write {}: {e}", path.display()));
-    }
-    Ok(())
 }
 
 fn how_name(how: &How) -> &'static str {

@@ -5,9 +5,12 @@ use std::path::PathBuf;
 
 use anyhow::{anyhow, Context, Result};
 use clap::Args;
+use linerate_bpf::contents::{MapMode, MapSeed};
 use linerate_cfg::{Cfg, EdgeKind};
 use linerate_cost::trace::entry_blocks;
 use linerate_cost::{Cost, Model, ProgramCost};
+use linerate_vm::drive::{run_packets, DriveError};
+use linerate_vm::VmOptions;
 use serde_json::{json, Value};
 
 use crate::output::{emit, table};
@@ -123,7 +126,7 @@ struct PacketPath {
     path: Option<(Vec<usize>, Cost)>,
 }
 
-/// Runs each packet in a fresh interpreter (maps seeded anew) and prices the path it takes
+/// Runs each packet against freshly seeded maps and prices the path it takes
 /// through the entry function (a local call is charged its callee's worst case).
 fn packet_paths(
     args: &CostArgs,
@@ -136,26 +139,30 @@ fn packet_paths(
     let Some(file) = &args.packets else {
         return Ok(Vec::new());
     };
-    let packets = crate::input::read_packets_file(file)?;
+    let packets = linerate_io::read_packets_file(file)?;
     let seed = match &args.maps {
-        Some(path) => crate::input::read_maps_file(path, object)?,
-        None => Vec::new(),
+        Some(path) => linerate_io::read_maps_file(path, object)?,
+        None => MapSeed::new(),
     };
-    let options = linerate_vm::VmOptions {
+    let options = VmOptions {
         record_steps: true,
         ..Default::default()
     };
+    let runs = run_packets(
+        object,
+        &seed,
+        options,
+        MapMode::Fresh,
+        program,
+        &packets,
+        &[],
+    )
+    .map_err(|e| match e {
+        DriveError::Packet { .. } => anyhow::Error::new(e).context(file.display().to_string()),
+        e => e.into(),
+    })?;
     let mut out = Vec::new();
-    for (i, packet) in packets.iter().enumerate() {
-        let mut vm = linerate_vm::Vm::new(object, options.clone())?;
-        for (map, entries) in &seed {
-            for (key, value) in entries {
-                vm.maps[*map].update(key, value, 0);
-            }
-        }
-        let run = vm
-            .run(program, packet, &[])
-            .with_context(|| format!("{}: packet {i}", file.display()))?;
+    for (i, run) in runs.outcomes.iter().enumerate() {
         let path = match entry_blocks(cfg, run.steps.iter().map(|s| (s.program, s.slot))) {
             Some(blocks) => {
                 let c = cost
@@ -192,7 +199,7 @@ fn slot_pricing(c: &Costed, slot: usize) -> (Vec<String>, Option<&Cost>, Option<
 }
 
 pub fn cost(args: &CostArgs) -> Result<()> {
-    let object = crate::load_object(&args.object)?;
+    let object = linerate_io::load_object(&args.object)?;
     let model = load_model(&args.target, args.model.as_ref())?;
     let selected: Vec<usize> = match &args.prog {
         Some(name) => vec![crate::select_program(&object, Some(name))?],

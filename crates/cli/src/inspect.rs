@@ -31,7 +31,7 @@ pub struct InspectArgs {
 }
 
 pub fn inspect(args: &InspectArgs) -> Result<()> {
-    let object = crate::load_object(&args.object)?;
+    let object = linerate_io::load_object(&args.object)?;
     let selected: Vec<usize> = match &args.prog {
         Some(name) => vec![crate::select_program(&object, Some(name))?],
         None => (0..object.programs.len()).collect(),
@@ -118,7 +118,7 @@ fn to_json(object: &Object, selected: &[usize], cfgs: &[Cfg], disasm: bool) -> R
                 "map": m.name,
                 "size": m.value_size,
                 "read_only": read_only,
-                "initial_value": m.initial_value.as_deref().map(crate::input::to_hex),
+                "initial_value": m.initial_value.as_deref().map(linerate_io::to_hex),
             })
         })
         .collect();
@@ -206,7 +206,7 @@ fn to_text(object: &Object, selected: &[usize], cfgs: &[Cfg], disasm: bool) -> R
     let globals: Vec<Vec<String>> = global_data(object)
         .map(|(m, section, read_only)| {
             let value = m.initial_value.as_deref().unwrap_or_default();
-            let shown = crate::input::to_hex(&value[..value.len().min(GLOBAL_BYTES_SHOWN)]);
+            let shown = linerate_io::to_hex(&value[..value.len().min(GLOBAL_BYTES_SHOWN)]);
             vec![
                 section.to_string(),
                 m.name.clone(),

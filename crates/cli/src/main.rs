@@ -1,21 +1,19 @@
 //! `linerate`: the command line of the linerate toolkit.
 //!
-//! Thin glue over the library crates: argument parsing, reading inputs, printing tables or JSON.
+//! Thin glue over the library crates: argument parsing and printing tables or JSON; inputs are
+//! read by `linerate-io`, programs run by the `linerate-vm` and `linerate-kernel` drivers.
 //! Every failure ends in one line `error: <cause>` on stderr (plus detail lines where there is
 //! more to say, such as a verifier log) and a non-zero exit.
 
 mod calibrate;
 mod cost;
-mod input;
 mod inspect;
 mod output;
-mod pcap;
 mod run;
 
-use std::path::Path;
 use std::process::ExitCode;
 
-use anyhow::{anyhow, Context, Result};
+use anyhow::{anyhow, Result};
 use clap::{Parser, Subcommand};
 use linerate_bpf::Object;
 
@@ -81,40 +79,6 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
-}
-
-/// Reads an object from a BPF ELF file or from `llvm-objdump -d` text.
-pub fn load_object(path: &Path) -> Result<Object> {
-    let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
-    if bytes.iter().all(|b| b.is_ascii_whitespace()) {
-        return Err(anyhow!(
-            "{}: empty file: expected a BPF ELF object or llvm-objdump text",
-            path.display()
-        ));
-    }
-    let name = path
-        .file_stem()
-        .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "object".into());
-    if bytes.starts_with(b"\x7fELF") {
-        return linerate_bpf::object::read_object(&bytes, &name)
-            .map_err(|e| anyhow!("{}: {e}", path.display()));
-    }
-    let text = std::str::from_utf8(&bytes).map_err(|_| {
-        anyhow!(
-            "{}: not a BPF object: neither an ELF file nor llvm-objdump text",
-            path.display()
-        )
-    })?;
-    let object = linerate_bpf::objdump::read_objdump_text(text, &name)
-        .map_err(|e| anyhow!("{}: {e}", path.display()))?;
-    if object.programs.is_empty() {
-        return Err(anyhow!(
-            "{}: no programs: the text holds no disassembled function (expected `llvm-objdump -d` output)",
-            path.display()
-        ));
-    }
-    Ok(object)
 }
 
 /// The index of the program `--prog` names, or the only/first program.

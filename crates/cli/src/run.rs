@@ -3,17 +3,18 @@
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-use anyhow::{anyhow, bail, Context, Result};
+use anyhow::{anyhow, bail, Result};
 use clap::Args;
+use linerate_bpf::contents::{MapContents, MapMode, MapSeed};
 use linerate_bpf::Object;
 use linerate_cfg::Cfg;
-use linerate_vm::maps::normalize_entries;
-use linerate_vm::{xdp_action_name, Vm, VmOptions};
+use linerate_io::{
+    encode_maps, parse_hex, read_fib_file, read_maps_file, read_packets_file, read_pcap, to_hex,
+};
+use linerate_vm::drive::{DriveError, Driver};
+use linerate_vm::{xdp_action_name, VmOptions};
 use serde_json::{json, Value};
 
-use crate::input::{
-    encode_maps, parse_hex, read_fib_file, read_maps_file, read_packets_file, to_hex, MapSeed,
-};
 use crate::output::{emit, hexdump};
 
 /// The shortest frame `BPF_PROG_TEST_RUN` accepts for XDP.
@@ -60,9 +61,6 @@ pub struct RunArgs {
     pub json: bool,
 }
 
-/// Every map's `(key, value)` entries after a run, in the object's map order.
-type MapContents = Vec<Vec<(Vec<u8>, Vec<u8>)>>;
-
 /// What running all packets produced, whichever engine ran them.
 struct Runs {
     results: Vec<PacketResult>,
@@ -84,13 +82,13 @@ struct PacketResult {
 }
 
 pub fn run(args: &RunArgs) -> Result<()> {
-    let object = crate::load_object(&args.object)?;
+    let object = linerate_io::load_object(&args.object)?;
     let program = crate::select_program(&object, args.prog.as_deref())?;
     let packets = match (&args.packet, &args.packets, &args.pcap) {
         (Some(hex), _, _) => vec![parse_hex(hex).map_err(|e| anyhow!("--packet: {e}"))?],
         (_, Some(path), _) => read_packets_file(path)?,
         (_, _, Some(path)) => {
-            let packets = crate::pcap::read_pcap(path)?;
+            let packets = read_pcap(path)?;
             if packets.is_empty() {
                 bail!("pcap file {}: holds no packets", path.display());
             }
@@ -116,7 +114,7 @@ pub fn run(args: &RunArgs) -> Result<()> {
     let meta = parse_hex(&args.meta).map_err(|e| anyhow!("--meta: {e}"))?;
     let seed = match &args.maps {
         Some(path) => read_maps_file(path, &object)?,
-        None => Vec::new(),
+        None => MapSeed::new(),
     };
     let runs = if args.kernel {
         run_in_kernel(&object, program, &packets, &meta, &seed, args.repeat)?
@@ -325,6 +323,8 @@ fn map_changes(object: &Object, before: &MapContents, after: &MapContents) -> St
     out
 }
 
+/// Runs the packets in the interpreter, maps persisting from packet to packet, with the blocks
+/// each packet entered.
 fn run_in_vm(
     source: &Path,
     object: &Object,
@@ -334,19 +334,10 @@ fn run_in_vm(
     seed: &MapSeed,
     options: VmOptions,
 ) -> Result<Runs> {
-    let mut vm = Vm::new(object, options).with_context(|| source.display().to_string())?;
-    for (map, entries) in seed {
-        for (key, value) in entries {
-            let rc = vm.maps[*map].update(key, value, 0);
-            if rc != 0 {
-                bail!(
-                    "cannot seed map `{}` with key {}: error {rc}",
-                    object.maps[*map].name,
-                    to_hex(key)
-                );
-            }
-        }
-    }
+    let mut driver = Driver::new(object, seed, options, MapMode::Persist).map_err(|e| match e {
+        DriveError::Build(_) => anyhow::Error::new(e).context(source.display().to_string()),
+        e => e.into(),
+    })?;
     let cfgs: Vec<Cfg> = object
         .programs
         .iter()
@@ -354,31 +345,29 @@ fn run_in_vm(
             Cfg::build(p).map_err(|e| anyhow!("{}: program `{}`: {e}", source.display(), p.name))
         })
         .collect::<Result<_>>()?;
-    let initial_maps = vm.maps.iter().map(|m| m.entries()).collect();
-    let mut results = Vec::new();
-    for (i, packet) in packets.iter().enumerate() {
-        let out = vm
-            .run(program, packet, meta)
-            .with_context(|| format!("packet {i}"))?;
-        let blocks = executed_blocks(&cfgs, &out.steps);
-        results.push(PacketResult {
+    let runs = driver.run_packets(program, packets, meta)?;
+    let results = runs
+        .outcomes
+        .into_iter()
+        .map(|out| PacketResult {
             return_value: out.return_value,
+            blocks: Some(executed_blocks(&cfgs, &out.steps)),
             packet: out.packet,
             meta: out.meta,
             instructions: Some(out.instructions),
-            blocks: Some(blocks),
             ns_per_run: None,
             trace: out.trace,
-        });
-    }
-    let final_maps = vm.maps.iter().map(|m| m.entries()).collect();
+        })
+        .collect();
     Ok(Runs {
         results,
-        initial_maps,
-        final_maps,
+        initial_maps: runs.initial_maps,
+        final_maps: runs.final_maps,
     })
 }
 
+/// Runs the packets in the kernel, maps persisting from packet to packet, each timed over
+/// `repeat` runs.
 fn run_in_kernel(
     object: &Object,
     program: usize,
@@ -387,61 +376,38 @@ fn run_in_kernel(
     seed: &MapSeed,
     repeat: u32,
 ) -> Result<Runs> {
-    linerate_kernel::check_access()?;
-    let loaded = linerate_kernel::load_object(object).map_err(|e| {
-        let log = e
-            .verifier_log()
-            .map(|l| crate::Detail(format!("verifier log:\n{l}")));
-        match log {
-            Some(detail) => anyhow::Error::new(detail).context(e.to_string()),
-            None => anyhow::Error::new(e),
-        }
-    })?;
-    for (map, entries) in seed {
-        for (key, value) in entries {
-            loaded.update(*map, key, value)?;
-        }
-    }
-    let read_maps = || {
-        (0..object.maps.len())
-            .map(|i| Ok(normalize_entries(&object.maps[i], loaded.entries(i)?)))
-            .collect::<Result<MapContents>>()
-    };
-    let initial_maps = read_maps()?;
-    let mut results = Vec::new();
-    let input = |packet: &[u8], repeat: u32| linerate_kernel::TestRunInput {
-        packet: packet.to_vec(),
-        meta: meta.to_vec(),
+    let runs = linerate_kernel::drive::run_packets(
+        object,
+        seed,
+        MapMode::Persist,
+        program,
+        packets,
+        meta,
         repeat,
-        ..linerate_kernel::TestRunInput::default()
-    };
-    // What a packet does comes from a single run: repeated runs share one buffer, so a program
-    // that rewrites the packet (a TTL decrement) would be reported on its own output, and
-    // counters would count every repetition.
-    for packet in packets {
-        let out = loaded.test_run(program, &input(packet, 1))?;
-        results.push(PacketResult {
+    )
+    .map_err(|e| match e.verifier_log() {
+        Some(log) => anyhow::Error::new(crate::Detail(format!("verifier log:\n{log}")))
+            .context(e.to_string()),
+        None => anyhow::Error::new(e),
+    })?;
+    let results = runs
+        .outcomes
+        .into_iter()
+        .zip(runs.ns_per_run)
+        .map(|(out, ns)| PacketResult {
             return_value: out.retval as u64,
             packet: out.packet,
             meta: out.meta,
             instructions: None,
             blocks: None,
-            ns_per_run: Some(out.duration_ns),
+            ns_per_run: Some(ns),
             trace: Vec::new(),
-        });
-    }
-    let final_maps = read_maps()?;
-    // The timing runs come after the results and the maps are taken.
-    if repeat > 1 {
-        for (result, packet) in results.iter_mut().zip(packets) {
-            let out = loaded.test_run(program, &input(packet, repeat))?;
-            result.ns_per_run = Some(out.duration_ns);
-        }
-    }
+        })
+        .collect();
     Ok(Runs {
         results,
-        initial_maps,
-        final_maps,
+        initial_maps: runs.initial_maps,
+        final_maps: runs.final_maps,
     })
 }
 

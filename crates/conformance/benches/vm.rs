@@ -7,9 +7,10 @@
 
 use std::time::Instant;
 
+use linerate_bpf::contents::MapMode;
 use linerate_conformance::examples::load_all;
-use linerate_kernel::{load_object, TestRunInput};
-use linerate_vm::{Vm, VmOptions};
+use linerate_vm::drive::Driver;
+use linerate_vm::VmOptions;
 
 const ROUNDS: usize = 5;
 const KERNEL_REPEAT: u32 = 20_000;
@@ -38,10 +39,8 @@ fn main() {
             .into_owned();
         let (obj, seed, entry) = (&example.object, &example.seed, example.entry);
         let packets = example.packet_bytes();
-        let mut vm = Vm::new(obj, VmOptions::default()).expect("interpreter accepts the example");
-        for (map, key, value) in seed {
-            vm.maps[*map].update(key, value, 0);
-        }
+        let mut vm = Driver::new(obj, seed, VmOptions::default(), MapMode::Persist)
+            .expect("interpreter accepts the example and its maps");
         let (mut vm_ns, mut vm_rate, mut per_packet) = (Vec::new(), Vec::new(), 0.0);
         for _ in 0..ROUNDS {
             let (mut runs, mut insns) = (0u64, 0u64);
@@ -63,20 +62,14 @@ fn main() {
         let mut kernel_cell = "skipped".to_string();
         let mut ratio_cell = "-".to_string();
         if kernel {
-            if let Ok(loaded) = load_object(obj) {
-                for (map, key, value) in seed {
-                    loaded.update(*map, key, value).ok();
-                }
+            if let Ok(mut loaded) = linerate_kernel::drive::Driver::new(obj, seed, MapMode::Persist)
+            {
                 let mut rounds = Vec::new();
                 for _ in 0..ROUNDS {
                     let mut total = 0.0;
                     for p in &packets {
-                        let input = TestRunInput {
-                            repeat: KERNEL_REPEAT,
-                            ..TestRunInput::new(p.clone())
-                        };
                         total += loaded
-                            .test_run(0, &input)
+                            .run(entry, p, &[], KERNEL_REPEAT)
                             .map(|o| o.duration_ns as f64)
                             .unwrap_or(f64::NAN);
                     }

@@ -7,7 +7,9 @@
 
 use std::path::{Path, PathBuf};
 
+use linerate_bpf::contents::MapSeed;
 use linerate_bpf::Object;
+use linerate_io::parse_hex;
 
 /// The repository's `examples/` directory.
 pub fn examples_dir() -> PathBuf {
@@ -23,9 +25,6 @@ pub struct CraftedPacket {
     pub bytes: Vec<u8>,
 }
 
-/// Initial map contents: `(map index, key, value)` triples.
-pub type MapSeed = Vec<(usize, Vec<u8>, Vec<u8>)>;
-
 /// One example object with its inputs.
 #[derive(Clone, Debug)]
 pub struct Example {
@@ -34,6 +33,7 @@ pub struct Example {
     /// Index of the program the packets are meant for.
     pub entry: usize,
     pub packets: Vec<CraftedPacket>,
+    /// Initial map contents (from `NAME.maps.json`, empty without one).
     pub seed: MapSeed,
 }
 
@@ -51,28 +51,6 @@ impl Example {
     pub fn packet_bytes(&self) -> Vec<Vec<u8>> {
         self.packets.iter().map(|p| p.bytes.clone()).collect()
     }
-}
-
-/// Parses hex digits (whitespace ignored).
-pub fn parse_hex(s: &str) -> Result<Vec<u8>, String> {
-    let digits: Vec<u8> = s.bytes().filter(|c| !c.is_ascii_whitespace()).collect();
-    if !digits.len().is_multiple_of(2) {
-        return Err(format!("odd number of hex digits in `{s}`"));
-    }
-    digits
-        .chunks(2)
-        .map(|pair| {
-            std::str::from_utf8(pair)
-                .ok()
-                .and_then(|p| u8::from_str_radix(p, 16).ok())
-                .ok_or_else(|| format!("bad hex in `{s}`"))
-        })
-        .collect()
-}
-
-/// Lower-case hex.
-pub fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 fn read_packets(path: &Path) -> Result<(Option<String>, Vec<CraftedPacket>), String> {
@@ -104,38 +82,17 @@ fn read_packets(path: &Path) -> Result<(Option<String>, Vec<CraftedPacket>), Str
     Ok((program, packets))
 }
 
+/// The maps file's seed, checked against the object's maps; none when there is no maps file.
 fn read_seed(path: &Path, object: &Object) -> Result<MapSeed, String> {
-    let Ok(text) = std::fs::read_to_string(path) else {
-        return Ok(Vec::new());
-    };
-    let bad = |what: &str| format!("{}: {what}", path.display());
-    let json: serde_json::Value = serde_json::from_str(&text).map_err(|e| bad(&e.to_string()))?;
-    let mut seed = Vec::new();
-    for (name, entries) in json.as_object().ok_or_else(|| bad("not an object"))? {
-        let map = object
-            .map_index(name)
-            .ok_or_else(|| bad(&format!("unknown map `{name}`")))?;
-        for e in entries
-            .as_array()
-            .ok_or_else(|| bad("entries not an array"))?
-        {
-            let field = |k: &str| -> Result<Vec<u8>, String> {
-                parse_hex(
-                    e[k].as_str()
-                        .ok_or_else(|| bad(&format!("entry without {k}")))?,
-                )
-                .map_err(|m| bad(&m))
-            };
-            seed.push((map, field("key")?, field("value")?));
-        }
+    if !path.exists() {
+        return Ok(MapSeed::new());
     }
-    Ok(seed)
+    linerate_io::read_maps_file(path, object).map_err(|e| e.to_string())
 }
 
 /// Reads one example and its companion files.
 pub fn load(path: &Path) -> Result<Example, String> {
-    let object = linerate_bpf::object::read_object_file(path)
-        .map_err(|e| format!("{}: {e}", path.display()))?;
+    let object = linerate_io::load_object(path).map_err(|e| e.to_string())?;
     let (program, packets) = read_packets(&path.with_extension("packets"))?;
     let entry = match program {
         Some(name) => object

@@ -4,9 +4,11 @@
 //! Expectations hold for freshly seeded maps, so each packet runs against a new interpreter and a
 //! newly loaded kernel object.
 
+use linerate_bpf::contents::MapMode;
 use linerate_conformance::examples::load_all;
-use linerate_kernel::{load_object, usable_or_skip, TestRunInput};
-use linerate_vm::{xdp_action_name, Vm, VmOptions};
+use linerate_kernel::usable_or_skip;
+use linerate_vm::drive::Driver;
+use linerate_vm::{xdp_action_name, VmOptions};
 
 #[test]
 fn crafted_packets_get_their_expected_verdicts() {
@@ -15,16 +17,18 @@ fn crafted_packets_get_their_expected_verdicts() {
     let mut checked = 0;
     for example in load_all().expect("example corpus") {
         let obj = &example.object;
+        let mut vm = Driver::new(obj, &example.seed, VmOptions::default(), MapMode::Fresh)
+            .expect("interpreter accepts example");
+        let mut loaded = kernel.then(|| {
+            linerate_kernel::drive::Driver::new(obj, &example.seed, MapMode::Fresh)
+                .expect("kernel loads example")
+        });
         for packet in &example.packets {
             let at = format!(
                 "{}:{}",
                 example.path.with_extension("packets").display(),
                 packet.line
             );
-            let mut vm = Vm::new(obj, VmOptions::default()).expect("interpreter accepts example");
-            for (map, key, value) in &example.seed {
-                vm.maps[*map].update(key, value, 0);
-            }
             match vm.run(example.entry, &packet.bytes, &[]) {
                 Ok(out) if xdp_action_name(out.return_value) == packet.expected_action => {}
                 Ok(out) => failures.push(format!(
@@ -34,13 +38,9 @@ fn crafted_packets_get_their_expected_verdicts() {
                 )),
                 Err(err) => failures.push(format!("{at}: interpreter failed: {err}")),
             }
-            if kernel {
-                let loaded = load_object(obj).expect("kernel loads example");
-                for (map, key, value) in &example.seed {
-                    loaded.update(*map, key, value).expect("seeding");
-                }
+            if let Some(loaded) = &mut loaded {
                 let out = loaded
-                    .test_run(example.entry, &TestRunInput::new(packet.bytes.clone()))
+                    .run(example.entry, &packet.bytes, &[], 1)
                     .expect("test run");
                 let action = xdp_action_name(out.retval as u64);
                 if action != packet.expected_action {

@@ -6,12 +6,13 @@
 //! maps seeded from `examples/NAME.maps.json` when present. Maps persist from packet to packet in
 //! both engines, so stateful programs are compared on their state too.
 
-use linerate_bpf::Object;
-use linerate_conformance::examples::{hex, load_all, Example};
-use linerate_kernel::{load_object, usable_or_skip, LoadedObject, TestRunInput};
+use linerate_bpf::contents::MapMode;
+use linerate_conformance::examples::{load_all, Example};
+use linerate_io::to_hex as hex;
+use linerate_kernel::usable_or_skip;
 use linerate_testkit::XorShift;
-use linerate_vm::maps::normalize_entries;
-use linerate_vm::{Vm, VmOptions};
+use linerate_vm::drive::Driver;
+use linerate_vm::VmOptions;
 
 const MIN_PACKETS: usize = 200;
 
@@ -45,17 +46,6 @@ fn packets_for(example: &Example) -> Vec<Vec<u8>> {
     packets
 }
 
-fn kernel_maps(obj: &Object, loaded: &LoadedObject) -> Vec<Vec<(Vec<u8>, Vec<u8>)>> {
-    (0..obj.maps.len())
-        .map(|i| {
-            normalize_entries(
-                &obj.maps[i],
-                loaded.entries(i).expect("kernel map readable"),
-            )
-        })
-        .collect()
-}
-
 fn check_example(example: &Example) -> Result<usize, String> {
     let name = example.name();
     let obj = &example.object;
@@ -64,26 +54,18 @@ fn check_example(example: &Example) -> Result<usize, String> {
     let mut compared = 0;
     for program in 0..obj.programs.len() {
         let prog_name = &obj.programs[program].name;
-        let loaded = load_object(obj).map_err(|e| {
-            format!(
-                "{name}: kernel refused it: {e}\n{}",
-                e.verifier_log().unwrap_or("")
-            )
-        })?;
-        let mut vm = Vm::new(obj, VmOptions::default()).map_err(|e| format!("{name}: {e}"))?;
-        for (map, key, value) in seed {
-            loaded
-                .update(*map, key, value)
-                .map_err(|e| format!("{name}: seeding: {e}"))?;
-            assert_eq!(
-                vm.maps[*map].update(key, value, 0),
-                0,
-                "{name}: seeding the interpreter"
-            );
-        }
+        let mut loaded =
+            linerate_kernel::drive::Driver::new(obj, seed, MapMode::Persist).map_err(|e| {
+                format!(
+                    "{name}: kernel refused it: {e}\n{}",
+                    e.verifier_log().unwrap_or("")
+                )
+            })?;
+        let mut vm = Driver::new(obj, seed, VmOptions::default(), MapMode::Persist)
+            .map_err(|e| format!("{name}: {e}"))?;
         for (i, packet) in packets.iter().enumerate() {
             let kernel = loaded
-                .test_run(program, &TestRunInput::new(packet.clone()))
+                .run(program, packet, &[], 1)
                 .map_err(|e| format!("{name}/{prog_name} packet {i}: {e}"))?;
             let ours = vm.run(program, packet, &[]).map_err(|e| {
                 format!(
@@ -110,8 +92,8 @@ fn check_example(example: &Example) -> Result<usize, String> {
                     hex(&kernel.meta)
                 ));
             }
-            let ours_maps: Vec<_> = vm.maps.iter().map(|m| m.entries()).collect();
-            let kernel_maps = kernel_maps(obj, &loaded);
+            let ours_maps = vm.maps();
+            let kernel_maps = loaded.maps().expect("kernel map readable");
             for (m, (a, b)) in ours_maps.iter().zip(&kernel_maps).enumerate() {
                 if a != b {
                     return Err(format!(

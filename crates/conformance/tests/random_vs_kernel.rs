@@ -21,13 +21,13 @@
 use std::cell::RefCell;
 use std::collections::BTreeMap;
 
+use linerate_bpf::contents::normalize_entries;
 use linerate_bpf::disasm::disassemble;
 use linerate_bpf::{MapDef, Object};
 use linerate_conformance::random_program::objects::{
     packet, random_object, reg_slot, RandomObject, DUMP_BYTES, MAX_PROGRAMS,
 };
 use linerate_kernel::{load_object, usable_or_skip, TestRunInput};
-use linerate_vm::maps::normalize_entries;
 use linerate_vm::{Vm, VmOptions};
 use proptest::test_runner::{Config, TestCaseError, TestError, TestRunner};
 

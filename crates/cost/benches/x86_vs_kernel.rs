@@ -8,12 +8,13 @@
 //! measured ns per packet and the range of measured / predicted. Run with `bench/cost` or
 //! `cargo bench -p linerate-cost --bench x86_vs_kernel`.
 
+use linerate_bpf::contents::MapMode;
 use linerate_cfg::Cfg;
 use linerate_conformance::examples::load_all;
 use linerate_cost::trace::entry_blocks;
 use linerate_cost::{Model, ProgramCost};
-use linerate_kernel::{load_object, TestRunInput};
-use linerate_vm::{Vm, VmOptions};
+use linerate_vm::drive::Driver;
+use linerate_vm::VmOptions;
 
 const KERNEL_REPEAT: u32 = 20_000;
 const KERNEL_ROUNDS: usize = 3;
@@ -45,21 +46,17 @@ fn main() {
         let program = &example.object.programs[example.entry];
         let cfg = Cfg::build(program).expect("cfg");
         let cost = ProgramCost::new(&example.object, &cfg, &model).expect("x86 prices examples");
-        let loaded = load_object(&example.object).expect("kernel loads example");
+        let options = VmOptions {
+            record_steps: true,
+            ..Default::default()
+        };
+        let mut vm = Driver::new(&example.object, &example.seed, options, MapMode::Fresh)
+            .expect("interpreter");
+        let mut loaded =
+            linerate_kernel::drive::Driver::new(&example.object, &example.seed, MapMode::Fresh)
+                .expect("kernel loads and seeds example");
         let (mut predicted, mut measured, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
         for packet in &example.packets {
-            let mut vm = Vm::new(
-                &example.object,
-                VmOptions {
-                    record_steps: true,
-                    ..Default::default()
-                },
-            )
-            .expect("interpreter");
-            for (map, key, value) in &example.seed {
-                vm.maps[*map].update(key, value, 0);
-                loaded.update(*map, key, value).expect("seeding");
-            }
             let out = vm.run(example.entry, &packet.bytes, &[]).expect("runs");
             let Some(blocks) = entry_blocks(&cfg, out.steps.iter().map(|s| (s.program, s.slot)))
             else {
@@ -69,12 +66,8 @@ fn main() {
             let kernel = median(
                 (0..KERNEL_ROUNDS)
                     .map(|_| {
-                        let input = TestRunInput {
-                            repeat: KERNEL_REPEAT,
-                            ..TestRunInput::new(packet.bytes.clone())
-                        };
                         loaded
-                            .test_run(example.entry, &input)
+                            .run(example.entry, &packet.bytes, &[], KERNEL_REPEAT)
                             .expect("test run")
                             .duration_ns as f64
                     })

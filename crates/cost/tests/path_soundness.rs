@@ -7,14 +7,16 @@
 //! [`ProgramCost::path_cost`], must be at least that in every component. A toy model with large
 //! gaps makes stalls frequent; the shipped models are checked too.
 
+use linerate_bpf::contents::MapMode;
 use linerate_cfg::Cfg;
 use linerate_conformance::examples::{load_all, Example};
 use linerate_cost::item::{family_key, map_families, universe};
 use linerate_cost::model::{Component, Device, Gap, GapOrigin, ItemPrice, Limits, ModelFile};
 use linerate_cost::trace::entry_blocks;
 use linerate_cost::{Cost, CostError, Model, ProgramCost};
+use linerate_vm::drive::Driver;
 use linerate_vm::trace::Step;
-use linerate_vm::{Vm, VmOptions};
+use linerate_vm::VmOptions;
 
 fn toy_model() -> Model {
     let price = |cycles: f64, gap: Option<&str>| ItemPrice {
@@ -129,15 +131,12 @@ fn check(example: &Example, model: &Model) -> Option<usize> {
         Err(e) => panic!("{}: {e}", example.name()),
     };
     let mut checked = 0;
+    let options = VmOptions {
+        record_steps: true,
+        ..Default::default()
+    };
+    let mut vm = Driver::new(&example.object, &example.seed, options, MapMode::Fresh).unwrap();
     for packet in &example.packets {
-        let options = VmOptions {
-            record_steps: true,
-            ..Default::default()
-        };
-        let mut vm = Vm::new(&example.object, options).unwrap();
-        for (map, key, value) in &example.seed {
-            vm.maps[*map].update(key, value, 0);
-        }
         let out = vm.run(example.entry, &packet.bytes, &[]).unwrap();
         let steps = out.steps;
         let Some(blocks) = entry_blocks(&cfg, steps.iter().map(|s| (s.program, s.slot))) else {

@@ -8,7 +8,9 @@
 //! [`LoadedObject::test_run`] runs a program on a packet on CPU 0. Programs are never attached to a
 //! network interface. [`check_access`] tells whether this process may use BPF at all;
 //! [`usable_or_skip`] and [`skip_or_fail`] are how kernel-backed tests and benchmarks act on the
-//! answer (skip visibly, or fail under `LINERATE_REQUIRE_BPF=1`).
+//! answer (skip visibly, or fail under `LINERATE_REQUIRE_BPF=1`). [`LoadedObject::seed`] writes a
+//! map seed and [`drive`] runs packet after packet with persistent or fresh maps, as `linerate_vm`
+//! does in the interpreter.
 //!
 //! # How XDP `BPF_PROG_TEST_RUN` lays out the packet (Linux 6.18, x86-64, 4 KiB pages)
 //!
@@ -60,8 +62,10 @@
 //! * **CPU.** The runs execute on the calling thread's CPU with migration disabled; this crate
 //!   pins the thread to CPU 0 for the call, so per-CPU map values touched are CPU 0's.
 
+pub mod drive;
 mod error;
 mod object;
+mod seed;
 mod skip;
 mod sys;
 mod testrun;

@@ -625,7 +625,11 @@ fn packet_bytes<M: HelperMachine>(
             m.write_bytes(pc, &at, &bytes)?;
         }
     }
-    let (zero, efault, einval) = (m.domain().constant(0), signed(m, -EFAULT), signed(m, -EINVAL));
+    let (zero, efault, einval) = (
+        m.domain().constant(0),
+        signed(m, -EFAULT),
+        signed(m, -EINVAL),
+    );
     let d = m.domain();
     let past = d.ite(&past_end, &einval, &zero);
     Ok(d.ite(&fault, &efault, &past))

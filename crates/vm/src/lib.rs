@@ -4,14 +4,17 @@
 //! packet buffer of the kernel's `BPF_PROG_TEST_RUN` reproduced closely enough that the kernel and
 //! the interpreter agree on the action, the output packet and the final maps (the differential
 //! tests pin this). Instruction effects come from `linerate-sem`, instantiated with machine
-//! integers; nothing here redefines an opcode. This crate does not load anything into the kernel
-//! (`linerate-kernel` does) and does not reason symbolically.
+//! integers; nothing here redefines an opcode. [`Vm::seed`] writes a map seed and [`drive`] runs
+//! packet after packet with persistent or fresh maps. This crate does not load anything into the
+//! kernel (`linerate-kernel` does) and does not reason symbolically.
 
+pub mod drive;
 mod error;
 pub mod helpers;
 mod machine;
 pub mod maps;
 pub mod memory;
+mod seed;
 pub mod trace;
 
 pub use error::VmError;

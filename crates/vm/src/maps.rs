@@ -365,19 +365,6 @@ impl MapState {
     }
 }
 
-/// Puts map entries read from anywhere (the interpreter, the kernel) into the canonical form
-/// [`MapState::entries`] uses: sorted by key, and for plain arrays without all-zero values.
-pub fn normalize_entries(
-    def: &MapDef,
-    mut entries: Vec<(Vec<u8>, Vec<u8>)>,
-) -> Vec<(Vec<u8>, Vec<u8>)> {
-    if matches!(def.map_type, MapType::ARRAY | MapType::PERCPU_ARRAY) {
-        entries.retain(|(_, v)| v.iter().any(|b| *b != 0));
-    }
-    entries.sort();
-    entries
-}
-
 /// Whether the first `bits` bits of `a` and `b` agree.
 fn prefix_matches(a: &[u8], b: &[u8], bits: usize) -> bool {
     let full = bits / 8;

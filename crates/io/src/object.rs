@@ -1,0 +1,57 @@
+//! Objects as users have them: a clang-compiled BPF ELF file, or the text `llvm-objdump -d`
+//! printed for one (of any LLVM release), told apart by their first bytes.
+
+use std::path::Path;
+
+use linerate_bpf::asm::AsmError;
+use linerate_bpf::{Object, ObjectError};
+
+use crate::error::{read, Error, FileKind};
+
+/// Bytes that are neither a readable BPF ELF object nor `llvm-objdump -d` text with a program.
+#[derive(Debug, thiserror::Error)]
+pub enum ObjectFormatError {
+    #[error("empty file: expected a BPF ELF object or llvm-objdump text")]
+    Empty,
+    #[error(transparent)]
+    Elf(ObjectError),
+    #[error("not a BPF object: neither an ELF file nor llvm-objdump text")]
+    NotAnObject,
+    #[error(transparent)]
+    Text(AsmError),
+    #[error(
+        "no programs: the text holds no disassembled function (expected `llvm-objdump -d` output)"
+    )]
+    NoPrograms,
+}
+
+/// Reads an object from the bytes of an ELF file or of `llvm-objdump -d` text; `name` names the
+/// object (and its global-data maps, as the file name does for clang objects).
+pub fn parse_object(bytes: &[u8], name: &str) -> Result<Object, ObjectFormatError> {
+    if bytes.iter().all(|b| b.is_ascii_whitespace()) {
+        return Err(ObjectFormatError::Empty);
+    }
+    if bytes.starts_with(b"\x7fELF") {
+        return linerate_bpf::object::read_object(bytes, name).map_err(ObjectFormatError::Elf);
+    }
+    let text = std::str::from_utf8(bytes).map_err(|_| ObjectFormatError::NotAnObject)?;
+    let object =
+        linerate_bpf::objdump::read_objdump_text(text, name).map_err(ObjectFormatError::Text)?;
+    if object.programs.is_empty() {
+        return Err(ObjectFormatError::NoPrograms);
+    }
+    Ok(object)
+}
+
+/// Reads an object file (ELF or `llvm-objdump -d` text), named after the file's stem.
+pub fn load_object(path: &Path) -> Result<Object, Error> {
+    let bytes = read(path, FileKind::Object)?;
+    let name = path
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "object".into());
+    parse_object(&bytes, &name).map_err(|error| Error::Object {
+        path: path.to_path_buf(),
+        error,
+    })
+}
