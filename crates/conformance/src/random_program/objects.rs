@@ -389,28 +389,6 @@ impl Helper {
     }
 }
 
-/// Where the interpreter disagrees with this kernel (6.18), found by this generator; with
-/// `steer_clear` the generated programs avoid them (see [`random_object`]).
-///
-/// - `bpf_csum_diff` (reworked in Linux 6.13) returns `csum_from32to16` of the sum, a 16-bit
-///   value, and accepts any sizes (a size that is no multiple of 4 is summed as `csum_partial`
-///   sums odd lengths); the interpreter returns the 32-bit sum and `-EINVAL` for such sizes.
-///   The two also reach different zeros (0 and 0xffff) for the same data. Steering clear: sizes
-///   are multiples of 4 and the program folds the result itself (folding is idempotent on 16-bit
-///   values) and maps 0xffff to 0.
-/// - `bpf_map_update_elem` on an array with `BPF_F_LOCK` (4) in the flags: the kernel checks the
-///   index (`-E2BIG`) and `BPF_NOEXIST` (`-EEXIST`) before refusing the lock flag (`-EINVAL`); the
-///   interpreter refuses every flags value above `BPF_EXIST` first. Steering clear: the program
-///   clears bit 2 of the flags.
-/// - `bpf_xdp_load_bytes`/`bpf_xdp_store_bytes` past the end of the packet return `-EINVAL` in
-///   the kernel (`bpf_xdp_pointer`: `-EFAULT` only for an offset or length above 0xffff), `-EFAULT`
-///   in the interpreter. Steering clear: the program keeps only the sign of the result.
-pub const KNOWN_INTERPRETER_BUGS: &[&str] = &[
-    "bpf_csum_diff returns a 32-bit sum, not a 16-bit fold, and refuses sizes not a multiple of 4",
-    "bpf_xdp_load_bytes/store_bytes past the packet end return -EFAULT, not -EINVAL",
-    "bpf_map_update_elem on an array refuses BPF_F_LOCK before checking index and BPF_NOEXIST",
-];
-
 // ---------------------------------------------------------------------------------------------
 // Strategies
 
@@ -653,10 +631,9 @@ fn data_seeds() -> impl Strategy<Value = Vec<(usize, Vec<u8>, Vec<u8>)>> {
     })
 }
 
-/// A random object of two or three programs of up to `max_items` top-level items each. With
-/// `steer_clear`, the programs keep clear of the interpreter's known disagreements with this
-/// kernel ([`KNOWN_INTERPRETER_BUGS`]) as they keep clear of the kernel's bugs.
-pub fn random_object(max_items: usize, steer_clear: bool) -> impl Strategy<Value = RandomObject> {
+/// A random object of two or three programs of up to `max_items` top-level items each; the
+/// programs keep clear of the kernel's bugs (docs/kernel-issues.md).
+pub fn random_object(max_items: usize) -> impl Strategy<Value = RandomObject> {
     (
         proptest::collection::vec(
             proptest::collection::vec(node(), 1..=max_items),
@@ -668,7 +645,7 @@ pub fn random_object(max_items: usize, steer_clear: bool) -> impl Strategy<Value
             let (programs, features) = bodies
                 .iter()
                 .enumerate()
-                .map(|(i, body)| assemble(body, i, steer_clear))
+                .map(|(i, body)| assemble(body, i))
                 .unzip();
             for slot in DEV_SLOTS {
                 seeds.push((
@@ -713,8 +690,6 @@ struct Asm {
     labels: Vec<Option<usize>>,
     /// Where the epilogue continues when a re-derived packet is too short.
     early: Label,
-    /// Keep clear of [`KNOWN_INTERPRETER_BUGS`].
-    steer_clear: bool,
     features: BTreeSet<&'static str>,
 }
 
@@ -775,13 +750,12 @@ fn jump(cond: Cond, dst: Reg, src: Operand) -> Instruction {
 }
 
 impl Asm {
-    fn new(steer_clear: bool) -> Asm {
+    fn new() -> Asm {
         let mut asm = Asm {
             insns: Vec::new(),
             fixups: Vec::new(),
             labels: Vec::new(),
             early: 0,
-            steer_clear,
             features: BTreeSet::new(),
         };
         asm.early = asm.label();
@@ -988,21 +962,12 @@ impl Asm {
                 self.key_args(key);
                 self.pointer_arg(3, *value);
                 self.scalar_arg(4, *flags);
-                if self.steer_clear && key.map == DataMap::Array {
-                    // Without BPF_F_LOCK the interpreter's order of checks is the kernel's.
-                    self.emit(Instruction::Alu {
-                        wide: true,
-                        op: AluOp::And,
-                        dst: 4,
-                        src: Operand::Imm(!4),
-                    });
-                }
             }
             Helper::CsumDiff { from, to, seed } => {
                 for (ptr, size, buffer) in [(1, 2, from), (3, 4, to)] {
                     match buffer {
                         Some((mem, len)) => {
-                            let len = if self.steer_clear { len & !3 } else { *len };
+                            let len = *len;
                             self.pointer_arg(ptr, *mem);
                             self.emit(mov(size, Operand::Imm(len)));
                         }
@@ -1046,9 +1011,6 @@ impl Asm {
             // A tail call that falls through leaves r0 undefined; the clock and the random
             // numbers are not the kernel's.
             self.emit(ldx(Size::Dw, 0, 10, reg_slot(0)));
-        }
-        if self.steer_clear {
-            self.steer_clear_of_bugs(call);
         }
         if call.moves_packet() {
             self.ctx_arg(1);
@@ -1141,56 +1103,6 @@ impl Asm {
     }
 }
 
-impl Asm {
-    /// Makes the result of `call` the same in both engines where the interpreter is known to
-    /// disagree with the kernel (see [`KNOWN_INTERPRETER_BUGS`]); r1–r5 are free.
-    fn steer_clear_of_bugs(&mut self, call: &Helper) {
-        match call {
-            Helper::CsumDiff { .. } => self.fold_checksum(),
-            // 0 on success, -1 on any error.
-            Helper::LoadBytes { .. } | Helper::StoreBytes { .. } => self.emit(Instruction::Alu {
-                wide: true,
-                op: AluOp::Arsh,
-                dst: 0,
-                src: Operand::Imm(63),
-            }),
-            _ => {}
-        }
-    }
-
-    /// `w0 = csum_from32to16(w0)` (clobbers r1 and r2): what this kernel's `bpf_csum_diff`
-    /// returns, from the 32-bit sum the interpreter returns (idempotent on 16-bit values).
-    fn fold_checksum(&mut self) {
-        let alu32 = |op, dst, src| Instruction::Alu {
-            wide: false,
-            op,
-            dst,
-            src,
-        };
-        self.emit(alu32(AluOp::Mov, 1, Operand::Reg(0)));
-        self.emit(alu32(AluOp::Rsh, 1, Operand::Imm(16)));
-        self.emit(alu32(AluOp::Mov, 2, Operand::Reg(0)));
-        self.emit(alu32(AluOp::Lsh, 2, Operand::Imm(16)));
-        self.emit(alu32(AluOp::Or, 1, Operand::Reg(2)));
-        self.emit(alu32(AluOp::Add, 0, Operand::Reg(1)));
-        self.emit(alu32(AluOp::Rsh, 0, Operand::Imm(16)));
-        // One's complement has two zeros; the engines may reach different ones.
-        let canonical = self.label();
-        self.jump_to(
-            Instruction::Jump {
-                wide: false,
-                cond: Cond::Ne,
-                dst: 0,
-                src: Operand::Imm(0xffff),
-                off: 0,
-            },
-            canonical,
-        );
-        self.emit(mov(0, Operand::Imm(0)));
-        self.place(canonical);
-    }
-}
-
 fn mov32(dst: Reg, src: Reg) -> Instruction {
     Instruction::Alu {
         wide: false,
@@ -1201,12 +1113,8 @@ fn mov32(dst: Reg, src: Reg) -> Instruction {
 }
 
 /// Program `index` of an object: the harness around `body`, and the features it uses.
-fn assemble(
-    body: &[Node],
-    index: usize,
-    steer_clear: bool,
-) -> (Vec<Instruction>, BTreeSet<&'static str>) {
-    let mut a = Asm::new(steer_clear);
+fn assemble(body: &[Node], index: usize) -> (Vec<Instruction>, BTreeSet<&'static str>) {
+    let mut a = Asm::new();
     let (short, end, ret) = (a.label(), a.label(), a.label());
     // Prologue.
     a.emit(ldx(Size::W, PACKET_POINTER, 1, 0));
@@ -1263,10 +1171,7 @@ mod tests {
         let mut runner = TestRunner::deterministic();
         let mut seen = BTreeSet::new();
         for _ in 0..200 {
-            let random = random_object(30, true)
-                .new_tree(&mut runner)
-                .unwrap()
-                .current();
+            let random = random_object(30).new_tree(&mut runner).unwrap().current();
             let object = random.object();
             assert!((2..=MAX_PROGRAMS).contains(&object.programs.len()));
             for program in &object.programs {
