@@ -148,8 +148,24 @@ pub const COSTED_MAP_TYPES: [MapType; 7] = [
 ];
 
 /// Helpers priced as `helper.<name>` (map operations and tail calls have items of their own).
-/// These are the helpers the interpreter supports.
-pub const COSTED_HELPERS: [u32; 15] = [5, 6, 7, 8, 23, 28, 44, 51, 54, 65, 69, 125, 188, 189, 190];
+/// These are the helpers the semantics gives a meaning to.
+pub const COSTED_HELPERS: [u32; 15] = [
+    helper::KTIME_GET_NS,
+    helper::TRACE_PRINTK,
+    helper::GET_PRANDOM_U32,
+    helper::GET_SMP_PROCESSOR_ID,
+    helper::REDIRECT,
+    helper::CSUM_DIFF,
+    helper::XDP_ADJUST_HEAD,
+    helper::REDIRECT_MAP,
+    helper::XDP_ADJUST_META,
+    helper::XDP_ADJUST_TAIL,
+    helper::FIB_LOOKUP,
+    helper::KTIME_GET_BOOT_NS,
+    helper::XDP_GET_BUFF_LEN,
+    helper::XDP_LOAD_BYTES,
+    helper::XDP_STORE_BYTES,
+];
 
 /// A class of instruction executions with one cost on a device.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -7,6 +7,7 @@
 
 use std::rc::Rc;
 
+use linerate_bpf::facts::xdp_md;
 use linerate_bpf::insn::{Imm64, Instruction, Size, NUM_REGS};
 use linerate_bpf::Object;
 use linerate_sem::exec::{step, Flow, Frame, HelperOutcome, Machine, SemError, MAX_CALL_FRAMES};
@@ -479,13 +480,13 @@ impl Execution<'_> {
     /// Reads a context field.
     fn load_ctx(&self, pc: usize, offset: u64, size: Size) -> Result<u64, Box<VmError>> {
         let p = &self.scratch.packet;
-        let field = match (offset, size) {
-            (0, Size::W) => return Ok(pointer(PACKET_REGION, p.data as u64)),
-            (4, Size::W) => return Ok(pointer(PACKET_REGION, p.data_end as u64)),
-            (8, Size::W) => return Ok(pointer(PACKET_REGION, p.data_meta as u64)),
-            (12..=15, _) => self.vm.options.ingress_ifindex,
-            (16..=19, _) => self.vm.options.rx_queue_index,
-            (20..=23, _) => 0,
+        let field = match (offset & !3, size) {
+            (xdp_md::DATA, Size::W) => return Ok(pointer(PACKET_REGION, p.data as u64)),
+            (xdp_md::DATA_END, Size::W) => return Ok(pointer(PACKET_REGION, p.data_end as u64)),
+            (xdp_md::DATA_META, Size::W) => return Ok(pointer(PACKET_REGION, p.data_meta as u64)),
+            (xdp_md::INGRESS_IFINDEX, _) => self.vm.options.ingress_ifindex,
+            (xdp_md::RX_QUEUE_INDEX, _) => self.vm.options.rx_queue_index,
+            (xdp_md::EGRESS_IFINDEX, _) => 0,
             _ => {
                 return Err(Box::new(VmError::MemoryFault {
                     program: self.program_name(),
