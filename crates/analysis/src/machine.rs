@@ -9,7 +9,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use linerate_bpf::facts::test_run_buffer::{ETH_HLEN, MAX_DATA};
+use linerate_bpf::facts::test_run_buffer::MAX_DATA;
 use linerate_bpf::facts::xdp_md;
 use linerate_bpf::insn::{Imm64, Size, NUM_REGS};
 use linerate_bpf::program::{MapDef, MapOrigin, Object};
@@ -34,9 +34,11 @@ pub struct State {
     pub frames: Vec<Frame<AbsValue>>,
 }
 
-/// The lengths a packet of the test_run buffer can have.
+/// The lengths a packet can have: up to what one buffer holds. No lower bound is assumed
+/// (`BPF_PROG_TEST_RUN` refuses packets shorter than an Ethernet header, but a program's checks
+/// for short packets stay reachable, as they are on a device that delivers runts).
 pub const PACKET_LENGTHS: Interval = Interval {
-    lo: ETH_HLEN as i128,
+    lo: 0,
     hi: MAX_DATA as i128,
 };
 
