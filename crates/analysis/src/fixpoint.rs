@@ -155,16 +155,10 @@ pub(crate) fn function_fixpoint(
 ) -> FunctionStates {
     let func = &cfg.functions()[f];
     let headers: Vec<BlockId> = func.loops().iter().map(|l| l.header).collect();
-    let mut blocks: HashMap<BlockId, State> = HashMap::new();
     let mut edges: HashMap<EdgeId, State> = HashMap::new();
     let mut calls: HashMap<usize, State> = HashMap::new();
-    let mut joins: HashMap<BlockId, u32> = HashMap::new();
-    blocks.insert(func.entry, entry);
-    let mut work = vec![func.entry];
-    while let Some(b) = work.pop() {
-        let Some(state) = blocks.get(&b).cloned() else {
-            continue;
-        };
+    let mut work = Worklist::new(func.entry, entry);
+    while let Some((b, state)) = work.next() {
         let exit = run_block(object, cfg, d, facts, depth, b, state);
         for (callee, s) in exit.calls {
             let joined = match calls.get(&callee) {
@@ -176,29 +170,58 @@ pub(crate) fn function_fixpoint(
         for (e, out) in exit.edges {
             edges.insert(e, out.clone());
             let to = cfg.edges()[e].to;
-            let merged = match blocks.get(&to) {
-                None => out,
-                Some(old) => {
-                    let n = joins.entry(to).or_insert(0);
-                    *n += 1;
-                    let widen = headers.contains(&to) && *n > JOINS_BEFORE_WIDENING;
-                    let merged = old.join(&out, d, widen);
-                    if merged.same_facts(old) {
-                        continue;
-                    }
-                    merged
-                }
-            };
-            blocks.insert(to, merged);
-            if !work.contains(&to) {
-                work.push(to);
-            }
+            work.merge(d, to, out, headers.contains(&to));
         }
     }
     FunctionStates {
-        blocks,
+        blocks: work.blocks,
         edges,
         calls,
+    }
+}
+
+/// Block entry states on their way to a fixpoint: a block is (re)visited whenever what reaches
+/// it adds to its state.
+pub(crate) struct Worklist {
+    pub blocks: HashMap<BlockId, State>,
+    joins: HashMap<BlockId, u32>,
+    pending: Vec<BlockId>,
+}
+
+impl Worklist {
+    pub fn new(start: BlockId, state: State) -> Worklist {
+        Worklist {
+            blocks: HashMap::from([(start, state)]),
+            joins: HashMap::new(),
+            pending: vec![start],
+        }
+    }
+
+    /// The next block to visit, with its entry state.
+    pub fn next(&mut self) -> Option<(BlockId, State)> {
+        let b = self.pending.pop()?;
+        Some((b, self.blocks.get(&b)?.clone()))
+    }
+
+    /// Joins `state` into the entry of `to` (widened after a few joins where `may_widen`, so
+    /// that cycles through `to` reach a fixpoint), and schedules `to` if its state grew.
+    pub fn merge(&mut self, d: &mut AbsDomain, to: BlockId, state: State, may_widen: bool) {
+        let merged = match self.blocks.get(&to) {
+            None => state,
+            Some(old) => {
+                let n = self.joins.entry(to).or_insert(0);
+                *n += 1;
+                let merged = old.join(&state, d, may_widen && *n > JOINS_BEFORE_WIDENING);
+                if merged.same_facts(old) {
+                    return;
+                }
+                merged
+            }
+        };
+        self.blocks.insert(to, merged);
+        if !self.pending.contains(&to) {
+            self.pending.push(to);
+        }
     }
 }
 

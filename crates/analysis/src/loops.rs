@@ -9,12 +9,10 @@
 //! execution. A loop whose back-edge state stops changing (a `may_goto` loop, a loop on data the
 //! analysis does not follow) or that runs past [`MAX_UNROLL`] iterations is reported unbounded.
 
-use std::collections::HashMap;
-
 use linerate_bpf::program::Object;
 use linerate_cfg::{BlockId, Cfg, Loop};
 
-use crate::fixpoint::{run_block, FunctionStates};
+use crate::fixpoint::{run_block, FunctionStates, Worklist};
 use crate::machine::{Facts, State};
 use crate::value::AbsDomain;
 
@@ -113,15 +111,9 @@ fn one_iteration(
 ) -> Option<State> {
     // Facts were recorded by the whole-function fixpoint; the iterations add nothing new.
     let mut facts = Facts::new();
-    let mut blocks: HashMap<BlockId, State> = HashMap::new();
-    let mut joins: HashMap<BlockId, u32> = HashMap::new();
     let mut back: Option<State> = None;
-    blocks.insert(l.header, header);
-    let mut work = vec![l.header];
-    while let Some(b) = work.pop() {
-        let Some(state) = blocks.get(&b).cloned() else {
-            continue;
-        };
+    let mut work = Worklist::new(l.header, header);
+    while let Some((b, state)) = work.next() {
         let exit = run_block(object, cfg, d, &mut facts, depth, b, state);
         for (e, out) in exit.edges {
             let to = cfg.edges()[e].to;
@@ -130,27 +122,9 @@ fn one_iteration(
                     Some(old) => old.join(&out, d, false),
                     None => out,
                 });
-                continue;
-            }
-            if !l.body.contains(&to) {
-                continue;
-            }
-            let merged = match blocks.get(&to) {
-                None => out,
-                Some(old) => {
-                    // Inner loops: widen after a few rounds so that the iteration terminates.
-                    let n = joins.entry(to).or_insert(0);
-                    *n += 1;
-                    let merged = old.join(&out, d, *n > 3);
-                    if merged.same_facts(old) {
-                        continue;
-                    }
-                    merged
-                }
-            };
-            blocks.insert(to, merged);
-            if !work.contains(&to) {
-                work.push(to);
+            } else if l.body.contains(&to) {
+                // Inner loops are widened so that the iteration terminates.
+                work.merge(d, to, out, true);
             }
         }
     }

@@ -161,3 +161,40 @@ fn counted_loops_are_bounded_and_may_goto_loops_are_not() {
     assert_eq!(a.loop_bounds().len(), 1);
     assert_eq!(a.loop_bounds()[0].max_header_runs, None);
 }
+
+/// The example programs' loops, bounded as their C sources bound them.
+#[test]
+fn example_loops_get_their_source_bounds() {
+    let expected: &[(&str, &[u64])] = &[
+        // One pass per Count-Min row.
+        ("xdp_cms_d2.o", &[2]),
+        ("xdp_cms_d5.o", &[5]),
+        ("xdp_cms_d10.o", &[10]),
+        ("xdp_cms_d20.o", &[20]),
+        ("xdp_cms_nfp_d20.o", &[20]),
+        // One pass per payload byte of the 160-byte window.
+        ("xdp_transcoder.o", &[160]),
+        // Connection-id bytes.
+        ("xdp_quic_lb_v4.o", &[20]),
+        ("xdp_quic_lb_v6.o", &[20]),
+        // Query name bytes and labels.
+        ("xdp_dns.o", &[64, 32]),
+        // Loop-free.
+        ("xdp_router.o", &[]),
+    ];
+    let corpus = linerate_conformance::examples::load_all().expect("example corpus");
+    for (name, bounds) in expected {
+        let example = corpus
+            .iter()
+            .find(|e| e.name() == *name)
+            .unwrap_or_else(|| panic!("{name} is in the corpus"));
+        let cfg = Cfg::build(&example.object.programs[example.entry]).expect("cfg");
+        let found: Vec<Option<u64>> = Analysis::run(&example.object, &cfg)
+            .loop_bounds()
+            .iter()
+            .map(|b| b.max_header_runs)
+            .collect();
+        let expected: Vec<Option<u64>> = bounds.iter().map(|b| Some(*b)).collect();
+        assert_eq!(found, expected, "{name}");
+    }
+}
