@@ -6,7 +6,7 @@
 //! header runs more often per entry than its bound.
 
 use linerate_analysis::{Analysis, Fact, Interval, Region, Shape, State};
-use linerate_bpf::contents::MapMode;
+use linerate_bpf::contents::{MapMode, MapSeed};
 use linerate_bpf::insn::Instruction;
 use linerate_bpf::program::Object;
 use linerate_cfg::Cfg;
@@ -90,6 +90,9 @@ fn region_matches(fact: Region, addr: u64) -> bool {
 /// Counts of what was checked.
 #[derive(Default, Debug)]
 struct Checked {
+    /// Loops of the analysed programs, and those with a bound.
+    loops: usize,
+    bounded_loops: usize,
     block_states: usize,
     pointers: usize,
     accesses: usize,
@@ -274,4 +277,59 @@ fn analysis_contains_every_state_of_random_programs() {
     }
     eprintln!("random programs: {checked:?}");
     assert!(checked.block_states > 5_000, "{checked:?}");
+}
+
+#[test]
+fn analysis_contains_every_state_of_random_objects() {
+    use linerate_conformance::random_program::objects;
+    let mut runner = TestRunner::deterministic();
+    let mut checked = Checked::default();
+    for i in 0..300 {
+        let random = objects::random_object(30)
+            .new_tree(&mut runner)
+            .expect("object")
+            .current();
+        let object = random.object();
+        let (cfgs, analyses) = analyse_all(&object);
+        for a in &analyses {
+            checked.loops += a.loop_bounds().len();
+            checked.bounded_loops += a
+                .loop_bounds()
+                .iter()
+                .filter(|b| b.max_header_runs.is_some())
+                .count();
+        }
+        let seed: MapSeed = random.seeds.iter().cloned().collect();
+        let Ok(mut driver) = Driver::new(&object, &seed, recording(), MapMode::Persist) else {
+            continue;
+        };
+        for _ in 0..3 {
+            let program = (0..objects::MAX_PROGRAMS)
+                .new_tree(&mut runner)
+                .expect("program")
+                .current()
+                % object.programs.len();
+            let bytes = objects::packet()
+                .new_tree(&mut runner)
+                .expect("packet")
+                .current();
+            let Ok(out) = driver.run(program, &bytes, &[]) else {
+                continue;
+            };
+            check_run(
+                &format!("random object {i}"),
+                &cfgs,
+                &analyses,
+                &out.steps,
+                &out.states,
+                driver.vm(),
+                &mut checked,
+            );
+        }
+    }
+    eprintln!("random objects: {checked:?}");
+    assert!(checked.block_states > 20_000, "{checked:?}");
+    assert!(checked.loop_entries > 100, "{checked:?}");
+    // The generator's loops count to a constant in a stack slot: every one is bounded.
+    assert_eq!(checked.bounded_loops, checked.loops, "{checked:?}");
 }
