@@ -7,6 +7,7 @@
 //! whole union and passes that buffer, so every field linerate does not set is zero, as the kernel
 //! requires (`CHECK_ATTR`). Output fields the kernel writes are copied back into the struct.
 
+use linerate_bpf::facts::xdp_md;
 use std::ffi::c_long;
 use std::fmt;
 
@@ -222,7 +223,14 @@ const _: () = {
     assert!(std::mem::size_of::<TestRunAttr>() == 80);
     assert!(std::mem::size_of::<InfoAttr>() == 16);
     assert!(std::mem::size_of::<ProgInfoHead>() == 8);
-    assert!(std::mem::size_of::<XdpMd>() == 24);
+    assert!(std::mem::size_of::<XdpMd>() == xdp_md::SIZE as usize);
+    // The layout is the one `linerate_bpf::facts::xdp_md` names.
+    assert!(std::mem::offset_of!(XdpMd, data) == xdp_md::DATA as usize);
+    assert!(std::mem::offset_of!(XdpMd, data_end) == xdp_md::DATA_END as usize);
+    assert!(std::mem::offset_of!(XdpMd, data_meta) == xdp_md::DATA_META as usize);
+    assert!(std::mem::offset_of!(XdpMd, ingress_ifindex) == xdp_md::INGRESS_IFINDEX as usize);
+    assert!(std::mem::offset_of!(XdpMd, rx_queue_index) == xdp_md::RX_QUEUE_INDEX as usize);
+    assert!(std::mem::offset_of!(XdpMd, egress_ifindex) == xdp_md::EGRESS_IFINDEX as usize);
 };
 
 /// A buffer the size and alignment of `union bpf_attr`.
