@@ -112,22 +112,27 @@ pub fn check_access() -> Result<(), KernelError> {
     // SAFETY: the kernel just returned this descriptor; we own it and close it on drop.
     drop(unsafe { OwnedFd::from_raw_fd(fd as i32) });
 
-    // r0 = 2 (XDP_PASS); exit
-    let insns: [u8; 16] = [
-        0xb7, 0, 0, 0, 2, 0, 0, 0, //
-        0x95, 0, 0, 0, 0, 0, 0, 0,
-    ];
+    let program = linerate_bpf::insn::encode_all(&[
+        linerate_bpf::Instruction::Alu {
+            wide: true,
+            op: linerate_bpf::insn::AluOp::Mov,
+            dst: 0,
+            src: linerate_bpf::insn::Operand::Imm(linerate_bpf::facts::xdp::XDP_PASS as i32),
+        },
+        linerate_bpf::Instruction::Exit,
+    ]);
+    let insns: Vec<u8> = program.iter().flat_map(|i| i.to_bytes()).collect();
     let license = c"GPL";
     let mut prog = sys::ProgLoadAttr {
         prog_type: sys::PROG_TYPE_XDP,
-        insn_cnt: 2,
+        insn_cnt: program.len() as u32,
         insns: sys::ptr_u64(insns.as_ptr()),
         license: sys::ptr_u64(license.as_ptr()),
         prog_name: sys::obj_name("linerate_probe"),
         expected_attach_type: sys::ATTACH_XDP,
         ..Default::default()
     };
-    // SAFETY: `insns` holds 2 instructions and `license` is NUL-terminated; both outlive the call.
+    // SAFETY: `insns` holds `insn_cnt` instructions and `license` is NUL-terminated; both outlive the call.
     let fd = unsafe { sys::sys_bpf(sys::Cmd::ProgLoad, &mut prog) }
         .map_err(|e| unavailable("loading an XDP program", e))?;
     // SAFETY: as above.
