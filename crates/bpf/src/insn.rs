@@ -8,6 +8,8 @@
 
 use std::fmt;
 
+pub mod build;
+
 /// Instruction classes (`code & 0x07`).
 pub mod class {
     pub const LD: u8 = 0x00;

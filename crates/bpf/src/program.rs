@@ -8,7 +8,7 @@
 //! map in [`Object::maps`]. This is exactly the form the kernel accepts together with an `fd_array`,
 //! so the interpreter, the symbolic engine and the kernel loader all consume the same slots.
 
-use crate::insn::{decode_all, DecodeError, Instruction, RawInsn};
+use crate::insn::{decode_all, encode_all, DecodeError, Instruction, RawInsn};
 
 /// A kernel map type (`enum bpf_map_type`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -132,6 +132,30 @@ pub struct MapDef {
     pub initial_programs: Vec<(u32, usize)>,
 }
 
+impl MapDef {
+    /// A BTF-defined map (`SEC(".maps")`) with no flags and no initial contents, as a test or a
+    /// generated object declares one.
+    pub fn new(
+        name: &str,
+        map_type: MapType,
+        key_size: u32,
+        value_size: u32,
+        max_entries: u32,
+    ) -> MapDef {
+        MapDef {
+            name: name.into(),
+            map_type,
+            key_size,
+            value_size,
+            max_entries,
+            flags: 0,
+            origin: MapOrigin::Btf,
+            initial_value: None,
+            initial_programs: Vec::new(),
+        }
+    }
+}
+
 /// A BPF function inside a linked program.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Function {
@@ -156,6 +180,22 @@ pub struct Program {
 }
 
 impl Program {
+    /// A linked program of one function `name` (no sub-programs) in ELF section `section`, its
+    /// slots the encoding of `insns`: how hand-written and generated programs become loadable.
+    pub fn from_instructions(name: &str, section: &str, insns: &[Instruction]) -> Program {
+        let insns = encode_all(insns);
+        Program {
+            name: name.into(),
+            section: section.into(),
+            functions: vec![Function {
+                name: name.into(),
+                start: 0,
+                len: insns.len(),
+            }],
+            insns,
+        }
+    }
+
     /// Decodes the linked slots, yielding `(slot index, instruction)` pairs.
     pub fn decode(&self) -> Result<Vec<(usize, Instruction)>, DecodeError> {
         decode_all(&self.insns)
@@ -186,6 +226,17 @@ pub struct Object {
 }
 
 impl Object {
+    /// An object named `name` holding `programs` and `maps`, under the `GPL` license (which the
+    /// kernel demands of programs that call GPL-only helpers).
+    pub fn with_programs(name: &str, programs: Vec<Program>, maps: Vec<MapDef>) -> Object {
+        Object {
+            name: name.into(),
+            programs,
+            maps,
+            license: Some("GPL".into()),
+        }
+    }
+
     /// The program with this entry-function name, or with this section name.
     pub fn program(&self, name: &str) -> Option<&Program> {
         self.programs
@@ -197,5 +248,38 @@ impl Object {
     /// The index of the map with this name.
     pub fn map_index(&self, name: &str) -> Option<usize> {
         self.maps.iter().position(|m| m.name == name)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::insn::build::{exit, ld_map, mov64};
+
+    #[test]
+    fn builders_make_a_loadable_one_function_object() {
+        let insns = [ld_map(1, 0), mov64(0, 2), exit()];
+        let program = Program::from_instructions("pass", "xdp", &insns);
+        assert_eq!(program.insns, encode_all(&insns));
+        assert_eq!(
+            program.functions,
+            vec![Function {
+                name: "pass".into(),
+                start: 0,
+                len: 4,
+            }]
+        );
+        assert_eq!(program.subprograms().count(), 0);
+        let map = MapDef::new("counts", MapType::ARRAY, 4, 8, 16);
+        assert_eq!(
+            (map.key_size, map.value_size, map.max_entries, map.flags),
+            (4, 8, 16, 0)
+        );
+        assert_eq!(map.origin, MapOrigin::Btf);
+        assert!(map.initial_value.is_none() && map.initial_programs.is_empty());
+        let object = Object::with_programs("t", vec![program.clone()], vec![map]);
+        assert_eq!(object.program("xdp"), Some(&program));
+        assert_eq!(object.map_index("counts"), Some(0));
+        assert_eq!(object.license.as_deref(), Some("GPL"));
     }
 }
