@@ -8,14 +8,14 @@ mod common;
 use common::*;
 use linerate_bpf::insn::{Cond, Size};
 use linerate_bpf::program::MapOrigin;
-use linerate_bpf::{MapDef, MapType};
+use linerate_bpf::{MapDef, MapType, Object, Program};
 use linerate_kernel::{load_object, KernelError, TestRunInput};
 
 /// Every kernel-backed test trusts `check_access` to decide whether to skip, so it must answer yes
 /// exactly when a program loads and runs, and a no must be one line saying what is missing.
 #[test]
 fn check_access_tells_whether_programs_load_and_run() {
-    let obj = single(&[mov(0, XDP_PASS as i32), exit()], vec![]);
+    let obj = single(&[mov64(0, XDP_PASS as i32), exit()], vec![]);
     match linerate_kernel::check_access() {
         Ok(()) => {
             let loaded = load_object(&obj).expect("check_access said BPF works: a program loads");
@@ -47,7 +47,7 @@ fn pass_returns_packet_unchanged() {
     if !bpf_available() {
         return;
     }
-    let obj = single(&[mov(0, XDP_PASS as i32), exit()], vec![]);
+    let obj = single(&[mov64(0, XDP_PASS as i32), exit()], vec![]);
     let loaded = load_object(&obj).unwrap();
     assert_eq!(loaded.program_index("xdp_test"), Some(0));
     assert_eq!(loaded.program_index("nope"), None);
@@ -67,11 +67,11 @@ fn packet_write_changes_output() {
     }
     let mut insns = load_bounds();
     insns.extend([
-        mov_reg(4, 2),
-        add(4, 1),
+        mov64_reg(4, 2),
+        add64(4, 1),
         jmp_reg(Cond::Gt, 4, 3, 1),
         st(Size::B, 2, 0, 0xff),
-        mov(0, XDP_TX as i32),
+        mov64(0, XDP_TX as i32),
         exit(),
     ]);
     let loaded = load_object(&single(&insns, vec![])).unwrap();
@@ -86,15 +86,15 @@ fn packet_write_changes_output() {
 fn counter_program() -> Vec<linerate_bpf::Instruction> {
     vec![
         st(Size::W, 10, -4, 0),
-        mov_reg(2, 10),
-        add(2, -4),
+        mov64_reg(2, 10),
+        add64(2, -4),
         ld_map(1, 0),
-        call(MAP_LOOKUP_ELEM),
-        jmp_imm(Cond::Eq, 0, 0, 3),
+        call_helper(MAP_LOOKUP_ELEM),
+        jmp(Cond::Eq, 0, 0, 3),
         ldx(Size::Dw, 1, 0, 0),
-        add(1, 1),
+        add64(1, 1),
         stx(Size::Dw, 0, 0, 1),
-        mov(0, XDP_PASS as i32),
+        mov64(0, XDP_PASS as i32),
         exit(),
     ]
 }
@@ -106,7 +106,7 @@ fn array_map_counter() {
     }
     let obj = single(
         &counter_program(),
-        vec![map("counts", MapType::ARRAY, 4, 8, 4)],
+        vec![MapDef::new("counts", MapType::ARRAY, 4, 8, 4)],
     );
     let loaded = load_object(&obj).unwrap();
     for _ in 0..3 {
@@ -134,7 +134,7 @@ fn percpu_array_counter_reports_cpu0() {
     }
     let obj = single(
         &counter_program(),
-        vec![map("pcpu", MapType::PERCPU_ARRAY, 4, 8, 2)],
+        vec![MapDef::new("pcpu", MapType::PERCPU_ARRAY, 4, 8, 2)],
     );
     let loaded = load_object(&obj).unwrap();
     assert!(loaded.possible_cpus() >= 1);
@@ -172,17 +172,20 @@ fn hash_map_seeded_by_update_is_read_by_program() {
     // key 7 -> action; XDP_ABORTED when absent.
     let insns = [
         st(Size::W, 10, -4, 7),
-        mov_reg(2, 10),
-        add(2, -4),
+        mov64_reg(2, 10),
+        add64(2, -4),
         ld_map(1, 0),
-        call(MAP_LOOKUP_ELEM),
-        jmp_imm(Cond::Eq, 0, 0, 2),
+        call_helper(MAP_LOOKUP_ELEM),
+        jmp(Cond::Eq, 0, 0, 2),
         ldx(Size::W, 0, 0, 0),
         exit(),
-        mov(0, XDP_ABORTED as i32),
+        mov64(0, XDP_ABORTED as i32),
         exit(),
     ];
-    let obj = single(&insns, vec![map("actions", MapType::HASH, 4, 4, 16)]);
+    let obj = single(
+        &insns,
+        vec![MapDef::new("actions", MapType::HASH, 4, 4, 16)],
+    );
     let loaded = load_object(&obj).unwrap();
     let run = || {
         loaded
@@ -225,18 +228,12 @@ fn hash_map_seeded_by_update_is_read_by_program() {
 
 fn global(name: &str, size: u32, init: Vec<u8>, read_only: bool) -> MapDef {
     MapDef {
-        name: name.to_string(),
-        map_type: MapType::ARRAY,
-        key_size: 4,
-        value_size: size,
-        max_entries: 1,
-        flags: 0,
         origin: MapOrigin::GlobalData {
             section: name.to_string(),
             read_only,
         },
         initial_value: Some(init),
-        initial_programs: Vec::new(),
+        ..MapDef::new(name, MapType::ARRAY, 4, size, 1)
     }
 }
 
@@ -274,9 +271,9 @@ fn data_section_is_writable_by_program() {
     let insns = [
         ld_map_value(1, 0, 0),
         ldx(Size::W, 2, 1, 0),
-        add(2, 1),
+        add64(2, 1),
         stx(Size::W, 1, 0, 2),
-        mov(0, XDP_PASS as i32),
+        mov64(0, XDP_PASS as i32),
         exit(),
     ];
     let data = global(".data", 8, vec![40, 0, 0, 0], false);
@@ -295,21 +292,27 @@ fn tail_call_through_prog_array() {
         return;
     }
     // Program 0: tail_call(ctx, jmp_table, 1); return XDP_DROP when the slot is empty.
-    let entry = program(
+    let entry = Program::from_instructions(
         "entry",
+        "xdp",
         &[
             ld_map(2, 0),
-            mov(3, 1),
-            call(TAIL_CALL),
-            mov(0, XDP_DROP as i32),
+            mov64(3, 1),
+            call_helper(TAIL_CALL),
+            mov64(0, XDP_DROP as i32),
             exit(),
         ],
     );
-    let target = program("target", &[mov(0, XDP_TX as i32), exit()]);
-    let mut table = map("jmp_table", MapType::PROG_ARRAY, 4, 4, 4);
+    let target = Program::from_instructions("target", "xdp", &[mov64(0, XDP_TX as i32), exit()]);
+    let mut table = MapDef::new("jmp_table", MapType::PROG_ARRAY, 4, 4, 4);
     table.origin = MapOrigin::Legacy;
     table.initial_programs = vec![(1, 1)];
-    let loaded = load_object(&object(vec![entry, target], vec![table])).unwrap();
+    let loaded = load_object(&Object::with_programs(
+        "test",
+        vec![entry, target],
+        vec![table],
+    ))
+    .unwrap();
     assert_eq!(loaded.num_programs(), 2);
     assert_eq!(loaded.program_index("target"), Some(1));
 
@@ -347,8 +350,8 @@ fn lpm_trie_gets_no_prealloc_and_iterates() {
     }
     // Key: u32 prefix length + 4 address bytes. flags 0 in the definition: the loader adds
     // BPF_F_NO_PREALLOC.
-    let trie = map("prefixes", MapType::LPM_TRIE, 8, 4, 16);
-    let loaded = load_object(&single(&[mov(0, 2), exit()], vec![trie])).unwrap();
+    let trie = MapDef::new("prefixes", MapType::LPM_TRIE, 8, 4, 16);
+    let loaded = load_object(&single(&[mov64(0, 2), exit()], vec![trie])).unwrap();
     let mut key = 24u32.to_le_bytes().to_vec();
     key.extend([10, 1, 2, 0]);
     loaded.update(0, &key, &5u32.to_le_bytes()).unwrap();
@@ -364,7 +367,7 @@ fn verifier_rejection_carries_the_log() {
         return;
     }
     // r0 = r2 reads an uninitialised register.
-    let obj = single(&[mov_reg(0, 2), exit()], vec![]);
+    let obj = single(&[mov64_reg(0, 2), exit()], vec![]);
     let err = load_object(&obj).unwrap_err();
     let KernelError::Rejected {
         program,
@@ -396,7 +399,7 @@ fn map_index_out_of_range_is_refused_before_loading() {
     if !bpf_available() {
         return;
     }
-    let obj = single(&[ld_map(1, 3), mov(0, 2), exit()], vec![]);
+    let obj = single(&[ld_map(1, 3), mov64(0, 2), exit()], vec![]);
     let err = load_object(&obj).unwrap_err();
     assert!(
         err.to_string()
@@ -410,8 +413,8 @@ fn map_create_failure_names_the_map() {
     if !bpf_available() {
         return;
     }
-    let bad = map("flows", MapType::HASH, 0, 8, 1024);
-    let err = load_object(&single(&[mov(0, 2), exit()], vec![bad])).unwrap_err();
+    let bad = MapDef::new("flows", MapType::HASH, 0, 8, 1024);
+    let err = load_object(&single(&[mov64(0, 2), exit()], vec![bad])).unwrap_err();
     assert_eq!(
         err.to_string(),
         "BPF_MAP_CREATE for map `flows` (hash, key 0, value 8, 1024 entries) failed: \
@@ -426,7 +429,7 @@ fn repeat_reports_a_duration() {
     }
     let loaded = load_object(&single(
         &counter_program(),
-        vec![map("counts", MapType::ARRAY, 4, 8, 1)],
+        vec![MapDef::new("counts", MapType::ARRAY, 4, 8, 1)],
     ))
     .unwrap();
     let mut input = TestRunInput::new(packet(64));
@@ -450,7 +453,7 @@ fn test_run_restores_thread_affinity() {
             .find(|l| l.starts_with("Cpus_allowed_list"))
             .map(str::to_string)
     };
-    let loaded = load_object(&single(&[mov(0, 2), exit()], vec![])).unwrap();
+    let loaded = load_object(&single(&[mov64(0, 2), exit()], vec![])).unwrap();
     loaded.test_run(0, &TestRunInput::new(packet(64))).unwrap();
     let after = std::fs::read_to_string("/proc/thread-self/status").unwrap();
     assert_eq!(allowed(&before), allowed(&after));
@@ -461,7 +464,7 @@ fn bad_program_index_is_an_error() {
     if !bpf_available() {
         return;
     }
-    let loaded = load_object(&single(&[mov(0, 2), exit()], vec![])).unwrap();
+    let loaded = load_object(&single(&[mov64(0, 2), exit()], vec![])).unwrap();
     let err = loaded
         .test_run(5, &TestRunInput::new(packet(64)))
         .unwrap_err();
@@ -478,8 +481,8 @@ fn long_verifier_logs_are_complete() {
     }
     // 10000 instructions before the faulty one: the level-1 log (one line per instruction) is far
     // larger than the initial 64 KiB buffer, so the loader must grow it.
-    let mut insns: Vec<_> = (0..10_000).map(|i| mov(1, i)).collect();
-    insns.extend([mov_reg(0, 2), exit()]);
+    let mut insns: Vec<_> = (0..10_000).map(|i| mov64(1, i)).collect();
+    insns.extend([mov64_reg(0, 2), exit()]);
     let err = load_object(&single(&insns, vec![])).unwrap_err();
     let log = err.verifier_log().expect("a rejection");
     assert!(log.len() > 1 << 16, "log is only {} bytes", log.len());

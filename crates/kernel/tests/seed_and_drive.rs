@@ -6,7 +6,7 @@ mod common;
 use common::*;
 use linerate_bpf::contents::{MapMode, MapSeed, SeedError};
 use linerate_bpf::insn::{Cond, Size};
-use linerate_bpf::{MapType, Object};
+use linerate_bpf::{MapDef, MapType, Object};
 use linerate_kernel::drive::{DriveError, Driver};
 use linerate_kernel::load_object;
 
@@ -15,20 +15,20 @@ fn counter() -> Object {
     single(
         &[
             st(Size::W, 10, -4, 0),
-            mov_reg(2, 10),
-            add(2, -4),
+            mov64_reg(2, 10),
+            add64(2, -4),
             ld_map(1, 0),
-            call(MAP_LOOKUP_ELEM),
-            jmp_imm(Cond::Eq, 0, 0, 3),
+            call_helper(MAP_LOOKUP_ELEM),
+            jmp(Cond::Eq, 0, 0, 3),
             ldx(Size::Dw, 1, 0, 0),
-            add(1, 1),
+            add64(1, 1),
             stx(Size::Dw, 0, 0, 1),
-            mov(0, XDP_PASS as i32),
+            mov64(0, XDP_PASS as i32),
             exit(),
         ],
         vec![
-            map("counts", MapType::ARRAY, 4, 8, 4),
-            map("one", MapType::HASH, 2, 1, 1),
+            MapDef::new("counts", MapType::ARRAY, 4, 8, 4),
+            MapDef::new("one", MapType::HASH, 2, 1, 1),
         ],
     )
 }

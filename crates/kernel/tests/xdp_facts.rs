@@ -6,7 +6,7 @@
 mod common;
 
 use common::*;
-use linerate_bpf::insn::{Cond, Size};
+use linerate_bpf::insn::{AluOp, Cond, Size};
 use linerate_bpf::{Instruction, Object};
 use linerate_kernel::{load_object, TestRunInput, TestRunOutput};
 
@@ -15,7 +15,7 @@ const EACCES: i32 = 13;
 
 /// `return helper(ctx, off)` — the helper's return value becomes the XDP return value.
 fn helper_result(helper: u32, off: i32) -> Object {
-    single(&[mov(2, off), call(helper), exit()], vec![])
+    single(&[mov64(2, off), call_helper(helper), exit()], vec![])
 }
 
 fn run_obj(obj: &Object, input: &TestRunInput) -> TestRunOutput {
@@ -75,12 +75,12 @@ fn adjust_head_does_not_clear_removed_bytes() {
     }
     let obj = single(
         &[
-            mov_reg(6, 1),
-            mov(2, 20),
-            call(XDP_ADJUST_HEAD),
-            mov_reg(1, 6),
-            mov(2, -20),
-            call(XDP_ADJUST_HEAD),
+            mov64_reg(6, 1),
+            mov64(2, 20),
+            call_helper(XDP_ADJUST_HEAD),
+            mov64_reg(1, 6),
+            mov64(2, -20),
+            call_helper(XDP_ADJUST_HEAD),
             exit(),
         ],
         vec![],
@@ -149,23 +149,23 @@ fn metadata_written_by_program_comes_out_before_the_packet() {
     }
     // adjust_meta(-8); r2 = data_meta; r3 = data; if r2 + 8 > r3 drop; *(u64*)r2 = 0x1122334455667788
     let insns: Vec<Instruction> = vec![
-        mov_reg(6, 1),
-        mov(2, -8),
-        call(XDP_ADJUST_META),
-        jmp_imm(Cond::Ne, 0, 0, 10),
+        mov64_reg(6, 1),
+        mov64(2, -8),
+        call_helper(XDP_ADJUST_META),
+        jmp(Cond::Ne, 0, 0, 10),
         ldx(Size::W, 2, 6, MD_DATA_META),
         ldx(Size::W, 3, 6, MD_DATA),
-        mov_reg(4, 2),
-        add(4, 8),
+        mov64_reg(4, 2),
+        add64(4, 8),
         jmp_reg(Cond::Gt, 4, 3, 5),
         Instruction::LoadImm64 {
             dst: 5,
             imm: linerate_bpf::insn::Imm64::Const(0x1122_3344_5566_7788),
         },
         stx(Size::Dw, 2, 0, 5),
-        mov(0, XDP_PASS as i32),
+        mov64(0, XDP_PASS as i32),
         exit(),
-        mov(0, XDP_DROP as i32),
+        mov64(0, XDP_DROP as i32),
         exit(),
     ];
     let out = run_obj(&single(&insns, vec![]), &TestRunInput::new(packet(64)));
@@ -180,7 +180,7 @@ fn input_limits() {
     if !bpf_available() {
         return;
     }
-    let loaded = load_object(&single(&[mov(0, 2), exit()], vec![])).unwrap();
+    let loaded = load_object(&single(&[mov64(0, 2), exit()], vec![])).unwrap();
     let errno = |input: &TestRunInput| loaded.test_run(0, input).unwrap_err().errno().unwrap().0;
     assert_eq!(errno(&TestRunInput::new(packet(13))), EINVAL);
     assert!(loaded.test_run(0, &TestRunInput::new(packet(14))).is_ok());
@@ -237,7 +237,7 @@ fn large_packets_are_multi_buffer() {
         &[
             ldx(Size::W, 2, 1, MD_DATA),
             ldx(Size::W, 0, 1, MD_DATA_END),
-            sub_reg(0, 2),
+            alu64_reg(AluOp::Sub, 0, 2),
             exit(),
         ],
         vec![],
