@@ -237,6 +237,13 @@ impl Object {
         }
     }
 
+    /// An object named `name` holding one XDP program, also named `name`, of `insns` (see
+    /// [`Program::from_instructions`] and [`Object::with_programs`]), beside `maps`.
+    pub fn single(name: &str, insns: &[Instruction], maps: Vec<MapDef>) -> Object {
+        let program = Program::from_instructions(name, "xdp", insns);
+        Object::with_programs(name, vec![program], maps)
+    }
+
     /// The program with this entry-function name, or with this section name.
     pub fn program(&self, name: &str) -> Option<&Program> {
         self.programs
@@ -277,9 +284,17 @@ mod tests {
         );
         assert_eq!(map.origin, MapOrigin::Btf);
         assert!(map.initial_value.is_none() && map.initial_programs.is_empty());
-        let object = Object::with_programs("t", vec![program.clone()], vec![map]);
+        let object = Object::with_programs("t", vec![program.clone()], vec![map.clone()]);
         assert_eq!(object.program("xdp"), Some(&program));
         assert_eq!(object.map_index("counts"), Some(0));
         assert_eq!(object.license.as_deref(), Some("GPL"));
+        let single = Object::single("pass", &insns, vec![map]);
+        assert_eq!(
+            single,
+            Object {
+                name: "pass".into(),
+                ..object
+            }
+        );
     }
 }

@@ -188,14 +188,20 @@ mod tests {
             (alu64(AluOp::Xor, 1, 5), [0xa7, 0x01, 0, 0, 5, 0, 0, 0]),
             (alu64_reg(AluOp::Sub, 3, 2), [0x1f, 0x23, 0, 0, 0, 0, 0, 0]),
             (ldx(Size::W, 2, 1, 4), [0x61, 0x12, 4, 0, 0, 0, 0, 0]),
-            (stx(Size::Dw, 10, -8, 1), [0x7b, 0x1a, 0xf8, 0xff, 0, 0, 0, 0]),
+            (
+                stx(Size::Dw, 10, -8, 1),
+                [0x7b, 0x1a, 0xf8, 0xff, 0, 0, 0, 0],
+            ),
             (st(Size::B, 10, -1, 9), [0x72, 0x0a, 0xff, 0xff, 9, 0, 0, 0]),
             (
                 atomic(Size::Dw, AtomicOp::Add, true, 1, 8, 2),
                 [0xdb, 0x21, 8, 0, 0x01, 0, 0, 0],
             ),
             (jmp(Cond::Eq, 0, 0, 2), [0x15, 0x00, 2, 0, 0, 0, 0, 0]),
-            (jmp_reg(Cond::Gt, 2, 3, -1), [0x2d, 0x32, 0xff, 0xff, 0, 0, 0, 0]),
+            (
+                jmp_reg(Cond::Gt, 2, 3, -1),
+                [0x2d, 0x32, 0xff, 0xff, 0, 0, 0, 0],
+            ),
             (ja(3), [0x05, 0, 3, 0, 0, 0, 0, 0]),
             (call_helper(1), [0x85, 0, 0, 0, 1, 0, 0, 0]),
             (call_local(4), [0x85, 0x10, 0, 0, 4, 0, 0, 0]),

@@ -5,7 +5,7 @@
 
 pub use linerate_bpf::insn::build::*;
 use linerate_bpf::insn::Size;
-use linerate_bpf::{Instruction, MapDef, Object, Program};
+use linerate_bpf::{Instruction, MapDef, Object};
 
 /// XDP actions.
 pub const XDP_ABORTED: u32 = 0;
@@ -36,8 +36,7 @@ pub fn bpf_available() -> bool {
 
 /// A one-program object: the XDP program `xdp_test` holding `insns`, beside `maps`.
 pub fn single(insns: &[Instruction], maps: Vec<MapDef>) -> Object {
-    let program = Program::from_instructions("xdp_test", "xdp", insns);
-    Object::with_programs("test", vec![program], maps)
+    Object::single("xdp_test", insns, maps)
 }
 
 /// A packet of `len` bytes `0, 1, 2, ...`.
