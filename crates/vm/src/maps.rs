@@ -385,20 +385,9 @@ fn prefix_matches(a: &[u8], b: &[u8], bits: usize) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use linerate_bpf::program::MapOrigin;
 
     fn def(map_type: MapType, key_size: u32, value_size: u32, max_entries: u32) -> MapDef {
-        MapDef {
-            name: "m".into(),
-            map_type,
-            key_size,
-            value_size,
-            max_entries,
-            flags: 0,
-            origin: MapOrigin::Btf,
-            initial_value: None,
-            initial_programs: Vec::new(),
-        }
+        MapDef::new("m", map_type, key_size, value_size, max_entries)
     }
 
     #[test]

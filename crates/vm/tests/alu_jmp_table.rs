@@ -7,8 +7,8 @@
 //! 64 bits of the result are read back from the packet, including what a 32-bit operation must
 //! clear.
 
-use linerate_bpf::insn::{encode_all, AluOp, Cond, Endian, Imm64, Instruction, Operand, Size};
-use linerate_bpf::program::Function;
+use linerate_bpf::insn::build::*;
+use linerate_bpf::insn::{AluOp, Cond, Endian, Instruction, Operand, Size};
 use linerate_bpf::{Object, Program};
 use linerate_vm::{Vm, VmOptions};
 
@@ -159,23 +159,7 @@ fn immediate(row: &Row) -> Option<i32> {
 
 /// The program of a row with `src` as its second operand.
 fn program(row: &Row, src: Operand) -> Object {
-    let mut insns = vec![
-        Instruction::Load {
-            size: Size::W,
-            signed: false,
-            dst: 9,
-            src: 1,
-            off: 0,
-        },
-        Instruction::LoadImm64 {
-            dst: 0,
-            imm: Imm64::Const(row.a),
-        },
-        Instruction::LoadImm64 {
-            dst: 1,
-            imm: Imm64::Const(row.b),
-        },
-    ];
+    let mut insns = vec![ldx(Size::W, 9, 1, 0), ld64(0, row.a), ld64(1, row.b)];
     match row.op {
         Op::Alu(op) => insns.push(Instruction::Alu {
             wide: row.wide,
@@ -191,18 +175,8 @@ fn program(row: &Row, src: Operand) -> Object {
         Op::Jump(cond) => {
             // r0 = 1; if r0' cond src goto +1; r0 = 0 — with the compared value kept in r2.
             insns.extend([
-                Instruction::Alu {
-                    wide: true,
-                    op: AluOp::Mov,
-                    dst: 2,
-                    src: Operand::Reg(0),
-                },
-                Instruction::Alu {
-                    wide: true,
-                    op: AluOp::Mov,
-                    dst: 0,
-                    src: Operand::Imm(1),
-                },
+                mov64_reg(2, 0),
+                mov64(0, 1),
                 Instruction::Jump {
                     wide: row.wide,
                     cond,
@@ -210,46 +184,13 @@ fn program(row: &Row, src: Operand) -> Object {
                     src,
                     off: 1,
                 },
-                Instruction::Alu {
-                    wide: true,
-                    op: AluOp::Mov,
-                    dst: 0,
-                    src: Operand::Imm(0),
-                },
+                mov64(0, 0),
             ]);
         }
     }
-    insns.extend([
-        Instruction::Store {
-            size: Size::Dw,
-            dst: 9,
-            off: 0,
-            src: Operand::Reg(0),
-        },
-        Instruction::Alu {
-            wide: true,
-            op: AluOp::Mov,
-            dst: 0,
-            src: Operand::Imm(2),
-        },
-        Instruction::Exit,
-    ]);
-    let slots = encode_all(&insns);
-    Object {
-        name: "table".into(),
-        programs: vec![Program {
-            name: "row".into(),
-            section: "xdp".into(),
-            functions: vec![Function {
-                name: "row".into(),
-                start: 0,
-                len: slots.len(),
-            }],
-            insns: slots,
-        }],
-        maps: Vec::new(),
-        license: Some("GPL".into()),
-    }
+    insns.extend([stx(Size::Dw, 9, 0, 0), mov64(0, 2), Instruction::Exit]);
+    let program = Program::from_instructions("row", "xdp", &insns);
+    Object::with_programs("table", vec![program], Vec::new())
 }
 
 fn run(object: &Object) -> Result<u64, String> {

@@ -4,8 +4,8 @@
 
 use linerate_bpf::facts::helper::{CSUM_DIFF, XDP_ADJUST_HEAD, XDP_ADJUST_META, XDP_ADJUST_TAIL};
 use linerate_bpf::facts::test_run_buffer::{HEADROOM, MAX_DATA, XDP_FRAME};
-use linerate_bpf::insn::{encode_all, AluOp, CallTarget, Cond, Imm64, Instruction, Operand, Size};
-use linerate_bpf::program::Function;
+use linerate_bpf::insn::build::*;
+use linerate_bpf::insn::{Cond, Instruction, Size};
 use linerate_bpf::{Object, Program};
 use linerate_vm::{RunOutcome, Vm, VmOptions};
 
@@ -21,56 +21,24 @@ fn run_calls(packet: &[u8], meta: &[u8], calls: &[(u32, i64, i64)]) -> RunOutcom
 /// every packet unchanged.
 fn calls_object(calls: &[(u32, i64, i64)]) -> Object {
     use Instruction::*;
-    let mov = |dst, src| Alu {
-        wide: true,
-        op: AluOp::Mov,
-        dst,
-        src,
-    };
-    let mut insns = vec![mov(6, Operand::Reg(1))];
+    let mut insns = vec![mov64_reg(6, 1)];
     for (i, &(helper, delta, expected)) in calls.iter().enumerate() {
         insns.extend([
-            mov(1, Operand::Reg(6)),
-            mov(2, Operand::Imm(delta as i32)),
-            Call(CallTarget::Helper(helper)),
-            LoadImm64 {
-                dst: 3,
-                imm: Imm64::Const(expected as u64),
-            },
-            Jump {
-                wide: true,
-                cond: Cond::Eq,
-                dst: 0,
-                src: Operand::Reg(3),
-                off: 2,
-            },
-            mov(0, Operand::Imm(100 + i as i32)),
+            mov64_reg(1, 6),
+            mov64(2, delta as i32),
+            call_helper(helper),
+            ld64(3, expected as u64),
+            jmp_reg(Cond::Eq, 0, 3, 2),
+            mov64(0, 100 + i as i32),
             Exit,
         ]);
     }
-    insns.extend([mov(0, Operand::Imm(2)), Exit]);
-    let program = |name: &str, insns: &[Instruction]| {
-        let slots = encode_all(insns);
-        Program {
-            name: name.into(),
-            section: "xdp".into(),
-            functions: vec![Function {
-                name: name.into(),
-                start: 0,
-                len: slots.len(),
-            }],
-            insns: slots,
-        }
-    };
-    Object {
-        name: "adjust".into(),
-        programs: vec![
-            program("adjust", &insns),
-            program("pass", &[mov(0, Operand::Imm(2)), Exit]),
-        ],
-        maps: Vec::new(),
-        license: Some("GPL".into()),
-    }
+    insns.extend([mov64(0, 2), Exit]);
+    let programs = vec![
+        Program::from_instructions("adjust", "xdp", &insns),
+        Program::from_instructions("pass", "xdp", &[mov64(0, 2), Exit]),
+    ];
+    Object::with_programs("adjust", programs, Vec::new())
 }
 
 const EINVAL: i64 = -22;
@@ -165,61 +133,19 @@ fn tail_grows_with_zeros_up_to_the_shared_info() {
 fn csum_of_two_words(a: u32, b: u32) -> u64 {
     use Instruction::*;
     let insns = [
-        Store {
-            size: Size::W,
-            dst: 10,
-            off: -8,
-            src: Operand::Imm(a as i32),
-        },
-        Store {
-            size: Size::W,
-            dst: 10,
-            off: -4,
-            src: Operand::Imm(b as i32),
-        },
-        Alu {
-            wide: true,
-            op: AluOp::Mov,
-            dst: 1,
-            src: Operand::Imm(0),
-        },
-        Alu {
-            wide: true,
-            op: AluOp::Mov,
-            dst: 2,
-            src: Operand::Imm(0),
-        },
-        Alu {
-            wide: true,
-            op: AluOp::Mov,
-            dst: 3,
-            src: Operand::Reg(10),
-        },
-        Alu {
-            wide: true,
-            op: AluOp::Add,
-            dst: 3,
-            src: Operand::Imm(-8),
-        },
-        Alu {
-            wide: true,
-            op: AluOp::Mov,
-            dst: 4,
-            src: Operand::Imm(8),
-        },
-        Alu {
-            wide: true,
-            op: AluOp::Mov,
-            dst: 5,
-            src: Operand::Imm(0),
-        },
-        Call(CallTarget::Helper(CSUM_DIFF)),
+        st(Size::W, 10, -8, a as i32),
+        st(Size::W, 10, -4, b as i32),
+        mov64(1, 0),
+        mov64(2, 0),
+        mov64_reg(3, 10),
+        add64(3, -8),
+        mov64(4, 8),
+        mov64(5, 0),
+        call_helper(CSUM_DIFF),
         Exit,
     ];
     let mut object = calls_object(&[]);
-    let slots = encode_all(&insns);
-    object.programs[0].functions[0].len = slots.len();
-    object.programs[0].insns = slots;
+    object.programs[0] = Program::from_instructions("adjust", "xdp", &insns);
     let mut vm = Vm::new(&object, VmOptions::default()).expect("decodes");
     // The VM reports the low 32 bits of r0, the whole checksum.
     vm.run(0, &[0; 14], &[]).expect("runs").return_value

@@ -1,94 +1,33 @@
 //! Seeding the interpreter's maps and driving packets with persistent or fresh maps.
 
 use linerate_bpf::contents::{MapMode, MapSeed, SeedError};
-use linerate_bpf::insn::{encode_all, AluOp, AtomicOp, CallTarget, Cond, Imm64, Instruction};
-use linerate_bpf::insn::{Operand, Size};
-use linerate_bpf::program::{Function, MapOrigin};
-use linerate_bpf::{MapDef, MapType, Object, Program};
+use linerate_bpf::insn::build::*;
+use linerate_bpf::insn::{AtomicOp, Cond, Instruction, Size};
+use linerate_bpf::{MapDef, MapType, Object};
 use linerate_vm::drive::{run_packets, DriveError, Driver};
 use linerate_vm::{Vm, VmOptions};
 
 use Instruction::*;
 
-fn map(name: &str, map_type: MapType, key_size: u32, value_size: u32, max_entries: u32) -> MapDef {
-    MapDef {
-        name: name.into(),
-        map_type,
-        key_size,
-        value_size,
-        max_entries,
-        flags: 0,
-        origin: MapOrigin::Btf,
-        initial_value: None,
-        initial_programs: Vec::new(),
-    }
-}
-
 /// `counts[1] += 1; return XDP_PASS`, with a one-entry hash map `one` beside it.
 fn counter() -> Object {
-    let mov = |dst: u8, src: Operand| Alu {
-        wide: true,
-        op: AluOp::Mov,
-        dst,
-        src,
-    };
     let insns = [
-        Store {
-            size: Size::W,
-            dst: 10,
-            off: -4,
-            src: Operand::Imm(1),
-        },
-        mov(2, Operand::Reg(10)),
-        Alu {
-            wide: true,
-            op: AluOp::Add,
-            dst: 2,
-            src: Operand::Imm(-4),
-        },
-        LoadImm64 {
-            dst: 1,
-            imm: Imm64::Map(0),
-        },
-        Call(CallTarget::Helper(1)),
-        Jump {
-            wide: true,
-            cond: Cond::Eq,
-            dst: 0,
-            src: Operand::Imm(0),
-            off: 2,
-        },
-        mov(1, Operand::Imm(1)),
-        Atomic {
-            size: Size::Dw,
-            op: AtomicOp::Add,
-            fetch: false,
-            dst: 0,
-            src: 1,
-            off: 0,
-        },
-        mov(0, Operand::Imm(2)),
+        st(Size::W, 10, -4, 1),
+        mov64_reg(2, 10),
+        add64(2, -4),
+        ld_map(1, 0),
+        call_helper(1),
+        jmp(Cond::Eq, 0, 0, 2),
+        mov64(1, 1),
+        atomic(Size::Dw, AtomicOp::Add, false, 0, 0, 1),
+        mov64(0, 2),
         Exit,
     ];
-    let insns = encode_all(&insns);
-    Object {
-        name: "t".into(),
-        programs: vec![Program {
-            name: "count".into(),
-            section: "xdp".into(),
-            functions: vec![Function {
-                name: "count".into(),
-                start: 0,
-                len: insns.len(),
-            }],
-            insns,
-        }],
-        maps: vec![
-            map("counts", MapType::ARRAY, 4, 8, 4),
-            map("one", MapType::HASH, 2, 1, 1),
-        ],
-        license: Some("GPL".into()),
-    }
+    let maps = vec![
+        MapDef::new("counts", MapType::ARRAY, 4, 8, 4),
+        MapDef::new("one", MapType::HASH, 2, 1, 1),
+    ];
+    Object::single("count", &insns, maps)
 }
 
 const PACKET: [u8; 20] = [0; 20];
