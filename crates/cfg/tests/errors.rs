@@ -55,7 +55,7 @@ fn jump_before_the_start() {
 fn jump_into_another_function() {
     let e = error(&program(&[
         ("main", vec![call_local(1), ja(1), exit()]),
-        ("sub", vec![mov(0, 0), exit()]),
+        ("sub", vec![mov64(0, 0), exit()]),
     ]));
     assert!(
         matches!(&e, CfgError::JumpOutOfFunction { slot: 1, target: 3, function, .. } if function == "main"),
@@ -78,7 +78,7 @@ fn jump_into_a_wide_load() {
 
 #[test]
 fn falling_off_the_end() {
-    let e = error(&single(vec![mov(0, 0)]));
+    let e = error(&single(vec![mov64(0, 0)]));
     assert!(matches!(&e, CfgError::FallsOffEnd { slot: 0, function, .. } if function == "main"));
     assert_eq!(
         e.to_string(),
@@ -88,14 +88,14 @@ fn falling_off_the_end() {
 
 #[test]
 fn conditional_jump_at_the_end_falls_off() {
-    let e = error(&single(vec![mov(0, 0), jmp(Cond::Eq, 0, 0, -2)]));
+    let e = error(&single(vec![mov64(0, 0), jmp(Cond::Eq, 0, 0, -2)]));
     assert!(matches!(e, CfgError::FallsOffEnd { slot: 1, .. }), "{e:?}");
 }
 
 #[test]
 fn function_falling_into_the_next() {
     let e = error(&program(&[
-        ("main", vec![call_local(0), mov(0, 0)]),
+        ("main", vec![call_local(0), mov64(0, 0)]),
         ("sub", vec![exit()]),
     ]));
     assert!(matches!(e, CfgError::FallsOffEnd { slot: 1, .. }), "{e:?}");
@@ -105,7 +105,7 @@ fn function_falling_into_the_next() {
 fn call_into_the_middle_of_a_function() {
     let e = error(&program(&[
         ("main", vec![call_local(2), exit()]),
-        ("sub", vec![mov(0, 0), exit()]),
+        ("sub", vec![mov64(0, 0), exit()]),
     ]));
     assert_eq!(
         e,
@@ -145,7 +145,7 @@ fn function_address_of_a_non_function() {
 
 #[test]
 fn undecodable_slot() {
-    let mut p = single(vec![mov(0, 0), exit()]);
+    let mut p = single(vec![mov64(0, 0), exit()]);
     p.insns[0] = RawInsn {
         code: 0xff,
         ..RawInsn::default()
@@ -162,7 +162,7 @@ fn empty_program() {
 fn bad_function_tables() {
     let base = program(&[
         ("main", vec![ld64(0, 1), exit()]),
-        ("sub", vec![mov(0, 0), exit()]),
+        ("sub", vec![mov64(0, 0), exit()]),
     ]);
     let with = |functions: Vec<(&str, usize, usize)>| {
         let mut p = base.clone();

@@ -10,8 +10,8 @@ use proptest::prelude::*;
 
 fn instruction() -> impl Strategy<Value = Instruction> {
     prop_oneof![
-        (0u8..10, -3i32..3).prop_map(|(r, v)| mov(r, v)),
-        (-12i32..12).prop_map(ja),
+        (0u8..10, -3i32..3).prop_map(|(r, v)| mov64(r, v)),
+        (-12i16..12).prop_map(ja),
         (0u8..10, -12i16..12).prop_map(|(r, off)| jmp(Cond::Ne, r, 0, off)),
         (-12i32..12).prop_map(call_local),
         (-12i32..12).prop_map(|off| ld_func(1, off)),
@@ -71,7 +71,7 @@ fn long_loop_nest() {
     const N: usize = 500;
     let mut insns = Vec::new();
     for _ in 0..N {
-        insns.push(add(1, 1));
+        insns.push(add64(1, 1));
     }
     for i in 0..N {
         // Back to the start of loop N-1-i: slot N-1-i, from slot N+i.

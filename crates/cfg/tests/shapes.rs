@@ -19,7 +19,7 @@ fn extents(cfg: &Cfg) -> Vec<(usize, usize, usize)> {
 
 #[test]
 fn straight_line_is_one_block() {
-    let cfg = Cfg::build(&single(vec![mov(0, 0), add(0, 1), exit()])).unwrap();
+    let cfg = Cfg::build(&single(vec![mov64(0, 0), add64(0, 1), exit()])).unwrap();
     assert_eq!(extents(&cfg), [(0, 2, 3)]);
     assert!(cfg.edges().is_empty());
     let f = &cfg.functions()[0];
@@ -37,9 +37,9 @@ fn straight_line_is_one_block() {
 fn if_else_diamond() {
     let cfg = Cfg::build(&single(vec![
         jmp(Cond::Eq, 1, 0, 2),
-        mov(0, 2),
+        mov64(0, 2),
         ja(1),
-        mov(0, 1),
+        mov64(0, 1),
         exit(),
     ]))
     .unwrap();
@@ -70,11 +70,11 @@ fn if_else_diamond() {
 /// `for (r1 = 0; r1 < 10; r1++) r0 += 2;`
 fn counted_loop() -> Cfg {
     Cfg::build(&single(vec![
-        mov(0, 0),
-        mov(1, 0),
+        mov64(0, 0),
+        mov64(1, 0),
         jmp(Cond::Ge, 1, 10, 3),
-        add(0, 2),
-        add(1, 1),
+        add64(0, 2),
+        add64(1, 1),
         ja(-4),
         exit(),
     ]))
@@ -116,14 +116,14 @@ fn counted_loop_has_one_natural_loop() {
 #[test]
 fn nested_loops_have_depth_two() {
     let cfg = Cfg::build(&single(vec![
-        mov(1, 0),
+        mov64(1, 0),
         jmp(Cond::Ge, 1, 4, 7),
-        mov(2, 0),
+        mov64(2, 0),
         jmp(Cond::Ge, 2, 8, 3),
-        add(0, 1),
-        add(2, 1),
+        add64(0, 1),
+        add64(2, 1),
         ja(-4),
-        add(1, 1),
+        add64(1, 1),
         ja(-8),
         exit(),
     ]))
@@ -173,8 +173,8 @@ fn nested_loops_have_depth_two() {
 #[test]
 fn bpf_to_bpf_call_records_the_callee() {
     let cfg = Cfg::build(&program(&[
-        ("main", vec![mov(1, 5), call_local(1), exit()]),
-        ("add_one", vec![call_helper(5), add(0, 1), exit()]),
+        ("main", vec![mov64(1, 5), call_local(1), exit()]),
+        ("add_one", vec![call_helper(5), add64(0, 1), exit()]),
     ]))
     .unwrap();
     assert_eq!(extents(&cfg), [(0, 2, 3), (3, 5, 3)]);
@@ -214,7 +214,7 @@ fn bpf_to_bpf_call_records_the_callee() {
 fn function_address_load_is_a_callback_site() {
     let cfg = Cfg::build(&program(&[
         ("main", vec![ld_func(2, 3), call_helper(181), exit()]),
-        ("callback", vec![mov(0, 0), exit()]),
+        ("callback", vec![mov64(0, 0), exit()]),
     ]))
     .unwrap();
     assert_eq!(cfg.calls().len(), 1);
@@ -229,8 +229,8 @@ fn function_address_load_is_a_callback_site() {
 #[test]
 fn uncalled_function_is_unreachable() {
     let cfg = Cfg::build(&program(&[
-        ("main", vec![mov(0, 0), exit()]),
-        ("dead", vec![mov(0, 1), exit()]),
+        ("main", vec![mov64(0, 0), exit()]),
+        ("dead", vec![mov64(0, 1), exit()]),
     ]))
     .unwrap();
     assert_eq!(cfg.unreachable_functions(), [1]);
@@ -272,7 +272,7 @@ fn wide_loads_stay_inside_their_block() {
 
 #[test]
 fn skipped_code_is_unreachable() {
-    let cfg = Cfg::build(&single(vec![ja(1), mov(0, 2), exit()])).unwrap();
+    let cfg = Cfg::build(&single(vec![ja(1), mov64(0, 2), exit()])).unwrap();
     assert_eq!(extents(&cfg), [(0, 0, 1), (1, 1, 1), (2, 2, 1)]);
     assert_eq!(
         edges(&cfg),
@@ -294,7 +294,7 @@ fn skipped_code_is_unreachable() {
 
 #[test]
 fn code_after_exit_is_unreachable() {
-    let cfg = Cfg::build(&single(vec![mov(0, 1), exit(), mov(0, 2), exit()])).unwrap();
+    let cfg = Cfg::build(&single(vec![mov64(0, 1), exit(), mov64(0, 2), exit()])).unwrap();
     assert_eq!(extents(&cfg), [(0, 1, 2), (2, 3, 2)]);
     assert!(cfg.edges().is_empty());
     assert_eq!(cfg.functions()[0].exits, [0, 1]);
@@ -305,9 +305,9 @@ fn code_after_exit_is_unreachable() {
 fn two_entry_cycle_is_irreducible() {
     let cfg = Cfg::build(&single(vec![
         jmp(Cond::Eq, 1, 0, 2),
-        add(0, 1),
+        add64(0, 1),
         jmp(Cond::Gt, 0, 9, 2),
-        add(0, 2),
+        add64(0, 2),
         jmp(Cond::Lt, 0, 5, -4),
         exit(),
     ]))
@@ -339,8 +339,8 @@ fn two_entry_cycle_is_irreducible() {
 #[test]
 fn self_loop_is_a_one_block_loop() {
     let cfg = Cfg::build(&single(vec![
-        mov(1, 3),
-        add(1, -1),
+        mov64(1, 3),
+        add64(1, -1),
         jmp(Cond::Ne, 1, 0, -2),
         exit(),
     ]))
@@ -371,7 +371,7 @@ fn jump_to_next_instruction_gives_two_edges() {
 
 #[test]
 fn program_without_function_table_is_one_function() {
-    let mut p = single(vec![mov(0, 0), exit()]);
+    let mut p = single(vec![mov64(0, 0), exit()]);
     p.functions.clear();
     let cfg = Cfg::build(&p).unwrap();
     assert_eq!(cfg.functions().len(), 1);
