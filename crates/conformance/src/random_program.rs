@@ -17,9 +17,11 @@
 //! helper calls, map lookups, tail calls, bounded loops and an epilogue that copies registers and
 //! stack into a map — what the differential test against the kernel runs.
 
+use linerate_bpf::insn::build::{
+    add64, jmp, jmp_reg, jump, ldx, mov32_reg, mov64, mov64_reg, st, stx,
+};
 use linerate_bpf::insn::{AluOp, AtomicOp, Cond, Endian, Imm64, Instruction, Operand, Reg, Size};
-use linerate_bpf::program::Function;
-use linerate_bpf::{Object, Program};
+use linerate_bpf::Object;
 use proptest::prelude::*;
 use proptest::sample::select;
 
@@ -260,20 +262,10 @@ fn atomic_prelude(insn: &Instruction) -> Vec<Instruction> {
     };
     let mut out = Vec::new();
     if fetch {
-        out.push(Instruction::Store {
-            size: Size::B,
-            dst: 10,
-            off: off & !7,
-            src: Operand::Reg(src),
-        });
+        out.push(stx(Size::B, 10, off & !7, src));
     }
     if size == Size::W && op == AtomicOp::CmpXchg {
-        out.push(Instruction::Alu {
-            wide: false,
-            op: AluOp::Mov,
-            dst: 0,
-            src: Operand::Reg(0),
-        });
+        out.push(mov32_reg(0, 0));
     }
     out
 }
@@ -308,25 +300,16 @@ fn lay_out(items: &[Item]) -> Vec<Instruction> {
                 dst,
                 src,
                 skip,
-            } => out.push(Instruction::Jump {
-                wide,
-                cond,
-                dst,
-                src,
-                off: (target(i, skip) - start[i] - 1) as i16,
-            }),
+            } => {
+                let off = (target(i, skip) - start[i] - 1) as i16;
+                out.push(jump(wide, cond, dst, src, off));
+            }
             Item::MayGoto { skip } => out.push(Instruction::MayGoto {
                 off: (target(i, skip) - start[i] - 1) as i16,
             }),
             Item::Goto { long, skip } => {
                 // `if r0 != 0x5a goto +1` keeps the code after the unconditional jump reachable.
-                out.push(Instruction::Jump {
-                    wide: true,
-                    cond: Cond::Ne,
-                    dst: 0,
-                    src: Operand::Imm(0x5a),
-                    off: 1,
-                });
+                out.push(jmp(Cond::Ne, 0, 0x5a, 1));
                 let off = (target(i, skip) - start[i] - 2) as i32;
                 out.push(Instruction::Ja { off, long });
             }
@@ -344,100 +327,41 @@ pub fn body(harness: Harness, max_items: usize) -> impl Strategy<Value = Vec<Ins
 pub fn wrap_xdp(body: &[Instruction]) -> Vec<Instruction> {
     use Instruction::*;
     let mut out = vec![
-        Load {
-            size: Size::W,
-            signed: false,
-            dst: PACKET_POINTER,
-            src: 1,
-            off: 0,
-        },
-        Load {
-            size: Size::W,
-            signed: false,
-            dst: 3,
-            src: 1,
-            off: 4,
-        },
-        Alu {
-            wide: true,
-            op: AluOp::Mov,
-            dst: 2,
-            src: Operand::Reg(PACKET_POINTER),
-        },
-        Alu {
-            wide: true,
-            op: AluOp::Add,
-            dst: 2,
-            src: Operand::Imm(PACKET_LEN as i32),
-        },
+        ldx(Size::W, PACKET_POINTER, 1, 0),
+        ldx(Size::W, 3, 1, 4),
+        mov64_reg(2, PACKET_POINTER),
+        add64(2, PACKET_LEN as i32),
     ];
     // Filled in below: `if r2 > r3 goto too_short`.
     let check_at = out.len();
     out.push(Exit);
     for k in 1..=STACK_BYTES / 8 {
-        out.push(Store {
-            size: Size::Dw,
-            dst: 10,
-            off: -8 * k,
-            src: Operand::Imm(0),
-        });
+        out.push(st(Size::Dw, 10, -8 * k, 0));
     }
     for (i, &r) in SCALARS.iter().enumerate() {
-        out.push(Load {
-            size: Size::Dw,
-            signed: false,
-            dst: r,
-            src: PACKET_POINTER,
-            off: 8 * i as i16,
-        });
+        out.push(ldx(Size::Dw, r, PACKET_POINTER, 8 * i as i16));
     }
     out.extend_from_slice(body);
     for (i, &r) in SCALARS.iter().enumerate() {
-        out.push(Store {
-            size: Size::Dw,
-            dst: PACKET_POINTER,
-            off: BODY_PACKET_BYTES + 8 * i as i16,
-            src: Operand::Reg(r),
-        });
+        out.push(stx(
+            Size::Dw,
+            PACKET_POINTER,
+            BODY_PACKET_BYTES + 8 * i as i16,
+            r,
+        ));
     }
     out.push(Exit);
     let slots: usize = out.iter().map(Instruction::slots).sum();
     let check_slot: usize = out[..check_at].iter().map(Instruction::slots).sum();
-    out[check_at] = Jump {
-        wide: true,
-        cond: Cond::Gt,
-        dst: 2,
-        src: Operand::Reg(3),
-        off: (slots - check_slot - 1) as i16,
-    };
-    out.push(Alu {
-        wide: true,
-        op: AluOp::Mov,
-        dst: 0,
-        src: Operand::Imm(0),
-    });
+    out[check_at] = jmp_reg(Cond::Gt, 2, 3, (slots - check_slot - 1) as i16);
+    out.push(mov64(0, 0));
     out.push(Exit);
     out
 }
 
-/// A one-program object holding `insns`.
+/// A one-program object holding `insns`, with no maps.
 pub fn object(name: &str, insns: &[Instruction]) -> Object {
-    let slots = linerate_bpf::insn::encode_all(insns);
-    Object {
-        name: name.into(),
-        programs: vec![Program {
-            name: name.into(),
-            section: "xdp".into(),
-            functions: vec![Function {
-                name: name.into(),
-                start: 0,
-                len: slots.len(),
-            }],
-            insns: slots,
-        }],
-        maps: Vec::new(),
-        license: Some("GPL".into()),
-    }
+    Object::single(name, insns, Vec::new())
 }
 
 /// A random XDP program in the harness.

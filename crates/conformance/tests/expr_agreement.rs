@@ -6,7 +6,8 @@
 use std::collections::HashMap;
 use std::rc::Rc;
 
-use linerate_bpf::insn::{AluOp, Cond, Imm64, Instruction, Operand, Size, NUM_REGS};
+use linerate_bpf::insn::build::{add64, add64_reg, jmp_reg, ld64, ldx, mov64, mov64_reg, st, stx};
+use linerate_bpf::insn::{Cond, Imm64, Instruction, Size, NUM_REGS};
 use linerate_conformance::random_program::{body, object, Harness, SCALARS, STACK_BYTES};
 use linerate_sem::exec::{step, Flow, Frame, HelperOutcome, Machine, SemError};
 use linerate_sem::expr::{Expr, ExprDomain};
@@ -148,86 +149,33 @@ fn run_in_vm(body_with_exit: &[Instruction], inputs: &[u64; 10]) -> (Vec<u64>, V
     use Instruction::*;
     let body = &body_with_exit[..body_with_exit.len() - 1];
     let out_bytes = 8 * SCALARS.len() + STACK_BYTES as usize;
-    let mov = |dst, src| Alu {
-        wide: true,
-        op: AluOp::Mov,
-        dst,
-        src,
-    };
     let mut prologue = vec![
-        Load {
-            size: Size::W,
-            signed: false,
-            dst: 6,
-            src: 1,
-            off: 0,
-        },
-        Load {
-            size: Size::W,
-            signed: false,
-            dst: 3,
-            src: 1,
-            off: 4,
-        },
-        mov(2, Operand::Reg(6)),
-        Alu {
-            wide: true,
-            op: AluOp::Add,
-            dst: 2,
-            src: Operand::Imm(out_bytes as i32),
-        },
+        ldx(Size::W, 6, 1, 0),
+        ldx(Size::W, 3, 1, 4),
+        mov64_reg(2, 6),
+        add64(2, out_bytes as i32),
     ];
     let mut rest = Vec::new();
     for k in 1..=STACK_BYTES / 8 {
-        rest.push(Store {
-            size: Size::Dw,
-            dst: 10,
-            off: -8 * k,
-            src: Operand::Imm(0),
-        });
+        rest.push(st(Size::Dw, 10, -8 * k, 0));
     }
     for &r in &SCALARS {
-        rest.push(LoadImm64 {
-            dst: r,
-            imm: Imm64::Const(inputs[r as usize]),
-        });
+        rest.push(ld64(r, inputs[r as usize]));
     }
     rest.extend_from_slice(body);
     for (i, &r) in SCALARS.iter().enumerate() {
-        rest.push(Store {
-            size: Size::Dw,
-            dst: 6,
-            off: 8 * i as i16,
-            src: Operand::Reg(r),
-        });
+        rest.push(stx(Size::Dw, 6, 8 * i as i16, r));
     }
     for k in 0..STACK_BYTES / 8 {
-        rest.push(Load {
-            size: Size::Dw,
-            signed: false,
-            dst: 1,
-            src: 10,
-            off: -STACK_BYTES + 8 * k,
-        });
-        rest.push(Store {
-            size: Size::Dw,
-            dst: 6,
-            off: 8 * SCALARS.len() as i16 + 8 * k,
-            src: Operand::Reg(1),
-        });
+        rest.push(ldx(Size::Dw, 1, 10, -STACK_BYTES + 8 * k));
+        rest.push(stx(Size::Dw, 6, 8 * SCALARS.len() as i16 + 8 * k, 1));
     }
-    rest.push(mov(0, Operand::Imm(2)));
+    rest.push(mov64(0, 2));
     rest.push(Exit);
     let too_short: usize = rest.iter().map(Instruction::slots).sum();
-    prologue.push(Jump {
-        wide: true,
-        cond: Cond::Gt,
-        dst: 2,
-        src: Operand::Reg(3),
-        off: too_short as i16,
-    });
+    prologue.push(jmp_reg(Cond::Gt, 2, 3, too_short as i16));
     prologue.extend(rest);
-    prologue.push(mov(0, Operand::Imm(0)));
+    prologue.push(mov64(0, 0));
     prologue.push(Exit);
     let object = object("expr", &prologue);
     let mut vm = Vm::new(&object, VmOptions::default()).expect("decodes");
@@ -275,15 +223,7 @@ proptest! {
 /// The symbolic run really is symbolic: a value computed from inputs stays a tree.
 #[test]
 fn inputs_stay_symbolic() {
-    let insns = [
-        Instruction::Alu {
-            wide: true,
-            op: AluOp::Add,
-            dst: 1,
-            src: Operand::Reg(2),
-        },
-        Instruction::Exit,
-    ];
+    let insns = [add64_reg(1, 2), Instruction::Exit];
     let m = StackMachine::<ExprDomain> {
         domain: ExprDomain,
         regs: std::array::from_fn(|r| Rc::new(Expr::Var(r as u32))),

@@ -46,12 +46,7 @@ fn object() -> Object {
         start: 0,
         len,
     }];
-    Object {
-        name: "counted_loop".into(),
-        programs: vec![program],
-        maps: Vec::new(),
-        license: Some("GPL".into()),
-    }
+    Object::with_programs("counted_loop", vec![program], Vec::new())
 }
 
 #[test]

@@ -48,10 +48,10 @@
 use std::collections::BTreeSet;
 
 use linerate_bpf::facts::helper as id;
-use linerate_bpf::insn::{
-    AluOp, AtomicOp, CallTarget, Cond, Imm64, Instruction, Operand, Reg, Size,
+use linerate_bpf::insn::build::{
+    add64, call_helper, ja, jmp, jmp_reg, jump, ld_map, ldx, mov32_reg, mov64, mov64_reg, st, stx,
 };
-use linerate_bpf::program::{Function, MapOrigin};
+use linerate_bpf::insn::{AtomicOp, Cond, Instruction, Operand, Reg, Size};
 use linerate_bpf::{MapDef, MapType, Object, Program};
 use proptest::prelude::*;
 use proptest::sample::select;
@@ -129,65 +129,33 @@ impl RandomObject {
             .programs
             .iter()
             .enumerate()
-            .map(|(i, insns)| {
-                let slots = linerate_bpf::insn::encode_all(insns);
-                let name = format!("prog{i}");
-                Program {
-                    name: name.clone(),
-                    section: "xdp".into(),
-                    functions: vec![Function {
-                        name,
-                        start: 0,
-                        len: slots.len(),
-                    }],
-                    insns: slots,
-                }
-            })
+            .map(|(i, insns)| Program::from_instructions(&format!("prog{i}"), "xdp", insns))
             .collect();
-        Object {
-            name: "random".into(),
-            programs,
-            maps: maps(self.programs.len()),
-            license: Some("GPL".into()),
-        }
-    }
-}
-
-fn map(name: &str, map_type: MapType, key_size: u32, value_size: u32, entries: u32) -> MapDef {
-    MapDef {
-        name: name.into(),
-        map_type,
-        key_size,
-        value_size,
-        max_entries: entries,
-        flags: 0,
-        origin: MapOrigin::Btf,
-        initial_value: None,
-        initial_programs: Vec::new(),
+        Object::with_programs("random", programs, maps(self.programs.len()))
     }
 }
 
 /// The maps of an object of `programs` programs, in index order.
 fn maps(programs: usize) -> Vec<MapDef> {
-    let mut progs = map("progs", MapType::PROG_ARRAY, 4, 4, programs as u32 + 1);
+    let mut progs = MapDef::new("progs", MapType::PROG_ARRAY, 4, 4, programs as u32 + 1);
     progs.initial_programs = (0..programs).map(|i| (i as u32, i)).collect();
     vec![
-        map(
+        MapDef::new(
             "out",
             MapType::ARRAY,
             4,
             DUMP_BYTES as u32,
             MAX_PROGRAMS as u32,
         ),
-        map("arr", MapType::ARRAY, 4, VALUE_BYTES as u32, ARRAY_ENTRIES),
-        map(
+        MapDef::new("arr", MapType::ARRAY, 4, VALUE_BYTES as u32, ARRAY_ENTRIES),
+        MapDef::new(
             "hash",
             MapType::HASH,
             HASH_KEY_BYTES as u32,
             VALUE_BYTES as u32,
             HASH_ENTRIES,
         ),
-        map("dev", MapType::DEVMAP, 4, 4, DEV_ENTRIES),
+        MapDef::new("dev", MapType::DEVMAP, 4, 4, DEV_ENTRIES),
         progs,
     ]
 }
@@ -693,62 +661,6 @@ struct Asm {
     features: BTreeSet<&'static str>,
 }
 
-fn mov(dst: Reg, src: Operand) -> Instruction {
-    Instruction::Alu {
-        wide: true,
-        op: AluOp::Mov,
-        dst,
-        src,
-    }
-}
-
-fn add_imm(dst: Reg, imm: i32) -> Instruction {
-    Instruction::Alu {
-        wide: true,
-        op: AluOp::Add,
-        dst,
-        src: Operand::Imm(imm),
-    }
-}
-
-fn ldx(size: Size, dst: Reg, src: Reg, off: i16) -> Instruction {
-    Instruction::Load {
-        size,
-        signed: false,
-        dst,
-        src,
-        off,
-    }
-}
-
-fn stx(size: Size, dst: Reg, off: i16, src: Reg) -> Instruction {
-    Instruction::Store {
-        size,
-        dst,
-        off,
-        src: Operand::Reg(src),
-    }
-}
-
-fn st(size: Size, dst: Reg, off: i16, imm: i32) -> Instruction {
-    Instruction::Store {
-        size,
-        dst,
-        off,
-        src: Operand::Imm(imm),
-    }
-}
-
-fn jump(cond: Cond, dst: Reg, src: Operand) -> Instruction {
-    Instruction::Jump {
-        wide: true,
-        cond,
-        dst,
-        src,
-        off: 0,
-    }
-}
-
 impl Asm {
     fn new() -> Asm {
         let mut asm = Asm {
@@ -836,29 +748,14 @@ impl Asm {
                 dst,
                 src,
                 skip,
-            } => self.jump_to(
-                Instruction::Jump {
-                    wide,
-                    cond,
-                    dst,
-                    src,
-                    off: 0,
-                },
-                target(skip),
-            ),
+            } => self.jump_to(jump(wide, cond, dst, src, 0), target(skip)),
             Item::MayGoto { skip } => {
                 self.features.insert("may_goto");
                 self.jump_to(Instruction::MayGoto { off: 0 }, target(skip))
             }
             Item::Goto { long, skip } => {
                 // `if r0 != 0x5a goto +1` keeps the code after the unconditional jump reachable.
-                self.emit(Instruction::Jump {
-                    wide: true,
-                    cond: Cond::Ne,
-                    dst: 0,
-                    src: Operand::Imm(0x5a),
-                    off: 1,
-                });
+                self.emit(jmp(Cond::Ne, 0, 0x5a, 1));
                 self.jump_to(Instruction::Ja { off: 0, long }, target(skip));
             }
         }
@@ -877,25 +774,13 @@ impl Asm {
         self.place(latch);
         let c = lp.counter;
         self.emit(ldx(Size::Dw, c, 10, slot));
-        self.emit(add_imm(c, 1));
+        self.emit(add64(c, 1));
         self.emit(stx(Size::Dw, 10, slot, c));
-        let compare = |cond| Instruction::Jump {
-            wide: lp.wide,
-            cond,
-            dst: c,
-            src: Operand::Imm(lp.count),
-            off: 0,
-        };
+        let compare = |cond| jump(lp.wide, cond, c, Operand::Imm(lp.count), 0);
         if lp.latch_goto {
             let out = self.label();
             self.jump_to(compare(Cond::Ge), out);
-            self.jump_to(
-                Instruction::Ja {
-                    off: 0,
-                    long: false,
-                },
-                top,
-            );
+            self.jump_to(ja(0), top);
             self.place(out);
         } else {
             self.jump_to(compare(Cond::Lt), top);
@@ -906,7 +791,8 @@ impl Asm {
     fn scalar_arg(&mut self, dst: Reg, src: Operand) {
         match src {
             Operand::Reg(r) if r <= 5 => self.emit(ldx(Size::Dw, dst, 10, reg_slot(r))),
-            src => self.emit(mov(dst, src)),
+            Operand::Reg(r) => self.emit(mov64_reg(dst, r)),
+            Operand::Imm(imm) => self.emit(mov64(dst, imm)),
         }
     }
 
@@ -915,15 +801,12 @@ impl Asm {
             Mem::Stack(off) => (10, off),
             Mem::Packet(off) => (PACKET_POINTER, off),
         };
-        self.emit(mov(dst, Operand::Reg(base)));
-        self.emit(add_imm(dst, off as i32));
+        self.emit(mov64_reg(dst, base));
+        self.emit(add64(dst, off as i32));
     }
 
     fn map_arg(&mut self, dst: Reg, map: u32) {
-        self.emit(Instruction::LoadImm64 {
-            dst,
-            imm: Imm64::Map(map),
-        });
+        self.emit(ld_map(dst, map));
     }
 
     fn ctx_arg(&mut self, dst: Reg) {
@@ -969,11 +852,11 @@ impl Asm {
                         Some((mem, len)) => {
                             let len = *len;
                             self.pointer_arg(ptr, *mem);
-                            self.emit(mov(size, Operand::Imm(len)));
+                            self.emit(mov64(size, len));
                         }
                         None => {
-                            self.emit(mov(ptr, Operand::Imm(0)));
-                            self.emit(mov(size, Operand::Imm(0)));
+                            self.emit(mov64(ptr, 0));
+                            self.emit(mov64(size, 0));
                         }
                     }
                 }
@@ -987,7 +870,7 @@ impl Asm {
                 self.ctx_arg(1);
                 self.scalar_arg(2, *offset);
                 self.pointer_arg(3, Mem::Stack(*buf));
-                self.emit(mov(4, Operand::Imm(*len)));
+                self.emit(mov64(4, *len));
             }
             Helper::BuffLen => self.ctx_arg(1),
             Helper::ProcessorId | Helper::Unobserved(_) => {}
@@ -1006,7 +889,7 @@ impl Asm {
                 self.scalar_arg(3, *index);
             }
         }
-        self.emit(Instruction::Call(CallTarget::Helper(call.helper())));
+        self.emit(call_helper(call.helper()));
         if matches!(call, Helper::TailCall { .. } | Helper::Unobserved(_)) {
             // A tail call that falls through leaves r0 undefined; the clock and the random
             // numbers are not the kernel's.
@@ -1016,10 +899,10 @@ impl Asm {
             self.ctx_arg(1);
             self.emit(ldx(Size::W, PACKET_POINTER, 1, 0));
             self.emit(ldx(Size::W, 2, 1, 4));
-            self.emit(mov(3, Operand::Reg(PACKET_POINTER)));
-            self.emit(add_imm(3, BODY_PACKET_BYTES as i32));
+            self.emit(mov64_reg(3, PACKET_POINTER));
+            self.emit(add64(3, BODY_PACKET_BYTES as i32));
             let early = self.early;
-            self.jump_to(jump(Cond::Gt, 3, Operand::Reg(2)), early);
+            self.jump_to(jmp_reg(Cond::Gt, 3, 2, 0), early);
         }
         for r in 1..=5 {
             self.emit(ldx(Size::Dw, r, 10, reg_slot(r)));
@@ -1035,8 +918,8 @@ impl Asm {
     /// `if r0 == 0 goto miss; base = r0; r0 = saved r0; ops; base = *(base + off); miss:`.
     fn value_block(&mut self, base: Reg, ops: &[ValueOp], last: (Size, i16)) {
         let miss = self.label();
-        self.jump_to(jump(Cond::Eq, 0, Operand::Imm(0)), miss);
-        self.emit(mov(base, Operand::Reg(0)));
+        self.jump_to(jmp(Cond::Eq, 0, 0, 0), miss);
+        self.emit(mov64_reg(base, 0));
         self.emit(ldx(Size::Dw, 0, 10, reg_slot(0)));
         // Registers other than the base; r0 stands in for it.
         let other = |r: Reg| if r == base { 0 } else { r };
@@ -1082,7 +965,7 @@ impl Asm {
                     };
                     // Only the 32-bit cmpxchg precaution applies: a map value is no stack slot.
                     if size == Size::W && op == AtomicOp::CmpXchg {
-                        self.emit(mov32(0, 0));
+                        self.emit(mov32_reg(0, 0));
                     }
                     self.emit(insn);
                 }
@@ -1103,15 +986,6 @@ impl Asm {
     }
 }
 
-fn mov32(dst: Reg, src: Reg) -> Instruction {
-    Instruction::Alu {
-        wide: false,
-        op: AluOp::Mov,
-        dst,
-        src: Operand::Reg(src),
-    }
-}
-
 /// Program `index` of an object: the harness around `body`, and the features it uses.
 fn assemble(body: &[Node], index: usize) -> (Vec<Instruction>, BTreeSet<&'static str>) {
     let mut a = Asm::new();
@@ -1119,9 +993,9 @@ fn assemble(body: &[Node], index: usize) -> (Vec<Instruction>, BTreeSet<&'static
     // Prologue.
     a.emit(ldx(Size::W, PACKET_POINTER, 1, 0));
     a.emit(ldx(Size::W, 3, 1, 4));
-    a.emit(mov(2, Operand::Reg(PACKET_POINTER)));
-    a.emit(add_imm(2, MIN_PACKET));
-    a.jump_to(jump(Cond::Gt, 2, Operand::Reg(3)), short);
+    a.emit(mov64_reg(2, PACKET_POINTER));
+    a.emit(add64(2, MIN_PACKET));
+    a.jump_to(jmp_reg(Cond::Gt, 2, 3, 0), short);
     a.emit(stx(Size::Dw, 10, CTX_SLOT, 1));
     for off in (DUMP_START..0).step_by(8) {
         a.emit(st(Size::Dw, 10, off, 0));
@@ -1143,8 +1017,8 @@ fn assemble(body: &[Node], index: usize) -> (Vec<Instruction>, BTreeSet<&'static
     a.emit(st(Size::W, 10, OUT_KEY_SLOT, index as i32));
     a.map_arg(1, OUT_MAP);
     a.pointer_arg(2, Mem::Stack(OUT_KEY_SLOT));
-    a.emit(Instruction::Call(CallTarget::Helper(id::MAP_LOOKUP_ELEM)));
-    a.jump_to(jump(Cond::Eq, 0, Operand::Imm(0)), ret);
+    a.emit(call_helper(id::MAP_LOOKUP_ELEM));
+    a.jump_to(jmp(Cond::Eq, 0, 0, 0), ret);
     for k in 0..DUMP_BYTES / 8 {
         a.emit(ldx(Size::Dw, 1, 10, DUMP_START + 8 * k));
         a.emit(stx(Size::Dw, 0, 8 * k, 1));
@@ -1153,7 +1027,7 @@ fn assemble(body: &[Node], index: usize) -> (Vec<Instruction>, BTreeSet<&'static
     a.emit(ldx(Size::Dw, 0, 10, reg_slot(0)));
     a.emit(Instruction::Exit);
     a.place(short);
-    a.emit(mov(0, Operand::Imm(0)));
+    a.emit(mov64(0, 0));
     a.emit(Instruction::Exit);
     a.finish()
 }
@@ -1161,6 +1035,7 @@ fn assemble(body: &[Node], index: usize) -> (Vec<Instruction>, BTreeSet<&'static
 #[cfg(test)]
 mod tests {
     use super::*;
+    use linerate_bpf::insn::Imm64;
     use proptest::strategy::ValueTree;
     use proptest::test_runner::TestRunner;
 
