@@ -1,9 +1,8 @@
 //! A small program builder over [`Instruction`] values: forward and backward jumps and local calls
 //! name [`Label`]s, resolved to slot offsets when the program is finished.
 
-use linerate_bpf::insn::{
-    AluOp, AtomicOp, CallTarget, Cond, Imm64, Instruction, Operand, RawInsn, Reg, Size,
-};
+use linerate_bpf::insn::build::ldx;
+use linerate_bpf::insn::{CallTarget, Cond, Instruction, Operand, RawInsn, Reg, Size};
 
 pub(crate) const R0: Reg = 0;
 pub(crate) const R1: Reg = 1;
@@ -194,37 +193,6 @@ impl Asm {
     }
 }
 
-/// `dst op= src` on 64 (`wide`) or 32 bits.
-pub(crate) fn alu(wide: bool, op: AluOp, dst: Reg, src: Operand) -> Instruction {
-    Instruction::Alu { wide, op, dst, src }
-}
-
-/// `dst = imm` (64-bit, sign-extended immediate).
-pub(crate) fn mov(dst: Reg, imm: i32) -> Instruction {
-    alu(true, AluOp::Mov, dst, Operand::Imm(imm))
-}
-
-/// `dst = src` (64-bit).
-pub(crate) fn movr(dst: Reg, src: Reg) -> Instruction {
-    alu(true, AluOp::Mov, dst, Operand::Reg(src))
-}
-
-/// `dst += imm` (64-bit).
-pub(crate) fn addi(dst: Reg, imm: i32) -> Instruction {
-    alu(true, AluOp::Add, dst, Operand::Imm(imm))
-}
-
-/// `dst = *(size *)(src + off)`.
-pub(crate) fn ldx(size: Size, dst: Reg, src: Reg, off: i16) -> Instruction {
-    Instruction::Load {
-        size,
-        signed: false,
-        dst,
-        src,
-        off,
-    }
-}
-
 /// `dst = *(u32 *)(ctx + field)`: a field of `struct xdp_md` (an offset of
 /// [`linerate_bpf::facts::xdp_md`]).
 pub(crate) fn ldx_ctx(dst: Reg, ctx: Reg, field: u64) -> Instruction {
@@ -236,62 +204,17 @@ pub(crate) fn ldx_ctx(dst: Reg, ctx: Reg, field: u64) -> Instruction {
     )
 }
 
-/// `*(size *)(dst + off) = src`.
-pub(crate) fn stx(size: Size, dst: Reg, off: i16, src: Reg) -> Instruction {
-    Instruction::Store {
-        size,
-        dst,
-        off,
-        src: Operand::Reg(src),
-    }
-}
-
-/// `*(size *)(dst + off) = imm`.
-pub(crate) fn st(size: Size, dst: Reg, off: i16, imm: i32) -> Instruction {
-    Instruction::Store {
-        size,
-        dst,
-        off,
-        src: Operand::Imm(imm),
-    }
-}
-
-/// An atomic read-modify-write of `*(size *)(dst + off)` with `src`.
-pub(crate) fn atomic(size: Size, op: AtomicOp, fetch: bool, dst: Reg, src: Reg) -> Instruction {
-    Instruction::Atomic {
-        size,
-        op,
-        fetch,
-        dst,
-        src,
-        off: 0,
-    }
-}
-
-/// `dst = imm ll`.
-pub(crate) fn ld64(dst: Reg, imm: Imm64) -> Instruction {
-    Instruction::LoadImm64 { dst, imm }
-}
-
-/// A helper call.
-pub(crate) fn call(helper: u32) -> Instruction {
-    Instruction::Call(CallTarget::Helper(helper))
-}
-
-pub(crate) fn exit() -> Instruction {
-    Instruction::Exit
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use linerate_bpf::insn::build::{exit, ld64};
 
     #[test]
     fn labels_resolve_to_slot_offsets() {
         let mut a = Asm::new();
         let end = a.label();
         let top = a.here();
-        a.push(ld64(R1, Imm64::Const(1))); // two slots
+        a.push(ld64(R1, 1)); // two slots
         a.jcc(true, Cond::Eq, R1, Operand::Imm(0), end);
         a.ja(top);
         a.bind(end);

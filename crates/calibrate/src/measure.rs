@@ -91,12 +91,7 @@ fn build_object(name: &str, group: &crate::programs::Group, programs: &[&Prog]) 
             }
         })
         .collect();
-    Object {
-        name: name.into(),
-        programs,
-        maps,
-        license: Some("GPL".into()),
-    }
+    Object::with_programs(name, programs, maps)
 }
 
 /// IPv4 forwarding on `lo`, which `bpf_fib_lookup` requires of the ingress device before it looks

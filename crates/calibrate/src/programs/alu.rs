@@ -9,11 +9,11 @@ const MASK32: i32 = 0x7fff_fff1;
 
 fn alu_setup(a: &mut Asm, _fail: Label) {
     a.extend([
-        ld64(R1, Imm64::Const(CHAIN_START)),
-        mov(R2, 3),
-        ld64(R3, Imm64::Const(CHAIN_START)),
-        mov(R4, MASK32),
-        mov(R5, 0),
+        ld64(R1, CHAIN_START),
+        mov64(R2, 3),
+        ld64(R3, CHAIN_START),
+        mov64(R4, MASK32),
+        mov64(R5, 0),
     ]);
 }
 
@@ -109,7 +109,7 @@ pub(super) fn alu_group() -> Group {
     }
     let units = 1000;
     let insns = program(alu_setup, units, |a, _, _| {
-        a.push(ld64(R5, Imm64::Const(0x0123_4567_89ab_cdef)))
+        a.push(ld64(R5, 0x0123_4567_89ab_cdef))
     });
     g.timed(
         format!("ld_imm64 x{units}"),

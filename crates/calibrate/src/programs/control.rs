@@ -36,18 +36,18 @@ fn jump_packet(r1: u64) -> Vec<u8> {
 /// value), and a never-taken `if r9 == JA_MAGIC goto side`.
 fn jump_setup(a: &mut Asm, fail: Label, side: Option<Label>) {
     a.extend([
-        movr(R6, R1),
+        mov64_reg(R6, R1),
         ldx_ctx(R7, R6, xdp_md::DATA),
         ldx_ctx(R8, R6, xdp_md::DATA_END),
-        movr(R5, R7),
-        addi(R5, 24),
+        mov64_reg(R5, R7),
+        add64(R5, 24),
     ]);
     a.jcc(true, Cond::Gt, R5, Operand::Reg(R8), fail);
     a.extend([
         ldx(Size::Dw, R1, R7, 0),
         ldx(Size::Dw, R2, R7, 8),
         ldx(Size::Dw, R9, R7, 16),
-        mov(R8, XDP_PASS as i32),
+        mov64(R8, XDP_PASS as i32),
     ]);
     let side = side.unwrap_or(fail);
     a.jcc(true, Cond::Eq, R9, Operand::Imm(JA_MAGIC), side);
@@ -61,7 +61,7 @@ const TAKEN_UNITS: u32 = 250;
 /// not depending on placement).
 fn jump_filler(a: &mut Asm) {
     for _ in 0..6 {
-        a.push(ld64(R5, Imm64::Const(0x1122_3344_5566_7788)));
+        a.push(ld64(R5, 0x1122_3344_5566_7788));
     }
 }
 
@@ -107,7 +107,7 @@ pub(super) fn jump_group() -> Group {
                             let next = a.label();
                             a.jcc(wide, cond, R1, src, next);
                             jump_filler(a);
-                            a.push(mov(R8, 0));
+                            a.push(mov64(R8, 0));
                             a.bind(next);
                         } else {
                             a.jcc(wide, cond, R1, src, fail);
@@ -191,7 +191,7 @@ pub(super) fn call_group() -> Group {
     per_packet.note = "BPF_PROG_TEST_RUN time of `r0 = XDP_PASS; exit`".into();
     g.timed_plain(
         "empty",
-        &[mov(R0, XDP_PASS as i32), exit()],
+        &[mov64(R0, XDP_PASS as i32), exit()],
         Some(per_packet),
     );
     g.timed("call base", program(|_, _| {}, 0, |_, _, _| {}), None);
@@ -206,7 +206,7 @@ pub(super) fn call_group() -> Group {
         },
         |a, sub| {
             a.bind(*sub);
-            a.extend([mov(R0, 0), exit()]);
+            a.extend([mov64(R0, 0), exit()]);
         },
     );
     g.timed(
@@ -236,19 +236,19 @@ pub(super) fn tail_call_group() -> Group {
     // ctx->rx_queue_index (0 at run time, unknown to the verifier).
     let direct = |map: u32| {
         vec![
-            ld64(R2, Imm64::Map(map)),
-            mov(R3, 0),
-            call(helper::TAIL_CALL),
-            mov(R0, XDP_PASS as i32),
+            ld_map(R2, map),
+            mov64(R3, 0),
+            call_helper(helper::TAIL_CALL),
+            mov64(R0, XDP_PASS as i32),
             exit(),
         ]
     };
     let indirect = |map: u32| {
         vec![
             ldx_ctx(R3, R1, xdp_md::RX_QUEUE_INDEX),
-            ld64(R2, Imm64::Map(map)),
-            call(helper::TAIL_CALL),
-            mov(R0, XDP_PASS as i32),
+            ld_map(R2, map),
+            call_helper(helper::TAIL_CALL),
+            mov64(R0, XDP_PASS as i32),
             exit(),
         ]
     };

@@ -11,7 +11,7 @@ const PRINTK_FORMAT: &[u8; 16] = b"lr %d %u %llx\n\0\0";
 const BUFFER: i16 = -192;
 
 fn helper_setup(a: &mut Asm, _fail: Label) {
-    a.extend([movr(R6, R1), mov(R7, 0)]);
+    a.extend([mov64_reg(R6, R1), mov64(R7, 0)]);
     for i in 1..=24 {
         a.push(stx(Size::Dw, R10, -8 * i, R7));
     }
@@ -46,27 +46,27 @@ struct HelperCase {
 }
 
 fn helper_call_insns(id: u32, step: u32) -> Vec<Instruction> {
-    let ctx = movr(R1, R6);
+    let ctx = mov64_reg(R1, R6);
     match id {
         helper::TRACE_PRINTK => vec![
-            movr(R1, R10),
-            addi(R1, PRINTK_FMT as i32),
-            mov(R2, PRINTK_FORMAT.len() as i32),
-            mov(R3, -123_456_789),
-            mov(R4, 4_000_000_000u32 as i32),
-            mov(R5, -1),
-            call(id),
+            mov64_reg(R1, R10),
+            add64(R1, PRINTK_FMT as i32),
+            mov64(R2, PRINTK_FORMAT.len() as i32),
+            mov64(R3, -123_456_789),
+            mov64(R4, 4_000_000_000u32 as i32),
+            mov64(R5, -1),
+            call_helper(id),
         ],
-        helper::REDIRECT => vec![mov(R1, 1), mov(R2, 0), call(id)],
+        helper::REDIRECT => vec![mov64(R1, 1), mov64(R2, 0), call_helper(id)],
         helper::CSUM_DIFF => vec![
-            movr(R1, R10),
-            addi(R1, BUFFER as i32),
-            mov(R2, CSUM_BYTES),
-            movr(R3, R10),
-            addi(R3, BUFFER as i32 + 32),
-            mov(R4, CSUM_BYTES),
-            mov(R5, 0),
-            call(id),
+            mov64_reg(R1, R10),
+            add64(R1, BUFFER as i32),
+            mov64(R2, CSUM_BYTES),
+            mov64_reg(R3, R10),
+            add64(R3, BUFFER as i32 + 32),
+            mov64(R4, CSUM_BYTES),
+            mov64(R5, 0),
+            call_helper(id),
         ],
         helper::XDP_ADJUST_HEAD | helper::XDP_ADJUST_META => {
             let delta = if step == 0 {
@@ -74,7 +74,7 @@ fn helper_call_insns(id: u32, step: u32) -> Vec<Instruction> {
             } else {
                 ADJUST_BYTES
             };
-            vec![ctx, mov(R2, delta), call(id)]
+            vec![ctx, mov64(R2, delta), call_helper(id)]
         }
         helper::XDP_ADJUST_TAIL => {
             let delta = if step == 0 {
@@ -82,28 +82,28 @@ fn helper_call_insns(id: u32, step: u32) -> Vec<Instruction> {
             } else {
                 -ADJUST_BYTES
             };
-            vec![ctx, mov(R2, delta), call(id)]
+            vec![ctx, mov64(R2, delta), call_helper(id)]
         }
         helper::REDIRECT_MAP => redirect_map_insns(0),
         helper::FIB_LOOKUP => vec![
             st(Size::W, R10, FIB_PARAMS + 8, 1),
             ctx,
-            movr(R2, R10),
-            addi(R2, FIB_PARAMS as i32),
-            mov(R3, FIB_LOOKUP_PARAMS as i32),
-            mov(R4, 0),
-            call(id),
+            mov64_reg(R2, R10),
+            add64(R2, FIB_PARAMS as i32),
+            mov64(R3, FIB_LOOKUP_PARAMS as i32),
+            mov64(R4, 0),
+            call_helper(id),
         ],
-        helper::XDP_GET_BUFF_LEN => vec![ctx, call(id)],
+        helper::XDP_GET_BUFF_LEN => vec![ctx, call_helper(id)],
         helper::XDP_LOAD_BYTES | helper::XDP_STORE_BYTES => vec![
             ctx,
-            mov(R2, 0),
-            movr(R3, R10),
-            addi(R3, BUFFER as i32),
-            mov(R4, COPY_BYTES),
-            call(id),
+            mov64(R2, 0),
+            mov64_reg(R3, R10),
+            add64(R3, BUFFER as i32),
+            mov64(R4, COPY_BYTES),
+            call_helper(id),
         ],
-        _ => vec![call(id)],
+        _ => vec![call_helper(id)],
     }
 }
 
@@ -208,10 +208,10 @@ pub(crate) const REDIRECT_TARGETS: [(u32, &str); 3] =
 /// `redirect_map(map, 0, 0)` on the helper group's map `map`.
 fn redirect_map_insns(map: u32) -> Vec<Instruction> {
     vec![
-        ld64(R1, Imm64::Map(map)),
-        mov(R2, 0),
-        mov(R3, 0),
-        call(helper::REDIRECT_MAP),
+        ld_map(R1, map),
+        mov64(R2, 0),
+        mov64(R3, 0),
+        call_helper(helper::REDIRECT_MAP),
     ]
 }
 
@@ -247,7 +247,7 @@ pub(super) fn helper_group() -> Group {
                 helper_setup(&mut a, setup_fail);
                 a.extend(redirect_map_insns(map));
                 a.push(exit());
-                a.tail_block(setup_fail, [mov(R0, 1), exit()]);
+                a.tail_block(setup_fail, [mov64(R0, 1), exit()]);
                 g.probe(&key, a.finish().insns, c.expect);
             }
             continue;
@@ -285,8 +285,8 @@ pub(super) fn helper_group() -> Group {
                 }
             }
             a.push(exit());
-            a.tail_block(fail, [addi(R0, PROBE_FAIL as i32), exit()]);
-            a.tail_block(setup_fail, [mov(R0, 1), exit()]);
+            a.tail_block(fail, [add64(R0, PROBE_FAIL as i32), exit()]);
+            a.tail_block(setup_fail, [mov64(R0, 1), exit()]);
             a.finish().insns
         };
         g.probe(&key, probe, c.expect);

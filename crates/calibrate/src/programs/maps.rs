@@ -136,7 +136,7 @@ enum MapUnit {
 
 pub(super) fn map_group() -> Group {
     let mut g = Group::new("map");
-    let setup = |a: &mut Asm, _: Label| a.extend([mov(R6, 0)]);
+    let setup = |a: &mut Asm, _: Label| a.extend([mov64(R6, 0)]);
     g.timed("map base", program(setup, 0, |_, _, _| {}), None);
     for (c, case) in map_cases().iter().enumerate() {
         let map = (2 * c) as u32;
@@ -203,43 +203,43 @@ pub(super) fn map_group() -> Group {
                 match kind {
                     MapUnit::Lookup => {
                         a.extend([
-                            ld64(R1, Imm64::Map(map)),
-                            ld64(R2, key_at(0)),
-                            call(helper::MAP_LOOKUP_ELEM),
+                            ld_map(R1, map),
+                            ld_imm64(R2, key_at(0)),
+                            call_helper(helper::MAP_LOOKUP_ELEM),
                         ]);
                         check(a, Expect::NonNull);
                     }
                     MapUnit::Update => {
                         a.extend([
-                            ld64(R1, Imm64::Map(map)),
-                            ld64(R2, key_at(1)),
-                            ld64(R3, value_at),
-                            mov(R4, 0),
-                            call(helper::MAP_UPDATE_ELEM),
+                            ld_map(R1, map),
+                            ld_imm64(R2, key_at(1)),
+                            ld_imm64(R3, value_at),
+                            mov64(R4, 0),
+                            call_helper(helper::MAP_UPDATE_ELEM),
                         ]);
                         check(a, Expect::Eq(0));
                     }
                     MapUnit::Delete => {
                         a.extend([
-                            ld64(R1, Imm64::Map(map)),
-                            ld64(R2, key_at(1)),
-                            call(helper::MAP_DELETE_ELEM),
+                            ld_map(R1, map),
+                            ld_imm64(R2, key_at(1)),
+                            call_helper(helper::MAP_DELETE_ELEM),
                         ]);
                         check(a, Expect::Eq(-(EINVAL as i32)));
                     }
                     MapUnit::Pair => {
                         a.extend([
-                            ld64(R1, Imm64::Map(map)),
-                            ld64(R2, key_at(2)),
-                            ld64(R3, value_at),
-                            mov(R4, 0),
-                            call(helper::MAP_UPDATE_ELEM),
+                            ld_map(R1, map),
+                            ld_imm64(R2, key_at(2)),
+                            ld_imm64(R3, value_at),
+                            mov64(R4, 0),
+                            call_helper(helper::MAP_UPDATE_ELEM),
                         ]);
                         check(a, Expect::Eq(0));
                         a.extend([
-                            ld64(R1, Imm64::Map(map)),
-                            ld64(R2, key_at(2)),
-                            call(helper::MAP_DELETE_ELEM),
+                            ld_map(R1, map),
+                            ld_imm64(R2, key_at(2)),
+                            call_helper(helper::MAP_DELETE_ELEM),
                         ]);
                         check(a, Expect::Eq(0));
                     }

@@ -14,7 +14,7 @@ pub(crate) const CTX_FIELDS: [(&str, u64, bool); 5] = [
 pub(super) fn ctx_group() -> Group {
     let mut g = Group::new("ctx");
     // r1 = ctx; r7 = ctx->data (a packet pointer to subtract from pointer-valued fields).
-    let setup = |a: &mut Asm, _: Label| a.extend([ldx_ctx(R7, R1, xdp_md::DATA), mov(R3, 0)]);
+    let setup = |a: &mut Asm, _: Label| a.extend([ldx_ctx(R7, R1, xdp_md::DATA), mov64(R3, 0)]);
     g.timed("ctx base", program(setup, 0, |_, _, _| {}), None);
     for (field, off, pointer) in CTX_FIELDS {
         let key = format!("aux.ctx.{field}");
@@ -49,37 +49,37 @@ fn region_setup(region: Region) -> impl Fn(&mut Asm, Label) {
         match region {
             Region::Packet => {
                 a.extend([
-                    movr(R6, R1),
+                    mov64_reg(R6, R1),
                     ldx_ctx(R7, R6, xdp_md::DATA),
                     ldx_ctx(R8, R6, xdp_md::DATA_END),
-                    movr(R1, R7),
-                    addi(R1, 64),
+                    mov64_reg(R1, R7),
+                    add64(R1, 64),
                 ]);
                 a.jcc(true, Cond::Gt, R1, Operand::Reg(R8), fail);
-                a.push(movr(R1, R7));
+                a.push(mov64_reg(R1, R7));
             }
             Region::Stack => {
-                a.push(mov(R2, 0));
+                a.push(mov64(R2, 0));
                 for i in 1..=8 {
                     a.push(stx(Size::Dw, R10, -8 * i, R2));
                 }
-                a.extend([movr(R1, R10), addi(R1, -64)]);
+                a.extend([mov64_reg(R1, R10), add64(R1, -64)]);
             }
             Region::MapValue => {
                 a.extend([
                     st(Size::W, R10, -4, 0),
-                    movr(R2, R10),
-                    addi(R2, -4),
-                    ld64(R1, Imm64::Map(0)),
-                    call(helper::MAP_LOOKUP_ELEM),
+                    mov64_reg(R2, R10),
+                    add64(R2, -4),
+                    ld_map(R1, 0),
+                    call_helper(helper::MAP_LOOKUP_ELEM),
                 ]);
                 a.jcc(true, Cond::Eq, R0, Operand::Imm(0), fail);
-                a.push(movr(R1, R0));
+                a.push(mov64_reg(R1, R0));
             }
-            Region::Global => a.push(ld64(R1, Imm64::MapValue { map: 0, offset: 0 })),
+            Region::Global => a.push(ld_map_value(R1, 0, 0)),
             Region::Ctx => unreachable!("the context has its own group"),
         }
-        a.extend([mov(R2, 0), mov(R0, 0)]);
+        a.extend([mov64(R2, 0), mov64(R0, 0)]);
     }
 }
 
@@ -174,7 +174,7 @@ pub(super) fn mem_group(region: Region) -> Group {
                     .to_string();
                     let units = 500;
                     let insns = program(&setup, units, |a, _, _| {
-                        a.push(atomic(size, op, fetch, R1, R2))
+                        a.push(atomic(size, op, fetch, R1, 0, R2))
                     });
                     let bench = Bench::new(&key, &base, units).note(
                         "back-to-back atomics on one location (each waits for the previous; \

@@ -18,6 +18,7 @@ use linerate_bpf::insn::{
 use linerate_bpf::program::{MapDef, MapOrigin, MapType};
 
 use crate::asm::*;
+use linerate_bpf::insn::build::*;
 use linerate_cost::item::{Access, Item, MapOp, Region, COSTED_HELPERS, COSTED_MAP_TYPES};
 
 mod alu;
@@ -242,11 +243,11 @@ fn looped<T>(
     let fail = a.label();
     let exhausted = a.label();
     a.extend([
-        movr(R6, R1),
+        mov64_reg(R6, R1),
         ldx_ctx(R2, R6, xdp_md::DATA),
         ldx_ctx(R3, R6, xdp_md::DATA_END),
-        movr(R4, R2),
-        addi(R4, PACKET_LEN as i32),
+        mov64_reg(R4, R2),
+        add64(R4, PACKET_LEN as i32),
     ]);
     a.jcc(true, Cond::Gt, R4, Operand::Reg(R3), fail);
     a.extend([
@@ -261,15 +262,15 @@ fn looped<T>(
     let made = body(&mut a, fail);
     a.extend([
         ldx(Size::Dw, R1, R10, LOOP_COUNTER),
-        addi(R1, -1),
+        add64(R1, -1),
         stx(Size::Dw, R10, LOOP_COUNTER, R1),
     ]);
     a.jcc(true, Cond::Ne, R1, Operand::Imm(0), top);
-    a.extend([mov(R0, XDP_PASS as i32), exit()]);
+    a.extend([mov64(R0, XDP_PASS as i32), exit()]);
     a.bind(fail);
-    a.extend([mov(R0, 1), exit()]);
+    a.extend([mov64(R0, 1), exit()]);
     a.bind(exhausted);
-    a.extend([mov(R0, LOOP_EXHAUSTED as i32), exit()]);
+    a.extend([mov64(R0, LOOP_EXHAUSTED as i32), exit()]);
     after(&mut a, &made);
     (a.finish(), made)
 }
@@ -294,33 +295,21 @@ fn program(
 }
 
 fn data_map(name: &str, value: Vec<u8>) -> MapDef {
+    let value_size = value.len() as u32;
     MapDef {
-        name: name.into(),
-        map_type: MapType::ARRAY,
-        key_size: 4,
-        value_size: value.len() as u32,
-        max_entries: 1,
-        flags: 0,
         origin: MapOrigin::GlobalData {
             section: ".data".into(),
             read_only: false,
         },
         initial_value: Some(value),
-        initial_programs: Vec::new(),
+        ..MapDef::new(name, MapType::ARRAY, 4, value_size, 1)
     }
 }
 
 fn plain_map(name: &str, map_type: MapType, key_size: u32, value_size: u32, max: u32) -> MapDef {
     MapDef {
-        name: name.into(),
-        map_type,
-        key_size,
-        value_size,
-        max_entries: max,
-        flags: 0,
         origin: MapOrigin::Legacy,
-        initial_value: None,
-        initial_programs: Vec::new(),
+        ..MapDef::new(name, map_type, key_size, value_size, max)
     }
 }
 
@@ -352,9 +341,9 @@ fn probe_program(
     for k in 0..units {
         unit(&mut a, k, fail);
     }
-    a.extend([mov(R0, XDP_PASS as i32), exit()]);
-    a.tail_block(fail, [addi(R0, PROBE_FAIL as i32), exit()]);
-    a.tail_block(setup_fail, [mov(R0, 1), exit()]);
+    a.extend([mov64(R0, XDP_PASS as i32), exit()]);
+    a.tail_block(fail, [add64(R0, PROBE_FAIL as i32), exit()]);
+    a.tail_block(setup_fail, [mov64(R0, 1), exit()]);
     a.finish().insns
 }
 
