@@ -9,33 +9,25 @@ use linerate_cfg::Cfg;
 fn assemble(text: &str, maps: Vec<MapDef>) -> (Object, Cfg) {
     let program: Program = linerate_bpf::asm::assemble_program(text, &maps).expect("assembles");
     let cfg = Cfg::build(&program).expect("cfg");
-    let object = Object {
-        name: "t".into(),
-        programs: vec![Program {
-            functions: vec![Function {
-                name: "t".into(),
-                start: 0,
-                len: program.insns.len(),
-            }],
-            ..program
+    let program = Program {
+        functions: vec![Function {
+            name: "t".into(),
+            start: 0,
+            len: program.insns.len(),
         }],
-        maps,
+        ..program
+    };
+    let object = Object {
         license: None,
+        ..Object::with_programs("t", vec![program], maps)
     };
     (object, cfg)
 }
 
 fn map(name: &str, origin: MapOrigin) -> MapDef {
     MapDef {
-        name: name.into(),
-        map_type: MapType::ARRAY,
-        key_size: 4,
-        value_size: 8,
-        max_entries: 1,
-        flags: 0,
         origin,
-        initial_value: None,
-        initial_programs: Vec::new(),
+        ..MapDef::new(name, MapType::ARRAY, 4, 8, 1)
     }
 }
 

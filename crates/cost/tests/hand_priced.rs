@@ -16,7 +16,7 @@
 
 use std::collections::BTreeMap;
 
-use linerate_bpf::program::{MapDef, MapOrigin, MapType, Object};
+use linerate_bpf::program::{MapDef, MapType, Object};
 use linerate_cfg::Cfg;
 use linerate_cost::item::{family_key, map_families, universe};
 use linerate_cost::model::{Component, Device, Gap, GapOrigin, ItemPrice, Limits, ModelFile};
@@ -142,29 +142,14 @@ const CALL_ITEMS: &[(usize, &str)] = &[
 ];
 
 fn array_map() -> MapDef {
-    MapDef {
-        name: "counters".into(),
-        map_type: MapType::ARRAY,
-        key_size: 4,
-        value_size: 8,
-        max_entries: 4,
-        flags: 0,
-        origin: MapOrigin::Btf,
-        initial_value: None,
-        initial_programs: Vec::new(),
-    }
+    MapDef::new("counters", MapType::ARRAY, 4, 8, 4)
 }
 
 fn build(text: &str) -> (Object, Cfg) {
     let maps = vec![array_map()];
     let program = linerate_bpf::asm::assemble_program(text, &maps).expect("assembles");
     let cfg = Cfg::build(&program).expect("cfg");
-    let object = Object {
-        name: "hand".into(),
-        programs: vec![program],
-        maps,
-        license: Some("GPL".into()),
-    };
+    let object = Object::with_programs("hand", vec![program], maps);
     (object, cfg)
 }
 

@@ -3,7 +3,7 @@
 //! price every instruction the interpreter runs.
 
 use linerate_bpf::insn::{AluOp, Cond};
-use linerate_bpf::program::{Function, MapDef, MapOrigin, MapType, Object, Program};
+use linerate_bpf::program::{Function, MapDef, MapType, Object, Program};
 use linerate_cfg::Cfg;
 use linerate_cost::item::{family_key, map_families, universe, Item, MapOp};
 use linerate_cost::model::{Component, Device, ItemPrice, Limits, ModelFile};
@@ -193,27 +193,12 @@ fn object(text: &str, maps: Vec<MapDef>) -> (Object, Cfg) {
         ..program
     };
     let cfg = Cfg::build(&program).unwrap();
-    let object = Object {
-        name: "t".into(),
-        programs: vec![program],
-        maps,
-        license: Some("GPL".into()),
-    };
+    let object = Object::with_programs("t", vec![program], maps);
     (object, cfg)
 }
 
 fn hash_map(key_size: u32) -> MapDef {
-    MapDef {
-        name: "flows".into(),
-        map_type: MapType::HASH,
-        key_size,
-        value_size: 8,
-        max_entries: 16,
-        flags: 0,
-        origin: MapOrigin::Btf,
-        initial_value: None,
-        initial_programs: Vec::new(),
-    }
+    MapDef::new("flows", MapType::HASH, key_size, 8, 16)
 }
 
 #[test]
