@@ -219,20 +219,9 @@ fn hex(bytes: &[u8]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::program::MapOrigin;
 
     fn def(map_type: MapType, key_size: u32, value_size: u32) -> MapDef {
-        MapDef {
-            name: "m".into(),
-            map_type,
-            key_size,
-            value_size,
-            max_entries: 4,
-            flags: 0,
-            origin: MapOrigin::Btf,
-            initial_value: None,
-            initial_programs: Vec::new(),
-        }
+        MapDef::new("m", map_type, key_size, value_size, 4)
     }
 
     #[test]

@@ -173,15 +173,8 @@ fn every_form() -> Vec<Instruction> {
 
 fn map(name: &str) -> MapDef {
     MapDef {
-        name: name.to_string(),
-        map_type: MapType::ARRAY,
-        key_size: 4,
-        value_size: 8,
-        max_entries: 1,
-        flags: 0,
         origin: MapOrigin::Legacy,
-        initial_value: None,
-        initial_programs: Vec::new(),
+        ..MapDef::new(name, MapType::ARRAY, 4, 8, 1)
     }
 }
 

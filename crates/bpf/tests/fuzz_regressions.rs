@@ -2,21 +2,11 @@
 
 use linerate_bpf::asm::{assemble_program, parse_instruction};
 use linerate_bpf::disasm::{disassemble, format_instruction};
-use linerate_bpf::insn::{encode_all, Imm64, Instruction};
-use linerate_bpf::program::{Function, MapDef, MapOrigin, MapType, Program};
+use linerate_bpf::insn::{Imm64, Instruction};
+use linerate_bpf::program::{MapDef, MapType, Program};
 
 fn map(name: &str) -> MapDef {
-    MapDef {
-        name: name.to_string(),
-        map_type: MapType(2),
-        key_size: 4,
-        value_size: 8,
-        max_entries: 1,
-        flags: 0,
-        origin: MapOrigin::Btf,
-        initial_value: None,
-        initial_programs: Vec::new(),
-    }
+    MapDef::new(name, MapType::ARRAY, 4, 8, 1)
 }
 
 /// A map may be called like any C identifier, including the words of the instruction syntax
@@ -35,16 +25,7 @@ fn maps_named_like_keywords_round_trip() {
             let back = parse_instruction(&text, &maps)
                 .unwrap_or_else(|e| panic!("map `{w}`: `{text}` does not parse: {e}"));
             assert_eq!(back, insn, "map `{w}`: `{text}`");
-            let p = Program {
-                name: "prog".into(),
-                section: "xdp".into(),
-                insns: encode_all(&[insn, Instruction::Exit]),
-                functions: vec![Function {
-                    name: "prog".into(),
-                    start: 0,
-                    len: 3,
-                }],
-            };
+            let p = Program::from_instructions("prog", "xdp", &[insn, Instruction::Exit]);
             let listing = disassemble(&p, &maps);
             let q = assemble_program(&listing, &maps)
                 .unwrap_or_else(|e| panic!("map `{w}`: {e}\n{listing}"));
