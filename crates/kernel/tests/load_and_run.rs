@@ -82,23 +82,6 @@ fn packet_write_changes_output() {
     assert_eq!(out.packet, expected);
 }
 
-/// `r0 = lookup(map, &key 0); if r0: *(u64*)r0 += 1; return XDP_PASS`.
-fn counter_program() -> Vec<linerate_bpf::Instruction> {
-    vec![
-        st(Size::W, 10, -4, 0),
-        mov64_reg(2, 10),
-        add64(2, -4),
-        ld_map(1, 0),
-        call_helper(MAP_LOOKUP_ELEM),
-        jmp(Cond::Eq, 0, 0, 3),
-        ldx(Size::Dw, 1, 0, 0),
-        add64(1, 1),
-        stx(Size::Dw, 0, 0, 1),
-        mov64(0, XDP_PASS as i32),
-        exit(),
-    ]
-}
-
 #[test]
 fn array_map_counter() {
     if !bpf_available() {

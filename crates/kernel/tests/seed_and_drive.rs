@@ -5,7 +5,6 @@ mod common;
 
 use common::*;
 use linerate_bpf::contents::{MapMode, MapSeed, SeedError};
-use linerate_bpf::insn::{Cond, Size};
 use linerate_bpf::{MapDef, MapType, Object};
 use linerate_kernel::drive::{DriveError, Driver};
 use linerate_kernel::load_object;
@@ -13,19 +12,7 @@ use linerate_kernel::load_object;
 /// `counts[0] += 1; return XDP_PASS`, with a one-entry hash map `one` beside it.
 fn counter() -> Object {
     single(
-        &[
-            st(Size::W, 10, -4, 0),
-            mov64_reg(2, 10),
-            add64(2, -4),
-            ld_map(1, 0),
-            call_helper(MAP_LOOKUP_ELEM),
-            jmp(Cond::Eq, 0, 0, 3),
-            ldx(Size::Dw, 1, 0, 0),
-            add64(1, 1),
-            stx(Size::Dw, 0, 0, 1),
-            mov64(0, XDP_PASS as i32),
-            exit(),
-        ],
+        &counter_program(),
         vec![
             MapDef::new("counts", MapType::ARRAY, 4, 8, 4),
             MapDef::new("one", MapType::HASH, 2, 1, 1),

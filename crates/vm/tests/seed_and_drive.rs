@@ -1,33 +1,19 @@
 //! Seeding the interpreter's maps and driving packets with persistent or fresh maps.
 
+mod common;
+
 use linerate_bpf::contents::{MapMode, MapSeed, SeedError};
-use linerate_bpf::insn::build::*;
-use linerate_bpf::insn::{AtomicOp, Cond, Instruction, Size};
 use linerate_bpf::{MapDef, MapType, Object};
 use linerate_vm::drive::{run_packets, DriveError, Driver};
 use linerate_vm::{Vm, VmOptions};
 
-use Instruction::*;
-
 /// `counts[1] += 1; return XDP_PASS`, with a one-entry hash map `one` beside it.
 fn counter() -> Object {
-    let insns = [
-        st(Size::W, 10, -4, 1),
-        mov64_reg(2, 10),
-        add64(2, -4),
-        ld_map(1, 0),
-        call_helper(1),
-        jmp(Cond::Eq, 0, 0, 2),
-        mov64(1, 1),
-        atomic(Size::Dw, AtomicOp::Add, false, 0, 0, 1),
-        mov64(0, 2),
-        Exit,
-    ];
     let maps = vec![
         MapDef::new("counts", MapType::ARRAY, 4, 8, 4),
         MapDef::new("one", MapType::HASH, 2, 1, 1),
     ];
-    Object::single("count", &insns, maps)
+    Object::single("count", &common::counter_program(), maps)
 }
 
 const PACKET: [u8; 20] = [0; 20];

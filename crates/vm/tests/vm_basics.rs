@@ -1,7 +1,9 @@
 //! Behaviours of the interpreter pinned by tiny hand-written programs.
 
+mod common;
+
 use linerate_bpf::insn::build::*;
-use linerate_bpf::insn::{AtomicOp, Cond, Instruction, Size};
+use linerate_bpf::insn::{Cond, Instruction, Size};
 use linerate_bpf::program::{Function, MapOrigin};
 use linerate_bpf::{MapDef, MapType, Object, Program};
 use linerate_vm::{Vm, VmError, VmOptions};
@@ -56,21 +58,9 @@ fn out_of_bounds_packet_read_is_a_fault_naming_the_instruction() {
 
 #[test]
 fn counts_packets_in_an_array_map_across_runs() {
-    let insns = [
-        st(Size::W, 10, -4, 1),
-        mov64_reg(2, 10),
-        add64(2, -4),
-        ld_map(1, 0),
-        call_helper(1),
-        jmp(Cond::Eq, 0, 0, 2),
-        mov64(1, 1),
-        atomic(Size::Dw, AtomicOp::Add, false, 0, 0, 1),
-        mov64(0, 2),
-        Exit,
-    ];
     let obj = Object::single(
         "count",
-        &insns,
+        &common::counter_program(),
         vec![MapDef::new("counts", MapType::ARRAY, 4, 8, 4)],
     );
     let mut vm = Vm::new(&obj, VmOptions::default()).unwrap();

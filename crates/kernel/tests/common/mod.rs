@@ -4,7 +4,7 @@
 #![allow(dead_code)]
 
 pub use linerate_bpf::insn::build::*;
-use linerate_bpf::insn::Size;
+use linerate_bpf::insn::{Cond, Size};
 use linerate_bpf::{Instruction, MapDef, Object};
 
 /// XDP actions.
@@ -37,6 +37,23 @@ pub fn bpf_available() -> bool {
 /// A one-program object: the XDP program `xdp_test` holding `insns`, beside `maps`.
 pub fn single(insns: &[Instruction], maps: Vec<MapDef>) -> Object {
     Object::single("xdp_test", insns, maps)
+}
+
+/// `r0 = lookup(map 0, &key 0); if r0: *(u64*)r0 += 1; return XDP_PASS`.
+pub fn counter_program() -> Vec<Instruction> {
+    vec![
+        st(Size::W, 10, -4, 0),
+        mov64_reg(2, 10),
+        add64(2, -4),
+        ld_map(1, 0),
+        call_helper(MAP_LOOKUP_ELEM),
+        jmp(Cond::Eq, 0, 0, 3),
+        ldx(Size::Dw, 1, 0, 0),
+        add64(1, 1),
+        stx(Size::Dw, 0, 0, 1),
+        mov64(0, XDP_PASS as i32),
+        exit(),
+    ]
 }
 
 /// A packet of `len` bytes `0, 1, 2, ...`.
