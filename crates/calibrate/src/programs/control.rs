@@ -35,14 +35,7 @@ fn jump_packet(r1: u64) -> Vec<u8> {
 /// `r1`, `r2` and `r9` from the packet (unknown to the verifier), `r8 = XDP_PASS` (the return
 /// value), and a never-taken `if r9 == JA_MAGIC goto side`.
 fn jump_setup(a: &mut Asm, fail: Label, side: Option<Label>) {
-    a.extend([
-        mov64_reg(R6, R1),
-        ldx_ctx(R7, R6, xdp_md::DATA),
-        ldx_ctx(R8, R6, xdp_md::DATA_END),
-        mov64_reg(R5, R7),
-        add64(R5, 24),
-    ]);
-    a.jcc(true, Cond::Gt, R5, Operand::Reg(R8), fail);
+    check_packet(a, [R7, R8, R5], 24, fail);
     a.extend([
         ldx(Size::Dw, R1, R7, 0),
         ldx(Size::Dw, R2, R7, 8),

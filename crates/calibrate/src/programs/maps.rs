@@ -200,6 +200,24 @@ pub(super) fn map_group() -> Group {
                         check_r0(a, e, fail);
                     }
                 };
+                let update = |a: &mut Asm, set| {
+                    a.extend([
+                        ld_map(R1, map),
+                        ld_imm64(R2, key_at(set)),
+                        ld_imm64(R3, value_at),
+                        mov64(R4, 0),
+                        call_helper(helper::MAP_UPDATE_ELEM),
+                    ]);
+                    check(a, Expect::Eq(0));
+                };
+                let delete = |a: &mut Asm, set, expect| {
+                    a.extend([
+                        ld_map(R1, map),
+                        ld_imm64(R2, key_at(set)),
+                        call_helper(helper::MAP_DELETE_ELEM),
+                    ]);
+                    check(a, expect);
+                };
                 match kind {
                     MapUnit::Lookup => {
                         a.extend([
@@ -209,39 +227,11 @@ pub(super) fn map_group() -> Group {
                         ]);
                         check(a, Expect::NonNull);
                     }
-                    MapUnit::Update => {
-                        a.extend([
-                            ld_map(R1, map),
-                            ld_imm64(R2, key_at(1)),
-                            ld_imm64(R3, value_at),
-                            mov64(R4, 0),
-                            call_helper(helper::MAP_UPDATE_ELEM),
-                        ]);
-                        check(a, Expect::Eq(0));
-                    }
-                    MapUnit::Delete => {
-                        a.extend([
-                            ld_map(R1, map),
-                            ld_imm64(R2, key_at(1)),
-                            call_helper(helper::MAP_DELETE_ELEM),
-                        ]);
-                        check(a, Expect::Eq(-(EINVAL as i32)));
-                    }
+                    MapUnit::Update => update(a, 1),
+                    MapUnit::Delete => delete(a, 1, Expect::Eq(-(EINVAL as i32))),
                     MapUnit::Pair => {
-                        a.extend([
-                            ld_map(R1, map),
-                            ld_imm64(R2, key_at(2)),
-                            ld_imm64(R3, value_at),
-                            mov64(R4, 0),
-                            call_helper(helper::MAP_UPDATE_ELEM),
-                        ]);
-                        check(a, Expect::Eq(0));
-                        a.extend([
-                            ld_map(R1, map),
-                            ld_imm64(R2, key_at(2)),
-                            call_helper(helper::MAP_DELETE_ELEM),
-                        ]);
-                        check(a, Expect::Eq(0));
+                        update(a, 2);
+                        delete(a, 2, Expect::Eq(0));
                     }
                 }
             };

@@ -48,14 +48,7 @@ fn region_setup(region: Region) -> impl Fn(&mut Asm, Label) {
     move |a: &mut Asm, fail: Label| {
         match region {
             Region::Packet => {
-                a.extend([
-                    mov64_reg(R6, R1),
-                    ldx_ctx(R7, R6, xdp_md::DATA),
-                    ldx_ctx(R8, R6, xdp_md::DATA_END),
-                    mov64_reg(R1, R7),
-                    add64(R1, 64),
-                ]);
-                a.jcc(true, Cond::Gt, R1, Operand::Reg(R8), fail);
+                check_packet(a, [R7, R8, R1], 64, fail);
                 a.push(mov64_reg(R1, R7));
             }
             Region::Stack => {

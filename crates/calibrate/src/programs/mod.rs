@@ -13,7 +13,7 @@ use linerate_bpf::facts::limits::{FIB_LOOKUP_PARAMS, MAX_TAIL_CALLS};
 use linerate_bpf::facts::xdp::{XDP_PASS, XDP_REDIRECT};
 use linerate_bpf::facts::xdp_md;
 use linerate_bpf::insn::{
-    AluOp, AtomicOp, Cond, Endian, Imm64, Instruction, Operand, RawInsn, Size,
+    AluOp, AtomicOp, Cond, Endian, Imm64, Instruction, Operand, RawInsn, Reg, Size,
 };
 use linerate_bpf::program::{MapDef, MapOrigin, MapType};
 
@@ -242,14 +242,7 @@ fn looped<T>(
     let mut a = Asm::new();
     let fail = a.label();
     let exhausted = a.label();
-    a.extend([
-        mov64_reg(R6, R1),
-        ldx_ctx(R2, R6, xdp_md::DATA),
-        ldx_ctx(R3, R6, xdp_md::DATA_END),
-        mov64_reg(R4, R2),
-        add64(R4, PACKET_LEN as i32),
-    ]);
-    a.jcc(true, Cond::Gt, R4, Operand::Reg(R3), fail);
+    check_packet(&mut a, [R2, R3, R4], PACKET_LEN as i32, fail);
     a.extend([
         ldx(Size::W, R7, R2, LOOP_COUNT_OFFSET as i16),
         stx(Size::Dw, R10, LOOP_COUNTER, R7),
@@ -311,6 +304,19 @@ fn plain_map(name: &str, map_type: MapType, key_size: u32, value_size: u32, max:
         origin: MapOrigin::Legacy,
         ..MapDef::new(name, map_type, key_size, value_size, max)
     }
+}
+
+/// The packet bounds check every program starting from the packet begins with: `r6 = ctx;
+/// data = ctx->data; end = ctx->data_end; past = data + bytes; if past > end goto fail`.
+fn check_packet(a: &mut Asm, [data, end, past]: [Reg; 3], bytes: i32, fail: Label) {
+    a.extend([
+        mov64_reg(R6, R1),
+        ldx_ctx(data, R6, xdp_md::DATA),
+        ldx_ctx(end, R6, xdp_md::DATA_END),
+        mov64_reg(past, data),
+        add64(past, bytes),
+    ]);
+    a.jcc(true, Cond::Gt, past, Operand::Reg(end), fail);
 }
 
 /// Emits `r0` checks after a call: `if r0 != expect goto fail` (or `if r0 == 0` for lookups).
