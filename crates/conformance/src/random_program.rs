@@ -17,9 +17,7 @@
 //! helper calls, map lookups, tail calls, bounded loops and an epilogue that copies registers and
 //! stack into a map — what the differential test against the kernel runs.
 
-use linerate_bpf::insn::build::{
-    add64, jmp, jmp_reg, jump, ldx, mov32_reg, mov64, mov64_reg, st, stx,
-};
+use linerate_bpf::insn::build::{add64, jmp_reg, ldx, mov32_reg, mov64, mov64_reg, st, stx};
 use linerate_bpf::insn::{AluOp, AtomicOp, Cond, Endian, Imm64, Instruction, Operand, Reg, Size};
 use linerate_bpf::Object;
 use proptest::prelude::*;
@@ -270,57 +268,10 @@ fn atomic_prelude(insn: &Instruction) -> Vec<Instruction> {
     out
 }
 
-/// Lays out items, resolving each skip to a slot offset. Skips past the end land on `end_slot`.
-fn lay_out(items: &[Item]) -> Vec<Instruction> {
-    let width = |item: &Item| match item {
-        Item::Plain(i) => i.slots(),
-        Item::Branch { .. } | Item::MayGoto { .. } => 1,
-        Item::Goto { .. } => 2,
-        Item::Atomic(insn) => atomic_prelude(insn).len() + 1,
-    };
-    let mut start = Vec::with_capacity(items.len() + 1);
-    let mut slot = 0;
-    for item in items {
-        start.push(slot);
-        slot += width(item);
-    }
-    start.push(slot);
-    let target = |i: usize, skip: usize| start[(i + 1 + skip).min(items.len())];
-    let mut out = Vec::new();
-    for (i, item) in items.iter().enumerate() {
-        match *item {
-            Item::Plain(insn) => out.push(insn),
-            Item::Atomic(insn) => {
-                out.extend(atomic_prelude(&insn));
-                out.push(insn);
-            }
-            Item::Branch {
-                wide,
-                cond,
-                dst,
-                src,
-                skip,
-            } => {
-                let off = (target(i, skip) - start[i] - 1) as i16;
-                out.push(jump(wide, cond, dst, src, off));
-            }
-            Item::MayGoto { skip } => out.push(Instruction::MayGoto {
-                off: (target(i, skip) - start[i] - 1) as i16,
-            }),
-            Item::Goto { long, skip } => {
-                // `if r0 != 0x5a goto +1` keeps the code after the unconditional jump reachable.
-                out.push(jmp(Cond::Ne, 0, 0x5a, 1));
-                let off = (target(i, skip) - start[i] - 2) as i32;
-                out.push(Instruction::Ja { off, long });
-            }
-        }
-    }
-    out
-}
-
 /// A random body of up to `max_items` items.
 pub fn body(harness: Harness, max_items: usize) -> impl Strategy<Value = Vec<Instruction>> {
-    proptest::collection::vec(item(harness), 1..=max_items).prop_map(|items| lay_out(&items))
+    proptest::collection::vec(item(harness), 1..=max_items)
+        .prop_map(|items| objects::lay_out(&items))
 }
 
 /// The XDP harness around a body (see the module documentation).

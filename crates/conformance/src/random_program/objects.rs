@@ -986,6 +986,17 @@ impl Asm {
     }
 }
 
+/// Lays out a flat body of items (see [`super::body`]), each skip resolved to a slot offset; a
+/// skip past the last item lands just after it.
+pub(super) fn lay_out(items: &[Item]) -> Vec<Instruction> {
+    let nodes: Vec<Node> = items.iter().cloned().map(Node::Basic).collect();
+    let mut a = Asm::new();
+    let end = a.label();
+    a.seq(&nodes, end, 0);
+    a.place(end);
+    a.finish().0
+}
+
 /// Program `index` of an object: the harness around `body`, and the features it uses.
 fn assemble(body: &[Node], index: usize) -> (Vec<Instruction>, BTreeSet<&'static str>) {
     let mut a = Asm::new();
