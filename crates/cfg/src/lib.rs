@@ -14,24 +14,14 @@
 //! the crates that need them.
 //!
 //! ```
-//! use linerate_bpf::insn::{encode_all, AluOp, Cond, Instruction, Operand};
+//! use linerate_bpf::insn::build::{exit, ja, jmp, mov64};
+//! use linerate_bpf::insn::Cond;
 //! use linerate_bpf::Program;
 //! use linerate_cfg::Cfg;
 //!
 //! // if (r1 == 0) r0 = 1; else r0 = 2; return r0;
-//! let insns = [
-//!     Instruction::Jump { wide: true, cond: Cond::Eq, dst: 1, src: Operand::Imm(0), off: 2 },
-//!     Instruction::Alu { wide: true, op: AluOp::Mov, dst: 0, src: Operand::Imm(2) },
-//!     Instruction::Ja { off: 1, long: false },
-//!     Instruction::Alu { wide: true, op: AluOp::Mov, dst: 0, src: Operand::Imm(1) },
-//!     Instruction::Exit,
-//! ];
-//! let program = Program {
-//!     name: "diamond".into(),
-//!     section: "xdp".into(),
-//!     insns: encode_all(&insns),
-//!     functions: vec![],
-//! };
+//! let insns = [jmp(Cond::Eq, 1, 0, 2), mov64(0, 2), ja(1), mov64(0, 1), exit()];
+//! let program = Program::from_instructions("diamond", "xdp", &insns);
 //! let cfg = Cfg::build(&program)?;
 //! assert_eq!(cfg.blocks().len(), 4);
 //! assert_eq!(cfg.block_of(3), Some(2));
