@@ -4,8 +4,9 @@
 //! into one representation every other linerate crate works on: decoded [`insn::Instruction`]s,
 //! linked [`program::Program`]s and their [`program::MapDef`]s, and the contents a user gives
 //! those maps ([`contents`]). It also prints programs in the llvm-objdump style and assembles
-//! that text back. It does not give instructions a meaning (that
-//! is `linerate-sem`) and never talks to the kernel (that is `linerate-kernel`).
+//! that text back, and builds them by hand ([`insn::build`], [`Program::from_instructions`],
+//! [`Object::single`], [`MapDef::new`]) for tests and generators. It does not give instructions a
+//! meaning (that is `linerate-sem`) and never talks to the kernel (that is `linerate-kernel`).
 
 pub mod asm;
 pub mod btf;
