@@ -76,6 +76,7 @@ pub use skip::{bpf_required, skip_or_fail, usable_or_skip, REQUIRE_BPF_VAR};
 pub use sys::{Errno, ENOTSUPP};
 pub use testrun::{TestRunInput, TestRunOutput};
 
+use linerate_bpf::insn::build;
 use std::os::fd::{FromRawFd, OwnedFd};
 
 /// Checks cheaply that this process may use BPF: creates (and closes) a one-element array map and
@@ -113,13 +114,8 @@ pub fn check_access() -> Result<(), KernelError> {
     drop(unsafe { OwnedFd::from_raw_fd(fd as i32) });
 
     let program = linerate_bpf::insn::encode_all(&[
-        linerate_bpf::Instruction::Alu {
-            wide: true,
-            op: linerate_bpf::insn::AluOp::Mov,
-            dst: 0,
-            src: linerate_bpf::insn::Operand::Imm(linerate_bpf::facts::xdp::XDP_PASS as i32),
-        },
-        linerate_bpf::Instruction::Exit,
+        build::mov64(0, linerate_bpf::facts::xdp::XDP_PASS as i32),
+        build::exit(),
     ]);
     let insns: Vec<u8> = program.iter().flat_map(|i| i.to_bytes()).collect();
     let license = c"GPL";
