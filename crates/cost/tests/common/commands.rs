@@ -44,7 +44,8 @@ pub fn check_object(object: &Object, models: &[Model]) -> Outcome {
         let analysis = Analysis::run(object, &cfg);
         check_analysis(&cfg, &analysis, &mut out);
         for model in models {
-            match ProgramCost::new(object, &cfg, model) {
+            // As `ProgramCost::new` does, with the analysis run once for both models.
+            match ProgramCost::with_analysis(object, &cfg, &analysis, model) {
                 Ok(cost) => {
                     out.priced += 1;
                     check_cost(&cfg, model, &cost);
