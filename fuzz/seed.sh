@@ -7,7 +7,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(dirname "$here")
 corpus="$here/corpus"
-mkdir -p "$corpus/object" "$corpus/insn" "$corpus/asm"
+mkdir -p "$corpus/object" "$corpus/insn" "$corpus/asm" "$corpus/commands"
 
 pick() { for t in "$@"; do if command -v "$t" >/dev/null 2>&1; then echo "$t"; return; fi; done; }
 objdump=$(pick llvm-objdump-19 llvm-objdump llvm-objdump-14)
@@ -36,6 +36,21 @@ done
 for t in "$root"/crates/bpf/tests/fixtures/asm/*.txt "$root"/crates/bpf/tests/fixtures/asm/*.s; do
   [ -f "$t" ] && cp "$t" "$corpus/asm/fixture_$(basename "$t")"
 done
-for d in object insn asm; do
+# The `commands` target reads a mode byte first (see crates/conformance/src/decodable.rs): 0 and
+# a file (objects, objdump listings), 1 and raw slots, 2 and generator choices (the slot blobs
+# again, read as choices).
+prefixed() { { printf "\\$(printf %03o "$1")"; cat "$2"; } >"$3"; }
+for f in "$corpus"/object/*.o; do
+  [ -f "$f" ] && prefixed 0 "$f" "$corpus/commands/0_$(basename "$f")"
+done
+for f in "$corpus"/asm/*.dr.txt; do
+  [ -f "$f" ] && prefixed 0 "$f" "$corpus/commands/0_$(basename "$f")"
+done
+for f in "$corpus"/insn/*.bin; do
+  [ -f "$f" ] || continue
+  prefixed 1 "$f" "$corpus/commands/1_$(basename "$f")"
+  prefixed 2 "$f" "$corpus/commands/2_$(basename "$f")"
+done
+for d in object insn asm commands; do
   echo "corpus/$d: $(find "$corpus/$d" -type f | wc -l) files"
 done

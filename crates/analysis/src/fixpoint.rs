@@ -4,9 +4,10 @@
 //! call site passes, and a call in the caller runs through the semantics' call and return with the
 //! callee's effect over-approximated (r0–r5 unknown, the caller's frame unknown where a pointer
 //! into it was passed). Blocks are visited from a worklist; states join where paths meet and are
-//! widened at loop headers; each conditional jump's condition is assumed on its two edges.
+//! widened where cycles close (at the targets of retreating edges, natural loop headers and the
+//! entries of irreducible cycles); each conditional jump's condition is assumed on its two edges.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use linerate_bpf::insn::{Instruction, FRAME_POINTER};
 use linerate_bpf::program::Object;
@@ -17,7 +18,7 @@ use crate::machine::{AbsMachine, Facts, State};
 use crate::refine::assume;
 use crate::value::{AbsBool, AbsDomain, AbsValue, Region, Shape};
 
-/// Joins at a loop header before its state is widened.
+/// Joins at a widening point before its state is widened.
 const JOINS_BEFORE_WIDENING: u32 = 3;
 
 /// What leaves a block: a state per outgoing edge (absent where the edge cannot be taken).
@@ -154,7 +155,14 @@ pub(crate) fn function_fixpoint(
     entry: State,
 ) -> FunctionStates {
     let func = &cfg.functions()[f];
-    let headers: Vec<BlockId> = func.loops().iter().map(|l| l.header).collect();
+    // Widening points: the target of every retreating edge. Every cycle has one, natural loops
+    // at their header and irreducible cycles where the depth-first search entered them; widening
+    // only at natural loop headers left irreducible cycles to count up one step at a time.
+    let headers: HashSet<BlockId> = func
+        .retreating_edges()
+        .iter()
+        .map(|&e| cfg.edges()[e].to)
+        .collect();
     let mut edges: HashMap<EdgeId, State> = HashMap::new();
     let mut calls: HashMap<usize, State> = HashMap::new();
     let mut work = Worklist::new(func.entry, entry);

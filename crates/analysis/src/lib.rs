@@ -27,7 +27,7 @@ pub use loops::LoopBound;
 pub use machine::{Fact, State};
 pub use value::{AbsValue, Interval, Region, Shape};
 
-use fixpoint::{arguments, callee_depth, function_fixpoint};
+use fixpoint::{arguments, callee_depth, function_fixpoint, FunctionStates};
 use machine::Facts;
 use value::AbsDomain;
 
@@ -51,18 +51,18 @@ impl Analysis {
         }
         // Callees' entry states grow with what their callers pass; a verified program's call
         // graph is acyclic, so n + 1 rounds reach every chain.
-        let mut out = Analysis::default();
+        let mut facts = Facts::default();
+        let mut last: Vec<(usize, Option<u8>, FunctionStates)> = Vec::new();
         for _ in 0..=n {
-            out = Analysis::default();
+            facts = Facts::default();
+            last.clear();
             let mut next: Vec<Option<State>> = vec![None; n];
             next[0] = entries[0].clone();
             for (f, entry) in entries.iter().enumerate() {
                 let Some(entry) = entry else { continue };
                 let depth = callee_depth(entry);
                 let states =
-                    function_fixpoint(object, cfg, &mut d, &mut out.facts, f, depth, entry.clone());
-                out.loops
-                    .extend(loops::loop_bounds(object, cfg, &mut d, f, depth, &states));
+                    function_fixpoint(object, cfg, &mut d, &mut facts, f, depth, entry.clone());
                 for (callee, at_call) in &states.calls {
                     let callee_entry =
                         State::entry(&mut d, callee_depth(at_call), arguments(at_call));
@@ -71,8 +71,7 @@ impl Analysis {
                         None => callee_entry,
                     });
                 }
-                out.blocks.extend(states.blocks);
-                out.edges.extend(states.edges);
+                last.push((f, depth, states));
             }
             let stable = next.iter().zip(&entries).all(|(a, b)| match (a, b) {
                 (Some(a), Some(b)) => a.same_facts(b),
@@ -83,6 +82,25 @@ impl Analysis {
             if stable {
                 break;
             }
+        }
+        // Loops are bounded once, from the last round's states, within one budget.
+        let mut out = Analysis {
+            facts,
+            ..Analysis::default()
+        };
+        let mut budget = loops::UNROLL_BUDGET;
+        for (f, depth, states) in last {
+            out.loops.extend(loops::loop_bounds(
+                object,
+                cfg,
+                &mut d,
+                f,
+                depth,
+                &states,
+                &mut budget,
+            ));
+            out.blocks.extend(states.blocks);
+            out.edges.extend(states.edges);
         }
         out
     }

@@ -9,7 +9,8 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use linerate_bpf::facts::test_run_buffer::MAX_DATA;
+use linerate_bpf::facts::helper;
+use linerate_bpf::facts::test_run_buffer::{FRAME_SIZE, MAX_DATA};
 use linerate_bpf::facts::xdp_md;
 use linerate_bpf::insn::{Imm64, Size, NUM_REGS};
 use linerate_bpf::program::{MapDef, MapOrigin, Object};
@@ -441,7 +442,21 @@ impl Machine for AbsMachine<'_> {
                 _ => None,
             };
             self.record(pc, Fact::MapCall(map));
-            if map.is_none() {
+            // The semantics reads a map's key (and an update's value) one abstract byte at a
+            // time, and a map's sizes are whatever the object says (4 GiB in a fuzzed one):
+            // calls reading more than any helper reads from a packet or the stack are havocked
+            // instead, as calls on an unknown map are.
+            let reads_too_much = map
+                .and_then(|m| self.object.maps.get(m))
+                .is_some_and(|def| {
+                    let value = if id == helper::MAP_UPDATE_ELEM {
+                        def.value_size
+                    } else {
+                        0
+                    };
+                    u64::from(def.key_size.max(value)) > FRAME_SIZE
+                });
+            if map.is_none() || reads_too_much {
                 self.havoc_call();
                 return Ok(HelperOutcome::Return);
             }

@@ -72,6 +72,10 @@ pub mod limits {
     /// The `may_goto` budget of one program run (`BPF_MAX_LOOPS`; the x86-64 kernel since 6.14
     /// counts time instead, and budgets only matter to loops that exhaust them).
     pub const MAX_LOOPS: u64 = 8 * 1024 * 1024;
+    /// Instructions the verifier processes for one program before it gives up
+    /// (`BPF_COMPLEXITY_LIMIT_INSNS`): a bounded loop it accepts, it walked through iteration
+    /// by iteration within this budget.
+    pub const COMPLEXITY_LIMIT_INSNS: u64 = 1_000_000;
     /// Size of `struct bpf_fib_lookup`.
     pub const FIB_LOOKUP_PARAMS: u64 = 64;
 }

@@ -2,10 +2,12 @@
 //!
 //! linerate's chain of trust is kernel == interpreter == formula. This crate holds what checks
 //! it: the example corpus with its crafted inputs ([`examples`]), a generator of random programs
-//! the verifier accepts ([`random_program`]) and, in `tests/`,
+//! the verifier accepts ([`random_program`]), objects of arbitrary decodable programs built from
+//! bytes for fuzzing everything that reads a program ([`decodable`]) and, in `tests/`,
 //! the differential tests — every example and thousands of random programs run in the interpreter
 //! and in this host's kernel with identical results, and the expression-tree instantiation of the
 //! semantics evaluated against the interpreter. It is a test crate; nothing ships from it.
 
+pub mod decodable;
 pub mod examples;
 pub mod random_program;

@@ -539,8 +539,9 @@ impl Model {
             }
         }
         if let Some(line) = self.file.limits.line_rate_bps {
-            let bytes = (frame_bytes.max(self.file.limits.min_frame_bytes)
-                + self.file.limits.wire_overhead_bytes) as f64;
+            // In f64: a frame of u32::MAX bytes plus the overhead must not overflow.
+            let bytes = f64::from(frame_bytes.max(self.file.limits.min_frame_bytes))
+                + f64::from(self.file.limits.wire_overhead_bytes);
             let pps = line / (bytes * 8.0);
             if pps < best.pps {
                 best = Rate {

@@ -94,7 +94,7 @@ struct Pricer<'a> {
     model: &'a Model,
     object: &'a Object,
     cfg: &'a Cfg,
-    analysis: Analysis,
+    analysis: &'a Analysis,
 }
 
 impl Pricer<'_> {
@@ -277,11 +277,22 @@ impl ProgramCost {
     /// Costs every block and edge of the program whose CFG is `cfg`, one of `object`'s programs (the
     /// object supplies its maps).
     pub fn new(object: &Object, cfg: &Cfg, model: &Model) -> Result<ProgramCost, CostError> {
+        ProgramCost::with_analysis(object, cfg, &Analysis::run(object, cfg), model)
+    }
+
+    /// [`ProgramCost::new`] with the program's analysis already run (`Analysis::run(object,
+    /// cfg)`), e.g. to price one program under several models.
+    pub fn with_analysis(
+        object: &Object,
+        cfg: &Cfg,
+        analysis: &Analysis,
+        model: &Model,
+    ) -> Result<ProgramCost, CostError> {
         let pricer = Pricer {
             model,
             object,
             cfg,
-            analysis: Analysis::run(object, cfg),
+            analysis,
         };
         let n = model.components().len();
         let mut out = ProgramCost {
