@@ -35,8 +35,19 @@ fn to_bytes(values: &[u64]) -> Vec<u8> {
     values.iter().map(|v| *v as u8).collect()
 }
 
-fn from_bytes(bytes: &[u8]) -> Vec<u64> {
-    bytes.iter().map(|b| u64::from(*b)).collect()
+/// Calls `f` with the bytes of `values`, without allocating for keys up to 64 bytes (map keys,
+/// looked up on the interpreter's hot path).
+fn with_bytes<R>(values: &[u64], f: impl FnOnce(&[u8]) -> R) -> R {
+    let mut small = [0u8; 64];
+    match small.get_mut(..values.len()) {
+        Some(buf) => {
+            for (b, v) in buf.iter_mut().zip(values) {
+                *b = *v as u8;
+            }
+            f(buf)
+        }
+        None => f(&to_bytes(values)),
+    }
 }
 
 impl HelperMachine for Execution<'_> {
@@ -68,7 +79,8 @@ impl HelperMachine for Execution<'_> {
     }
 
     fn read_bytes(&mut self, pc: usize, addr: &u64, len: u64) -> Result<Vec<u64>, Box<VmError>> {
-        Ok(from_bytes(&self.read_memory(pc, *addr, len as usize)?))
+        let bytes = self.read_memory(pc, *addr, len as usize)?;
+        Ok(bytes.iter().map(|b| u64::from(*b)).collect())
     }
 
     fn write_bytes(&mut self, pc: usize, addr: &u64, bytes: &[u64]) -> Result<(), Box<VmError>> {
@@ -84,7 +96,7 @@ impl HelperMachine for Execution<'_> {
     }
 
     fn map_lookup(&mut self, _pc: usize, map: usize, key: &[u64]) -> Result<u64, Box<VmError>> {
-        Ok(match self.vm.maps[map].lookup(&to_bytes(key)) {
+        Ok(match with_bytes(key, |key| self.vm.maps[map].lookup(key)) {
             Some(slot) => self.value_pointer(map, slot),
             None => 0,
         })
@@ -98,11 +110,12 @@ impl HelperMachine for Execution<'_> {
         value: &[u64],
         flags: &u64,
     ) -> Result<u64, Box<VmError>> {
-        Ok(self.vm.maps[map].update(&to_bytes(key), &to_bytes(value), *flags) as u64)
+        let value = to_bytes(value);
+        Ok(with_bytes(key, |key| self.vm.maps[map].update(key, &value, *flags)) as u64)
     }
 
     fn map_delete(&mut self, _pc: usize, map: usize, key: &[u64]) -> Result<u64, Box<VmError>> {
-        Ok(self.vm.maps[map].delete(&to_bytes(key)) as u64)
+        Ok(with_bytes(key, |key| self.vm.maps[map].delete(key)) as u64)
     }
 
     fn packet_bounds(&mut self) -> PacketBounds<u64> {

@@ -449,13 +449,11 @@ impl Execution<'_> {
         pc: usize,
         addr: u64,
         len: usize,
-    ) -> Result<Vec<u8>, Box<VmError>> {
+    ) -> Result<&[u8], Box<VmError>> {
         Ok(match self.place(pc, addr, len, false)? {
-            Place::Packet(o) => self.scratch.packet.buf[o..o + len].to_vec(),
-            Place::Stack(o) => self.scratch.stack[o..o + len].to_vec(),
-            Place::MapValue { map, offset } => {
-                self.vm.maps[map].slab[offset..offset + len].to_vec()
-            }
+            Place::Packet(o) => &self.scratch.packet.buf[o..o + len],
+            Place::Stack(o) => &self.scratch.stack[o..o + len],
+            Place::MapValue { map, offset } => &self.vm.maps[map].slab[offset..offset + len],
         })
     }
 
@@ -644,6 +642,8 @@ impl Machine for Execution<'_> {
         }
     }
 
+    // Kept out of the instruction loop: helpers are rare next to ALU and memory instructions.
+    #[inline(never)]
     fn call_helper(&mut self, pc: usize, id: u32) -> Result<HelperOutcome, Box<VmError>> {
         linerate_sem::helpers::call(self, pc, id)
     }
