@@ -109,28 +109,11 @@ pub(crate) fn run_block(
     BlockExit { edges, calls }
 }
 
-/// Completes a BPF-to-BPF call whose step (the semantics' call) just ran: the callee may leave
-/// anything in r0–r5 and write through any pointer into this frame it was given; then the
-/// semantics' return restores the caller's registers. `false` if the return is refused.
+/// Completes a BPF-to-BPF call whose step (the semantics' call) just ran: the callee is not
+/// followed ([`AbsMachine::havoc_call`]); then the semantics' return restores the caller's
+/// registers. `false` if the return is refused.
 fn return_from_call(m: &mut AbsMachine<'_>, slot: usize) -> bool {
-    let passes_own_frame = m.state.regs[1..=5].iter().any(|v| {
-        matches!(
-            v.shape,
-            Shape::Pointer {
-                region: Region::Stack { .. },
-                ..
-            } | Shape::Unknown
-        )
-    });
-    if passes_own_frame {
-        for v in m.state.slots.values_mut() {
-            *v = m.domain.unknown();
-        }
-        m.state.wild = true;
-    }
-    for r in 0..=5 {
-        m.state.regs[r] = m.domain.unknown();
-    }
+    m.havoc_call();
     matches!(step(m, slot, &Instruction::Exit), Ok(Flow::Next(_)))
 }
 

@@ -173,15 +173,14 @@ impl Fact {
 }
 
 impl Region {
+    /// The region of facts for either: as values join, except that the metadata is packet too.
     fn join_region(self, other: Region) -> Option<Region> {
-        use Region::*;
-        match (self, other) {
-            (a, b) if a == b => Some(a),
-            (Stack { .. }, Stack { .. }) => Some(Stack { depth: None }),
-            (MapValue { .. }, MapValue { .. }) => Some(MapValue { map: None }),
-            (Packet | PacketMeta, Packet | PacketMeta) => Some(Packet),
+        self.join(other).or(match (self, other) {
+            (Region::Packet | Region::PacketMeta, Region::Packet | Region::PacketMeta) => {
+                Some(Region::Packet)
+            }
             _ => None,
-        }
+        })
     }
 }
 
@@ -341,9 +340,10 @@ impl AbsMachine<'_> {
         Some(self.domain.constant(u64::from_le_bytes(word)))
     }
 
-    /// Helpers the semantics cannot run here (an unknown map argument, an unsupported helper):
-    /// the helper may return anything and write through any pointer argument.
-    fn havoc_call(&mut self) {
+    /// A call the analysis does not follow (a BPF-to-BPF callee, a helper with an unknown map
+    /// argument, an unsupported helper): it may leave anything in r0–r5 and write through any
+    /// pointer argument into this frame.
+    pub(crate) fn havoc_call(&mut self) {
         let escapes = self.state.regs[1..=5]
             .iter()
             .any(|v| self.may_be_own_frame(v) && !matches!(v.shape, Shape::Scalar(_)));

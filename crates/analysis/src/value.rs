@@ -134,7 +134,8 @@ pub enum Region {
 }
 
 impl Region {
-    fn join(self, other: Region) -> Option<Region> {
+    /// The least region holding both, where one does.
+    pub(crate) fn join(self, other: Region) -> Option<Region> {
         use Region::*;
         Some(match (self, other) {
             (a, b) if a == b => a,
@@ -221,18 +222,15 @@ impl AbsValue {
                 },
                 None => Shape::Unknown,
             },
-            // A null-or-pointer joined with zero stays a null-or-pointer.
-            (p @ Shape::Pointer { .. }, Shape::Scalar(z))
-            | (Shape::Scalar(z), p @ Shape::Pointer { .. })
+            // A pointer joined with zero is a null-or-pointer.
+            (Shape::Pointer { region, offset, .. }, Shape::Scalar(z))
+            | (Shape::Scalar(z), Shape::Pointer { region, offset, .. })
                 if z == Interval::exactly(0) =>
             {
-                match p {
-                    Shape::Pointer { region, offset, .. } => Shape::Pointer {
-                        region,
-                        offset,
-                        maybe_null: true,
-                    },
-                    other => other,
+                Shape::Pointer {
+                    region,
+                    offset,
+                    maybe_null: true,
                 }
             }
             _ => Shape::Unknown,
@@ -365,9 +363,8 @@ impl AbsDomain {
                 lo: 0,
                 hi: (U64_MAX >> s.lo),
             }),
-            // A pointer's low bits masked or shifted out (never by a verified program, which
-            // treats such values as unknown scalars).
-            (_, Pointer { .. }, _) | (_, _, Pointer { .. }) => Unknown,
+            // Anything else on a pointer (never by a verified program, which treats such values
+            // as unknown scalars), or on unknowns.
             _ => Unknown,
         }
     }
