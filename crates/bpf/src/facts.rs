@@ -76,6 +76,9 @@ pub mod limits {
     /// (`BPF_COMPLEXITY_LIMIT_INSNS`): a bounded loop it accepts, it walked through iteration
     /// by iteration within this budget.
     pub const COMPLEXITY_LIMIT_INSNS: u64 = 1_000_000;
+    /// Longest metadata `bpf_xdp_adjust_meta` allows (`xdp_metalen_invalid`: it must fit
+    /// `skb_shared_info.meta_len`, a `u8`); reachable once `adjust_head` moved `data` forward.
+    pub const MAX_META_LEN: u64 = 255;
     /// Size of `struct bpf_fib_lookup`.
     pub const FIB_LOOKUP_PARAMS: u64 = 64;
 }

@@ -113,8 +113,9 @@ pub type Val<M> = <<M as Machine>::D as Domain>::Value;
 /// The condition type of a machine's domain.
 pub type Bool<M> = <<M as Machine>::D as Domain>::Bool;
 
-/// Domain operations used by the semantics, as methods on the machine for brevity.
-trait Ops: Machine {
+/// Domain operations used by the semantics (instructions and helpers), as methods on the machine
+/// for brevity.
+pub(crate) trait Ops: Machine {
     #[inline(always)]
     fn c(&mut self, v: u64) -> Val<Self> {
         self.domain().constant(v)

@@ -14,13 +14,13 @@
 
 use linerate_bpf::facts::errno::{EACCES, EAFNOSUPPORT, EFAULT, EINVAL};
 use linerate_bpf::facts::helper as id;
-use linerate_bpf::facts::limits::{FIB_LOOKUP_PARAMS, MAX_TAIL_CALLS};
+use linerate_bpf::facts::limits::{FIB_LOOKUP_PARAMS, MAX_META_LEN, MAX_TAIL_CALLS};
 use linerate_bpf::facts::test_run_buffer::{ETH_HLEN, FRAME_SIZE, SHARED_INFO, XDP_FRAME};
 use linerate_bpf::facts::xdp::{XDP_ABORTED, XDP_REDIRECT};
 use linerate_bpf::program::{MapDef, MapType};
 
 use crate::domain::{BinOp, CmpOp, Domain};
-use crate::exec::{Bool, HelperOutcome, Machine, SemError, Val};
+use crate::exec::{Bool, HelperOutcome, Machine, Ops, SemError, Val};
 
 /// Helpers [`call`] gives a meaning to, by number.
 pub const SUPPORTED: &[u32] = &[
@@ -237,7 +237,7 @@ pub fn call<M: HelperMachine>(
             if m.map_def(map).map_type != MapType::PROG_ARRAY {
                 return Err(bad_argument(pc, helper, "map is not a program array"));
             }
-            let index = zext(m, &r3, 32);
+            let index = m.zext(&r3, 32);
             let outcome = if m.tail_calls_made() < MAX_TAIL_CALLS {
                 let key = bytes_of(m, &index, 4);
                 let entry = m.map_lookup(pc, map, &key)?;
@@ -265,7 +265,7 @@ pub fn call<M: HelperMachine>(
             let flags_set = nonzero(m, &r2);
             let ok = m.domain().not(&flags_set);
             if m.decide(pc, &ok)? {
-                let ifindex = zext(m, &r1, 32);
+                let ifindex = m.zext(&r1, 32);
                 m.redirect(pc, RedirectTo::Ifindex(ifindex))?;
             }
             let (aborted, redirect) = (
@@ -309,19 +309,6 @@ fn read_key<M: HelperMachine>(
     m.read_bytes(pc, addr, key_size)
 }
 
-/// The low `bits` bits of `v`.
-fn zext<M: HelperMachine>(m: &mut M, v: &Val<M>, bits: u32) -> Val<M> {
-    let mask = m.domain().constant((1u64 << bits) - 1);
-    m.domain().binary(BinOp::And, v, &mask)
-}
-
-/// `v`'s low 32 bits as a sign-extended 64-bit value (an `int` argument).
-fn int_argument<M: HelperMachine>(m: &mut M, v: &Val<M>) -> Val<M> {
-    let shift = m.domain().constant(32);
-    let up = m.domain().binary(BinOp::Shl, v, &shift);
-    m.domain().binary(BinOp::AShr, &up, &shift)
-}
-
 /// Whether `v != 0`.
 fn nonzero<M: HelperMachine>(m: &mut M, v: &Val<M>) -> Bool<M> {
     let zero = m.domain().constant(0);
@@ -340,7 +327,7 @@ fn bytes_of<M: HelperMachine>(m: &mut M, v: &Val<M>, n: u64) -> Vec<Val<M>> {
         .map(|i| {
             let shift = m.domain().constant(8 * i);
             let shifted = m.domain().binary(BinOp::LShr, v, &shift);
-            zext(m, &shifted, 8)
+            m.zext(&shifted, 8)
         })
         .collect()
 }
@@ -378,7 +365,7 @@ fn redirect_map<M: HelperMachine>(
     let unknown_flags_mask = d.constant(!(ACTION_MASK | flag_mask));
     let unknown_flags = d.binary(BinOp::And, flags, &unknown_flags_mask);
     let bad_flags = nonzero(m, &unknown_flags);
-    let key = zext(m, key, 32);
+    let key = m.zext(key, 32);
     let key_bytes = bytes_of(m, &key, 4);
     let entry = m.map_lookup(pc, map, &key_bytes)?;
     let broadcast_bit = m.domain().constant(BROADCAST);
@@ -410,11 +397,11 @@ fn csum_diff<M: HelperMachine>(
     pc: usize,
     [from, from_size, to, to_size, seed]: [&Val<M>; 5],
 ) -> Result<Val<M>, M::Fault> {
-    let from_size = zext(m, from_size, 32);
-    let to_size = zext(m, to_size, 32);
+    let from_size = m.zext(from_size, 32);
+    let to_size = m.zext(to_size, 32);
     let from_len = m.byte_count(pc, id::CSUM_DIFF, &from_size, FRAME_SIZE)?;
     let to_len = m.byte_count(pc, id::CSUM_DIFF, &to_size, FRAME_SIZE)?;
-    let seed = zext(m, seed, 32);
+    let seed = m.zext(seed, 32);
     let zero = m.domain().constant(0);
     let not_seed = complement32(m, &seed);
     let to_seeded = csum_partial(m, pc, to, to_len, &seed)?;
@@ -511,15 +498,15 @@ enum Adjust {
 
 /// `bpf_xdp_adjust_head/meta/tail(ctx, delta)`: moves `data` (with the metadata), `data_meta` or
 /// `data_end` by `delta` where the result stays inside the frame with an Ethernet header's worth
-/// of packet (and metadata a multiple of 4 bytes); else `-EINVAL` (`-EACCES` for a misaligned
-/// metadata size) and nothing changes.
+/// of packet (and metadata a multiple of 4 bytes, at most `MAX_META_LEN`); else `-EINVAL`
+/// (`-EACCES` for a metadata size that is misaligned or too long) and nothing changes.
 fn adjust<M: HelperMachine>(
     m: &mut M,
     pc: usize,
     which: Adjust,
     delta: &Val<M>,
 ) -> Result<Val<M>, M::Fault> {
-    let delta = int_argument(m, delta);
+    let delta = m.sext(delta, 32);
     let b = m.packet_bounds();
     let c = |m: &mut M, v: u64| m.domain().constant(v);
     let (frame, eth) = (c(m, XDP_FRAME), c(m, ETH_HLEN));
@@ -543,8 +530,12 @@ fn adjust<M: HelperMachine>(
         Adjust::Meta => {
             let new_meta = d.binary(BinOp::Add, &b.data_meta, &delta);
             let len = d.binary(BinOp::Sub, &b.data, &new_meta);
-            let three = d.constant(3);
+            let (three, zero, max) = (d.constant(3), d.constant(0), d.constant(MAX_META_LEN));
             let low_bits = d.binary(BinOp::And, &len, &three);
+            let aligned = d.compare(CmpOp::Eq, &low_bits, &zero);
+            let misaligned = d.not(&aligned);
+            let too_long = d.compare(CmpOp::Ult, &max, &len);
+            let bad_len = d.or(&misaligned, &too_long);
             let new = PacketBounds {
                 data_meta: new_meta.clone(),
                 data: b.data.clone(),
@@ -554,7 +545,7 @@ fn adjust<M: HelperMachine>(
                 new,
                 (new_meta.clone(), frame),
                 (new_meta, b.data.clone()),
-                Some(low_bits),
+                Some(bad_len),
             )
         }
         Adjust::Tail => {
@@ -574,7 +565,7 @@ fn adjust<M: HelperMachine>(
     let above = d.compare(CmpOp::Slt, &high.1, &high.0);
     let out_of_frame = d.or(&below, &above);
     let misaligned = match misaligned {
-        Some(bits) => nonzero(m, &bits),
+        Some(bad_len) => bad_len,
         None => m.domain().truth(false),
     };
     let d = m.domain();
@@ -601,8 +592,8 @@ fn packet_bytes<M: HelperMachine>(
     buf: &Val<M>,
     len: &Val<M>,
 ) -> Result<Val<M>, M::Fault> {
-    let offset = zext(m, offset, 32);
-    let len = zext(m, len, 32);
+    let offset = m.zext(offset, 32);
+    let len = m.zext(len, 32);
     let count = m.byte_count(pc, helper, &len, FRAME_SIZE)?;
     let b = m.packet_bounds();
     let d = m.domain();
@@ -658,7 +649,7 @@ fn fib_lookup<M: HelperMachine>(
     params: &Val<M>,
     plen: &Val<M>,
 ) -> Result<Val<M>, M::Fault> {
-    let plen = zext(m, plen, 32);
+    let plen = m.zext(plen, 32);
     let size = m.domain().constant(FIB_LOOKUP_PARAMS);
     let short = m.domain().compare(CmpOp::Ult, &plen, &size);
     let long_enough = m.domain().not(&short);
@@ -711,7 +702,7 @@ fn trace_printk<M: HelperMachine>(
     fmt_size: &Val<M>,
     args: [Val<M>; 3],
 ) -> Result<Val<M>, M::Fault> {
-    let fmt_size = zext(m, fmt_size, 32);
+    let fmt_size = m.zext(fmt_size, 32);
     let len = m.byte_count(pc, id::TRACE_PRINTK, &fmt_size, FRAME_SIZE)?;
     let bytes = m.read_bytes(pc, fmt, len)?;
     let known: Option<Vec<u8>> = bytes

@@ -107,6 +107,23 @@ fn meta_is_bounded_and_word_sized() {
 }
 
 #[test]
+fn meta_fits_the_u8_meta_len_once_the_head_moved() {
+    // With `data` 40 bytes further in, the frame leaves room for 256 bytes of metadata, but
+    // `skb_shared_info.meta_len` holds at most 255: the kernel refuses 256 with -EACCES.
+    let out = run_calls(
+        &[0; 60],
+        &[],
+        &[
+            (XDP_ADJUST_HEAD, 40, 0),
+            (XDP_ADJUST_META, -256, EACCES),
+            (XDP_ADJUST_META, -252, 0),
+        ],
+    );
+    assert_eq!(out.return_value, 2);
+    assert_eq!(out.meta.len(), 252);
+}
+
+#[test]
 fn tail_grows_with_zeros_up_to_the_shared_info() {
     let out = run_calls(
         &[1; 60],
