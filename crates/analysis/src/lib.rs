@@ -10,7 +10,9 @@
 //!
 //! Everything it states holds for every concrete run of the interpreter (the soundness tests check
 //! it against the interpreter's recorded states). It is not a verifier: it accepts programs the
-//! kernel would refuse and says nothing about whether a program is safe.
+//! kernel would refuse and says nothing about whether a program is safe. It analyses XDP programs:
+//! the context is an `xdp_md` and the packet the one region behind `data` (other program kinds,
+//! `linerate_bpf::ProgramKind`, are not its input).
 
 mod fixpoint;
 pub mod loops;

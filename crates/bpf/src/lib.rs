@@ -18,7 +18,9 @@ pub mod insn;
 pub mod objdump;
 pub mod object;
 pub mod program;
+pub mod program_kind;
 
 pub use insn::{Instruction, RawInsn};
 pub use object::{read_object, read_object_file, ObjectError};
 pub use program::{MapDef, MapType, Object, Program};
+pub use program_kind::{NotXdp, ProgramKind};

@@ -6,7 +6,7 @@ use std::time::Instant;
 use linerate_bpf::facts::xdp::XDP_PASS;
 use linerate_bpf::program::Function;
 use linerate_bpf::{Object, Program};
-use linerate_kernel::{load_object, LoadedObject, TestRunInput};
+use linerate_kernel::{load_entry, LoadedObject, TestRunInput};
 
 use crate::programs::{Prog, Role, Suite, LOOP_COUNT_OFFSET, LOOP_EXHAUSTED, PROBE_FAIL};
 use crate::{CalibrateError, Options};
@@ -174,7 +174,7 @@ pub(crate) fn measure(
         }
         let started = Instant::now();
         let object = build_object(group.name, group, &programs);
-        let lo = load_object(&object)
+        let lo = load_entry(&object, 0)
             .map_err(kernel_err(format!("loading the {} benchmarks", group.name)))?;
         for (map, key, value) in &group.populate {
             lo.update(*map, key, value).map_err(kernel_err(format!(

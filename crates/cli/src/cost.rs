@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use anyhow::{anyhow, Context, Result};
 use clap::Args;
 use linerate_bpf::contents::{MapMode, MapSeed};
+use linerate_bpf::ProgramKind;
 use linerate_cfg::{Cfg, EdgeKind};
 use linerate_cost::trace::entry_blocks;
 use linerate_cost::{Cost, Model, ProgramCost};
@@ -201,10 +202,23 @@ fn slot_pricing(c: &Costed, slot: usize) -> (Vec<String>, Option<&Cost>, Option<
 pub fn cost(args: &CostArgs) -> Result<()> {
     let object = linerate_io::load_object(&args.object)?;
     let model = load_model(&args.target, args.model.as_ref())?;
+    // Cost models price XDP programs; without --prog, other kinds are left out.
     let selected: Vec<usize> = match &args.prog {
-        Some(name) => vec![crate::select_program(&object, Some(name))?],
-        None => (0..object.programs.len()).collect(),
+        Some(name) => {
+            let i = crate::select_program(&object, Some(name))?;
+            object.programs[i].require_xdp("cost", "prices XDP programs")?;
+            vec![i]
+        }
+        None => (0..object.programs.len())
+            .filter(|&i| object.programs[i].kind() == ProgramKind::Xdp)
+            .collect(),
     };
+    if selected.is_empty() {
+        return Err(anyhow!(
+            "{} holds no XDP program: cost prices XDP programs",
+            args.object.display()
+        ));
+    }
     for (given, flag) in [
         (args.path.is_some(), "--path"),
         (args.packets.is_some(), "--packets"),

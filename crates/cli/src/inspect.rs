@@ -82,6 +82,7 @@ fn to_json(object: &Object, selected: &[usize], cfgs: &[Cfg], disasm: bool) -> R
             let mut v = json!({
                 "name": p.name,
                 "section": p.section,
+                "type": p.kind().name(),
                 "insns": p.insns.len(),
                 "subprograms": p.subprograms().collect::<Vec<_>>(),
                 "functions": p.functions.iter().map(|f| json!({"name": f.name, "start": f.start, "len": f.len})).collect::<Vec<_>>(),
@@ -147,6 +148,7 @@ fn to_text(object: &Object, selected: &[usize], cfgs: &[Cfg], disasm: bool) -> R
             vec![
                 p.name.clone(),
                 p.section.clone(),
+                p.kind().name().to_string(),
                 p.insns.len().to_string(),
                 if subs.is_empty() {
                     "-".into()
@@ -163,6 +165,7 @@ fn to_text(object: &Object, selected: &[usize], cfgs: &[Cfg], disasm: bool) -> R
         &[
             "name",
             "section",
+            "type",
             "insns",
             "sub-programs",
             "blocks",

@@ -84,13 +84,13 @@ fn main() -> ExitCode {
 /// The index of the program `--prog` names, or the only/first program.
 pub fn select_program(object: &Object, name: Option<&str>) -> Result<usize> {
     match name {
-        None => {
-            if object.programs.is_empty() {
-                Err(anyhow!("{} has no programs", object.name))
-            } else {
-                Ok(0)
-            }
-        }
+        // The first XDP program: the one `run` and `cost` can execute and price.
+        None => object
+            .programs
+            .iter()
+            .position(|p| p.kind() == linerate_bpf::ProgramKind::Xdp)
+            .or((!object.programs.is_empty()).then_some(0))
+            .ok_or_else(|| anyhow!("{} has no programs", object.name)),
         Some(name) => object
             .programs
             .iter()

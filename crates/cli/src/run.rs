@@ -84,6 +84,7 @@ struct PacketResult {
 pub fn run(args: &RunArgs) -> Result<()> {
     let object = linerate_io::load_object(&args.object)?;
     let program = crate::select_program(&object, args.prog.as_deref())?;
+    object.programs[program].require_xdp("run", "executes XDP programs")?;
     let packets = match (&args.packet, &args.packets, &args.pcap) {
         (Some(hex), _, _) => vec![parse_hex(hex).map_err(|e| anyhow!("--packet: {e}"))?],
         (_, Some(path), _) => read_packets_file(path)?,

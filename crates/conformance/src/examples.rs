@@ -8,7 +8,7 @@
 use std::path::{Path, PathBuf};
 
 use linerate_bpf::contents::MapSeed;
-use linerate_bpf::Object;
+use linerate_bpf::{Object, ProgramKind};
 use linerate_io::parse_hex;
 
 /// The repository's `examples/` directory.
@@ -35,6 +35,8 @@ pub struct Example {
     pub packets: Vec<CraftedPacket>,
     /// Initial map contents (from `NAME.maps.json`, empty without one).
     pub seed: MapSeed,
+    /// XDP programs the kernel's verifier is expected to refuse (`# refused: NAME` lines).
+    pub refused: Vec<usize>,
 }
 
 impl Example {
@@ -47,15 +49,31 @@ impl Example {
             .into_owned()
     }
 
+    /// The programs both engines run: the XDP programs the kernel is not expected to refuse.
+    pub fn runnable_programs(&self) -> impl Iterator<Item = usize> + '_ {
+        (0..self.object.programs.len()).filter(|i| {
+            self.object.programs[*i].kind() == ProgramKind::Xdp && !self.refused.contains(i)
+        })
+    }
+
     /// The crafted packets' bytes.
     pub fn packet_bytes(&self) -> Vec<Vec<u8>> {
         self.packets.iter().map(|p| p.bytes.clone()).collect()
     }
 }
 
-fn read_packets(path: &Path) -> Result<(Option<String>, Vec<CraftedPacket>), String> {
+/// What a `.packets` file says: the program to run, the crafted packets, and the programs the
+/// kernel is expected to refuse.
+struct PacketsFile {
+    program: Option<String>,
+    packets: Vec<CraftedPacket>,
+    refused: Vec<String>,
+}
+
+fn read_packets(path: &Path) -> Result<PacketsFile, String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
     let mut program = None;
+    let mut refused = Vec::new();
     let mut expected = None;
     let mut packets = Vec::new();
     for (i, line) in text.lines().enumerate() {
@@ -63,6 +81,8 @@ fn read_packets(path: &Path) -> Result<(Option<String>, Vec<CraftedPacket>), Str
         let at = || format!("{}:{}", path.display(), i + 1);
         if let Some(name) = line.strip_prefix("# program:") {
             program = name.split_whitespace().next().map(str::to_string);
+        } else if let Some(names) = line.strip_prefix("# refused:") {
+            refused.extend(names.split_whitespace().map(str::to_string));
         } else if let Some(rest) = line.strip_prefix("# [") {
             expected = rest
                 .split("expect ")
@@ -79,7 +99,11 @@ fn read_packets(path: &Path) -> Result<(Option<String>, Vec<CraftedPacket>), Str
             });
         }
     }
-    Ok((program, packets))
+    Ok(PacketsFile {
+        program,
+        packets,
+        refused,
+    })
 }
 
 /// The maps file's seed, checked against the object's maps; none when there is no maps file.
@@ -93,22 +117,28 @@ fn read_seed(path: &Path, object: &Object) -> Result<MapSeed, String> {
 /// Reads one example and its companion files.
 pub fn load(path: &Path) -> Result<Example, String> {
     let object = linerate_io::load_object(path).map_err(|e| e.to_string())?;
-    let (program, packets) = read_packets(&path.with_extension("packets"))?;
-    let entry = match program {
-        Some(name) => object
+    let file = read_packets(&path.with_extension("packets"))?;
+    let index = |name: &str| {
+        object
             .programs
             .iter()
             .position(|p| p.name == name)
-            .ok_or_else(|| format!("{}: no program `{name}`", path.display()))?,
-        None => 0,
+            .ok_or_else(|| format!("{}: no program `{name}`", path.display()))
     };
+    let entry = file.program.as_deref().map_or(Ok(0), index)?;
+    let refused = file
+        .refused
+        .iter()
+        .map(|name| index(name))
+        .collect::<Result<_, _>>()?;
     let seed = read_seed(&path.with_extension("maps.json"), &object)?;
     Ok(Example {
         path: path.to_path_buf(),
         object,
         entry,
-        packets,
+        packets: file.packets,
         seed,
+        refused,
     })
 }
 

@@ -7,6 +7,7 @@
 //! both engines, so stateful programs are compared on their state too.
 
 use linerate_bpf::contents::MapMode;
+use linerate_bpf::ProgramKind;
 use linerate_conformance::examples::{load_all, Example};
 use linerate_io::to_hex as hex;
 use linerate_kernel::usable_or_skip;
@@ -52,7 +53,8 @@ fn check_example(example: &Example) -> Result<usize, String> {
     let packets = packets_for(example);
     let seed = &example.seed;
     let mut compared = 0;
-    for program in 0..obj.programs.len() {
+    check_refusals(example)?;
+    for program in example.runnable_programs() {
         let prog_name = &obj.programs[program].name;
         let mut loaded =
             linerate_kernel::drive::Driver::new(obj, seed, MapMode::Persist).map_err(|e| {
@@ -113,6 +115,65 @@ fn check_example(example: &Example) -> Result<usize, String> {
         }
     }
     Ok(compared)
+}
+
+/// An error and its sources, on one line.
+fn chain(err: &dyn std::error::Error) -> String {
+    let mut text = err.to_string();
+    let mut source = err.source();
+    while let Some(e) = source {
+        text = format!("{text}: {e}");
+        source = e.source();
+    }
+    text
+}
+
+/// Programs neither engine runs are refused, by both, for the stated reason: other program kinds
+/// by name and kind, the programs the example expects the verifier to refuse by the verifier,
+/// each without failing the object's other programs (which `check_example` runs afterwards).
+fn check_refusals(example: &Example) -> Result<(), String> {
+    let name = example.name();
+    let obj = &example.object;
+    let packet = example
+        .packet_bytes()
+        .into_iter()
+        .next()
+        .unwrap_or(vec![0; 60]);
+    for (program, def) in obj.programs.iter().enumerate() {
+        let kind = def.kind();
+        let expected_refusal = example.refused.contains(&program);
+        if kind == ProgramKind::Xdp && !expected_refusal {
+            continue;
+        }
+        let mut kernel = linerate_kernel::drive::Driver::new(obj, &example.seed, MapMode::Persist)
+            .map_err(|e| format!("{name}: {e}"))?;
+        let mut vm = Driver::new(obj, &example.seed, VmOptions::default(), MapMode::Persist)
+            .map_err(|e| format!("{name}: {e}"))?;
+        let kernel_err = match kernel.run(program, &packet, &[], 1) {
+            Ok(_) => return Err(format!("{name}/{}: the kernel ran it", def.name)),
+            Err(e) => e,
+        };
+        if kind != ProgramKind::Xdp {
+            let vm_err = vm.run(program, &packet, &[]).err().map(|e| chain(&e));
+            let reason = format!("is a {} program (section {})", kind.name(), def.section);
+            let both = [Some(chain(&kernel_err)), vm_err];
+            if !both
+                .iter()
+                .all(|e| e.as_ref().is_some_and(|e| e.contains(&reason)))
+            {
+                return Err(format!(
+                    "{name}/{}: not refused as non-XDP: {both:?}",
+                    def.name
+                ));
+            }
+        } else if kernel_err.verifier_log().is_none() {
+            return Err(format!(
+                "{name}/{}: expected a verifier refusal, got {kernel_err}",
+                def.name
+            ));
+        }
+    }
+    Ok(())
 }
 
 #[test]

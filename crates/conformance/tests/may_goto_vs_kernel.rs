@@ -4,7 +4,7 @@
 use linerate_bpf::asm::assemble_program;
 use linerate_bpf::insn::{decode_all, Instruction};
 use linerate_bpf::program::{Function, Object};
-use linerate_kernel::{load_object, usable_or_skip, TestRunInput};
+use linerate_kernel::{load_entry, usable_or_skip, TestRunInput};
 use linerate_vm::{Vm, VmOptions};
 
 /// Loops `n` times, `n` the little-endian u32 at packet offset 14 (unknown to the verifier, so
@@ -79,7 +79,7 @@ fn may_goto_loop_agrees_with_kernel() {
     if !usable_or_skip("may_goto kernel half") {
         return;
     }
-    let loaded = load_object(&object).unwrap_or_else(|e| {
+    let loaded = load_entry(&object, 0).unwrap_or_else(|e| {
         panic!("{e}\n{}", e.verifier_log().unwrap_or_default());
     });
     for (p, want) in packets.iter().zip(&expected) {
@@ -100,7 +100,7 @@ fn clang_may_goto_object_reads_and_runs() {
     if !usable_or_skip("may_goto kernel half") {
         return;
     }
-    let loaded = load_object(&object).unwrap();
+    let loaded = load_entry(&object, 0).unwrap();
     let out = loaded.test_run(0, &TestRunInput::new(packet)).unwrap();
     assert_eq!(vm_out.return_value, out.retval as u64);
 }

@@ -28,7 +28,7 @@ use linerate_bpf::{MapDef, Object};
 use linerate_conformance::random_program::objects::{
     packet, random_object, reg_slot, RandomObject, DUMP_BYTES, MAX_PROGRAMS,
 };
-use linerate_kernel::{load_object, usable_or_skip, TestRunInput};
+use linerate_kernel::{load_entry, usable_or_skip, TestRunInput};
 use linerate_vm::{Vm, VmOptions};
 use proptest::test_runner::{Config, TestCaseError, TestError, TestRunner};
 
@@ -131,7 +131,7 @@ fn fail(message: String) -> TestCaseError {
 fn compare(case: &Case, stats: &RefCell<Stats>) -> Result<(), TestCaseError> {
     let (random, runs) = case;
     let obj = random.object();
-    let loaded = match load_object(&obj) {
+    let loaded = match load_entry(&obj, 0) {
         Ok(loaded) => loaded,
         Err(e) => {
             let Some(log) = e.verifier_log() else {

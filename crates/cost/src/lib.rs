@@ -4,7 +4,8 @@
 //! (calibrating the x86 model through the kernel is `linerate-calibrate`) nor executes programs
 //! (executed paths come in as `(program, slot)` pairs, e.g. from the interpreter's trace), and it
 //! does not decide which paths a packet can take (its slowest path is over all paths, feasible or
-//! not).
+//! not). Its models price XDP programs (the context is an `xdp_md`, the input a packet); the CLI
+//! refuses other program kinds by name (`linerate_bpf::ProgramKind`).
 //!
 //! - [`item`]: the cost items, the vocabulary of every model (`alu64.add.imm`, `load.packet.u32`,
 //!   `map.lookup.hash.k8`, ...), and the universe a complete model must price.

@@ -98,6 +98,7 @@ impl<'a> Driver<'a> {
             self.loaded = loaded;
         }
         self.used = true;
+        self.loaded.load_program(program)?;
         let index = self.packets;
         self.packets += 1;
         let input = TestRunInput {
@@ -125,6 +126,8 @@ impl<'a> Driver<'a> {
         meta: &[u8],
         repeat: u32,
     ) -> Result<Runs, DriveError> {
+        // Loaded before the maps are read: loading writes the declared program-array slots.
+        self.loaded.load_program(program)?;
         let initial_maps = self.maps()?;
         let outcomes: Vec<TestRunOutput> = packets
             .iter()

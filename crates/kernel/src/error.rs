@@ -49,6 +49,10 @@ pub enum KernelError {
     #[error("{0}")]
     InvalidArgument(String),
 
+    /// The program asked for is not an XDP program.
+    #[error(transparent)]
+    NotXdp(linerate_bpf::NotXdp),
+
     /// Reading system information (possible CPUs) failed.
     #[error("{0}")]
     System(String),
@@ -62,7 +66,9 @@ impl KernelError {
             KernelError::MapCreate { errno, .. }
             | KernelError::Rejected { errno, .. }
             | KernelError::Syscall { errno, .. } => Some(*errno),
-            KernelError::InvalidArgument(_) | KernelError::System(_) => None,
+            KernelError::InvalidArgument(_) | KernelError::NotXdp(_) | KernelError::System(_) => {
+                None
+            }
         }
     }
 

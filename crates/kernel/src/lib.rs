@@ -2,9 +2,12 @@
 //! programs with `BPF_PROG_TEST_RUN`.
 //!
 //! Everything goes through raw `bpf(2)` system calls (the private `sys` module holds the
-//! attribute structs); there is no libbpf. [`load_object`] creates every map of an [`linerate_bpf::Object`], writes and
-//! freezes global data, loads every program as `BPF_PROG_TYPE_XDP` with the map file descriptors
-//! as `fd_array` (the linked instructions name maps by index), and fills program arrays.
+//! attribute structs); there is no libbpf. [`load_object`] creates every map of an
+//! [`linerate_bpf::Object`] and writes and freezes global data; each XDP program is loaded as
+//! `BPF_PROG_TYPE_XDP` when first used, with the map file descriptors as `fd_array` (the linked
+//! instructions name maps by index), the program arrays' declared slots written with it. Programs
+//! of other kinds (TC, tracepoint, fentry, ... beside the XDP programs of one object) are never
+//! loaded, and a program the verifier refuses fails only the runs that need it.
 //! [`LoadedObject::test_run`] runs a program on a packet on CPU 0. Programs are never attached to a
 //! network interface. [`check_access`] tells whether this process may use BPF at all;
 //! [`usable_or_skip`] and [`skip_or_fail`] are how kernel-backed tests and benchmarks act on the
@@ -71,7 +74,7 @@ mod sys;
 mod testrun;
 
 pub use error::KernelError;
-pub use object::{load_object, LoadedObject, MapEntries};
+pub use object::{load_entry, load_object, LoadedObject, MapEntries};
 pub use skip::{bpf_required, skip_or_fail, usable_or_skip, REQUIRE_BPF_VAR};
 pub use sys::{Errno, ENOTSUPP};
 pub use testrun::{TestRunInput, TestRunOutput};

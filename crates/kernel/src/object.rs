@@ -9,9 +9,10 @@
 
 use std::ffi::CString;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
+use std::sync::{Mutex, OnceLock};
 
 use linerate_bpf::program::{MapOrigin, MapType};
-use linerate_bpf::{MapDef, Object};
+use linerate_bpf::{MapDef, Object, Program};
 
 use crate::error::KernelError;
 use crate::sys::{self, Cmd, Errno};
@@ -34,25 +35,40 @@ struct LoadedMap {
 /// A program loaded into the kernel.
 #[derive(Debug)]
 struct LoadedProgram {
-    name: String,
     fd: OwnedFd,
     id: u32,
 }
 
+/// A program of the object, loaded on first use (see [`LoadedObject::load_program`]).
+#[derive(Debug)]
+struct ProgramSlot {
+    def: Program,
+    loaded: OnceLock<Result<LoadedProgram, KernelError>>,
+}
+
 /// An object whose maps and programs live in the kernel. Dropping it closes every file
 /// descriptor, which frees the kernel objects (nothing is pinned or attached).
+///
+/// Programs are loaded on first use ([`LoadedObject::load_program`], or a test run, or placing
+/// one in a program array), so an object holding tracepoint, fentry or TC programs beside its XDP
+/// programs, or an XDP program the verifier refuses, costs nothing and fails nothing until that
+/// program itself is asked for. The first load also writes the program arrays' declared slots,
+/// loading the programs they name (a tail call may reach any of them).
 #[derive(Debug)]
 pub struct LoadedObject {
     maps: Vec<LoadedMap>,
-    programs: Vec<LoadedProgram>,
+    programs: Vec<ProgramSlot>,
+    license: CString,
+    /// Whether the program arrays' initial slots were written (see `fill_prog_arrays`).
+    prog_arrays_filled: Mutex<Option<Result<(), KernelError>>>,
     possible_cpus: usize,
 }
 
-/// Loads `obj` into the kernel (see the crate documentation for what that involves).
+/// Creates every map of `obj` in the kernel and writes global data; programs are loaded when
+/// first used (see [`LoadedObject`]).
 ///
-/// Fails with [`KernelError::MapCreate`] when a map cannot be created, with
-/// [`KernelError::Rejected`] (carrying the verifier log) when a program is refused, and with
-/// [`KernelError::Syscall`] when initialising global data or program arrays fails.
+/// Fails with [`KernelError::MapCreate`] when a map cannot be created and with
+/// [`KernelError::Syscall`] when initialising global data fails.
 pub fn load_object(obj: &Object) -> Result<LoadedObject, KernelError> {
     let possible_cpus = crate::possible_cpus()?;
     let mut maps = Vec::with_capacity(obj.maps.len());
@@ -66,36 +82,28 @@ pub fn load_object(obj: &Object) -> Result<LoadedObject, KernelError> {
             init_global_data(map)?;
         }
     }
-
-    let fds: Vec<u32> = maps.iter().map(|m| m.fd.as_raw_fd() as u32).collect();
-    let license = license_cstring(obj.license.as_deref());
-    let mut programs = Vec::with_capacity(obj.programs.len());
-    for prog in &obj.programs {
-        let fd = load_program(prog, &license, &fds)?;
-        let id = prog_id(&fd).map_err(|errno| {
-            KernelError::syscall(
-                format!("{} for program `{}`", Cmd::ObjGetInfoByFd, prog.name),
-                errno,
-            )
-        })?;
-        programs.push(LoadedProgram {
-            name: prog.name.clone(),
-            fd,
-            id,
-        });
-    }
-
-    let loaded = LoadedObject {
+    let programs = obj
+        .programs
+        .iter()
+        .map(|def| ProgramSlot {
+            def: def.clone(),
+            loaded: OnceLock::new(),
+        })
+        .collect();
+    Ok(LoadedObject {
+        prog_arrays_filled: Mutex::new(None),
         maps,
         programs,
+        license: license_cstring(obj.license.as_deref()),
         possible_cpus,
-    };
-    for (index, def) in obj.maps.iter().enumerate() {
-        for &(slot, prog) in &def.initial_programs {
-            let prog = u32::try_from(prog).unwrap_or(u32::MAX);
-            loaded.update(index, &slot.to_le_bytes(), &prog.to_le_bytes())?;
-        }
-    }
+    })
+}
+
+/// [`load_object`], then [`LoadedObject::load_program`] of program `entry`: the XDP program to
+/// run, and the programs its program arrays hold, loaded and nothing else.
+pub fn load_entry(obj: &Object, entry: usize) -> Result<LoadedObject, KernelError> {
+    let loaded = load_object(obj)?;
+    loaded.load_program(entry)?;
     Ok(loaded)
 }
 
@@ -371,7 +379,7 @@ impl LoadedObject {
 
     /// The index of the program with this entry-function name.
     pub fn program_index(&self, name: &str) -> Option<usize> {
-        self.programs.iter().position(|p| p.name == name)
+        self.programs.iter().position(|p| p.def.name == name)
     }
 
     /// The index of the map with this name.
@@ -389,19 +397,31 @@ impl LoadedObject {
         self.maps.get(index).map(|m| m.fd.as_fd())
     }
 
-    /// The file descriptor of program `index`.
+    /// The file descriptor of program `index`, if it is loaded.
     pub fn program_fd(&self, index: usize) -> Option<BorrowedFd<'_>> {
-        self.programs.get(index).map(|p| p.fd.as_fd())
+        self.loaded(index).map(|p| p.fd.as_fd())
     }
 
-    /// The kernel's id of program `index` (as shown by `bpftool prog`).
+    /// The kernel's id of program `index` (as shown by `bpftool prog`), if it is loaded.
     pub fn program_id(&self, index: usize) -> Option<u32> {
-        self.programs.get(index).map(|p| p.id)
+        self.loaded(index).map(|p| p.id)
     }
 
     /// The name of program `index`.
     pub fn program_name(&self, index: usize) -> Option<&str> {
-        self.programs.get(index).map(|p| p.name.as_str())
+        self.programs.get(index).map(|p| p.def.name.as_str())
+    }
+
+    fn loaded(&self, index: usize) -> Option<&LoadedProgram> {
+        self.programs.get(index)?.loaded.get()?.as_ref().ok()
+    }
+
+    /// Loads program `index` unless it is loaded already, and (once) the programs the program
+    /// arrays' declared slots name. Only XDP programs load: any
+    /// other kind is refused with [`KernelError::NotXdp`]. A refusal is remembered: asking again
+    /// gives the same error without another `BPF_PROG_LOAD`.
+    pub fn load_program(&self, index: usize) -> Result<(), KernelError> {
+        self.program(index).map(|_| ())
     }
 
     /// Number of possible CPUs (the number of values a per-CPU map holds per key).
@@ -409,16 +429,60 @@ impl LoadedObject {
         self.possible_cpus
     }
 
+    /// Program `index`, loaded (see [`LoadedObject::load_program`]).
     pub(crate) fn program(&self, index: usize) -> Result<(&str, BorrowedFd<'_>), KernelError> {
-        self.programs
-            .get(index)
-            .map(|p| (p.name.as_str(), p.fd.as_fd()))
-            .ok_or_else(|| {
-                KernelError::InvalidArgument(format!(
-                    "no program with index {index} (the object has {})",
-                    self.programs.len()
-                ))
+        let slot = self.programs.get(index).ok_or_else(|| {
+            KernelError::InvalidArgument(format!(
+                "no program with index {index} (the object has {})",
+                self.programs.len()
+            ))
+        })?;
+        let loaded = slot.loaded.get_or_init(|| {
+            slot.def
+                .require_xdp("the kernel runner", "loads XDP programs")
+                .map_err(KernelError::NotXdp)?;
+            let fds: Vec<u32> = self.maps.iter().map(|m| m.fd.as_raw_fd() as u32).collect();
+            let fd = load_program(&slot.def, &self.license, &fds)?;
+            let id = prog_id(&fd).map_err(|errno| {
+                KernelError::syscall(
+                    format!("{} for program `{}`", Cmd::ObjGetInfoByFd, slot.def.name),
+                    errno,
+                )
+            })?;
+            Ok(LoadedProgram { fd, id })
+        });
+        let loaded = loaded.as_ref().map_err(Clone::clone)?;
+        self.fill_prog_arrays()?;
+        Ok((slot.def.name.as_str(), loaded.fd.as_fd()))
+    }
+
+    /// Writes the initial slots of every program array (`.values = {...}`), loading the programs
+    /// they name, once: the first time any program is loaded, so that a run sees the arrays the
+    /// object declares whichever program it starts in. The outcome is marked before the slots are
+    /// written, so the loads this makes (which come back here) find it done; a failure is kept
+    /// and reported again to every later caller.
+    fn fill_prog_arrays(&self) -> Result<(), KernelError> {
+        {
+            let mut filled = self.lock_filled();
+            if let Some(outcome) = filled.as_ref() {
+                return outcome.clone();
+            }
+            *filled = Some(Ok(()));
+        }
+        let outcome = self.maps.iter().enumerate().try_for_each(|(map, m)| {
+            m.def.initial_programs.iter().try_for_each(|&(slot, prog)| {
+                let prog = u32::try_from(prog).unwrap_or(u32::MAX);
+                self.update(map, &slot.to_le_bytes(), &prog.to_le_bytes())
             })
+        });
+        *self.lock_filled() = Some(outcome.clone());
+        outcome
+    }
+
+    fn lock_filled(&self) -> std::sync::MutexGuard<'_, Option<Result<(), KernelError>>> {
+        self.prog_arrays_filled
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     fn map(&self, index: usize) -> Result<&LoadedMap, KernelError> {
@@ -461,6 +525,8 @@ impl LoadedObject {
         Self::check_key(def, key)?;
         let value_size = def.value_size as usize;
         let bytes: Vec<u8> = if def.map_type == MapType::PROG_ARRAY {
+            // The declared slots come first, so that this write replaces them.
+            self.fill_prog_arrays()?;
             let index = <[u8; 4]>::try_from(value)
                 .map(u32::from_le_bytes)
                 .map_err(|_| {
@@ -553,7 +619,9 @@ impl LoadedObject {
             // The kernel reports the program's id; translate ids of our programs to indices.
             if let Ok(raw) = <[u8; 4]>::try_from(&buf[..]) {
                 let id = u32::from_le_bytes(raw);
-                if let Some(index) = self.programs.iter().position(|p| p.id == id) {
+                if let Some(index) =
+                    (0..self.programs.len()).find(|&i| self.program_id(i) == Some(id))
+                {
                     return Ok(Some((index as u32).to_le_bytes().to_vec()));
                 }
             }

@@ -9,7 +9,7 @@ use common::*;
 use linerate_bpf::insn::{Cond, Size};
 use linerate_bpf::program::MapOrigin;
 use linerate_bpf::{MapDef, MapType, Object, Program};
-use linerate_kernel::{load_object, KernelError, TestRunInput};
+use linerate_kernel::{load_entry, KernelError, TestRunInput};
 
 /// Every kernel-backed test trusts `check_access` to decide whether to skip, so it must answer yes
 /// exactly when a program loads and runs, and a no must be one line saying what is missing.
@@ -18,7 +18,7 @@ fn check_access_tells_whether_programs_load_and_run() {
     let obj = single(&[mov64(0, XDP_PASS as i32), exit()], vec![]);
     match linerate_kernel::check_access() {
         Ok(()) => {
-            let loaded = load_object(&obj).expect("check_access said BPF works: a program loads");
+            let loaded = load_entry(&obj, 0).expect("check_access said BPF works: a program loads");
             let out = loaded
                 .test_run(0, &TestRunInput::new(packet(64)))
                 .expect("check_access said BPF works: a program runs");
@@ -32,7 +32,7 @@ fn check_access_tells_whether_programs_load_and_run() {
                 "{reason}"
             );
             assert!(
-                load_object(&obj).is_err(),
+                load_entry(&obj, 0).is_err(),
                 "check_access said `{reason}`, but a program loads"
             );
             linerate_kernel::skip_or_fail(&format!(
@@ -48,7 +48,7 @@ fn pass_returns_packet_unchanged() {
         return;
     }
     let obj = single(&[mov64(0, XDP_PASS as i32), exit()], vec![]);
-    let loaded = load_object(&obj).unwrap();
+    let loaded = load_entry(&obj, 0).unwrap();
     assert_eq!(loaded.program_index("xdp_test"), Some(0));
     assert_eq!(loaded.program_index("nope"), None);
     assert!(loaded.program_id(0).unwrap() > 0);
@@ -74,7 +74,7 @@ fn packet_write_changes_output() {
         mov64(0, XDP_TX as i32),
         exit(),
     ]);
-    let loaded = load_object(&single(&insns, vec![])).unwrap();
+    let loaded = load_entry(&single(&insns, vec![]), 0).unwrap();
     let out = loaded.test_run(0, &TestRunInput::new(packet(20))).unwrap();
     assert_eq!(out.retval, XDP_TX);
     let mut expected = packet(20);
@@ -91,7 +91,7 @@ fn array_map_counter() {
         &counter_program(),
         vec![MapDef::new("counts", MapType::ARRAY, 4, 8, 4)],
     );
-    let loaded = load_object(&obj).unwrap();
+    let loaded = load_entry(&obj, 0).unwrap();
     for _ in 0..3 {
         let out = loaded.test_run(0, &TestRunInput::new(packet(64))).unwrap();
         assert_eq!(out.retval, XDP_PASS);
@@ -119,7 +119,7 @@ fn percpu_array_counter_reports_cpu0() {
         &counter_program(),
         vec![MapDef::new("pcpu", MapType::PERCPU_ARRAY, 4, 8, 2)],
     );
-    let loaded = load_object(&obj).unwrap();
+    let loaded = load_entry(&obj, 0).unwrap();
     assert!(loaded.possible_cpus() >= 1);
     for _ in 0..5 {
         loaded.test_run(0, &TestRunInput::new(packet(64))).unwrap();
@@ -169,7 +169,7 @@ fn hash_map_seeded_by_update_is_read_by_program() {
         &insns,
         vec![MapDef::new("actions", MapType::HASH, 4, 4, 16)],
     );
-    let loaded = load_object(&obj).unwrap();
+    let loaded = load_entry(&obj, 0).unwrap();
     let run = || {
         loaded
             .test_run(0, &TestRunInput::new(packet(64)))
@@ -228,7 +228,7 @@ fn rodata_is_initialised_frozen_and_readable() {
     // return *(u32 *)(.rodata + 4)
     let insns = [ld_map_value(1, 0, 4), ldx(Size::W, 0, 1, 0), exit()];
     let rodata = global(".rodata", 8, vec![0, 0, 0, 0, 3, 0, 0, 0], true);
-    let loaded = load_object(&single(&insns, vec![rodata])).unwrap();
+    let loaded = load_entry(&single(&insns, vec![rodata]), 0).unwrap();
     let out = loaded.test_run(0, &TestRunInput::new(packet(64))).unwrap();
     assert_eq!(out.retval, XDP_TX);
     assert_eq!(
@@ -260,7 +260,7 @@ fn data_section_is_writable_by_program() {
         exit(),
     ];
     let data = global(".data", 8, vec![40, 0, 0, 0], false);
-    let loaded = load_object(&single(&insns, vec![data])).unwrap();
+    let loaded = load_entry(&single(&insns, vec![data]), 0).unwrap();
     loaded.test_run(0, &TestRunInput::new(packet(64))).unwrap();
     loaded.test_run(0, &TestRunInput::new(packet(64))).unwrap();
     assert_eq!(
@@ -290,11 +290,10 @@ fn tail_call_through_prog_array() {
     let mut table = MapDef::new("jmp_table", MapType::PROG_ARRAY, 4, 4, 4);
     table.origin = MapOrigin::Legacy;
     table.initial_programs = vec![(1, 1)];
-    let loaded = load_object(&Object::with_programs(
-        "test",
-        vec![entry, target],
-        vec![table],
-    ))
+    let loaded = load_entry(
+        &Object::with_programs("test", vec![entry, target], vec![table]),
+        0,
+    )
     .unwrap();
     assert_eq!(loaded.num_programs(), 2);
     assert_eq!(loaded.program_index("target"), Some(1));
@@ -334,7 +333,7 @@ fn lpm_trie_gets_no_prealloc_and_iterates() {
     // Key: u32 prefix length + 4 address bytes. flags 0 in the definition: the loader adds
     // BPF_F_NO_PREALLOC.
     let trie = MapDef::new("prefixes", MapType::LPM_TRIE, 8, 4, 16);
-    let loaded = load_object(&single(&[mov64(0, 2), exit()], vec![trie])).unwrap();
+    let loaded = load_entry(&single(&[mov64(0, 2), exit()], vec![trie]), 0).unwrap();
     let mut key = 24u32.to_le_bytes().to_vec();
     key.extend([10, 1, 2, 0]);
     loaded.update(0, &key, &5u32.to_le_bytes()).unwrap();
@@ -351,7 +350,7 @@ fn verifier_rejection_carries_the_log() {
     }
     // r0 = r2 reads an uninitialised register.
     let obj = single(&[mov64_reg(0, 2), exit()], vec![]);
-    let err = load_object(&obj).unwrap_err();
+    let err = load_entry(&obj, 0).unwrap_err();
     let KernelError::Rejected {
         program,
         errno,
@@ -383,7 +382,7 @@ fn map_index_out_of_range_is_refused_before_loading() {
         return;
     }
     let obj = single(&[ld_map(1, 3), mov64(0, 2), exit()], vec![]);
-    let err = load_object(&obj).unwrap_err();
+    let err = load_entry(&obj, 0).unwrap_err();
     assert!(
         err.to_string()
             .contains("references map index 3 at insn 0, but the object has 0 maps"),
@@ -397,7 +396,7 @@ fn map_create_failure_names_the_map() {
         return;
     }
     let bad = MapDef::new("flows", MapType::HASH, 0, 8, 1024);
-    let err = load_object(&single(&[mov64(0, 2), exit()], vec![bad])).unwrap_err();
+    let err = load_entry(&single(&[mov64(0, 2), exit()], vec![bad]), 0).unwrap_err();
     assert_eq!(
         err.to_string(),
         "BPF_MAP_CREATE for map `flows` (hash, key 0, value 8, 1024 entries) failed: \
@@ -410,10 +409,13 @@ fn repeat_reports_a_duration() {
     if !bpf_available() {
         return;
     }
-    let loaded = load_object(&single(
-        &counter_program(),
-        vec![MapDef::new("counts", MapType::ARRAY, 4, 8, 1)],
-    ))
+    let loaded = load_entry(
+        &single(
+            &counter_program(),
+            vec![MapDef::new("counts", MapType::ARRAY, 4, 8, 1)],
+        ),
+        0,
+    )
     .unwrap();
     let mut input = TestRunInput::new(packet(64));
     input.repeat = 1000;
@@ -436,7 +438,7 @@ fn test_run_restores_thread_affinity() {
             .find(|l| l.starts_with("Cpus_allowed_list"))
             .map(str::to_string)
     };
-    let loaded = load_object(&single(&[mov64(0, 2), exit()], vec![])).unwrap();
+    let loaded = load_entry(&single(&[mov64(0, 2), exit()], vec![]), 0).unwrap();
     loaded.test_run(0, &TestRunInput::new(packet(64))).unwrap();
     let after = std::fs::read_to_string("/proc/thread-self/status").unwrap();
     assert_eq!(allowed(&before), allowed(&after));
@@ -447,7 +449,7 @@ fn bad_program_index_is_an_error() {
     if !bpf_available() {
         return;
     }
-    let loaded = load_object(&single(&[mov64(0, 2), exit()], vec![])).unwrap();
+    let loaded = load_entry(&single(&[mov64(0, 2), exit()], vec![]), 0).unwrap();
     let err = loaded
         .test_run(5, &TestRunInput::new(packet(64)))
         .unwrap_err();
@@ -466,7 +468,7 @@ fn long_verifier_logs_are_complete() {
     // larger than the initial 64 KiB buffer, so the loader must grow it.
     let mut insns: Vec<_> = (0..10_000).map(|i| mov64(1, i)).collect();
     insns.extend([mov64_reg(0, 2), exit()]);
-    let err = load_object(&single(&insns, vec![])).unwrap_err();
+    let err = load_entry(&single(&insns, vec![]), 0).unwrap_err();
     let log = err.verifier_log().expect("a rejection");
     assert!(log.len() > 1 << 16, "log is only {} bytes", log.len());
     assert!(log.contains("0: (b7) r1 = 0"), "log start missing");

@@ -7,7 +7,7 @@ use common::*;
 use linerate_bpf::contents::{MapMode, MapSeed, SeedError};
 use linerate_bpf::{MapDef, MapType, Object};
 use linerate_kernel::drive::{DriveError, Driver};
-use linerate_kernel::load_object;
+use linerate_kernel::load_entry;
 
 /// `counts[0] += 1; return XDP_PASS`, with a one-entry hash map `one` beside it.
 fn counter() -> Object {
@@ -69,7 +69,7 @@ fn a_refused_entry_names_map_entry_and_errno() {
         DriveError::Seed(SeedError::Refused { errno: -7, .. })
     ));
 
-    let loaded = load_object(&obj).unwrap();
+    let loaded = load_entry(&obj, 0).unwrap();
     let mut bad_size = MapSeed::new();
     bad_size.push(1, vec![3, 0], vec![1]);
     bad_size.push(1, vec![3, 0], vec![1, 2]);

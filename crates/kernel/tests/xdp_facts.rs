@@ -8,7 +8,7 @@ mod common;
 use common::*;
 use linerate_bpf::insn::{AluOp, Cond, Size};
 use linerate_bpf::{Instruction, Object};
-use linerate_kernel::{load_object, TestRunInput, TestRunOutput};
+use linerate_kernel::{load_entry, TestRunInput, TestRunOutput};
 
 const EINVAL: i32 = 22;
 const EACCES: i32 = 13;
@@ -19,7 +19,7 @@ fn helper_result(helper: u32, off: i32) -> Object {
 }
 
 fn run_obj(obj: &Object, input: &TestRunInput) -> TestRunOutput {
-    load_object(obj).unwrap().test_run(0, input).unwrap()
+    load_entry(obj, 0).unwrap().test_run(0, input).unwrap()
 }
 
 fn run(helper: u32, off: i32, input: &TestRunInput) -> (i32, TestRunOutput) {
@@ -180,7 +180,7 @@ fn input_limits() {
     if !bpf_available() {
         return;
     }
-    let loaded = load_object(&single(&[mov64(0, 2), exit()], vec![])).unwrap();
+    let loaded = load_entry(&single(&[mov64(0, 2), exit()], vec![]), 0).unwrap();
     let errno = |input: &TestRunInput| loaded.test_run(0, input).unwrap_err().errno().unwrap().0;
     assert_eq!(errno(&TestRunInput::new(packet(13))), EINVAL);
     assert!(loaded.test_run(0, &TestRunInput::new(packet(14))).is_ok());

@@ -20,6 +20,8 @@ pub enum VmError {
     Packet(#[from] PacketError),
     #[error("no program with index {0}")]
     NoSuchProgram(usize),
+    #[error(transparent)]
+    NotXdp(#[from] linerate_bpf::NotXdp),
     #[error("jump to slot {pc} of `{program}`, which is not the start of an instruction")]
     BadJump { program: String, pc: usize },
     #[error("stopped after {limit} instructions (unbounded loop?)")]

@@ -166,9 +166,12 @@ impl HelperMachine for Execution<'_> {
         program: &u64,
     ) -> Result<HelperOutcome, Box<VmError>> {
         let target = *program as usize;
-        if !*go || target >= self.vm.object().programs.len() {
+        let Some(def) = self.vm.object().programs.get(target).filter(|_| *go) else {
             return Ok(HelperOutcome::Return);
-        }
+        };
+        // The kernel keeps other program kinds out of an XDP program's arrays.
+        def.require_xdp("a tail call", "reaches XDP programs only")
+            .map_err(|e| Box::new(VmError::NotXdp(e)))?;
         self.tail_calls += 1;
         self.program = target;
         Ok(HelperOutcome::TailCall)

@@ -165,9 +165,10 @@ impl Vm {
         packet: &[u8],
         meta: &[u8],
     ) -> Result<RunOutcome, VmError> {
-        if program >= self.programs.len() {
+        let Some(def) = self.object.programs.get(program) else {
             return Err(VmError::NoSuchProgram(program));
-        }
+        };
+        def.require_xdp("the interpreter", "executes XDP programs")?;
         self.scratch.packet.refill(packet, meta)?;
         self.scratch.stack[..FRAME_BYTES].fill(0);
         let scratch = std::mem::replace(&mut self.scratch, Scratch::placeholder());
