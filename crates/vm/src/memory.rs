@@ -302,4 +302,45 @@ mod tests {
         p.refill(&[9; 14], &[]).unwrap();
         assert_eq!(p.buf, PacketBuffer::new(&[9; 14], &[]).unwrap().buf);
     }
+
+    #[test]
+    fn long_packets_fill_page_fragments_after_the_linear_part() {
+        use layout::*;
+        let packet: Vec<u8> = (0..MAX_DATA + FRAG_SIZE + 10).map(|i| i as u8).collect();
+        let mut p = PacketBuffer::new(&packet, &[]).unwrap();
+        assert_eq!(p.packet(), &packet[..MAX_DATA]);
+        assert_eq!((p.frags_len(), p.last_frag_len()), (FRAG_SIZE + 10, 10));
+        assert_eq!(p.whole_packet(), packet);
+
+        // Across the end of the linear part and from one fragment into the next.
+        for at in [MAX_DATA - 3, MAX_DATA + FRAG_SIZE - 3] {
+            let mut out = [0u8; 6];
+            assert!(p.read_at(at, &mut out));
+            assert_eq!(out[..], packet[at..at + 6]);
+            assert!(p.write_at(at, &[0xee; 6]));
+        }
+        let mut out = [0u8; 2];
+        assert!(!p.read_at(packet.len() - 1, &mut out));
+        assert!(!p.write_at(usize::MAX, &[1]));
+
+        // Shrinking drops the emptied fragment; growing zero-fills the last one.
+        p.set_frags_len(FRAG_SIZE - 1);
+        assert_eq!(
+            (p.frags_len(), p.last_frag_len()),
+            (FRAG_SIZE - 1, FRAG_SIZE - 1)
+        );
+        p.set_frags_len(FRAG_SIZE);
+        let whole = p.whole_packet();
+        assert_eq!(whole.len(), MAX_DATA + FRAG_SIZE);
+        let kept = packet[MAX_DATA + FRAG_SIZE - 4];
+        assert_eq!(&whole[whole.len() - 4..], &[kept, 0xee, 0xee, 0]);
+        p.set_frags_len(0);
+        assert_eq!(p.whole_packet().len(), MAX_DATA);
+
+        let too_long = vec![0u8; MAX_PACKET + 1];
+        assert!(matches!(
+            PacketBuffer::new(&too_long, &[]),
+            Err(PacketError::TooLarge { .. })
+        ));
+    }
 }
