@@ -30,6 +30,17 @@ fn frags_object(insns: &[Instruction]) -> Object {
 
 /// Runs `object` on `packet` in both engines; the differences, if any, as one message.
 fn compare(object: &Object, packet: &[u8], what: &str) -> Result<(), String> {
+    compare_with_meta(object, packet, &[], what)
+}
+
+/// [`compare`] with metadata in front of the packet (it takes room from the headroom, not
+/// from the linear part's 3,520 packet bytes).
+fn compare_with_meta(
+    object: &Object,
+    packet: &[u8],
+    meta: &[u8],
+    what: &str,
+) -> Result<(), String> {
     let loaded = load_object(object).map_err(|e| {
         format!(
             "{what}: kernel refused it: {e}\n{}",
@@ -37,17 +48,27 @@ fn compare(object: &Object, packet: &[u8], what: &str) -> Result<(), String> {
         )
     })?;
     let kernel = loaded
-        .test_run(0, &TestRunInput::new(packet))
+        .test_run(
+            0,
+            &TestRunInput {
+                packet: packet.to_vec(),
+                meta: meta.to_vec(),
+                ..Default::default()
+            },
+        )
         .map_err(|e| format!("{what}: kernel: {e}"))?;
     let mut vm = Vm::new(object, VmOptions::default()).map_err(|e| format!("{what}: {e}"))?;
     let ours = vm
-        .run(0, packet, &[])
+        .run(0, packet, meta)
         .map_err(|e| format!("{what}: interpreter: {e}"))?;
     if ours.return_value != u64::from(kernel.retval) {
         return Err(format!(
             "{what}: returned {:#x} in the interpreter, {:#x} in the kernel",
             ours.return_value, kernel.retval
         ));
+    }
+    if ours.meta != kernel.meta {
+        return Err(format!("{what}: metadata differs"));
     }
     if ours.packet != kernel.packet {
         let first = ours
@@ -204,12 +225,15 @@ fn load_and_store_bytes_agree_across_fragment_boundaries() {
                 0xffff,
                 0x10000,
             ];
-            for offset in offsets {
-                let what = format!("{len}-byte packet, {size} bytes at {offset}");
+            for (offset, meta) in offsets.iter().flat_map(|o| [(*o, 0), (*o, 8)]) {
+                let what = format!(
+                    "{len}-byte packet, {meta} bytes of metadata, {size} bytes at {offset}"
+                );
                 runs += 1;
-                if let Err(e) = compare(
+                if let Err(e) = compare_with_meta(
                     &frags_object(&load_store(offset, size)),
                     &packet(len),
+                    &vec![0xa5; meta],
                     &what,
                 ) {
                     failures.push(e);
