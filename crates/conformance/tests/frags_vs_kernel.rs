@@ -249,6 +249,36 @@ fn load_and_store_bytes_agree_across_fragment_boundaries() {
     );
 }
 
+/// `adjust_head` and `adjust_meta` move only the linear part's bounds of a multi-buffer packet;
+/// `get_buff_len` (returned) counts the fragments after them.
+#[test]
+fn adjust_head_and_meta_keep_the_fragments() {
+    if !usable_or_skip("frags adjust_head differential test") {
+        return;
+    }
+    let mut failures = Vec::new();
+    for helper in [id::XDP_ADJUST_HEAD, id::XDP_ADJUST_META] {
+        for delta in [-217, -216, -8, -1, 0, 4, 14, 3506, 3507] {
+            let insns = [
+                mov64_reg(6, 1),
+                mov64(2, delta),
+                call_helper(helper),
+                jmp(Cond::Ne, 0, 0, 2),
+                mov64_reg(1, 6),
+                call_helper(id::XDP_GET_BUFF_LEN),
+                exit(),
+            ];
+            for len in [3521, 5000] {
+                let what = format!("{len}-byte packet, helper {helper}({delta})");
+                if let Err(e) = compare(&frags_object(&insns), &packet(len), &what) {
+                    failures.push(e);
+                }
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
 /// `return bpf_xdp_get_buff_len(ctx)`, loaded without and with `BPF_F_XDP_HAS_FRAGS`: the kernel
 /// builds fragments for a long packet either way.
 #[test]
