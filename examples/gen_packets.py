@@ -901,3 +901,4 @@ if __name__ == "__main__":
         g()
     import gen_mixed
     gen_mixed.generate()
+    __import__("gen_jumbo").gen_jumbo(sys.modules[__name__])

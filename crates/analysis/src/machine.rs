@@ -10,12 +10,12 @@
 use std::collections::{BTreeMap, HashMap};
 
 use linerate_bpf::facts::helper;
-use linerate_bpf::facts::test_run_buffer::{FRAME_SIZE, MAX_DATA};
+use linerate_bpf::facts::test_run_buffer::{FRAG_SIZE, FRAME_SIZE, MAX_DATA, MAX_FRAGS};
 use linerate_bpf::facts::xdp_md;
 use linerate_bpf::insn::{Imm64, Size, NUM_REGS};
 use linerate_bpf::program::{MapDef, MapOrigin, Object};
 use linerate_sem::exec::{Frame, HelperOutcome, Machine, SemError};
-use linerate_sem::helpers::{FibAnswer, HelperMachine, PacketBounds, RedirectTo, Source};
+use linerate_sem::helpers::{FibAnswer, Frags, HelperMachine, PacketBounds, RedirectTo, Source};
 use linerate_sem::Domain;
 
 use crate::value::{AbsBool, AbsDomain, AbsValue, Interval, Region, Shape};
@@ -560,8 +560,41 @@ impl HelperMachine for AbsMachine<'_> {
         Ok(())
     }
 
-    fn packet_pointer(&mut self, _offset: &AbsValue) -> AbsValue {
-        self.domain.pointer(Region::Packet, Interval::SIGNED)
+    fn packet_frags(&mut self) -> Frags<AbsValue> {
+        let d = &mut *self.domain;
+        Frags {
+            len: d.scalar(Interval {
+                lo: 0,
+                hi: i128::from(MAX_FRAGS * FRAG_SIZE),
+            }),
+            last: d.scalar(Interval {
+                lo: 0,
+                hi: i128::from(FRAG_SIZE),
+            }),
+        }
+    }
+
+    fn set_frags_len(&mut self, _pc: usize, _len: &AbsValue) -> Result<(), Stop> {
+        Ok(())
+    }
+
+    fn read_packet(
+        &mut self,
+        _pc: usize,
+        _offset: &AbsValue,
+        len: u64,
+    ) -> Result<Vec<AbsValue>, Stop> {
+        Ok((0..len).map(|_| self.domain.bits(8)).collect())
+    }
+
+    fn write_packet(
+        &mut self,
+        _pc: usize,
+        _offset: &AbsValue,
+        _bytes: &[AbsValue],
+    ) -> Result<(), Stop> {
+        // Packet contents are not tracked.
+        Ok(())
     }
 
     fn source(&mut self, _pc: usize, source: Source) -> Result<AbsValue, Stop> {

@@ -59,6 +59,16 @@ pub mod test_run_buffer {
     pub const MAX_META: u64 = HEADROOM - XDP_FRAME;
     /// Largest packet a single buffer holds.
     pub const MAX_DATA: u64 = FRAME_SIZE - HEADROOM - SHARED_INFO;
+    /// Bytes of one fragment page: a longer packet's bytes past `MAX_DATA` go into fragments of
+    /// this size, the last one partly filled (`bpf_prog_test_run_xdp` sets the loopback queue's
+    /// `frag_size` to the page size; `bpf_xdp_frags_increase_tail` lets the last fragment grow
+    /// up to it).
+    pub const FRAG_SIZE: u64 = 4096;
+    /// `MAX_SKB_FRAGS` (`CONFIG_MAX_SKB_FRAGS`, 17 on this kernel's x86-64 config): fragments one
+    /// buffer holds; a longer packet makes `BPF_PROG_TEST_RUN` fail with `ENOMEM`.
+    pub const MAX_FRAGS: u64 = 17;
+    /// Largest packet `BPF_PROG_TEST_RUN` takes: the linear part and every fragment full.
+    pub const MAX_PACKET: u64 = MAX_DATA + MAX_FRAGS * FRAG_SIZE;
 }
 
 /// Limits of the verifier and the BPF runtime.

@@ -196,6 +196,19 @@ impl Program {
         }
     }
 
+    /// Whether the program is frags-aware (multi-buffer XDP): its section is `xdp.frags` or
+    /// `xdp.frags/...` (libbpf's `SEC_XDP_FRAGS` sections in `tools/lib/bpf/libbpf.c`, plus the
+    /// older `xdp_frags` spelling), for which a loader sets `BPF_F_XDP_HAS_FRAGS`. The flag
+    /// decides whether the program may be attached where packets arrive in fragments;
+    /// `BPF_PROG_TEST_RUN` builds fragments for a long packet either way.
+    pub fn has_frags(&self) -> bool {
+        ["xdp.frags", "xdp_frags"].iter().any(|prefix| {
+            self.section
+                .strip_prefix(prefix)
+                .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
+        })
+    }
+
     /// Decodes the linked slots, yielding `(slot index, instruction)` pairs.
     pub fn decode(&self) -> Result<Vec<(usize, Instruction)>, DecodeError> {
         decode_all(&self.insns)

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{anyhow, bail, Result};
 use clap::Args;
 use linerate_bpf::contents::{MapContents, MapMode, MapSeed};
+use linerate_bpf::facts::test_run_buffer::{FRAG_SIZE, MAX_DATA, MAX_FRAGS, MAX_PACKET};
 use linerate_bpf::Object;
 use linerate_cfg::Cfg;
 use linerate_io::{
@@ -28,7 +29,9 @@ pub struct RunArgs {
     /// Program to run (function or section name); default: the first.
     #[arg(long)]
     pub prog: Option<String>,
-    /// The packet, in hex.
+    /// The packet, in hex. Up to 73,152 bytes: past 3,520 the rest goes into fragments, as the
+    /// kernel builds a multi-buffer packet. One command-line argument holds at most 128 KiB, so
+    /// give packets above 65,535 bytes with --packets or --pcap.
     #[arg(long)]
     pub packet: Option<String>,
     /// Run every packet of this file in order: one packet in hex per line, `#` comments.
@@ -109,6 +112,18 @@ pub fn run(args: &RunArgs) -> Result<()> {
     {
         bail!(
             "packet {i}: {} bytes is shorter than an Ethernet header ({ETH_HEADER_LEN} bytes)",
+            p.len()
+        );
+    }
+    // Above the largest multi-buffer packet the kernel answers a bare ENOMEM.
+    if let Some((i, p)) = packets
+        .iter()
+        .enumerate()
+        .find(|(_, p)| p.len() as u64 > MAX_PACKET)
+    {
+        bail!(
+            "packet {i}: {} bytes is larger than the {MAX_PACKET} bytes BPF_PROG_TEST_RUN takes \
+             ({MAX_DATA} in the buffer, then at most {MAX_FRAGS} fragments of {FRAG_SIZE} bytes)",
             p.len()
         );
     }

@@ -2,12 +2,14 @@
 //! map contents in the interpreter as in this host's kernel, packet after packet.
 //!
 //! Each example runs on its crafted packets (`examples/NAME.packets`, written to reach every
-//! branch) followed by mutations of them and random frames, at least 200 packets in all, with the
+//! branch) followed by mutations of them and random frames, at least 200 packets in all (frames
+//! of frags-aware programs are also extended by up to two fragment pages), with the
 //! maps seeded from `examples/NAME.maps.json` when present. Maps persist from packet to packet in
 //! both engines, so stateful programs are compared on their state too.
 
 use linerate_bpf::contents::MapMode;
 use linerate_bpf::ProgramKind;
+use linerate_bpf::facts::test_run_buffer::{FRAG_SIZE, MAX_PACKET};
 use linerate_conformance::examples::{load_all, Example};
 use linerate_io::to_hex as hex;
 use linerate_kernel::usable_or_skip;
@@ -21,6 +23,12 @@ const MIN_PACKETS: usize = 200;
 /// frames, up to at least [`MIN_PACKETS`].
 fn packets_for(example: &Example) -> Vec<Vec<u8>> {
     let crafted = example.packet_bytes();
+    // Programs written for multi-buffer packets get extensions across fragment boundaries.
+    let extension = if example.object.programs.iter().any(|p| p.has_frags()) {
+        2 * FRAG_SIZE as usize
+    } else {
+        64
+    };
     let mut rng = XorShift::new(0x9e37_79b9_7f4a_7c15 ^ crafted.len() as u64);
     let mut packets = crafted.clone();
     while packets.len() < MIN_PACKETS {
@@ -33,7 +41,7 @@ fn packets_for(example: &Example) -> Vec<Vec<u8>> {
         };
         match rng.below(4) {
             0 => p.truncate(14 + rng.below(p.len().saturating_sub(13).max(1))),
-            1 => p.extend((0..rng.below(64)).map(|_| rng.next_u64() as u8)),
+            1 => p.extend((0..rng.below(extension)).map(|_| rng.next_u64() as u8)),
             _ => {
                 for _ in 0..1 + rng.below(3) {
                     let at = rng.below(p.len());
@@ -41,7 +49,7 @@ fn packets_for(example: &Example) -> Vec<Vec<u8>> {
                 }
             }
         }
-        p.truncate(p.len().max(14));
+        p.truncate(p.len().max(14).min(MAX_PACKET as usize));
         packets.push(p);
     }
     packets

@@ -54,10 +54,15 @@
 //!   packet — and `data_size_out` is that total length; `ctx_out.data` is the metadata length,
 //!   which [`TestRunOutput`] uses to split the two.
 //! * **Large packets.** A packet longer than 3520 bytes becomes a multi-buffer frame even for a
-//!   program loaded without `BPF_F_XDP_HAS_FRAGS`: the program sees only the first 3520 bytes
-//!   (`data_end - data == 3520`), the rest sits in page fragments that `adjust_tail` grows or
-//!   shrinks, and `data_out` contains all of it. linerate's interpreter models single-buffer
-//!   packets only (at most 3520 bytes).
+//!   program loaded without `BPF_F_XDP_HAS_FRAGS` (the flag, which `xdp.frags` sections set,
+//!   only matters where a program is attached): the program sees only the first 3520 bytes
+//!   (`data_end - data == 3520`), the rest sits in fragments of up to 4096 bytes, all full but
+//!   the last, at most 17 (`MAX_SKB_FRAGS`; a longer packet is `ENOMEM`, so 73,152 bytes at
+//!   most). `bpf_xdp_get_buff_len` counts the fragments, `bpf_xdp_load/store_bytes` reach into
+//!   them (offsets up to 0xffff), `adjust_tail` grows the last fragment within its page or
+//!   shrinks from the end, dropping emptied fragments and then taking from the linear part
+//!   (`-INT_MIN` shrinks nothing and succeeds), and `data_out` receives the linear part followed
+//!   by the fragments. The interpreter reproduces all of it.
 //! * **Repeat.** All `repeat` runs share the same frame and context: packet writes and moved
 //!   bounds persist from one run to the next (a program doing `adjust_head(-4)` run 3 times
 //!   returns a packet 12 bytes longer). `retval` is the last run's. `duration` is the total time

@@ -182,11 +182,15 @@ fn license_cstring(license: Option<&str>) -> CString {
     CString::new(text).unwrap_or_else(|_| CString::from(c"GPL"))
 }
 
-/// Expected attach type and program flags for a program's ELF section, following libbpf's section
-/// names (`xdp`, `xdp.frags`, `xdp/devmap`, `xdp.frags/cpumap`, ...).
-fn attach_for_section(section: &str) -> (u32, u32) {
-    let frags = section.starts_with("xdp.frags") || section.starts_with("xdp_frags");
-    let flags = if frags { sys::F_XDP_HAS_FRAGS } else { 0 };
+/// Expected attach type and program flags for a program, following libbpf's section names
+/// (`xdp`, `xdp.frags`, `xdp/devmap`, `xdp.frags/cpumap`, ...).
+fn attach_and_flags(prog: &linerate_bpf::Program) -> (u32, u32) {
+    let flags = if prog.has_frags() {
+        sys::F_XDP_HAS_FRAGS
+    } else {
+        0
+    };
+    let section = &prog.section;
     let attach = if section.ends_with("/devmap") {
         sys::ATTACH_XDP_DEVMAP
     } else if section.ends_with("/cpumap") {
@@ -206,7 +210,7 @@ fn load_program(
     map_fds: &[u32],
 ) -> Result<OwnedFd, KernelError> {
     let insns: Vec<u8> = prog.insns.iter().flat_map(|i| i.to_bytes()).collect();
-    let (attach, flags) = attach_for_section(&prog.section);
+    let (attach, flags) = attach_and_flags(prog);
     let base = sys::ProgLoadAttr {
         prog_type: sys::PROG_TYPE_XDP,
         insn_cnt: u32::try_from(prog.insns.len()).unwrap_or(u32::MAX),

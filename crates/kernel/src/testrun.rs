@@ -9,16 +9,19 @@ use std::os::fd::AsRawFd;
 use crate::error::KernelError;
 use crate::object::LoadedObject;
 use crate::sys::{self, Cmd, Errno};
+use linerate_bpf::facts::test_run_buffer::{FRAG_SIZE, MAX_DATA, MAX_FRAGS, MAX_PACKET};
 
-/// Extra room in the output buffer beyond the input size: a program can grow the packet by at most
-/// the buffer's headroom plus tailroom, which together are less than one page.
-const OUTPUT_SLACK: usize = 4096;
+/// Extra room in the output buffer beyond the input size: a program grows the packet by at most
+/// the buffer's headroom plus either the frame's tailroom or the last fragment's room in its
+/// page, together less than two pages.
+const OUTPUT_SLACK: usize = 2 * FRAG_SIZE as usize;
 
 /// What to run a program on.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct TestRunInput {
-    /// Packet bytes (`data .. data_end`). At least 14 bytes (`ETH_HLEN`), else the kernel answers
-    /// `EINVAL`.
+    /// Packet bytes. At least 14 bytes (`ETH_HLEN`), else the kernel answers `EINVAL`. The first
+    /// 3520 are the linear part (`data .. data_end`); the kernel puts the rest in page fragments,
+    /// at most 17 of them (`ENOMEM` beyond), whether or not the program is frags-aware.
     pub packet: Vec<u8>,
     /// XDP metadata placed right before the packet (`data_meta .. data`): a multiple of 4 bytes, at
     /// most 32, else the kernel answers `EINVAL`.
@@ -49,14 +52,16 @@ impl TestRunInput {
 pub struct TestRunOutput {
     /// The program's return value (XDP action) of the last run.
     pub retval: u32,
-    /// Packet bytes after the last run (`data .. data_end`).
+    /// Packet bytes after the last run: the linear part (`data .. data_end`) followed by the
+    /// fragments.
     pub packet: Vec<u8>,
     /// Metadata after the last run (`data_meta .. data`).
     pub meta: Vec<u8>,
     /// Average duration of one run in nanoseconds, as the kernel measures it (the total time of
     /// all runs divided by `repeat`, rounded down, saturating at `u32::MAX`).
     pub duration_ns: u32,
-    /// The output size the kernel reported (`data_end - data_meta`, metadata included).
+    /// The output size the kernel reported (`data_end - data_meta` plus the fragments, metadata
+    /// included).
     pub data_size_out: u32,
 }
 
@@ -69,9 +74,18 @@ impl LoadedObject {
         input: &TestRunInput,
     ) -> Result<TestRunOutput, KernelError> {
         let (name, fd) = self.program(program_index)?;
+        let too_large = if input.packet.len() as u64 > MAX_PACKET {
+            format!(
+                ": more than the {MAX_PACKET} bytes the kernel takes, {MAX_DATA} in the buffer \
+                 and {MAX_FRAGS} fragments of {FRAG_SIZE}"
+            )
+        } else {
+            String::new()
+        };
         let describe = || {
             format!(
-                "{} of program `{name}` (packet {} bytes, meta {}, ifindex {}, rx queue {})",
+                "{} of program `{name}` (packet {} bytes{too_large}, meta {}, ifindex {}, \
+                 rx queue {})",
                 Cmd::ProgTestRun,
                 input.packet.len(),
                 input.meta.len(),

@@ -15,7 +15,9 @@
 use linerate_bpf::facts::errno::{EACCES, EAFNOSUPPORT, EFAULT, EINVAL};
 use linerate_bpf::facts::helper as id;
 use linerate_bpf::facts::limits::{FIB_LOOKUP_PARAMS, MAX_META_LEN, MAX_TAIL_CALLS};
-use linerate_bpf::facts::test_run_buffer::{ETH_HLEN, FRAME_SIZE, SHARED_INFO, XDP_FRAME};
+use linerate_bpf::facts::test_run_buffer::{
+    ETH_HLEN, FRAG_SIZE, FRAME_SIZE, SHARED_INFO, XDP_FRAME,
+};
 use linerate_bpf::facts::xdp::{XDP_ABORTED, XDP_REDIRECT};
 use linerate_bpf::program::{MapDef, MapType};
 
@@ -76,6 +78,16 @@ pub struct PacketBounds<V> {
     pub data_meta: V,
     pub data: V,
     pub data_end: V,
+}
+
+/// The fragments of a multi-buffer packet, after its linear part (`data..data_end`): both zero
+/// for a single-buffer packet.
+#[derive(Clone, Debug)]
+pub struct Frags<V> {
+    /// Bytes in all fragments (`skb_shared_info.xdp_frags_size`).
+    pub len: V,
+    /// Bytes in the last fragment, which `bpf_xdp_adjust_tail` grows within its page.
+    pub last: V,
 }
 
 /// Where a redirect helper sends the packet.
@@ -172,8 +184,28 @@ pub trait HelperMachine: Machine {
         pc: usize,
         bounds: PacketBounds<Val<Self>>,
     ) -> Result<(), Self::Fault>;
-    /// A pointer to byte `offset` of the packet buffer.
-    fn packet_pointer(&mut self, offset: &Val<Self>) -> Val<Self>;
+    /// The packet's fragments.
+    fn packet_frags(&mut self) -> Frags<Val<Self>>;
+    /// Makes the fragments hold `len` bytes in all, as `bpf_xdp_adjust_tail` does once its checks
+    /// passed: a shorter total comes off the end, dropping the fragments it empties; a longer one
+    /// grows the last fragment with zero bytes.
+    fn set_frags_len(&mut self, pc: usize, len: &Val<Self>) -> Result<(), Self::Fault>;
+    /// Reads `len` packet bytes from `offset` after `data`, through the linear part into the
+    /// fragments (the semantics checked that they lie within the packet).
+    fn read_packet(
+        &mut self,
+        pc: usize,
+        offset: &Val<Self>,
+        len: u64,
+    ) -> Result<Vec<Val<Self>>, Self::Fault>;
+    /// Writes one packet byte per value from `offset` after `data`, as [`Self::read_packet`]
+    /// reads.
+    fn write_packet(
+        &mut self,
+        pc: usize,
+        offset: &Val<Self>,
+        bytes: &[Val<Self>],
+    ) -> Result<(), Self::Fault>;
 
     /// A value from outside the program.
     fn source(&mut self, pc: usize, source: Source) -> Result<Val<Self>, Self::Fault>;
@@ -281,12 +313,9 @@ pub fn call<M: HelperMachine>(
         id::CSUM_DIFF => csum_diff(m, pc, [&r1, &r2, &r3, &r4, &r5])?,
         id::XDP_ADJUST_HEAD => adjust(m, pc, Adjust::Head, &r2)?,
         id::XDP_ADJUST_META => adjust(m, pc, Adjust::Meta, &r2)?,
-        id::XDP_ADJUST_TAIL => adjust(m, pc, Adjust::Tail, &r2)?,
+        id::XDP_ADJUST_TAIL => adjust_tail(m, pc, &r2)?,
         id::FIB_LOOKUP => fib_lookup(m, pc, &r2, &r3)?,
-        id::XDP_GET_BUFF_LEN => {
-            let b = m.packet_bounds();
-            m.domain().binary(BinOp::Sub, &b.data_end, &b.data)
-        }
+        id::XDP_GET_BUFF_LEN => buff_len(m),
         id::XDP_LOAD_BYTES | id::XDP_STORE_BYTES => packet_bytes(m, pc, helper, &r2, &r3, &r4)?,
         _ => return Err(SemError::UnsupportedHelper { pc, id: helper }.into()),
     };
@@ -493,13 +522,12 @@ fn csum_from32to16<M: HelperMachine>(m: &mut M, sum: &Val<M>) -> Val<M> {
 enum Adjust {
     Head,
     Meta,
-    Tail,
 }
 
-/// `bpf_xdp_adjust_head/meta/tail(ctx, delta)`: moves `data` (with the metadata), `data_meta` or
-/// `data_end` by `delta` where the result stays inside the frame with an Ethernet header's worth
-/// of packet (and metadata a multiple of 4 bytes, at most `MAX_META_LEN`); else `-EINVAL`
-/// (`-EACCES` for a metadata size that is misaligned or too long) and nothing changes.
+/// `bpf_xdp_adjust_head/meta(ctx, delta)`: moves `data` (with the metadata) or `data_meta` by
+/// `delta` where the result stays inside the frame with an Ethernet header's worth of packet (and
+/// metadata a multiple of 4 bytes, at most `MAX_META_LEN`); else `-EINVAL` (`-EACCES` for a
+/// metadata size that is misaligned or too long) and nothing changes.
 fn adjust<M: HelperMachine>(
     m: &mut M,
     pc: usize,
@@ -548,17 +576,6 @@ fn adjust<M: HelperMachine>(
                 Some(bad_len),
             )
         }
-        Adjust::Tail => {
-            let new_end = d.binary(BinOp::Add, &b.data_end, &delta);
-            let low = d.binary(BinOp::Add, &b.data, &eth);
-            let high = d.constant(FRAME_SIZE - SHARED_INFO);
-            let new = PacketBounds {
-                data_meta: b.data_meta.clone(),
-                data: b.data.clone(),
-                data_end: new_end.clone(),
-            };
-            (new, (new_end.clone(), low), (new_end, high), None)
-        }
     };
     let d = m.domain();
     let below = d.compare(CmpOp::Slt, &low.0, &low.1);
@@ -581,9 +598,104 @@ fn adjust<M: HelperMachine>(
     Ok(d.ite(&out_of_frame, &einval, &aligned_or_not))
 }
 
+/// `bpf_xdp_adjust_tail(ctx, delta)`. A single-buffer packet's `data_end` moves by `delta` where
+/// it stays within the frame's tailroom with an Ethernet header's worth of packet. A multi-buffer
+/// packet (`bpf_xdp_frags_increase_tail` / `_shrink_tail`) grows its last fragment by `delta`
+/// within that fragment's page, or shrinks by `-delta` leaving at least an Ethernet header's worth
+/// of bytes in all: the bytes come off the fragments from the last one, emptied fragments are
+/// dropped, and once none is left the rest comes off `data_end`. Otherwise `-EINVAL` and nothing
+/// changes.
+fn adjust_tail<M: HelperMachine>(m: &mut M, pc: usize, delta: &Val<M>) -> Result<Val<M>, M::Fault> {
+    let delta = m.sext(delta, 32);
+    let b = m.packet_bounds();
+    let f = m.packet_frags();
+    let has_frags = nonzero(m, &f.len);
+    let c = |m: &mut M, v: u64| m.domain().constant(v);
+    let (zero, eth, frag_size) = (c(m, 0), c(m, ETH_HLEN), c(m, FRAG_SIZE));
+    let (high, int_min) = (c(m, FRAME_SIZE - SHARED_INFO), signed(m, i32::MIN.into()));
+    let d = m.domain();
+    // Single buffer. The bounds are offsets below 4096, so signed comparisons of their sums with
+    // `delta` are exact.
+    let new_end = d.binary(BinOp::Add, &b.data_end, &delta);
+    let low = d.binary(BinOp::Add, &b.data, &eth);
+    let below = d.compare(CmpOp::Slt, &new_end, &low);
+    let above = d.compare(CmpOp::Slt, &high, &new_end);
+    let linear_bad = d.or(&below, &above);
+    // Fragments, growing: the last one's page has `FRAG_SIZE - last` bytes of room.
+    let grows = d.compare(CmpOp::Sle, &zero, &delta);
+    let room = d.binary(BinOp::Sub, &frag_size, &f.last);
+    let grow_bad = d.compare(CmpOp::Ult, &room, &delta);
+    // Fragments, shrinking by `-delta`, an `int` in the kernel: `-INT_MIN` is `INT_MIN` again,
+    // which passes the length check and removes nothing.
+    let shrink = d.binary(BinOp::Sub, &zero, &delta);
+    let linear_len = d.binary(BinOp::Sub, &b.data_end, &b.data);
+    let total = d.binary(BinOp::Add, &linear_len, &f.len);
+    let most = d.binary(BinOp::Sub, &total, &eth);
+    let too_much = d.compare(CmpOp::Slt, &most, &shrink);
+    let is_int_min = d.compare(CmpOp::Eq, &delta, &int_min);
+    let not_int_min = d.not(&is_int_min);
+    let shrink_bad = d.and(&too_much, &not_int_min);
+    let (grow_ok, shrink_ok) = (d.not(&grow_bad), d.not(&shrink_bad));
+    let shrinks = d.not(&grows);
+    let grow_ok = d.and(&grows, &grow_ok);
+    let shrink_ok = d.and(&shrinks, &shrink_ok);
+    let frags_ok = d.or(&grow_ok, &shrink_ok);
+    let no_frags = d.not(&has_frags);
+    let linear_ok = d.not(&linear_bad);
+    let linear_moves = d.and(&no_frags, &linear_ok);
+    let frags_move = d.and(&has_frags, &frags_ok);
+    let ok = d.or(&linear_moves, &frags_move);
+    if m.decide(pc, &linear_moves)? {
+        let new = PacketBounds {
+            data_meta: b.data_meta.clone(),
+            data: b.data.clone(),
+            data_end: new_end,
+        };
+        m.set_packet_bounds(pc, new)?;
+    }
+    let d = m.domain();
+    let frags_grow = d.and(&has_frags, &grow_ok);
+    if m.decide(pc, &frags_grow)? {
+        let len = m.domain().binary(BinOp::Add, &f.len, &delta);
+        m.set_frags_len(pc, &len)?;
+    }
+    let d = m.domain();
+    let removes = d.and(&shrink_ok, &not_int_min);
+    let frags_shrink = d.and(&has_frags, &removes);
+    if m.decide(pc, &frags_shrink)? {
+        let d = m.domain();
+        let within = d.compare(CmpOp::Ult, &shrink, &f.len);
+        let from_frags = d.ite(&within, &shrink, &f.len);
+        let len = d.binary(BinOp::Sub, &f.len, &from_frags);
+        let rest = d.binary(BinOp::Sub, &shrink, &from_frags);
+        m.set_frags_len(pc, &len)?;
+        let from_linear = nonzero(m, &rest);
+        if m.decide(pc, &from_linear)? {
+            let end = m.domain().binary(BinOp::Sub, &b.data_end, &rest);
+            let new = PacketBounds {
+                data_meta: b.data_meta.clone(),
+                data: b.data.clone(),
+                data_end: end,
+            };
+            m.set_packet_bounds(pc, new)?;
+        }
+    }
+    let einval = signed(m, -EINVAL);
+    Ok(m.domain().ite(&ok, &zero, &einval))
+}
+
+/// `bpf_xdp_get_buff_len(ctx)`: the linear part and the fragments.
+fn buff_len<M: HelperMachine>(m: &mut M) -> Val<M> {
+    let b = m.packet_bounds();
+    let f = m.packet_frags();
+    let d = m.domain();
+    let linear = d.binary(BinOp::Sub, &b.data_end, &b.data);
+    d.binary(BinOp::Add, &linear, &f.len)
+}
+
 /// `bpf_xdp_load_bytes(ctx, offset, buf, len)` and `bpf_xdp_store_bytes`: copy `len` bytes between
-/// the packet at `offset` from `data` and `buf`; `-EFAULT` for an offset or length above 0xffff,
-/// `-EINVAL` where the range leaves the packet.
+/// the packet at `offset` from `data` (through the linear part into the fragments) and `buf`;
+/// `-EFAULT` for an offset or length above 0xffff, `-EINVAL` where the range leaves the packet.
 fn packet_bytes<M: HelperMachine>(
     m: &mut M,
     pc: usize,
@@ -592,28 +704,27 @@ fn packet_bytes<M: HelperMachine>(
     buf: &Val<M>,
     len: &Val<M>,
 ) -> Result<Val<M>, M::Fault> {
+    const LIMIT: u64 = 0xffff;
     let offset = m.zext(offset, 32);
     let len = m.zext(len, 32);
-    let count = m.byte_count(pc, helper, &len, FRAME_SIZE)?;
-    let b = m.packet_bounds();
+    let count = m.byte_count(pc, helper, &len, LIMIT)?;
+    let total = buff_len(m);
     let d = m.domain();
-    let limit = d.constant(0xffff);
+    let limit = d.constant(LIMIT);
     let offset_too_big = d.compare(CmpOp::Ult, &limit, &offset);
     let len_too_big = d.compare(CmpOp::Ult, &limit, &len);
     let fault = d.or(&offset_too_big, &len_too_big);
-    let start = d.binary(BinOp::Add, &b.data, &offset);
-    let end = d.binary(BinOp::Add, &start, &len);
-    let past_end = d.compare(CmpOp::Ult, &b.data_end, &end);
+    let end = d.binary(BinOp::Add, &offset, &len);
+    let past_end = d.compare(CmpOp::Ult, &total, &end);
     let refused = d.or(&fault, &past_end);
     let ok = d.not(&refused);
     if m.decide(pc, &ok)? {
-        let at = m.packet_pointer(&start);
         if helper == id::XDP_LOAD_BYTES {
-            let bytes = m.read_bytes(pc, &at, count)?;
+            let bytes = m.read_packet(pc, &offset, count)?;
             m.write_bytes(pc, buf, &bytes)?;
         } else {
             let bytes = m.read_bytes(pc, buf, count)?;
-            m.write_bytes(pc, &at, &bytes)?;
+            m.write_packet(pc, &offset, &bytes)?;
         }
     }
     let (zero, efault, einval) = (

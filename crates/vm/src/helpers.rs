@@ -7,12 +7,11 @@
 //! evaluating it.
 
 use linerate_bpf::program::MapDef;
-use linerate_sem::helpers::{FibAnswer, HelperMachine, PacketBounds, RedirectTo, Source};
+use linerate_sem::helpers::{FibAnswer, Frags, HelperMachine, PacketBounds, RedirectTo, Source};
 use linerate_sem::HelperOutcome;
 
 use crate::error::VmError;
 use crate::machine::{Execution, Redirect};
-use crate::memory::{pointer, PACKET_REGION};
 
 /// A route `bpf_fib_lookup` returns: destinations within `prefix/prefix_len` leave through
 /// `ifindex` with the given MAC addresses.
@@ -140,8 +139,36 @@ impl HelperMachine for Execution<'_> {
         Ok(())
     }
 
-    fn packet_pointer(&mut self, offset: &u64) -> u64 {
-        pointer(PACKET_REGION, *offset)
+    fn packet_frags(&mut self) -> Frags<u64> {
+        let p = &self.scratch.packet;
+        Frags {
+            len: p.frags_len() as u64,
+            last: p.last_frag_len() as u64,
+        }
+    }
+
+    fn set_frags_len(&mut self, _pc: usize, len: &u64) -> Result<(), Box<VmError>> {
+        self.scratch.packet.set_frags_len(*len as usize);
+        Ok(())
+    }
+
+    fn read_packet(&mut self, pc: usize, offset: &u64, len: u64) -> Result<Vec<u64>, Box<VmError>> {
+        let mut bytes = vec![0u8; len as usize];
+        if !self.scratch.packet.read_at(*offset as usize, &mut bytes) {
+            return Err(self.outside_packet(pc, *offset, len));
+        }
+        Ok(bytes.iter().map(|b| u64::from(*b)).collect())
+    }
+
+    fn write_packet(&mut self, pc: usize, offset: &u64, bytes: &[u64]) -> Result<(), Box<VmError>> {
+        if !self
+            .scratch
+            .packet
+            .write_at(*offset as usize, &to_bytes(bytes))
+        {
+            return Err(self.outside_packet(pc, *offset, bytes.len() as u64));
+        }
+        Ok(())
     }
 
     fn source(&mut self, _pc: usize, source: Source) -> Result<u64, Box<VmError>> {
@@ -223,6 +250,22 @@ impl HelperMachine for Execution<'_> {
 
     fn trace(&mut self, _pc: usize, line: String) {
         self.trace.push(line);
+    }
+}
+
+impl Execution<'_> {
+    /// The fault of a packet helper's range the semantics let through but the buffer does not
+    /// hold (the semantics checks every range first, so this is a bug, reported as one).
+    fn outside_packet(&self, pc: usize, offset: u64, len: u64) -> Box<VmError> {
+        let p = &self.scratch.packet;
+        Box::new(VmError::MemoryFault {
+            program: self.program_name(),
+            pc,
+            what: format!(
+                "{len} packet bytes at offset {offset} from data, past the packet's {} bytes",
+                p.packet().len() + p.frags_len()
+            ),
+        })
     }
 }
 

@@ -188,7 +188,7 @@ impl Vm {
         let (redirect, trace) = (exec.redirect.take(), std::mem::take(&mut exec.trace));
         let scratch = std::mem::replace(&mut exec.scratch, Scratch::placeholder());
         let outcome = result.map(|mut outcome| {
-            outcome.packet = scratch.packet.packet().to_vec();
+            outcome.packet = scratch.packet.whole_packet();
             outcome.meta = scratch.packet.meta().to_vec();
             outcome.redirect = redirect;
             outcome.trace = trace;
