@@ -64,6 +64,7 @@
 
 pub mod drive;
 mod error;
+mod map_in_map;
 mod object;
 mod seed;
 mod skip;
