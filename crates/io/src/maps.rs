@@ -82,7 +82,8 @@ pub fn parse_maps(text: &str, object: &Object) -> Result<MapSeed, MapsError> {
 }
 
 /// Checks map contents against the object: every map exists, every key and value is hex of the
-/// map's sizes ([`SeedEntry::check`]). Maps are taken in name order, entries in file order.
+/// map's sizes ([`SeedEntry::check`]), every inner map fits its outer map ([`MapSeed::check`]).
+/// Maps are taken in name order, entries in file order.
 pub fn decode_maps(maps: &MapsJson, object: &Object) -> Result<MapSeed, MapsError> {
     let mut seed = MapSeed::new();
     for (name, entries) in maps {
@@ -117,6 +118,10 @@ pub fn decode_maps(maps: &MapsJson, object: &Object) -> Result<MapSeed, MapsErro
             seed.push(index, decoded.key, decoded.value);
         }
     }
+    // Inner maps are checked against their outer map's template as the engines check them.
+    seed.check(object.maps.len(), object.programs.len(), |i| {
+        object.maps.get(i)
+    })?;
     Ok(seed)
 }
 
@@ -164,7 +169,7 @@ fn entry_value<'a>(
         },
         (Some(text), None, false) => Ok(Given::Hex(text)),
         (_, _, true) => Err(refuse(format!(
-            "a {} entry gives the name of an inner map as \"inner\" (and no \"value\")",
+            "a map of maps ({}) names the inner map at a key as \"inner\", without \"value\"",
             def.map_type.name()
         ))),
         (_, _, false) => Err(refuse(
