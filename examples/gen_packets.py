@@ -902,3 +902,4 @@ if __name__ == "__main__":
     import gen_mixed
     gen_mixed.generate()
     __import__("gen_jumbo").gen_jumbo(sys.modules[__name__])
+    __import__("gen_map_in_map").generate()

@@ -531,6 +531,14 @@ impl HelperMachine for AbsMachine<'_> {
         }))
     }
 
+    fn inner_map(&mut self, _pc: usize, _outer: usize, _slot: &AbsValue) -> Result<AbsValue, Stop> {
+        // Any map fitting the outer map's template may sit in the slot: a handle of a map the
+        // analysis does not know, so the calls that use it are havocked.
+        Ok(self
+            .domain
+            .pointer(Region::MapHandle { map: None }, Interval::exactly(0)))
+    }
+
     fn map_update(
         &mut self,
         _pc: usize,

@@ -103,6 +103,7 @@ fn map_helpers_on_maps_with_huge_keys_or_values() {
         origin: MapOrigin::Btf,
         initial_value: None,
         initial_programs: Vec::new(),
+        inner: None,
     };
     let text = "
         r1 = huge_keys ll

@@ -26,7 +26,7 @@ pub struct SeedEntry {
     /// Raw key bytes, as the map stores them.
     pub key: Vec<u8>,
     /// Raw value bytes; for a program array, the little-endian `u32` index of a program of the
-    /// object.
+    /// object; for a map of maps, that of the inner map in `Object::maps`.
     pub value: Vec<u8>,
 }
 
@@ -73,6 +73,13 @@ pub enum SeedError {
         entry: usize,
         program: u32,
         programs: usize,
+    },
+    /// A map-of-maps entry names no map, or one that does not fit the outer map's template.
+    #[error("map `{map}` entry {entry}: {reason}")]
+    InnerMap {
+        map: String,
+        entry: usize,
+        reason: String,
     },
     /// The map refused the entry; `errno` is negative, as the map update helper returns it.
     #[error(
@@ -132,6 +139,40 @@ impl SeedEntry {
         Ok(())
     }
 
+    /// Checks that the value of this entry of map-of-maps `def` names a map of the object (of
+    /// `maps` maps, by index) that fits `def`'s inner map template, as the kernel checks the map
+    /// it is given.
+    fn check_inner<'a>(
+        &self,
+        def: &MapDef,
+        maps: usize,
+        map_def: impl Fn(usize) -> Option<&'a MapDef>,
+    ) -> Result<(), SeedError> {
+        let refuse = |reason: String| SeedError::InnerMap {
+            map: def.name.clone(),
+            entry: self.entry,
+            reason,
+        };
+        let Some(template) = def.inner.as_deref() else {
+            return Err(refuse(format!(
+                "the {} declares no inner map template (__array(values, struct inner))",
+                def.map_type.name()
+            )));
+        };
+        let index = <[u8; 4]>::try_from(self.value.as_slice()).map(u32::from_le_bytes);
+        let inner = index.ok().and_then(|i| map_def(i as usize));
+        let Some(inner) = inner else {
+            return Err(refuse(format!(
+                "value {} names no map (the object has {maps})",
+                hex(&self.value)
+            )));
+        };
+        match template.mismatch(inner) {
+            Some(reason) => Err(refuse(reason)),
+            None => Ok(()),
+        }
+    }
+
     /// The error for a map that refused this entry with `errno` (negative).
     pub fn refused(&self, def: &MapDef, errno: i64) -> SeedError {
         SeedError::Refused {
@@ -175,8 +216,9 @@ impl MapSeed {
     }
 
     /// Checks every entry ([`SeedEntry::check`]) against the maps `map_def` returns by index (of
-    /// an object with `maps` maps and `programs` programs), so that an engine can refuse a seed
-    /// before writing any of it.
+    /// an object with `maps` maps and `programs` programs), and that a map-of-maps entry names a
+    /// map fitting the outer map's inner template, so that an engine can refuse a seed before
+    /// writing any of it.
     pub fn check<'a>(
         &self,
         maps: usize,
@@ -186,6 +228,9 @@ impl MapSeed {
         for e in &self.entries {
             let def = map_def(e.map).ok_or(SeedError::NoSuchMap { map: e.map, maps })?;
             e.check(def, programs)?;
+            if def.map_type.is_map_in_map() {
+                e.check_inner(def, maps, &map_def)?;
+            }
         }
         Ok(())
     }
@@ -255,6 +300,42 @@ mod tests {
         assert_eq!(
             refused.to_string(),
             "cannot seed map `m` with key 0100 (entry 0): error -7"
+        );
+    }
+
+    #[test]
+    fn map_of_maps_entries_name_a_fitting_map() {
+        use crate::program::InnerMaps;
+        let mut outer = def(MapType::ARRAY_OF_MAPS, 4, 4);
+        let defs = [
+            outer.clone(),
+            def(MapType::HASH, 4, 8),
+            def(MapType::ARRAY, 4, 8),
+        ];
+        let seed: MapSeed = [(0, vec![0; 4], vec![2, 0, 0, 0])].into_iter().collect();
+        let err = seed.check(3, 0, |i| defs.get(i)).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "map `m` entry 0: the array_of_maps declares no inner map template \
+             (__array(values, struct inner))"
+        );
+        outer.inner = Some(Box::new(InnerMaps {
+            template: MapDef::new("m.inner", MapType::ARRAY, 4, 8, 4),
+            initial: Vec::new(),
+        }));
+        let defs = [outer, defs[1].clone(), defs[2].clone()];
+        assert_eq!(seed.check(3, 0, |i| defs.get(i)), Ok(()));
+        let seed: MapSeed = [(0, vec![0; 4], vec![1, 0, 0, 0])].into_iter().collect();
+        let err = seed.check(3, 0, |i| defs.get(i)).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "map `m` entry 0: `m` has type hash, but the inner map template `m.inner` has array"
+        );
+        let seed: MapSeed = [(0, vec![0; 4], vec![3, 0, 0, 0])].into_iter().collect();
+        let err = seed.check(3, 0, |i| defs.get(i)).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "map `m` entry 0: value 03000000 names no map (the object has 3)"
         );
     }
 

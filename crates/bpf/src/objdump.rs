@@ -313,6 +313,7 @@ impl Linker<'_> {
             origin,
             initial_value: None,
             initial_programs: Vec::new(),
+            inner: None,
         });
         ((self.maps.len() - 1) as u32, base)
     }

@@ -18,7 +18,8 @@
 //!   referenced global-data section (`.rodata*`, `.data*`, `.bss*`). Map references in
 //!   instructions become `BPF_PSEUDO_MAP_IDX` / `BPF_PSEUDO_MAP_IDX_VALUE` loads whose immediate
 //!   is the map's index in [`Object::maps`]. Program-array slots initialised with
-//!   `.values = { [i] = &prog }` are recorded in [`MapDef::initial_programs`].
+//!   `.values = { [i] = &prog }` are recorded in [`MapDef::initial_programs`]; maps of maps get
+//!   their inner map template and statically placed inner maps from [`map_in_map`].
 //!
 //! Reading never panics, whatever the input: all offsets are bounds-checked, arithmetic is
 //! checked, and every problem is an [`ObjectError`] whose one-line message names the cause and
@@ -34,6 +35,8 @@ use object::LittleEndian;
 use crate::btf::{Btf, BtfError, Kind, TypeId};
 use crate::insn::{pseudo, DecodeError, RawInsn};
 use crate::program::{Function, MapDef, MapOrigin, MapType, Object, Program};
+
+mod map_in_map;
 
 /// `e_machine` of BPF objects.
 pub const EM_BPF: u16 = 247;
@@ -922,6 +925,7 @@ impl<'e, 'a> Reader<'e, 'a> {
                     origin: MapOrigin::Legacy,
                     initial_value: None,
                     initial_programs: Vec::new(),
+                    inner: None,
                 },
                 sym.value,
                 sec,
@@ -993,6 +997,7 @@ impl<'e, 'a> Reader<'e, 'a> {
                 },
                 initial_value: Some(initial),
                 initial_programs: Vec::new(),
+                inner: None,
             });
         }
         Ok(())
@@ -1170,9 +1175,11 @@ impl<'e, 'a> Reader<'e, 'a> {
         }
     }
 
-    /// Fills `initial_programs` of program arrays from the relocations of `.maps`.
+    /// Fills `initial_programs` of program arrays and the initial inner maps of maps of maps from
+    /// the relocations of `.maps`.
     fn collect_initial_programs(&mut self) -> Result<(), ObjectError> {
         let mut slots: Vec<(usize, u32, usize)> = Vec::new();
+        let mut inner_slots: Vec<(usize, u32, usize)> = Vec::new();
         for (map_index, info) in &self.btf_maps {
             let Some(rel_sections) = self.elf.rels.get(&info.section) else {
                 continue;
@@ -1207,8 +1214,8 @@ impl<'e, 'a> Reader<'e, 'a> {
                     )));
                 }
                 let slot = u32::try_from((within - values) / 8).unwrap_or(u32::MAX);
-                if map.map_type != MapType::PROG_ARRAY {
-                    // Map-in-map initialisers name inner maps, which the model does not record.
+                if map.map_type.is_map_in_map() {
+                    inner_slots.push((*map_index, slot, self.inner_map_of(map, slot, rel)?));
                     continue;
                 }
                 let sym = self.elf.symbols.get(rel.sym as usize);
@@ -1235,7 +1242,7 @@ impl<'e, 'a> Reader<'e, 'a> {
         for map in &mut self.maps {
             map.initial_programs.sort_unstable();
         }
-        Ok(())
+        map_in_map::place_initial(&mut self.maps, inner_slots)
     }
 
     /// Links the program whose entry is function `entry`.
@@ -1447,6 +1454,7 @@ fn parse_btf_map_def(
     let mut map_type = None;
     let (mut key_size, mut value_size, mut max_entries, mut flags) = (None, None, 0, 0);
     let mut values_offset = None;
+    let mut values_type = None;
     let members = ty.members();
     for (i, m) in members.iter().enumerate() {
         let member = btf.str_at(m.name_off)?;
@@ -1506,6 +1514,7 @@ fn parse_btf_map_def(
                     ));
                 }
                 values_offset = Some(u64::from(m.bit_offset / 8));
+                values_type = Some(m.type_id);
             }
             // libbpf in non-strict mode also ignores unknown members.
             _ => {}
@@ -1515,9 +1524,7 @@ fn parse_btf_map_def(
         return Err(map_err("definition has no `type` member".into()));
     };
     if values_offset.is_some() {
-        const ARRAY_OF_MAPS: MapType = MapType(12);
-        const HASH_OF_MAPS: MapType = MapType(13);
-        if !matches!(map_type, MapType::PROG_ARRAY | ARRAY_OF_MAPS | HASH_OF_MAPS) {
+        if map_type != MapType::PROG_ARRAY && !map_type.is_map_in_map() {
             return Err(map_err(format!(
                 "`values` is only allowed in prog_array and map-in-map maps, not {}",
                 map_type.name()
@@ -1532,6 +1539,12 @@ fn parse_btf_map_def(
         }
         value_size = Some(4);
     }
+    let inner = match values_type {
+        Some(values) if map_type.is_map_in_map() => {
+            Some(Box::new(map_in_map::inner_template(btf, name, values)?))
+        }
+        _ => None,
+    };
     Ok((
         MapDef {
             name: name.to_string(),
@@ -1543,6 +1556,7 @@ fn parse_btf_map_def(
             origin: MapOrigin::Btf,
             initial_value: None,
             initial_programs: Vec::new(),
+            inner,
         },
         values_offset,
     ))

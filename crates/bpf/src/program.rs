@@ -23,6 +23,8 @@ impl MapType {
     pub const LRU_HASH: MapType = MapType(9);
     pub const LRU_PERCPU_HASH: MapType = MapType(10);
     pub const LPM_TRIE: MapType = MapType(11);
+    pub const ARRAY_OF_MAPS: MapType = MapType(12);
+    pub const HASH_OF_MAPS: MapType = MapType(13);
     pub const DEVMAP: MapType = MapType(14);
     pub const CPUMAP: MapType = MapType(16);
     pub const XSKMAP: MapType = MapType(17);
@@ -88,6 +90,11 @@ impl MapType {
         )
     }
 
+    /// Whether values are maps (`ARRAY_OF_MAPS`, `HASH_OF_MAPS`): see [`InnerMaps`].
+    pub fn is_map_in_map(self) -> bool {
+        matches!(self, MapType::ARRAY_OF_MAPS | MapType::HASH_OF_MAPS)
+    }
+
     /// Whether keys are indices `0..max_entries` (array-like maps).
     pub fn is_array_like(self) -> bool {
         matches!(
@@ -95,6 +102,7 @@ impl MapType {
             MapType::ARRAY
                 | MapType::PERCPU_ARRAY
                 | MapType::PROG_ARRAY
+                | MapType::ARRAY_OF_MAPS
                 | MapType::DEVMAP
                 | MapType::CPUMAP
                 | MapType::XSKMAP
@@ -130,6 +138,42 @@ pub struct MapDef {
     /// Initial program-array slots declared with `.values = { [slot] = &prog }`: `(slot, index of
     /// the program in `Object::programs`)`.
     pub initial_programs: Vec<(u32, usize)>,
+    /// For a map-in-map (`ARRAY_OF_MAPS`, `HASH_OF_MAPS`) with its inner template declared in
+    /// BTF: the template and the statically placed inner maps.
+    pub inner: Option<Box<InnerMaps>>,
+}
+
+/// The inner side of a map-in-map (`BPF_MAP_TYPE_ARRAY_OF_MAPS` / `HASH_OF_MAPS`).
+///
+/// The model: every inner map is an ordinary [`MapDef`] of [`Object::maps`] (so every engine
+/// creates, seeds and reads it like any map); an outer map's value is *which* inner map sits at a
+/// key, written as the little-endian `u32` index of that map in [`Object::maps`] wherever map
+/// contents are data (seeds, read-back contents; the kernel stores a map there, which user space
+/// writes as a file descriptor and reads back as a map id). A program's lookup in an outer map
+/// yields the inner map itself, usable as the map argument of the next map helper call.
+///
+/// Declared as libbpf reads it:
+/// ```c
+/// struct inner { __uint(type, BPF_MAP_TYPE_ARRAY); __uint(max_entries, 4); ... };
+/// struct inner pool_a SEC(".maps");
+/// struct {
+///     __uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
+///     __uint(max_entries, 8);
+///     __type(key, __u32);
+///     __array(values, struct inner);
+/// } outer SEC(".maps") = { .values = { [3] = &pool_a } };
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct InnerMaps {
+    /// The inner map template (`__array(values, struct inner)`), named `OUTER.inner` as libbpf
+    /// names it. It is not a map of the object: the kernel needs one map like it when creating
+    /// the outer map (`inner_map_fd`) to learn the type, sizes and flags every inner map must
+    /// have.
+    pub template: MapDef,
+    /// Slots initialised with `.values = { [key] = &inner }`: `(key, index of the inner map in
+    /// Object::maps)`, sorted. The key is the slot number as a `u32`, for hash maps of maps too
+    /// (as libbpf writes them).
+    pub initial: Vec<(u32, usize)>,
 }
 
 impl MapDef {
@@ -152,9 +196,75 @@ impl MapDef {
             origin: MapOrigin::Btf,
             initial_value: None,
             initial_programs: Vec::new(),
+            inner: None,
         }
     }
 }
+
+impl InnerMaps {
+    /// Why the kernel would refuse `inner` as an inner map of an outer map with this template,
+    /// or `None` where it accepts it: type, key and value sizes and flags must equal the
+    /// template's (`bpf_map_meta_equal`, kernel/bpf/map_in_map.c), and for arrays the number of
+    /// entries too unless the template has `BPF_F_INNER_MAP` (`array_map_meta_equal`,
+    /// kernel/bpf/arraymap.c); a map-in-map is never an inner map (`bpf_map_meta_alloc`).
+    pub fn mismatch(&self, inner: &MapDef) -> Option<String> {
+        let t = &self.template;
+        let differs = |what: &str, want: String, got: String| {
+            Some(format!(
+                "`{}` has {what} {got}, but the inner map template `{}` has {want}",
+                inner.name, t.name
+            ))
+        };
+        if inner.map_type.is_map_in_map() {
+            return Some(format!(
+                "`{}` is a {} itself (one level of maps in maps only)",
+                inner.name,
+                inner.map_type.name()
+            ));
+        }
+        if inner.map_type != t.map_type {
+            return differs(
+                "type",
+                t.map_type.name().into(),
+                inner.map_type.name().into(),
+            );
+        }
+        if inner.key_size != t.key_size {
+            return differs(
+                "key size",
+                t.key_size.to_string(),
+                inner.key_size.to_string(),
+            );
+        }
+        if inner.value_size != t.value_size {
+            return differs(
+                "value size",
+                t.value_size.to_string(),
+                inner.value_size.to_string(),
+            );
+        }
+        if inner.flags != t.flags {
+            return differs(
+                "flags",
+                format!("{:#x}", t.flags),
+                format!("{:#x}", inner.flags),
+            );
+        }
+        let array = matches!(t.map_type, MapType::ARRAY | MapType::PERCPU_ARRAY);
+        if array && t.flags & F_INNER_MAP == 0 && inner.max_entries != t.max_entries {
+            return differs(
+                "max_entries",
+                t.max_entries.to_string(),
+                inner.max_entries.to_string(),
+            );
+        }
+        None
+    }
+}
+
+/// `BPF_F_INNER_MAP` (include/uapi/linux/bpf.h): an inner array template whose maps may have any
+/// number of entries.
+pub const F_INNER_MAP: u32 = 1 << 12;
 
 /// A BPF function inside a linked program.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -10,7 +10,8 @@ use linerate_bpf::facts::test_run_buffer::{FRAG_SIZE, MAX_DATA, MAX_FRAGS, MAX_P
 use linerate_bpf::Object;
 use linerate_cfg::Cfg;
 use linerate_io::{
-    encode_maps, parse_hex, read_fib_file, read_maps_file, read_packets_file, read_pcap, to_hex,
+    encode_maps, inner_map_name, parse_hex, read_fib_file, read_maps_file, read_packets_file,
+    read_pcap, to_hex,
 };
 use linerate_vm::drive::{DriveError, Driver};
 use linerate_vm::{xdp_action_name, VmOptions};
@@ -43,7 +44,8 @@ pub struct RunArgs {
     /// Metadata in front of the packet (hex, a multiple of 4 bytes, at most 32).
     #[arg(long, default_value = "")]
     pub meta: String,
-    /// Initial map contents: {"map": [{"key": "hex", "value": "hex"}]}.
+    /// Initial map contents: {"map": [{"key": "hex", "value": "hex"}]}; a map of maps' entries
+    /// name the inner map: {"outer": [{"key": "hex", "inner": "map name"}]}.
     #[arg(long)]
     pub maps: Option<PathBuf>,
     /// Routes for bpf_fib_lookup (interpreter only): [{"prefix","ifindex","smac","dmac"}].
@@ -302,14 +304,19 @@ fn map_changes(object: &Object, before: &MapContents, after: &MapContents) -> St
             .map(|(k, v)| (k.as_slice(), v.as_slice()))
             .collect();
         let mut lines = Vec::new();
+        // A map of maps' values show as the inner map's name.
+        let shown = |v: &[u8]| match inner_map_name(object, def, v) {
+            Some(name) => name.to_string(),
+            None => to_hex(v),
+        };
         for (k, v) in &new {
             match old.get(k) {
-                None => lines.push(format!("    + {} => {}", to_hex(k), to_hex(v))),
+                None => lines.push(format!("    + {} => {}", to_hex(k), shown(v))),
                 Some(was) if was != v => lines.push(format!(
                     "    ~ {} => {} (was {})",
                     to_hex(k),
-                    to_hex(v),
-                    to_hex(was)
+                    shown(v),
+                    shown(was)
                 )),
                 Some(_) => {}
             }
@@ -336,7 +343,36 @@ fn map_changes(object: &Object, before: &MapContents, after: &MapContents) -> St
     if !unchanged.is_empty() {
         out.push_str(&format!("  unchanged: {}\n", unchanged.join(", ")));
     }
+    out.push_str(&inner_maps(object, after));
     out
+}
+
+/// Which inner map sits at which key of each map of maps, e.g. `  vip_pools: 00000000 => pool_web`.
+fn inner_maps(object: &Object, contents: &MapContents) -> String {
+    let mut out = String::new();
+    for (def, entries) in object.maps.iter().zip(contents) {
+        if !def.map_type.is_map_in_map() {
+            continue;
+        }
+        let slots: Vec<String> = entries
+            .iter()
+            .map(|(k, v)| match inner_map_name(object, def, v) {
+                Some(name) => format!("{} => {name}", to_hex(k)),
+                None => format!("{} => map id {}", to_hex(k), to_hex(v)),
+            })
+            .collect();
+        let slots = if slots.is_empty() {
+            "empty".to_string()
+        } else {
+            slots.join(", ")
+        };
+        out.push_str(&format!("  {} holds {slots}\n", def.name));
+    }
+    if out.is_empty() {
+        out
+    } else {
+        format!("\ninner maps\n{out}")
+    }
 }
 
 /// Runs the packets in the interpreter, maps persisting from packet to packet, with the blocks

@@ -212,7 +212,14 @@ fn check_run_shape(r: &Value, kernel_repeat: bool) {
                 is_hex(str_of(e, "key")) && !str_of(e, "key").is_empty(),
                 "{e}"
             );
-            assert!(is_hex(str_of(e, "value")), "{e}");
+            // Either a hex value, or for a map of maps the name of a map listed beside it.
+            match e.get("inner") {
+                Some(inner) => {
+                    let inner = inner.as_str().unwrap_or_else(|| panic!("{e}"));
+                    assert!(maps.contains_key(inner) && e.get("value").is_none(), "{e}");
+                }
+                None => assert!(is_hex(str_of(e, "value")), "{e}"),
+            }
         }
     }
     if kernel_repeat {
@@ -248,7 +255,13 @@ fn as_runs(v: Value) -> Vec<Value> {
 
 #[test]
 fn run_json_shape_and_expected_actions() {
-    for stem in ["xdp_router", "xdp_filter", "xdp_tailcall", "xdp_redirect"] {
+    for stem in [
+        "xdp_router",
+        "xdp_filter",
+        "xdp_tailcall",
+        "xdp_redirect",
+        "xdp_map_in_map",
+    ] {
         let runs = as_runs(run(example_run_args(stem)).json());
         let expected = example_packets(stem).packets;
         assert_eq!(runs.len(), expected.len(), "{stem}");
@@ -362,6 +375,7 @@ fn vm_and_kernel_agree() {
         "xdp_filter",
         "xdp_tailcall",
         "xdp_legacy_maps",
+        "xdp_map_in_map",
     ] {
         let args = example_run_args(stem);
         let vm = as_runs(run(&args).json());
@@ -382,6 +396,41 @@ fn vm_and_kernel_agree() {
             }
         }
     }
+}
+
+/// A map of maps' `run --json` entries name inner maps; fed back as `--maps` they seed the same
+/// placement (here: the seed's rearranged `vip_pools`), and `run` prints which map sits where.
+#[test]
+fn map_of_maps_json_round_trip_and_listing() {
+    let dir = TempDir::new("map_in_map");
+    let first = as_runs(run(example_run_args("xdp_map_in_map")).json());
+    let maps1 = first.last().unwrap()["maps"].clone();
+    assert_eq!(
+        maps1["vip_pools"],
+        serde_json::json!([
+            {"key": "00000000", "inner": "pool_web"},
+            {"key": "01000000", "inner": "pool_spare"},
+            {"key": "03000000", "inner": "pool_dns"},
+        ])
+    );
+    let file = dir.write("maps1.json", serde_json::to_string_pretty(&maps1).unwrap());
+    let mut args = example_run_args("xdp_map_in_map");
+    let at = args.iter().position(|a| a == "--maps").unwrap();
+    args[at + 1] = file.display().to_string();
+    let second = as_runs(run(&args).json());
+    let maps2 = &second.last().unwrap()["maps"];
+    for outer in ["vip_pools", "svc_pools"] {
+        assert_eq!(maps2[outer], maps1[outer], "{outer}");
+    }
+    args.retain(|a| a != "--json");
+    let out = run(&args);
+    let text = out.ok();
+    assert!(
+        text.contains(
+            "  vip_pools holds 00000000 => pool_web, 01000000 => pool_spare, 03000000 => pool_dns"
+        ),
+        "{text}"
+    );
 }
 
 /// The `--maps` round trip through the kernel: the kernel's output maps load back in.

@@ -79,6 +79,7 @@ fn map(map_type: MapType, key: u32, value: u32, entries: u32, origin: MapOrigin)
         origin,
         initial_value: None,
         initial_programs: Vec::new(),
+        inner: None,
     }
 }
 
@@ -98,6 +99,7 @@ fn global(section: &str, size: u32, read_only: bool) -> MapDef {
         // Large sections keep no initial value rather than megabytes of it.
         initial_value: (size <= 1 << 16).then(|| (0..size).map(|b| b as u8).collect()),
         initial_programs: Vec::new(),
+        inner: None,
     }
 }
 
@@ -353,6 +355,7 @@ impl<'a> Generator<'a> {
                 },
                 initial_value: None,
                 initial_programs: Vec::new(),
+                inner: None,
             },
         }
     }

@@ -147,6 +147,19 @@ pub const COSTED_MAP_TYPES: [MapType; 7] = [
     MapType::LPM_TRIE,
 ];
 
+/// The map type whose prices operations on a map of `map_type` take: a map of maps is priced as
+/// its storage, because a program can only look it up (the verifier refuses the other map
+/// helpers on it) and the verifier inlines that lookup as its storage's lookup followed by one
+/// load of the inner map's pointer (`array_of_map_gen_lookup` in kernel/bpf/arraymap.c,
+/// `htab_of_map_gen_lookup` in kernel/bpf/hashtab.c). Every other type is priced as itself.
+pub fn priced_as(map_type: MapType) -> MapType {
+    match map_type {
+        MapType::ARRAY_OF_MAPS => MapType::ARRAY,
+        MapType::HASH_OF_MAPS => MapType::HASH,
+        other => other,
+    }
+}
+
 /// Helpers priced as `helper.<name>` (map operations and tail calls have items of their own).
 /// These are the helpers the semantics gives a meaning to.
 pub const COSTED_HELPERS: [u32; 15] = [

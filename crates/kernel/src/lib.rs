@@ -72,6 +72,7 @@
 
 pub mod drive;
 mod error;
+mod map_in_map;
 mod object;
 mod seed;
 mod skip;

@@ -15,6 +15,7 @@ use linerate_bpf::program::{MapOrigin, MapType};
 use linerate_bpf::{MapDef, Object, Program};
 
 use crate::error::KernelError;
+use crate::map_in_map;
 use crate::sys::{self, Cmd, Errno};
 
 /// Initial verifier log buffer size when a program must be re-loaded to obtain its log.
@@ -30,6 +31,8 @@ pub type MapEntries = Vec<(Vec<u8>, Vec<u8>)>;
 struct LoadedMap {
     def: MapDef,
     fd: OwnedFd,
+    /// The kernel's id of the map, by which maps of maps name their inner maps.
+    id: u32,
 }
 
 /// A program loaded into the kernel.
@@ -74,9 +77,16 @@ pub fn load_object(obj: &Object) -> Result<LoadedObject, KernelError> {
     let mut maps = Vec::with_capacity(obj.maps.len());
     for def in &obj.maps {
         let fd = create_map(def)?;
+        let id = map_in_map::map_id(&fd).map_err(|errno| {
+            KernelError::syscall(
+                format!("{} for map `{}`", Cmd::ObjGetInfoByFd, def.name),
+                errno,
+            )
+        })?;
         maps.push(LoadedMap {
             def: def.clone(),
             fd,
+            id,
         });
         if let Some(map) = maps.last() {
             init_global_data(map)?;
@@ -90,13 +100,21 @@ pub fn load_object(obj: &Object) -> Result<LoadedObject, KernelError> {
             loaded: OnceLock::new(),
         })
         .collect();
-    Ok(LoadedObject {
+    let loaded = LoadedObject {
         prog_arrays_filled: Mutex::new(None),
         maps,
         programs,
         license: license_cstring(obj.license.as_deref()),
         possible_cpus,
-    })
+    };
+    // Maps of maps hold their declared inner maps from the start (no program needs loading).
+    for (index, def) in obj.maps.iter().enumerate() {
+        for &(slot, inner) in def.inner.iter().flat_map(|i| &i.initial) {
+            let inner = u32::try_from(inner).unwrap_or(u32::MAX);
+            loaded.update(index, &slot.to_le_bytes(), &inner.to_le_bytes())?;
+        }
+    }
+    Ok(loaded)
 }
 
 /// [`load_object`], then [`LoadedObject::load_program`] of program `entry`: the XDP program to
@@ -128,7 +146,13 @@ fn effective_flags(def: &MapDef) -> u32 {
 }
 
 fn create_map(def: &MapDef) -> Result<OwnedFd, KernelError> {
+    let template = if def.map_type.is_map_in_map() {
+        Some(map_in_map::template_fd(def, create_map)?)
+    } else {
+        None
+    };
     let mut attr = sys::MapCreateAttr {
+        inner_map_fd: template.as_ref().map_or(0, |fd| fd.as_raw_fd() as u32),
         map_type: def.map_type.0,
         key_size: def.key_size,
         value_size: def.value_size,
@@ -519,6 +543,8 @@ impl LoadedObject {
     ///
     /// * `PROG_ARRAY`: `value` is a 4-byte little-endian *program index* of this object, translated
     ///   to that program's file descriptor.
+    /// * `ARRAY_OF_MAPS`/`HASH_OF_MAPS`: `value` is a 4-byte little-endian *map index* of this
+    ///   object, translated to that map's file descriptor.
     /// * Per-CPU maps: a `value_size`-byte value is stored for every possible CPU; a value of
     ///   `possible_cpus() * round_up(value_size, 8)` bytes is passed through as the per-CPU layout.
     /// * Everything else: `value` must be `value_size` bytes and is passed to the kernel as is
@@ -542,6 +568,8 @@ impl LoadedObject {
                 })?;
             let (_, fd) = self.program(index as usize)?;
             (fd.as_raw_fd() as u32).to_le_bytes().to_vec()
+        } else if def.map_type.is_map_in_map() {
+            map_in_map::slot_value(def, value, |i| self.maps.get(i).map(|m| m.fd.as_raw_fd()))?
         } else if def.map_type.is_percpu() {
             let stride = Self::percpu_stride(def);
             if value.len() == value_size {
@@ -619,6 +647,11 @@ impl LoadedObject {
             Err(errno) => return Err(map_op_error(Cmd::MapLookupElem, def, errno)),
         }
         buf.truncate(value_size);
+        if def.map_type.is_map_in_map() {
+            // The kernel reports the inner map's id.
+            let index_of = |id| self.maps.iter().position(|m| m.id == id);
+            return Ok(Some(map_in_map::slot_index(&buf, index_of)));
+        }
         if def.map_type == MapType::PROG_ARRAY {
             // The kernel reports the program's id; translate ids of our programs to indices.
             if let Ok(raw) = <[u8; 4]>::try_from(&buf[..]) {
@@ -639,6 +672,9 @@ impl LoadedObject {
     /// * Per-CPU maps: the value is CPU 0's (test runs execute on CPU 0), `value_size` bytes.
     /// * `PROG_ARRAY`: only occupied slots; the value is the 4-byte little-endian program index
     ///   when the slot holds one of this object's programs, otherwise the raw kernel program id.
+    /// * `ARRAY_OF_MAPS`/`HASH_OF_MAPS`: only occupied slots; the value is the 4-byte
+    ///   little-endian index of the inner map among this object's maps (the raw kernel map id
+    ///   for a map that is not the object's).
     /// * `DEVMAP`/`DEVMAP_HASH`/`CPUMAP`: only occupied slots, values as the kernel returns them.
     /// * `XSKMAP`: the kernel does not support lookups from user space; such entries are skipped,
     ///   so the result is empty.

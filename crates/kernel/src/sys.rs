@@ -204,6 +204,15 @@ pub(crate) struct ProgInfoHead {
     pub id: u32,
 }
 
+/// The leading fields of `struct bpf_map_info` (include/uapi/linux/bpf.h; the kernel fills at
+/// most `info_len` bytes).
+#[repr(C)]
+#[derive(Clone, Copy, Default, Debug)]
+pub(crate) struct MapInfoHead {
+    pub map_type: u32,
+    pub id: u32,
+}
+
 /// `struct xdp_md`, the XDP context as passed to `BPF_PROG_TEST_RUN` in `ctx_in`/`ctx_out`.
 #[repr(C)]
 #[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]

@@ -3,7 +3,8 @@
 //! [`call`] gives each helper's effect — which arguments it reads, which checks it makes, what it
 //! returns in r0, which memory it reads and writes, which map operations it performs — generic
 //! over a machine that implements [`HelperMachine`]. The machine supplies only the environment:
-//! the contents of maps (a lookup returns a value pointer or zero), the packet buffer's bounds,
+//! the contents of maps (a lookup returns a value pointer or zero; a map of maps names the inner
+//! map whose handle a lookup returns), the packet buffer's bounds,
 //! time and randomness, the routing table, and what to do with a condition a helper's effect
 //! depends on ([`HelperMachine::decide`]). The interpreter instantiates it with machine integers,
 //! the abstract analyses with abstract values, and the symbolic engine with formulas.
@@ -166,6 +167,15 @@ pub trait HelperMachine: Machine {
         value: &[Val<Self>],
         flags: &Val<Self>,
     ) -> Result<Val<Self>, Self::Fault>;
+    /// The handle of the inner map a slot of map of maps `outer` holds (`slot`: the slot's
+    /// contents, the inner map's index in the object's maps as map contents write it; see
+    /// `linerate_bpf::program::InnerMaps`), usable as the map argument of a map helper.
+    fn inner_map(
+        &mut self,
+        pc: usize,
+        outer: usize,
+        slot: &Val<Self>,
+    ) -> Result<Val<Self>, Self::Fault>;
     /// Removes `key`: 0 or a negative errno.
     fn map_delete(
         &mut self,
@@ -245,17 +255,22 @@ pub fn call<M: HelperMachine>(
         id::MAP_LOOKUP_ELEM => {
             let map = m.map_of(pc, helper, &r1)?;
             let key = read_key(m, pc, map, &r2)?;
-            m.map_lookup(pc, map, &key)?
+            let entry = m.map_lookup(pc, map, &key)?;
+            if m.map_def(map).map_type.is_map_in_map() {
+                inner_map(m, pc, map, &entry)?
+            } else {
+                entry
+            }
         }
         id::MAP_UPDATE_ELEM => {
-            let map = m.map_of(pc, helper, &r1)?;
+            let map = changeable_map(m, pc, helper, &r1)?;
             let key = read_key(m, pc, map, &r2)?;
             let value_size = m.map_def(map).value_size as u64;
             let value = m.read_bytes(pc, &r3, value_size)?;
             m.map_update(pc, map, &key, &value, &r4)?
         }
         id::MAP_DELETE_ELEM => {
-            let map = m.map_of(pc, helper, &r1)?;
+            let map = changeable_map(m, pc, helper, &r1)?;
             let key = read_key(m, pc, map, &r2)?;
             m.map_delete(pc, map, &key)?
         }
@@ -336,6 +351,47 @@ fn read_key<M: HelperMachine>(
 ) -> Result<Vec<Val<M>>, M::Fault> {
     let key_size = m.map_def(map).key_size as u64;
     m.read_bytes(pc, addr, key_size)
+}
+
+/// The map a map-changing helper's handle refers to; a map of maps is refused, as the verifier
+/// refuses it (`check_map_func_compatibility`, kernel/bpf/verifier.c): programs only look maps
+/// of maps up, user space changes them.
+fn changeable_map<M: HelperMachine>(
+    m: &mut M,
+    pc: usize,
+    helper: u32,
+    handle: &Val<M>,
+) -> Result<usize, M::Fault> {
+    let map = m.map_of(pc, helper, handle)?;
+    if m.map_def(map).map_type.is_map_in_map() {
+        return Err(bad_argument(
+            pc,
+            helper,
+            "a program can only look up a map of maps, not change it",
+        ));
+    }
+    Ok(map)
+}
+
+/// `bpf_map_lookup_elem` on map of maps `outer`, whose own lookup found `entry` (a pointer to
+/// the slot, or zero): the inner map the slot holds, as a map handle for the next map helper
+/// call, or zero (NULL) for an empty slot.
+fn inner_map<M: HelperMachine>(
+    m: &mut M,
+    pc: usize,
+    outer: usize,
+    entry: &Val<M>,
+) -> Result<Val<M>, M::Fault> {
+    let zero = m.domain().constant(0);
+    let exists = nonzero(m, entry);
+    // Read the slot only where it exists: an empty slot has nothing to read.
+    if !m.decide(pc, &exists)? {
+        return Ok(zero);
+    }
+    let word = m.read_bytes(pc, entry, 4)?;
+    let slot = from_bytes(m, &word);
+    let handle = m.inner_map(pc, outer, &slot)?;
+    Ok(m.domain().ite(&exists, &handle, &zero))
 }
 
 /// Whether `v != 0`.

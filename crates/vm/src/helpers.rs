@@ -113,6 +113,10 @@ impl HelperMachine for Execution<'_> {
         Ok(with_bytes(key, |key| self.vm.maps[map].update(key, &value, *flags)) as u64)
     }
 
+    fn inner_map(&mut self, pc: usize, outer: usize, slot: &u64) -> Result<u64, Box<VmError>> {
+        self.inner_map_handle(pc, outer, *slot)
+    }
+
     fn map_delete(&mut self, _pc: usize, map: usize, key: &[u64]) -> Result<u64, Box<VmError>> {
         Ok(with_bytes(key, |key| self.vm.maps[map].delete(key)) as u64)
     }

@@ -12,6 +12,7 @@ pub mod drive;
 mod error;
 pub mod helpers;
 mod machine;
+mod map_in_map;
 pub mod maps;
 pub mod memory;
 mod seed;

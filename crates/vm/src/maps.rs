@@ -85,12 +85,14 @@ impl MapState {
         let layout = match def.map_type {
             MapType::ARRAY | MapType::PERCPU_ARRAY => Layout::Array { sparse: false },
             t if t.is_array_like() => Layout::Array { sparse: true },
-            MapType::HASH | MapType::PERCPU_HASH | MapType::DEVMAP_HASH => Layout::Hash {
-                index: HashMap::new(),
-                free: Vec::new(),
-                last_use: Vec::new(),
-                lru: false,
-            },
+            MapType::HASH | MapType::PERCPU_HASH | MapType::DEVMAP_HASH | MapType::HASH_OF_MAPS => {
+                Layout::Hash {
+                    index: HashMap::new(),
+                    free: Vec::new(),
+                    last_use: Vec::new(),
+                    lru: false,
+                }
+            }
             MapType::LRU_HASH | MapType::LRU_PERCPU_HASH => Layout::Hash {
                 index: HashMap::new(),
                 free: Vec::new(),
@@ -146,6 +148,9 @@ impl MapState {
                 &(program as u32).to_le_bytes(),
                 BPF_ANY,
             );
+        }
+        if def.map_type.is_map_in_map() {
+            crate::map_in_map::place_initial(def, &mut map)?;
         }
         Ok(map)
     }
