@@ -65,6 +65,7 @@
 pub mod drive;
 mod error;
 mod object;
+mod readback;
 mod seed;
 mod skip;
 mod sys;

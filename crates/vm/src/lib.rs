@@ -15,6 +15,7 @@ mod machine;
 pub mod maps;
 pub mod memory;
 mod seed;
+pub mod slab;
 pub mod trace;
 
 pub use error::VmError;
