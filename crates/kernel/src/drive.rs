@@ -5,7 +5,8 @@
 //! keeping the maps from packet to packet ([`MapMode::Persist`]) or giving every packet freshly
 //! seeded maps ([`MapMode::Fresh`]: the object is loaded and seeded anew before each packet after
 //! the first). Map contents are returned in the canonical form the interpreter lists
-//! ([`normalize_entries`](linerate_bpf::contents::normalize_entries)), so the two engines' results compare directly.
+//! ([`normalize_entries`](linerate_bpf::contents::normalize_entries)), read in bulk, so the two
+//! engines' results compare directly.
 
 use linerate_bpf::contents::{MapContents, MapMode, MapSeed, SeedError};
 use linerate_bpf::Object;

@@ -6,7 +6,9 @@
 //! freezes global data, loads every program as `BPF_PROG_TYPE_XDP` with the map file descriptors
 //! as `fd_array` (the linked instructions name maps by index), and fills program arrays.
 //! [`LoadedObject::test_run`] runs a program on a packet on CPU 0. Programs are never attached to a
-//! network interface. [`check_access`] tells whether this process may use BPF at all;
+//! network interface. [`LoadedObject::contents`] reads a map back in bulk (a mapping of arrays,
+//! batch lookups of hashes), so maps of millions of elements read in milliseconds to tenths of a
+//! second. [`check_access`] tells whether this process may use BPF at all;
 //! [`usable_or_skip`] and [`skip_or_fail`] are how kernel-backed tests and benchmarks act on the
 //! answer (skip visibly, or fail under `LINERATE_REQUIRE_BPF=1`). [`LoadedObject::seed`] writes a
 //! map seed and [`drive`] runs packet after packet with persistent or fresh maps, as `linerate_vm`
