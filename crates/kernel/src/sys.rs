@@ -25,6 +25,7 @@ pub(crate) enum Cmd {
     ObjGetInfoByFd = 15,
     MapFreeze = 22,
     MapLookupBatch = 24,
+    MapUpdateBatch = 26,
 }
 
 impl Cmd {
@@ -41,6 +42,7 @@ impl Cmd {
             Cmd::ObjGetInfoByFd => "BPF_OBJ_GET_INFO_BY_FD",
             Cmd::MapFreeze => "BPF_MAP_FREEZE",
             Cmd::MapLookupBatch => "BPF_MAP_LOOKUP_BATCH",
+            Cmd::MapUpdateBatch => "BPF_MAP_UPDATE_BATCH",
         }
     }
 }

@@ -77,3 +77,78 @@ fn bulk_readback_equals_element_by_element() {
         vec![(3u32.to_le_bytes().to_vec(), vec![0; 4])]
     );
 }
+
+/// Seeds written in batches (plain hashes and arrays) land exactly as element by element, and a
+/// refused entry is still named with its own errno, the entries before it written.
+#[test]
+fn batch_seeding_writes_in_order_and_names_the_refused_entry() {
+    if !bpf_available() {
+        return;
+    }
+    use linerate_bpf::contents::{MapSeed, SeedError};
+    let maps = vec![
+        MapDef::new("arr", MapType::ARRAY, 4, 4, 100),
+        MapDef::new("flows", MapType::HASH, 4, 4, 20_000),
+    ];
+    let obj = single(&[mov64(0, XDP_PASS as i32), exit()], maps);
+    let mut seed = MapSeed::new();
+    // Two batches' worth of flows, one key written twice (the later value wins).
+    for i in 0..20_000u32 {
+        seed.push(1, i.to_le_bytes().to_vec(), i.to_le_bytes().to_vec());
+    }
+    seed.push(1, 7u32.to_le_bytes().to_vec(), 70u32.to_le_bytes().to_vec());
+    for i in [3u32, 99, 3] {
+        seed.push(0, i.to_le_bytes().to_vec(), (i + 1).to_le_bytes().to_vec());
+    }
+    let loaded = load_object(&obj).unwrap();
+    loaded.seed(&seed).unwrap();
+    let flows = loaded.contents(1).unwrap();
+    assert_eq!(flows.len(), 20_000);
+    assert!(flows.contains(&(7u32.to_le_bytes().to_vec(), 70u32.to_le_bytes().to_vec())));
+    assert!(flows.contains(&(
+        19_999u32.to_le_bytes().to_vec(),
+        19_999u32.to_le_bytes().to_vec()
+    )));
+    assert_eq!(loaded.contents(0).unwrap().len(), 2);
+
+    // One flow more than the table holds, and an index past the array's end.
+    let loaded = load_object(&obj).unwrap();
+    let mut full = MapSeed::new();
+    for i in 0..20_001u32 {
+        full.push(1, i.to_le_bytes().to_vec(), vec![1; 4]);
+    }
+    let err = loaded.seed(&full).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            SeedError::Refused {
+                entry: 20_000,
+                errno: -7,
+                ..
+            }
+        ),
+        "{err}"
+    );
+    assert_eq!(loaded.contents(1).unwrap().len(), 20_000);
+    let mut past_end = MapSeed::new();
+    for i in [1u32, 2, 100, 4] {
+        past_end.push(0, i.to_le_bytes().to_vec(), vec![1; 4]);
+    }
+    let err = loaded.seed(&past_end).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            SeedError::Refused {
+                entry: 2,
+                errno: -7,
+                ..
+            }
+        ),
+        "{err}"
+    );
+    assert_eq!(
+        loaded.contents(0).unwrap().len(),
+        2,
+        "entries before it written"
+    );
+}
