@@ -903,3 +903,4 @@ if __name__ == "__main__":
     gen_mixed.generate()
     __import__("gen_jumbo").gen_jumbo(sys.modules[__name__])
     __import__("gen_map_in_map").generate()
+    __import__("gen_hugemaps").main()

@@ -7,7 +7,9 @@
  * HEAVY_THRESHOLD are dropped as heavy hitters.
  *
  * ROWS is a compile-time parameter (-DROWS=N, default 5); the Makefile builds
- * xdp_cms_d2.o, xdp_cms_d5.o, xdp_cms_d10.o, xdp_cms_d20.o. The row loop is a
+ * xdp_cms_d2.o, xdp_cms_d5.o, xdp_cms_d10.o, xdp_cms_d20.o. COLS (-DCOLS=N, a
+ * power of two, default 512) sizes the rows: xdp_cms_huge.o is ROWS = 4,
+ * COLS = 2^23, a 2^25-counter (128 MiB) sketch. The row loop is a
  * real loop (unrolling disabled), so every build has a back edge.
  *
  * Branches:
@@ -26,7 +28,9 @@
 #ifndef ROWS
 #define ROWS 5
 #endif
+#ifndef COLS
 #define COLS 512 /* power of two */
+#endif
 #define HEAVY_THRESHOLD 16
 
 /* xdp_cms_nfp.c builds this program with CMS_NFP: count only, never read a counter (see

@@ -6,6 +6,26 @@
 //! The interpreter (`linerate_vm::seed`) and the kernel loader (`linerate_kernel`'s
 //! `LoadedObject::seed`) write a seed with the same checks and fail with the same [`SeedError`];
 //! `linerate-io` reads seeds from files.
+//!
+//! # What a run reports as a map's contents
+//!
+//! Both engines list a map in one canonical form ([`normalize_entries`]), which is what `run
+//! --json` prints under `maps` and what the differential tests compare:
+//!
+//! * hash-like maps (hash, LRU and per-CPU hashes, LPM tries, device hashes): every entry;
+//! * plain and per-CPU arrays: only the elements whose value (CPU 0's, for per-CPU arrays) is not
+//!   all zero bytes; an element not listed holds zeros;
+//! * program, device, CPU and socket arrays: the occupied slots.
+//!
+//! So the listing grows with what the seed and the programs wrote, never with `max_entries`: an
+//! untouched array lists nothing, and a 2^25-counter sketch after a thousand packets lists the few
+//! thousand counters that are not zero. Non-zero rather than "differs from the seed" because the
+//! listing then says what the map holds whatever it was seeded with, and it is itself a valid
+//! seed (`--maps`) that recreates the same state; what changed relative to the seed is what
+//! `run`'s human output shows (`map changes`: entries added, changed, removed). Neither engine
+//! visits untouched elements to produce it: the interpreter keeps arrays in pages written on
+//! demand (`linerate_vm::slab`), and the kernel runner reads arrays through a mapping of the
+//! kernel's values and hash maps in batches (`LoadedObject::contents`).
 
 use crate::program::{MapDef, MapType};
 
@@ -35,6 +55,9 @@ pub struct SeedEntry {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct MapSeed {
     entries: Vec<SeedEntry>,
+    /// Entries given so far per map index (so that numbering a seed of 100,000 entries is not
+    /// quadratic).
+    per_map: std::collections::BTreeMap<usize, usize>,
 }
 
 /// What happens to the maps between the packets of one run.
@@ -193,7 +216,9 @@ impl MapSeed {
     /// Appends an entry for map `map`; its [`SeedEntry::entry`] is the number of entries given
     /// for that map before it.
     pub fn push(&mut self, map: usize, key: Vec<u8>, value: Vec<u8>) {
-        let entry = self.entries.iter().filter(|e| e.map == map).count();
+        let count = self.per_map.entry(map).or_insert(0);
+        let entry = *count;
+        *count += 1;
         self.entries.push(SeedEntry {
             map,
             entry,
@@ -246,8 +271,9 @@ impl FromIterator<(usize, Vec<u8>, Vec<u8>)> for MapSeed {
     }
 }
 
-/// Puts map entries read from anywhere (the interpreter, the kernel) into the canonical form: sorted
-/// by key, and for plain arrays without all-zero values (an untouched array lists nothing).
+/// Puts map entries read from anywhere (the interpreter, the kernel) into the canonical form (see
+/// the module documentation): sorted by key bytes, and for plain and per-CPU arrays without
+/// all-zero values (an untouched array lists nothing).
 pub fn normalize_entries(def: &MapDef, mut entries: Entries) -> Entries {
     if matches!(def.map_type, MapType::ARRAY | MapType::PERCPU_ARRAY) {
         entries.retain(|(_, v)| v.iter().any(|b| *b != 0));

@@ -5,9 +5,10 @@
 //! keeping the maps from packet to packet ([`MapMode::Persist`]) or giving every packet freshly
 //! seeded maps ([`MapMode::Fresh`]: the object is loaded and seeded anew before each packet after
 //! the first). Map contents are returned in the canonical form the interpreter lists
-//! ([`normalize_entries`]), so the two engines' results compare directly.
+//! ([`normalize_entries`](linerate_bpf::contents::normalize_entries)), read in bulk, so the two
+//! engines' results compare directly.
 
-use linerate_bpf::contents::{normalize_entries, MapContents, MapMode, MapSeed, SeedError};
+use linerate_bpf::contents::{MapContents, MapMode, MapSeed, SeedError};
 use linerate_bpf::Object;
 
 use crate::{check_access, load_object, KernelError, LoadedObject, TestRunInput, TestRunOutput};
@@ -150,13 +151,14 @@ impl<'a> Driver<'a> {
         })
     }
 
-    /// Every map's entries now, in the canonical form of [`normalize_entries`].
+    /// Every map's entries now, in the canonical form both engines list, read in bulk
+    /// ([`LoadedObject::contents`]).
     pub fn maps(&self) -> Result<MapContents, DriveError> {
         self.object
             .maps
             .iter()
             .enumerate()
-            .map(|(i, def)| Ok(normalize_entries(def, self.loaded.entries(i)?)))
+            .map(|(i, _)| Ok(self.loaded.contents(i)?))
             .collect()
     }
 

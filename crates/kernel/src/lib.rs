@@ -9,7 +9,9 @@
 //! of other kinds (TC, tracepoint, fentry, ... beside the XDP programs of one object) are never
 //! loaded, and a program the verifier refuses fails only the runs that need it.
 //! [`LoadedObject::test_run`] runs a program on a packet on CPU 0. Programs are never attached to a
-//! network interface. [`check_access`] tells whether this process may use BPF at all;
+//! network interface. [`LoadedObject::contents`] reads a map back in bulk (a mapping of arrays,
+//! batch lookups of hashes), so maps of millions of elements read in milliseconds to tenths of a
+//! second. [`check_access`] tells whether this process may use BPF at all;
 //! [`usable_or_skip`] and [`skip_or_fail`] are how kernel-backed tests and benchmarks act on the
 //! answer (skip visibly, or fail under `LINERATE_REQUIRE_BPF=1`). [`LoadedObject::seed`] writes a
 //! map seed and [`drive`] runs packet after packet with persistent or fresh maps, as `linerate_vm`
@@ -74,6 +76,7 @@ pub mod drive;
 mod error;
 mod map_in_map;
 mod object;
+mod readback;
 mod seed;
 mod skip;
 mod sys;

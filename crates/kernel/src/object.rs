@@ -16,6 +16,7 @@ use linerate_bpf::{MapDef, Object, Program};
 
 use crate::error::KernelError;
 use crate::map_in_map;
+use crate::readback::Mapping;
 use crate::sys::{self, Cmd, Errno};
 
 /// Initial verifier log buffer size when a program must be re-loaded to obtain its log.
@@ -28,11 +29,13 @@ pub type MapEntries = Vec<(Vec<u8>, Vec<u8>)>;
 
 /// A map created in the kernel.
 #[derive(Debug)]
-struct LoadedMap {
-    def: MapDef,
-    fd: OwnedFd,
+pub(crate) struct LoadedMap {
+    pub(crate) def: MapDef,
+    pub(crate) fd: OwnedFd,
     /// The kernel's id of the map, by which maps of maps name their inner maps.
-    id: u32,
+    pub(crate) id: u32,
+    /// The values of a `BPF_F_MMAPABLE` array, mapped read-only for [`LoadedObject::contents`].
+    pub(crate) mapping: Option<Mapping>,
 }
 
 /// A program loaded into the kernel.
@@ -76,7 +79,8 @@ pub fn load_object(obj: &Object) -> Result<LoadedObject, KernelError> {
     let possible_cpus = crate::possible_cpus()?;
     let mut maps = Vec::with_capacity(obj.maps.len());
     for def in &obj.maps {
-        let fd = create_map(def)?;
+        let (fd, mmapable) = create_map(def)?;
+        let mapping = mmapable.then(|| Mapping::new(fd.as_fd(), def)).flatten();
         let id = map_in_map::map_id(&fd).map_err(|errno| {
             KernelError::syscall(
                 format!("{} for map `{}`", Cmd::ObjGetInfoByFd, def.name),
@@ -87,6 +91,7 @@ pub fn load_object(obj: &Object) -> Result<LoadedObject, KernelError> {
             def: def.clone(),
             fd,
             id,
+            mapping,
         });
         if let Some(map) = maps.last() {
             init_global_data(map)?;
@@ -145,9 +150,30 @@ fn effective_flags(def: &MapDef) -> u32 {
     flags
 }
 
-fn create_map(def: &MapDef) -> Result<OwnedFd, KernelError> {
+/// Creates the map; the flag says whether it was created `BPF_F_MMAPABLE`.
+///
+/// Every `BPF_MAP_TYPE_ARRAY` is first tried with `BPF_F_MMAPABLE` added, so that its contents
+/// can be read back through a mapping instead of one system call per element (a 2^25-element
+/// sketch: milliseconds instead of minutes). The program cannot tell: the flag only makes the
+/// kernel allocate the values page-aligned with `vmalloc` (`kernel/bpf/arraymap.c`,
+/// `array_map_alloc`); element size (`round_up(value_size, 8)`), index masking, the inlined
+/// lookup and every helper's behaviour are those of a plain array, and libbpf sets the same flag
+/// on the `.data`/`.bss`/`.rodata` arrays of every object it loads. A kernel that refuses the
+/// flag for a map (one whose value holds a spin lock or timer, say) gets the map without it.
+fn create_map(def: &MapDef) -> Result<(OwnedFd, bool), KernelError> {
+    let flags = effective_flags(def);
+    if def.map_type == MapType::ARRAY && flags & sys::F_MMAPABLE == 0 {
+        if let Ok(fd) = create_map_with(def, flags | sys::F_MMAPABLE) {
+            return Ok((fd, true));
+        }
+    }
+    let mmapable = def.map_type == MapType::ARRAY && flags & sys::F_MMAPABLE != 0;
+    create_map_with(def, flags).map(|fd| (fd, mmapable))
+}
+
+fn create_map_with(def: &MapDef, map_flags: u32) -> Result<OwnedFd, KernelError> {
     let template = if def.map_type.is_map_in_map() {
-        Some(map_in_map::template_fd(def, create_map)?)
+        Some(map_in_map::template_fd(def, |d| create_map(d).map(|(fd, _)| fd))?)
     } else {
         None
     };
@@ -157,7 +183,7 @@ fn create_map(def: &MapDef) -> Result<OwnedFd, KernelError> {
         key_size: def.key_size,
         value_size: def.value_size,
         max_entries: def.max_entries,
-        map_flags: effective_flags(def),
+        map_flags,
         map_name: sys::obj_name(&def.name),
         ..Default::default()
     };
@@ -343,7 +369,7 @@ fn fd_from_ret(ret: std::ffi::c_long) -> OwnedFd {
     unsafe { OwnedFd::from_raw_fd(ret as i32) }
 }
 
-fn map_op_error(cmd: Cmd, def: &MapDef, errno: Errno) -> KernelError {
+pub(crate) fn map_op_error(cmd: Cmd, def: &MapDef, errno: Errno) -> KernelError {
     KernelError::syscall(format!("{cmd} on map `{}`", def.name), errno)
 }
 
@@ -513,7 +539,7 @@ impl LoadedObject {
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    fn map(&self, index: usize) -> Result<&LoadedMap, KernelError> {
+    pub(crate) fn map(&self, index: usize) -> Result<&LoadedMap, KernelError> {
         self.maps.get(index).ok_or_else(|| {
             KernelError::InvalidArgument(format!(
                 "no map with index {index} (the object has {})",
@@ -666,7 +692,9 @@ impl LoadedObject {
         Ok(Some(buf))
     }
 
-    /// Every entry of map `map_index`, in the kernel's iteration order (`BPF_MAP_GET_NEXT_KEY`).
+    /// Every entry of map `map_index`, in the kernel's iteration order (`BPF_MAP_GET_NEXT_KEY`),
+    /// one element (two system calls) at a time: slow for big maps, which
+    /// [`LoadedObject::contents`] reads in bulk.
     ///
     /// * Array maps list every index `0..max_entries` (their elements always exist).
     /// * Per-CPU maps: the value is CPU 0's (test runs execute on CPU 0), `value_size` bytes.

@@ -24,6 +24,8 @@ pub(crate) enum Cmd {
     ProgTestRun = 10,
     ObjGetInfoByFd = 15,
     MapFreeze = 22,
+    MapLookupBatch = 24,
+    MapUpdateBatch = 26,
 }
 
 impl Cmd {
@@ -39,6 +41,8 @@ impl Cmd {
             Cmd::ProgTestRun => "BPF_PROG_TEST_RUN",
             Cmd::ObjGetInfoByFd => "BPF_OBJ_GET_INFO_BY_FD",
             Cmd::MapFreeze => "BPF_MAP_FREEZE",
+            Cmd::MapLookupBatch => "BPF_MAP_LOOKUP_BATCH",
+            Cmd::MapUpdateBatch => "BPF_MAP_UPDATE_BATCH",
         }
     }
 }
@@ -67,6 +71,10 @@ pub(crate) const F_XDP_HAS_FRAGS: u32 = 1 << 5;
 pub(crate) const F_NO_PREALLOC: u32 = 1 << 0;
 /// `BPF_F_RDONLY_PROG` map flag (programs may only read the map).
 pub(crate) const F_RDONLY_PROG: u32 = 1 << 7;
+/// `BPF_F_MMAPABLE` map flag: an array whose values user space may `mmap` (Linux 5.5+;
+/// `kernel/bpf/arraymap.c`, `array_map_mmap`: the values start at offset 0 of the mapping, one
+/// `round_up(value_size, 8)`-byte element per index).
+pub(crate) const F_MMAPABLE: u32 = 1 << 10;
 
 /// `BPF_ANY` update flag: create or replace.
 pub(crate) const UPDATE_ANY: u64 = 0;
@@ -122,6 +130,25 @@ pub(crate) struct MapElemAttr {
 
 // SAFETY: repr(C), integers only, 32 bytes with no implicit padding (checked below).
 unsafe impl Attr for MapElemAttr {}
+
+/// `BPF_MAP_*_BATCH` attributes (`in_batch`/`out_batch` point at an opaque position the kernel
+/// writes and reads back: a bucket index for hash maps, a key for arrays).
+#[repr(C)]
+#[derive(Clone, Copy, Default, Debug)]
+pub(crate) struct MapBatchAttr {
+    pub in_batch: u64,
+    pub out_batch: u64,
+    pub keys: u64,
+    pub values: u64,
+    /// In: elements `keys`/`values` have room for; out: elements written.
+    pub count: u32,
+    pub map_fd: u32,
+    pub elem_flags: u64,
+    pub flags: u64,
+}
+
+// SAFETY: repr(C), integers only, 56 bytes with no implicit padding (checked below).
+unsafe impl Attr for MapBatchAttr {}
 
 /// `BPF_PROG_LOAD` attributes.
 #[repr(C)]
@@ -228,6 +255,7 @@ pub(crate) struct XdpMd {
 const _: () = {
     assert!(std::mem::size_of::<MapCreateAttr>() == 72);
     assert!(std::mem::size_of::<MapElemAttr>() == 32);
+    assert!(std::mem::size_of::<MapBatchAttr>() == 56);
     assert!(std::mem::size_of::<ProgLoadAttr>() == ATTR_SIZE);
     assert!(std::mem::size_of::<TestRunAttr>() == 80);
     assert!(std::mem::size_of::<InfoAttr>() == 16);

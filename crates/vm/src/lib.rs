@@ -16,6 +16,7 @@ mod map_in_map;
 pub mod maps;
 pub mod memory;
 mod seed;
+pub mod slab;
 pub mod trace;
 
 pub use error::VmError;

@@ -20,6 +20,7 @@ use crate::memory::{
     pointer, split, PacketBuffer, CTX_REGION, MAP_HANDLE_REGION, MAP_VALUE_REGION, PACKET_REGION,
     STACK_REGION,
 };
+use crate::slab::Loc;
 use crate::trace::{Step, StepState};
 
 /// Bytes of one function's stack frame.
@@ -264,7 +265,7 @@ const LOOP_BUDGET: u64 = linerate_bpf::facts::limits::MAX_LOOPS;
 enum Place {
     Packet(usize),
     Stack(usize),
-    MapValue { map: usize, offset: usize },
+    MapValue { map: usize, loc: Loc },
 }
 
 impl Execution<'_> {
@@ -407,7 +408,7 @@ impl Execution<'_> {
             r if (MAP_VALUE_REGION..MAP_VALUE_REGION + self.vm.maps.len() as u64).contains(&r) => {
                 let map = (r - MAP_VALUE_REGION) as usize;
                 let state = &self.vm.maps[map];
-                if !state.value_range_ok(offset, len) {
+                let Some(loc) = state.locate_value(offset, len) else {
                     return Err(Box::new(fault(format!(
                         "{len}-byte {} at offset {} of a value of map `{}` (value size {}) outside a live value",
                         access(write),
@@ -415,14 +416,14 @@ impl Execution<'_> {
                         state.def.name,
                         state.def.value_size
                     ))));
-                }
+                };
                 if write && is_read_only(&state.def) {
                     return Err(Box::new(fault(format!(
                         "write to read-only map `{}`",
                         state.def.name
                     ))));
                 }
-                Ok(Place::MapValue { map, offset })
+                Ok(Place::MapValue { map, loc })
             }
             CTX_REGION => Err(Box::new(fault(format!(
                 "{len}-byte {} of the context at offset {offset} is not a context field access",
@@ -454,7 +455,7 @@ impl Execution<'_> {
         Ok(match self.place(pc, addr, len, false)? {
             Place::Packet(o) => &self.scratch.packet.buf[o..o + len],
             Place::Stack(o) => &self.scratch.stack[o..o + len],
-            Place::MapValue { map, offset } => &self.vm.maps[map].slab[offset..offset + len],
+            Place::MapValue { map, loc } => self.vm.maps[map].slab.bytes(loc, len),
         })
     }
 
@@ -469,9 +470,10 @@ impl Execution<'_> {
         match self.place(pc, addr, len, true)? {
             Place::Packet(o) => self.scratch.packet.buf[o..o + len].copy_from_slice(bytes),
             Place::Stack(o) => self.scratch.stack[o..o + len].copy_from_slice(bytes),
-            Place::MapValue { map, offset } => {
-                self.vm.maps[map].slab[offset..offset + len].copy_from_slice(bytes)
-            }
+            Place::MapValue { map, loc } => self.vm.maps[map]
+                .slab
+                .bytes_mut(loc, len)
+                .copy_from_slice(bytes),
         }
         Ok(())
     }
@@ -600,7 +602,7 @@ impl Machine for Execution<'_> {
         let bytes: &[u8] = match self.place(pc, *addr, len, false)? {
             Place::Packet(o) => &self.scratch.packet.buf[o..o + len],
             Place::Stack(o) => &self.scratch.stack[o..o + len],
-            Place::MapValue { map, offset } => &self.vm.maps[map].slab[offset..offset + len],
+            Place::MapValue { map, loc } => self.vm.maps[map].slab.bytes(loc, len),
         };
         let mut word = [0u8; 8];
         word[..len].copy_from_slice(bytes);

@@ -1,13 +1,16 @@
 //! Maps as the interpreter keeps them.
 //!
-//! Every map stores its values in one slab with a fixed stride, so a pointer to a value is stable
-//! for as long as the entry lives and can be encoded as (map, byte offset into the slab) — see
-//! [`crate::memory`]. Array-like maps pre-allocate all slots; hash-like maps allocate slots on
+//! Every map stores its values in one [`Slab`] with a fixed stride, so a pointer to a value is
+//! stable for as long as the entry lives and can be encoded as (map, byte offset into the slab) —
+//! see [`crate::memory`]. Array-like maps have a slot per index, allocated (zeroed) only when
+//! written, so a 2^25-entry array costs what its written pages cost; hash-like maps add slots on
 //! insertion and find them through a key index. Return codes follow the kernel's (negative errno).
 
 use std::collections::HashMap;
 
 use linerate_bpf::{MapDef, MapType};
+
+use crate::slab::{Loc, Slab};
 
 pub use linerate_bpf::facts::errno::{E2BIG, EEXIST, EINVAL, ENOENT, ENOMEM};
 
@@ -45,9 +48,10 @@ pub struct MapState {
     /// Bytes between consecutive values in [`MapState::slab`] (value size rounded up to 8).
     pub stride: usize,
     /// Values, `stride` bytes each.
-    pub slab: Vec<u8>,
-    /// Which slots hold an entry.
-    pub live: Vec<bool>,
+    pub slab: Slab,
+    /// Which slots hold an entry; empty for plain arrays, whose every slot below `max_entries`
+    /// holds one.
+    live: Vec<bool>,
     layout: Layout,
     tick: u64,
 }
@@ -59,8 +63,10 @@ pub enum MapError {
     Invalid { name: String, reason: String },
 }
 
-/// Largest array the interpreter pre-allocates (bytes).
-const MAX_ARRAY_BYTES: usize = 1 << 30;
+/// Largest array the interpreter accepts (bytes of values, 16 GiB): far more than the kernel
+/// allocates on the machines linerate runs on, and small enough that the page table of a sparse
+/// array stays within 64 MiB.
+const MAX_ARRAY_BYTES: usize = 1 << 34;
 
 impl MapState {
     /// An empty map (arrays zero-filled; global data initialised from the object).
@@ -118,17 +124,26 @@ impl MapState {
                 )))
             }
         };
+        let max_entries = def.max_entries as usize;
         let (slab, live) = if array_like {
-            let bytes = stride
-                .checked_mul(def.max_entries as usize)
+            stride
+                .checked_mul(max_entries)
                 .filter(|b| *b <= MAX_ARRAY_BYTES)
                 .ok_or_else(|| {
-                    invalid(format!("array of {} entries is too large", def.max_entries))
+                    invalid(format!(
+                        "array of {} entries of {stride} bytes is larger than the interpreter's \
+                         limit of {} GiB",
+                        def.max_entries,
+                        MAX_ARRAY_BYTES >> 30
+                    ))
                 })?;
-            let dense = matches!(def.map_type, MapType::ARRAY | MapType::PERCPU_ARRAY);
-            (vec![0; bytes], vec![dense; def.max_entries as usize])
+            let live = match layout {
+                Layout::Array { sparse: true } => vec![false; max_entries],
+                _ => Vec::new(),
+            };
+            (Slab::new(stride, max_entries, max_entries), live)
         } else {
-            (Vec::new(), Vec::new())
+            (Slab::new(stride, 0, max_entries), Vec::new())
         };
         let mut map = MapState {
             def: def.clone(),
@@ -140,7 +155,7 @@ impl MapState {
         };
         if let Some(init) = &def.initial_value {
             let n = init.len().min(value_size);
-            map.slab[..n].copy_from_slice(&init[..n]);
+            map.slab.slot_mut(0, n).copy_from_slice(&init[..n]);
         }
         for &(slot, program) in &def.initial_programs {
             map.update(
@@ -164,7 +179,7 @@ impl MapState {
     pub fn lookup(&mut self, key: &[u8]) -> Option<usize> {
         self.tick += 1;
         match &mut self.layout {
-            Layout::Array { .. } => self.array_index(key).filter(|&slot| self.live[slot]),
+            Layout::Array { .. } => self.array_index(key).filter(|&slot| self.is_live(slot)),
             Layout::Hash {
                 index, last_use, ..
             } => {
@@ -209,16 +224,18 @@ impl MapState {
                 let Some(slot) = self.array_index(key) else {
                     return -E2BIG;
                 };
-                if flags == BPF_NOEXIST && self.live[slot] {
+                if flags == BPF_NOEXIST && self.is_live(slot) {
                     return -EEXIST;
                 }
                 if lock {
                     return -EINVAL;
                 }
-                if flags == BPF_EXIST && !self.live[slot] {
+                if flags == BPF_EXIST && !self.is_live(slot) {
                     return -ENOENT;
                 }
-                self.live[slot] = true;
+                if let Some(live) = self.live.get_mut(slot) {
+                    *live = true;
+                }
                 slot
             }
             Layout::Hash { .. } | Layout::LpmTrie { .. } if lock => return -EINVAL,
@@ -235,9 +252,8 @@ impl MapState {
                 }
             }
         };
-        let start = slot * self.stride;
         let n = value.len().min(self.def.value_size as usize);
-        self.slab[start..start + n].copy_from_slice(&value[..n]);
+        self.slab.slot_mut(slot, n).copy_from_slice(&value[..n]);
         0
     }
 
@@ -246,7 +262,6 @@ impl MapState {
         self.tick += 1;
         let tick = self.tick;
         let max = self.def.max_entries as usize;
-        let stride = self.stride;
         let (index, free, last_use, lru) = match &mut self.layout {
             Layout::Hash {
                 index,
@@ -288,7 +303,7 @@ impl MapState {
             None => {
                 let slot = self.live.len();
                 self.live.push(false);
-                self.slab.resize(self.slab.len() + stride, 0);
+                self.slab.set_slots(slot + 1);
                 slot
             }
         };
@@ -303,7 +318,7 @@ impl MapState {
         };
         index.insert(key.to_vec(), slot);
         self.live[slot] = true;
-        self.slab[slot * stride..(slot + 1) * stride].fill(0);
+        self.slab.clear_slot(slot);
         Ok(slot)
     }
 
@@ -331,20 +346,38 @@ impl MapState {
         }
     }
 
-    /// The value bytes of a slot.
-    pub fn value(&self, slot: usize) -> &[u8] {
-        let start = slot * self.stride;
-        &self.slab[start..start + self.def.value_size as usize]
+    /// Whether `slot` holds an entry.
+    pub fn is_live(&self, slot: usize) -> bool {
+        match self.layout {
+            Layout::Array { sparse: false } => slot < self.def.max_entries as usize,
+            _ => self.live.get(slot).copied().unwrap_or(false),
+        }
     }
 
-    /// All entries as `(key, value)` byte strings, sorted by key. Plain arrays list only entries
-    /// whose value is not all zeros (an untouched array has no visible entries).
+    /// The value bytes of a slot.
+    pub fn value(&self, slot: usize) -> &[u8] {
+        self.slab.slot(slot, self.def.value_size as usize)
+    }
+
+    /// All entries as `(key, value)` byte strings, sorted by key, in the canonical form of
+    /// [`linerate_bpf::contents::normalize_entries`]: plain arrays list only entries whose value
+    /// is not all zeros (an untouched array has no visible entries), found among the slab's
+    /// written pages without visiting the rest.
     pub fn entries(&self) -> Vec<(Vec<u8>, Vec<u8>)> {
         let mut out: Vec<(Vec<u8>, Vec<u8>)> = match &self.layout {
-            Layout::Array { sparse } => (0..self.live.len())
-                .filter(|&slot| {
-                    self.live[slot] && (*sparse || self.value(slot).iter().any(|b| *b != 0))
+            Layout::Array { sparse: false } => self
+                .slab
+                .written_slots()
+                .filter(|&slot| self.value(slot).iter().any(|b| *b != 0))
+                .map(|slot| {
+                    (
+                        (slot as u32).to_le_bytes().to_vec(),
+                        self.value(slot).to_vec(),
+                    )
                 })
+                .collect(),
+            Layout::Array { sparse: true } => (0..self.live.len())
+                .filter(|&slot| self.live[slot])
                 .map(|slot| {
                     (
                         (slot as u32).to_le_bytes().to_vec(),
@@ -361,12 +394,12 @@ impl MapState {
         out
     }
 
-    /// Whether the byte range `[offset, offset + len)` of the slab lies inside one live value.
-    pub fn value_range_ok(&self, offset: usize, len: usize) -> bool {
-        let slot = offset / self.stride;
-        let within = offset % self.stride;
-        self.live.get(slot).copied().unwrap_or(false)
-            && within + len <= self.def.value_size as usize
+    /// Where the byte range `[offset, offset + len)` of the slab lives, if it lies inside one
+    /// live value.
+    #[inline]
+    pub fn locate_value(&self, offset: usize, len: usize) -> Option<Loc> {
+        let loc = self.slab.locate(offset, len)?;
+        (self.is_live(loc.slot) && loc.within + len <= self.def.value_size as usize).then_some(loc)
     }
 }
 
@@ -411,6 +444,26 @@ mod tests {
         assert_eq!(m.update(&0u32.to_le_bytes(), &[1, 2, 3, 4], BPF_EXIST), 0);
         assert_eq!(m.delete(&0u32.to_le_bytes()), -EINVAL);
         assert_eq!(m.entries(), vec![(vec![0, 0, 0, 0], vec![1, 2, 3, 4])]);
+    }
+
+    #[test]
+    fn huge_arrays_are_sparse() {
+        let mut m = MapState::new(&def(MapType::ARRAY, 4, 4, 1 << 25)).unwrap();
+        assert_eq!(m.slab.allocated_bytes(), 0);
+        let last = ((1u32 << 25) - 1).to_le_bytes();
+        let slot = m.lookup(&last).unwrap();
+        assert_eq!(m.value(slot), &[0; 4]);
+        assert_eq!(m.slab.allocated_bytes(), 0, "reading allocates nothing");
+        assert_eq!(m.update(&last, &[5, 0, 0, 0], BPF_EXIST), 0);
+        assert_eq!(m.update(&0u32.to_le_bytes(), &[0; 4], BPF_ANY), 0);
+        assert_eq!(m.entries(), vec![(last.to_vec(), vec![5, 0, 0, 0])]);
+        assert!(m.slab.allocated_bytes() <= 2 * crate::slab::PAGE_BYTES);
+        let err = MapState::new(&def(MapType::ARRAY, 4, 8, u32::MAX)).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "map `m`: array of 4294967295 entries of 8 bytes is larger than the interpreter's \
+             limit of 16 GiB"
+        );
     }
 
     #[test]
