@@ -30,6 +30,14 @@
 //!   the start of `.text` (clang emits no other kind there). A call with offset -1 is an unresolved
 //!   call to a global function, which cannot be followed without `-r` and is an error.
 //!
+//! - A pseudo load of a map file descriptor (`ld_pseudo r1, 1, 4` — what bcc-generated dumps and
+//!   listings of programs read back from the kernel carry instead of a relocation) becomes a
+//!   reference to a map named `map_fd_4`, one per descriptor, made like a relocation's map above;
+//!   `ld_pseudo r1, 2, 4, 8` (a map value) addresses offset 8 of that map's value.
+//!
+//! Listings of every llvm-objdump release from LLVM 8 on are read: [`releases`] rewrites the
+//! forms older releases print into the newer ones first.
+//!
 //! The license and map attributes are not part of a listing: [`Object::license`] is `None`.
 
 use std::collections::{HashMap, HashSet};
@@ -40,10 +48,12 @@ use crate::insn::{encode_all, pseudo, CallTarget, Imm64, Instruction};
 use crate::object::internal_map_name;
 use crate::program::{Function, MapDef, MapOrigin, MapType, Object, Program};
 
+mod releases;
+
 /// Reads a whole `llvm-objdump -d` (or `-dr`, `-drt`, `-dS`) listing into an [`Object`] named
 /// `name`. See the module documentation for what is recovered and the limits without `-r`.
 pub fn read_objdump_text(text: &str, name: &str) -> Result<Object, AsmError> {
-    let listing = parse_listing(text, &NoNames)?;
+    let listing = parse_listing(&releases::normalize(text), &NoNames)?;
     let mut linker = Linker::new(&listing, name);
     let mut roots: Vec<(usize, usize)> = Vec::new();
     for (si, sec) in listing.sections.iter().enumerate() {
@@ -394,6 +404,8 @@ impl Linker<'_> {
                             };
                         }
                     }
+                } else {
+                    insn = self.fd_map_load(insn);
                 }
                 insns.push(insn);
             }
@@ -409,6 +421,32 @@ impl Linker<'_> {
             insns: encode_all(&insns),
             functions,
         })
+    }
+
+    /// A pseudo load of a map file descriptor as a reference to the map named after it.
+    fn fd_map_load(&mut self, insn: Instruction) -> Instruction {
+        let Instruction::LoadImm64 {
+            dst,
+            imm: Imm64::Pseudo { src, imm, next_imm },
+        } = insn
+        else {
+            return insn;
+        };
+        if src != pseudo::MAP_FD && src != pseudo::MAP_VALUE {
+            return insn;
+        }
+        let (map, _) = self.map_for(&format!("map_fd_{}", imm as u32));
+        Instruction::LoadImm64 {
+            dst,
+            imm: if src == pseudo::MAP_FD {
+                Imm64::Map(map)
+            } else {
+                Imm64::MapValue {
+                    map,
+                    offset: next_imm as u32,
+                }
+            },
+        }
     }
 
     fn is_global(&self, map: u32) -> bool {
