@@ -202,3 +202,154 @@ fn llvm13_global_variables_need_the_symbol_table() {
     );
     assert!(names.contains(&"max_frame_len".to_string()), "{names:?}");
 }
+
+/// The hand-written listings of LLVM 8–12 (see each file's header for the release's layout it
+/// imitates) read to the programs of the object clang-13 built from the same source.
+#[test]
+fn older_release_listings_read_to_the_same_programs() {
+    let cases = [
+        ("llvm8/xdp_legacy_maps.dr.txt", "llvm13/xdp_legacy_maps.o"),
+        ("llvm9/xdp_filter.S.txt", "llvm13/xdp_filter.o"),
+        ("llvm10/xdp_tailcall.dr.txt", "llvm13/xdp_tailcall.o"),
+        ("llvm10/xdp_tailcall.noraw.txt", "llvm13/xdp_tailcall.o"),
+        ("llvm11/xdp_filter.v3.dr.txt", "llvm13/xdp_filter.v3.o"),
+        ("llvm12/xdp_legacy_text.drl.txt", "llvm13/xdp_legacy_text.o"),
+    ];
+    let failures: Vec<String> = cases
+        .iter()
+        .filter_map(|(listing, elf)| same_programs(listing, elf, maps_of(listing)).err())
+        .collect();
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// A bcc-generated dump: map-fd pseudo loads become one map per descriptor, loaded where the
+/// object loads its maps, and every other instruction is the object's.
+#[test]
+fn bcc_map_fd_loads_become_maps() {
+    let text = read_text("bcc/xdp_legacy_maps.txt");
+    let object = read_elf("llvm13/xdp_legacy_maps.o");
+    assert_eq!(text.programs.len(), 1);
+    assert_eq!(text.programs[0].name, "xdp_legacy_maps");
+    assert_eq!(text.programs[0].section, ".bpf.fn.xdp_legacy_maps");
+    assert_eq!(
+        named(&text, 0, Maps::AsLoads),
+        named(&object, 0, Maps::AsLoads)
+    );
+    // The object's map at each load, and the listing's: legacy_stats is descriptor 4,
+    // legacy_blocked descriptor -1.
+    let by_name = |o: &Object| -> Vec<String> {
+        named(o, 0, Maps::ByName)
+            .into_iter()
+            .filter_map(|n| match n {
+                Named::Map { map, .. } => Some(map),
+                _ => None,
+            })
+            .collect()
+    };
+    let expected: Vec<String> = by_name(&object)
+        .into_iter()
+        .map(|m| match m.as_str() {
+            "legacy_stats" => "map_fd_4".to_string(),
+            "legacy_blocked" => "map_fd_4294967295".to_string(),
+            other => panic!("unexpected map {other}"),
+        })
+        .collect();
+    assert_eq!(expected.len(), 5);
+    assert_eq!(by_name(&text), expected);
+}
+
+fn one_program(text: &str) -> Vec<Instruction> {
+    let object = read_objdump_text(text, "t").unwrap_or_else(|e| panic!("{e}"));
+    object.programs[0]
+        .decode()
+        .unwrap()
+        .into_iter()
+        .map(|x| x.1)
+        .collect()
+}
+
+/// A 64-bit load whose second slot is not printed takes its upper half from the text; one whose
+/// second slot is printed takes it from those bytes; both read like the one-line form.
+#[test]
+fn split_64_bit_loads_join() {
+    let one_line = one_program(
+        "Disassembly of section xdp:\n\
+         xdp_prog:\n\
+         \x20      0:\t18 01 00 00 02 00 00 00 00 00 00 00 01 00 00 00 \tr1 = 4294967298 ll\n\
+         \x20      2:\t18 02 00 00 ff ff ff ff 00 00 00 00 ff ff ff ff \tr2 = -1 ll\n\
+         \x20      4:\t95 00 00 00 00 00 00 00 \texit\n",
+    );
+    assert_eq!(
+        one_line[0],
+        Instruction::LoadImm64 {
+            dst: 1,
+            imm: Imm64::Const(0x1_0000_0002)
+        }
+    );
+    assert_eq!(
+        one_line[1],
+        Instruction::LoadImm64 {
+            dst: 2,
+            imm: Imm64::Const(u64::MAX)
+        }
+    );
+    let not_printed = one_program(
+        "Disassembly of section xdp:\n\
+         xdp_prog:\n\
+         \x20      0:\t18 01 00 00 02 00 00 00 \tr1 = 4294967298 ll\n\
+         \x20      2:\t18 02 00 00 ff ff ff ff \tr2 = -1 ll\n\
+         \x20      4:\t95 00 00 00 00 00 00 00 \texit\n",
+    );
+    assert_eq!(not_printed, one_line);
+    let printed = one_program(
+        "Disassembly of section xdp:\n\
+         xdp_prog:\n\
+         \x20      0:\t18 01 00 00 02 00 00 00 \tr1 = 4294967298 ll\n\
+         \x20      1:\t00 00 00 00 01 00 00 00 \t\n\
+         \x20      2:\t18 02 00 00 ff ff ff ff \tr2 = -1 ll\n\
+         \x20      3:\t00 00 00 00 ff ff ff ff \t<unknown>\n\
+         \x20      4:\t95 00 00 00 00 00 00 00 \texit\n",
+    );
+    assert_eq!(printed, one_line);
+    let no_bytes = one_program(
+        "Disassembly of section xdp:\n\
+         0000000000000000 xdp_prog:\n\
+         \x20      0:\tr1 = 4294967298 ll\n\
+         \x20      1:\n\
+         \x20      2:\tr2 = -1 ll\n\
+         \x20      4:\texit\n",
+    );
+    assert_eq!(no_bytes, one_line);
+}
+
+/// Where bytes and text disagree the line is an error naming it; bad old-style text is too.
+#[test]
+fn bad_old_listings_are_errors_naming_the_line() {
+    let cases = [
+        // The printed second slot disagrees with the text's constant.
+        (
+            "Disassembly of section xdp:\nxdp_prog:\n       0:\t18 01 00 00 02 00 00 00 \tr1 = 4294967298 ll\n       1:\t00 00 00 00 07 00 00 00 \t\n       2:\t95 00 00 00 00 00 00 00 \texit\n",
+            "line 3: text does not match the raw bytes",
+        ),
+        // Eight bytes that are not a 64-bit load under a 64-bit load's text: the bytes rule, so
+        // the next address is one slot early.
+        (
+            "Disassembly of section xdp:\nxdp_prog:\n       0:\tb7 01 00 00 02 00 00 00 \tr1 = 2 ll\n       2:\t95 00 00 00 00 00 00 00 \texit\n",
+            "line 4: instruction index 2 does not follow the previous instruction (expected 1)",
+        ),
+        // An address-only line that follows no 64-bit load.
+        (
+            "Disassembly of section xdp:\n0000000000000000 xdp_prog:\n       0:\tr1 = 2\n       1:\n       2:\texit\n",
+            "line 4: ",
+        ),
+        (
+            "Disassembly of section xdp:\nxdp_prog:\n       0:\t18 11 00 00 04 00 00 00 \tld_pseudo r1, 1, 99999999999\n",
+            "line 3: immediate 99999999999 out of range",
+        ),
+    ];
+    for (text, expected) in cases {
+        let err = read_objdump_text(text, "t").unwrap_err().to_string();
+        assert!(err.starts_with(expected), "{err:?} for {text:?}");
+        assert!(!err.contains('\n'), "{err:?}");
+    }
+}
