@@ -24,6 +24,10 @@
 //! - With `-t` as well (`llvm-objdump -drt`), the symbol table says which symbols are global
 //!   variables: a variable in a data section becomes a reference into that section's global-data
 //!   map at the variable's offset, and maps of the `.maps` section get [`MapOrigin::Btf`].
+//! - **Without raw bytes** (`--no-show-raw-insn`) llvm prints a BPF-to-BPF call like a helper
+//!   call (`call 13`): one with an `R_BPF_64_32` relocation is taken as the BPF-to-BPF call it
+//!   is, but a call between static functions of `.text`, which has no relocation, reads as a
+//!   helper call. Listings of programs with such calls need the raw bytes.
 //! - **Without `-r`, map loads stay `Imm64::Const(0)`** — nothing in the text says which map they
 //!   load — and a call from a program section to `.text` is recognised only by convention: a
 //!   BPF-to-BPF call without relocation in a section other than `.text` is taken to be relative to
@@ -193,8 +197,15 @@ impl Linker<'_> {
                 out.push((line.slot, target));
                 continue;
             }
-            let Instruction::Call(CallTarget::Local(imm)) = line.insn else {
-                continue;
+            let relocated = self
+                .reloc(f, line.slot)
+                .is_some_and(|r| r.kind == "R_BPF_64_32");
+            let imm = match line.insn {
+                Instruction::Call(CallTarget::Local(imm)) => imm,
+                // Without raw bytes llvm prints a BPF-to-BPF call like a helper call; its
+                // relocation says which it is.
+                Instruction::Call(CallTarget::Helper(id)) if relocated => id as i32,
+                _ => continue,
             };
             let (tsec, tslot) = match self.reloc(f, line.slot) {
                 Some(r) if r.kind == "R_BPF_64_32" => {

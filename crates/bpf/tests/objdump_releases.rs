@@ -8,7 +8,7 @@
 
 use std::path::{Path, PathBuf};
 
-use linerate_bpf::insn::{Imm64, Instruction};
+use linerate_bpf::insn::{CallTarget, Imm64, Instruction};
 use linerate_bpf::objdump::read_objdump_text;
 use linerate_bpf::object::read_object;
 use linerate_bpf::program::Object;
@@ -178,6 +178,15 @@ fn llvm13_listings_read_to_the_object_clang13_built() {
         "llvm13/xdp_filter.v3.o",
         Maps::ByName,
     );
+    // BPF-to-BPF calls to a global function need `-r` to be followed (see
+    // `calls_to_global_functions_need_relocations`).
+    for form in ["dr", "drt"] {
+        check(
+            format!("llvm13/subprogs.{form}.txt"),
+            "llvm13/subprogs.o",
+            Maps::ByName,
+        );
+    }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
@@ -214,6 +223,8 @@ fn older_release_listings_read_to_the_same_programs() {
         ("llvm10/xdp_tailcall.noraw.txt", "llvm13/xdp_tailcall.o"),
         ("llvm11/xdp_filter.v3.dr.txt", "llvm13/xdp_filter.v3.o"),
         ("llvm12/xdp_legacy_text.drl.txt", "llvm13/xdp_legacy_text.o"),
+        ("llvm10/subprogs.dr.txt", "llvm13/subprogs.o"),
+        ("llvm9/subprogs.dr.txt", "llvm13/subprogs.o"),
     ];
     let failures: Vec<String> = cases
         .iter()
@@ -351,5 +362,70 @@ fn bad_old_listings_are_errors_naming_the_line() {
         let err = read_objdump_text(text, "t").unwrap_err().to_string();
         assert!(err.starts_with(expected), "{err:?} for {text:?}");
         assert!(!err.contains('\n'), "{err:?}");
+    }
+}
+
+/// Without `-r` a call to a global function (`call -1`) cannot be followed: a clear error naming
+/// the line, not a wrong program.
+#[test]
+fn calls_to_global_functions_need_relocations() {
+    let text = std::fs::read_to_string(fixture("llvm13/subprogs.dr.txt")).unwrap();
+    let without: String = text
+        .lines()
+        .map(|l| if l.contains("R_BPF_") { "" } else { l })
+        .collect::<Vec<_>>()
+        .join("\n");
+    let err = read_objdump_text(&without, "t").unwrap_err();
+    let line = without
+        .lines()
+        .position(|l| l.ends_with("call -1"))
+        .unwrap()
+        + 1;
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "line {line}: call to a global function; list the object with `llvm-objdump -dr` to follow it"
+        )
+    );
+}
+
+/// Without raw bytes llvm prints BPF-to-BPF calls like helper calls: those with a relocation are
+/// linked as the calls they are (a call between static functions of `.text` has none and reads
+/// as a helper call, the limit the module documentation states).
+#[test]
+fn relocated_calls_link_without_raw_bytes() {
+    let noraw = read_text("llvm13/subprogs.noraw.txt");
+    let object = read_elf("llvm13/subprogs.o");
+    for name in ["prog_one", "prog_tc"] {
+        let find = |o: &Object| o.programs.iter().position(|p| p.name == name).unwrap();
+        let (t, e) = (find(&noraw), find(&object));
+        let callees = |o: &Object, p: usize| {
+            o.programs[p]
+                .functions
+                .iter()
+                .take(2)
+                .map(|f| (f.name.clone(), f.start))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(callees(&noraw, t), callees(&object, e), "{name}");
+        // The entry function's instructions, each call written as the name of the function it
+        // calls (where the linker placed a callee depends on what else it linked).
+        let entry = |o: &Object, p: usize| {
+            let program = &o.programs[p];
+            named(o, p, Maps::ByName)
+                .into_iter()
+                .take(program.functions[0].len)
+                .enumerate()
+                .map(|(i, n)| match n {
+                    Named::Insn(Instruction::Call(CallTarget::Local(off))) => {
+                        let at = (i as i64 + off as i64 + 1) as usize;
+                        let f = program.functions.iter().find(|f| f.start == at).unwrap();
+                        format!("call {}", f.name)
+                    }
+                    n => format!("{n:?}"),
+                })
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(entry(&noraw, t), entry(&object, e), "{name}");
     }
 }
