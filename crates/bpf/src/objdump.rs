@@ -39,14 +39,16 @@
 //!   reference to a map named `map_fd_4`, one per descriptor, made like a relocation's map above;
 //!   `ld_pseudo r1, 2, 4, 8` (a map value) addresses offset 8 of that map's value.
 //!
-//! Listings of every llvm-objdump release from LLVM 8 on are read: [`releases`] rewrites the
+//! Where a line carries raw instruction bytes, they alone give the instruction: its text is not
+//! read (releases print some instructions differently, and some lossily). Listings of every
+//! llvm-objdump release from LLVM 8 on are read: [`releases`] rewrites the
 //! forms older releases print into the newer ones first.
 //!
 //! The license and map attributes are not part of a listing: [`Object::license`] is `None`.
 
 use std::collections::{HashMap, HashSet};
 
-use crate::asm::{parse_listing, relocated_load, AsmError, Line, Listing, Section};
+use crate::asm::{parse_listing, relocated_load, AsmError, Bytes, Line, Listing, Section};
 use crate::disasm::NoNames;
 use crate::insn::{encode_all, pseudo, CallTarget, Imm64, Instruction};
 use crate::object::internal_map_name;
@@ -57,7 +59,7 @@ mod releases;
 /// Reads a whole `llvm-objdump -d` (or `-dr`, `-drt`, `-dS`) listing into an [`Object`] named
 /// `name`. See the module documentation for what is recovered and the limits without `-r`.
 pub fn read_objdump_text(text: &str, name: &str) -> Result<Object, AsmError> {
-    let listing = parse_listing(&releases::normalize(text), &NoNames)?;
+    let listing = parse_listing(&releases::normalize(text), &NoNames, Bytes::Rule)?;
     let mut linker = Linker::new(&listing, name);
     let mut roots: Vec<(usize, usize)> = Vec::new();
     for (si, sec) in listing.sections.iter().enumerate() {

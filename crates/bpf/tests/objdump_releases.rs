@@ -333,14 +333,39 @@ fn split_64_bit_loads_join() {
     assert_eq!(no_bytes, one_line);
 }
 
-/// Where bytes and text disagree the line is an error naming it; bad old-style text is too.
+/// Where a line carries raw bytes they alone give the instruction: a second slot that disagrees
+/// with the text's constant, or a mnemonic no release prints, reads as the bytes say.
+#[test]
+fn the_bytes_rule() {
+    let got = one_program(
+        "Disassembly of section xdp:\nxdp_prog:\n       0:\t18 01 00 00 02 00 00 00 \tr1 = 4294967298 ll\n       1:\t00 00 00 00 07 00 00 00 \t\n       2:\tb7 00 00 00 02 00 00 00 \tmov r0, 2\n       3:\t95 00 00 00 00 00 00 00 \texit\n",
+    );
+    assert_eq!(
+        got,
+        [
+            Instruction::LoadImm64 {
+                dst: 1,
+                imm: Imm64::Const(0x7_0000_0002)
+            },
+            Instruction::Alu {
+                wide: true,
+                op: linerate_bpf::insn::AluOp::Mov,
+                dst: 0,
+                src: linerate_bpf::insn::Operand::Imm(2)
+            },
+            Instruction::Exit
+        ]
+    );
+}
+
+/// Bad old-style text is a one-line error naming the line and the cause.
 #[test]
 fn bad_old_listings_are_errors_naming_the_line() {
     let cases = [
-        // The printed second slot disagrees with the text's constant.
+        // Bytes that do not decode.
         (
-            "Disassembly of section xdp:\nxdp_prog:\n       0:\t18 01 00 00 02 00 00 00 \tr1 = 4294967298 ll\n       1:\t00 00 00 00 07 00 00 00 \t\n       2:\t95 00 00 00 00 00 00 00 \texit\n",
-            "line 3: text does not match the raw bytes",
+            "Disassembly of section xdp:\nxdp_prog:\n       0:\tff 01 00 00 02 00 00 00 \tr1 = 2\n",
+            "line 3: raw bytes do not decode",
         ),
         // Eight bytes that are not a 64-bit load under a 64-bit load's text: the bytes rule, so
         // the next address is one slot early.
@@ -353,8 +378,9 @@ fn bad_old_listings_are_errors_naming_the_line() {
             "Disassembly of section xdp:\n0000000000000000 xdp_prog:\n       0:\tr1 = 2\n       1:\n       2:\texit\n",
             "line 4: ",
         ),
+        // Without bytes the text is read: an immediate no encoding holds.
         (
-            "Disassembly of section xdp:\nxdp_prog:\n       0:\t18 11 00 00 04 00 00 00 \tld_pseudo r1, 1, 99999999999\n",
+            "Disassembly of section xdp:\nxdp_prog:\n       0:\tld_pseudo r1, 1, 99999999999\n",
             "line 3: immediate 99999999999 out of range",
         ),
     ];

@@ -117,13 +117,13 @@ fn bad_old_listing_is_one_error_line() {
     let dir = TempDir::new("old-listing");
     dir.write(
         "old.txt",
-        "old.o:\tfile format ELF64-BPF\n\nDisassembly of section xdp:\nxdp_prog:\n       0:\t18 01 00 00 02 00 00 00 \tr1 = 4294967298 ll\n       1:\t00 00 00 00 07 00 00 00 \t\n       2:\t95 00 00 00 00 00 00 00 \texit\n",
+        "old.o:\tfile format ELF64-BPF\n\nDisassembly of section xdp:\nxdp_prog:\n       0:\t18 01 00 00 02 00 00 00 \tr1 = 4294967298 ll\n       1:\t00 00 00 00 07 00 00 00 \t\n       2:\tff 00 00 00 00 00 00 00 \texit\n",
     );
     for command in ["inspect", "cost"] {
         expect_error_in(
             &dir,
             &[command, "old.txt"],
-            &["old.txt", "line 5", "text does not match the raw bytes"],
+            &["old.txt", "line 7", "raw bytes do not decode"],
         );
     }
 }
