@@ -18,8 +18,9 @@
 //!
 //! When a line carries raw bytes, the bytes are decoded and must agree with the text, otherwise
 //! the line is rejected (the objdump reader, [`crate::objdump`], reads the bytes alone). The
-//! decoded bytes are authoritative: they resolve llvm's `<unknown>` and the renderings in which llvm loses information (LLVM 14 prints `r1 s/= r2` as `r1 /= r2` and
-//! `r1 = (s32)r2` as `r1 = r1`; LLVM 19 prints a 32-bit fetch-add as a plain `lock ... += r4`;
+//! decoded bytes are authoritative: they resolve llvm's `<unknown>` and the renderings in which
+//! llvm loses information (LLVM 14 prints `r1 s/= r2` as `r1 /= r2` and `r1 = (s32)r2` as
+//! `r1 = r1`; LLVM 19 prints a 32-bit fetch-add as a plain `lock ... += r4`;
 //! both print BPF-to-BPF and kfunc calls like helper calls, `call 0x4`;
 //! `ld_pseudo` drops the second immediate; `skb[r1]` drops the immediate), which are accepted as
 //! agreeing. Address columns must count the slots of their section.

@@ -33,7 +33,6 @@
 //!   BPF-to-BPF call without relocation in a section other than `.text` is taken to be relative to
 //!   the start of `.text` (clang emits no other kind there). A call with offset -1 is an unresolved
 //!   call to a global function, which cannot be followed without `-r` and is an error.
-//!
 //! - A pseudo load of a map file descriptor (`ld_pseudo r1, 1, 4` — what bcc-generated dumps and
 //!   listings of programs read back from the kernel carry instead of a relocation) becomes a
 //!   reference to a map named `map_fd_4`, one per descriptor, made like a relocation's map above;
@@ -41,8 +40,8 @@
 //!
 //! Where a line carries raw instruction bytes, they alone give the instruction: its text is not
 //! read (releases print some instructions differently, and some lossily). Listings of every
-//! llvm-objdump release from LLVM 8 on are read: [`releases`] rewrites the
-//! forms older releases print into the newer ones first.
+//! llvm-objdump release from LLVM 8 on are read: the `releases` module first rewrites the forms
+//! older releases print into the newer ones.
 //!
 //! The license and map attributes are not part of a listing: [`Object::license`] is `None`.
 
