@@ -4,7 +4,8 @@
 set -euo pipefail
 
 # libbpf-dev: <bpf/bpf_helpers.h> for rebuilding examples/ (make -C examples).
-packages=(clang-14 clang-19 llvm-19 bpftool pkg-config libbpf-dev)
+# clang-13/llvm-13: rebuilding the LLVM 13 objdump fixtures (crates/bpf/tests/fixtures/objdump).
+packages=(clang-13 llvm-13 clang-14 clang-19 llvm-19 bpftool pkg-config libbpf-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

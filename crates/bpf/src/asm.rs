@@ -17,9 +17,10 @@
 //! caller's [`MapNames`]; `map[3]` always means map index 3.
 //!
 //! When a line carries raw bytes, the bytes are decoded and must agree with the text, otherwise
-//! the line is rejected. The decoded bytes are authoritative: they resolve llvm's `<unknown>` and
-//! the renderings in which llvm loses information (LLVM 14 prints `r1 s/= r2` as `r1 /= r2` and
-//! `r1 = (s32)r2` as `r1 = r1`; LLVM 19 prints a 32-bit fetch-add as a plain `lock ... += r4`;
+//! the line is rejected (the objdump reader, [`crate::objdump`], reads the bytes alone). The
+//! decoded bytes are authoritative: they resolve llvm's `<unknown>` and the renderings in which
+//! llvm loses information (LLVM 14 prints `r1 s/= r2` as `r1 /= r2` and `r1 = (s32)r2` as
+//! `r1 = r1`; LLVM 19 prints a 32-bit fetch-add as a plain `lock ... += r4`;
 //! both print BPF-to-BPF and kfunc calls like helper calls, `call 0x4`;
 //! `ld_pseudo` drops the second immediate; `skb[r1]` drops the immediate), which are accepted as
 //! agreeing. Address columns must count the slots of their section.
@@ -73,7 +74,7 @@ pub fn assemble(
     text: &str,
     names: &(impl MapNames + ?Sized),
 ) -> Result<Vec<Instruction>, AsmError> {
-    let listing = parse_listing(text, names)?;
+    let listing = parse_listing(text, names, Bytes::MustAgree)?;
     let mut out = Vec::new();
     for mut section in listing.sections {
         apply_map_relocations(&mut section, names)?;
@@ -90,7 +91,7 @@ pub fn assemble(
 /// program is named after its first function. `assemble_program(&disassemble(p, maps), maps)`
 /// gives back `p`.
 pub fn assemble_program(text: &str, names: &(impl MapNames + ?Sized)) -> Result<Program, AsmError> {
-    let listing = parse_listing(text, names)?;
+    let listing = parse_listing(text, names, Bytes::MustAgree)?;
     let mut section = listing
         .sections
         .into_iter()
@@ -399,11 +400,22 @@ fn decode_bytes(line: usize, bytes: &[u8]) -> Result<Instruction, AsmError> {
     Ok(insn)
 }
 
+/// What a line's raw bytes say against its text.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Bytes {
+    /// The text must be a rendering of the bytes (the assembler's contract).
+    MustAgree,
+    /// The bytes alone give the instruction; the text is not read (objdump listings of any llvm
+    /// release, whose mnemonics vary where the encoding does not).
+    Rule,
+}
+
 /// Parses a whole text into sections of instructions with labels, jumps resolved, and raw bytes
-/// checked against the text. Relocations are recorded, not applied.
+/// checked against the text as `bytes_mode` says. Relocations are recorded, not applied.
 pub(crate) fn parse_listing(
     text: &str,
     names: &(impl MapNames + ?Sized),
+    bytes_mode: Bytes,
 ) -> Result<Listing, AsmError> {
     let mut listing = Listing::default();
     let mut pending: Vec<Vec<Pending>> = Vec::new();
@@ -485,7 +497,7 @@ pub(crate) fn parse_listing(
         let (bytes, text) = split_bytes(rest);
         let bytes = bytes.map(|b| decode_bytes(n, &b)).transpose()?;
         let text = text.trim();
-        let parsed = if text == "<unknown>" {
+        let parsed = if text == "<unknown>" || (bytes.is_some() && bytes_mode == Bytes::Rule) {
             Text::Unknown
         } else {
             Text::Insn(parse_text(n, text, names)?)

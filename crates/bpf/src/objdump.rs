@@ -24,26 +24,41 @@
 //! - With `-t` as well (`llvm-objdump -drt`), the symbol table says which symbols are global
 //!   variables: a variable in a data section becomes a reference into that section's global-data
 //!   map at the variable's offset, and maps of the `.maps` section get [`MapOrigin::Btf`].
+//! - **Without raw bytes** (`--no-show-raw-insn`) llvm prints a BPF-to-BPF call like a helper
+//!   call (`call 13`): one with an `R_BPF_64_32` relocation is taken as the BPF-to-BPF call it
+//!   is, but a call between static functions of `.text`, which has no relocation, reads as a
+//!   helper call. Listings of programs with such calls need the raw bytes.
 //! - **Without `-r`, map loads stay `Imm64::Const(0)`** — nothing in the text says which map they
 //!   load — and a call from a program section to `.text` is recognised only by convention: a
 //!   BPF-to-BPF call without relocation in a section other than `.text` is taken to be relative to
 //!   the start of `.text` (clang emits no other kind there). A call with offset -1 is an unresolved
 //!   call to a global function, which cannot be followed without `-r` and is an error.
+//! - A pseudo load of a map file descriptor (`ld_pseudo r1, 1, 4` — what bcc-generated dumps and
+//!   listings of programs read back from the kernel carry instead of a relocation) becomes a
+//!   reference to a map named `map_fd_4`, one per descriptor, made like a relocation's map above;
+//!   `ld_pseudo r1, 2, 4, 8` (a map value) addresses offset 8 of that map's value.
+//!
+//! Where a line carries raw instruction bytes, they alone give the instruction: its text is not
+//! read (releases print some instructions differently, and some lossily). Listings of every
+//! llvm-objdump release from LLVM 8 on are read: the `releases` module first rewrites the forms
+//! older releases print into the newer ones.
 //!
 //! The license and map attributes are not part of a listing: [`Object::license`] is `None`.
 
 use std::collections::{HashMap, HashSet};
 
-use crate::asm::{parse_listing, relocated_load, AsmError, Line, Listing, Section};
+use crate::asm::{parse_listing, relocated_load, AsmError, Bytes, Line, Listing, Section};
 use crate::disasm::NoNames;
 use crate::insn::{encode_all, pseudo, CallTarget, Imm64, Instruction};
 use crate::object::internal_map_name;
 use crate::program::{Function, MapDef, MapOrigin, MapType, Object, Program};
 
+mod releases;
+
 /// Reads a whole `llvm-objdump -d` (or `-dr`, `-drt`, `-dS`) listing into an [`Object`] named
 /// `name`. See the module documentation for what is recovered and the limits without `-r`.
 pub fn read_objdump_text(text: &str, name: &str) -> Result<Object, AsmError> {
-    let listing = parse_listing(text, &NoNames)?;
+    let listing = parse_listing(&releases::normalize(text), &NoNames, Bytes::Rule)?;
     let mut linker = Linker::new(&listing, name);
     let mut roots: Vec<(usize, usize)> = Vec::new();
     for (si, sec) in listing.sections.iter().enumerate() {
@@ -183,8 +198,15 @@ impl Linker<'_> {
                 out.push((line.slot, target));
                 continue;
             }
-            let Instruction::Call(CallTarget::Local(imm)) = line.insn else {
-                continue;
+            let relocated = self
+                .reloc(f, line.slot)
+                .is_some_and(|r| r.kind == "R_BPF_64_32");
+            let imm = match line.insn {
+                Instruction::Call(CallTarget::Local(imm)) => imm,
+                // Without raw bytes llvm prints a BPF-to-BPF call like a helper call; its
+                // relocation says which it is.
+                Instruction::Call(CallTarget::Helper(id)) if relocated => id as i32,
+                _ => continue,
             };
             let (tsec, tslot) = match self.reloc(f, line.slot) {
                 Some(r) if r.kind == "R_BPF_64_32" => {
@@ -395,6 +417,8 @@ impl Linker<'_> {
                             };
                         }
                     }
+                } else {
+                    insn = self.fd_map_load(insn);
                 }
                 insns.push(insn);
             }
@@ -410,6 +434,32 @@ impl Linker<'_> {
             insns: encode_all(&insns),
             functions,
         })
+    }
+
+    /// A pseudo load of a map file descriptor as a reference to the map named after it.
+    fn fd_map_load(&mut self, insn: Instruction) -> Instruction {
+        let Instruction::LoadImm64 {
+            dst,
+            imm: Imm64::Pseudo { src, imm, next_imm },
+        } = insn
+        else {
+            return insn;
+        };
+        if src != pseudo::MAP_FD && src != pseudo::MAP_VALUE {
+            return insn;
+        }
+        let (map, _) = self.map_for(&format!("map_fd_{}", imm as u32));
+        Instruction::LoadImm64 {
+            dst,
+            imm: if src == pseudo::MAP_FD {
+                Imm64::Map(map)
+            } else {
+                Imm64::MapValue {
+                    map,
+                    offset: next_imm as u32,
+                }
+            },
+        }
     }
 
     fn is_global(&self, map: u32) -> bool {
