@@ -33,7 +33,7 @@ use object::elf;
 use object::read::elf::{FileHeader, SectionHeader, Sym};
 use object::LittleEndian;
 
-use crate::btf::{Btf, BtfError, Kind, TypeId};
+use crate::btf::{Btf, BtfError, Kind, SectionLayout, TypeId};
 use crate::insn::{pseudo, DecodeError, RawInsn};
 use crate::object::btf_info::SlotRecords;
 use crate::program::{Function, MapDef, MapOrigin, MapType, Object, Program};
@@ -630,7 +630,10 @@ impl<'e, 'a> Reader<'e, 'a> {
         self.resolve_relocations()?;
         self.collect_initial_programs()?;
 
-        let btf = btf_info::read(self.elf.sections.iter().map(|s| (s.name.as_str(), s.data)));
+        let btf = btf_info::read(
+            self.elf.sections.iter().map(|s| (s.name.as_str(), s.data)),
+            &self.section_layout(),
+        );
         let records = SlotRecords::new(btf.as_ref(), |name| {
             self.code
                 .keys()
@@ -673,6 +676,22 @@ impl<'e, 'a> Reader<'e, 'a> {
 
     fn section_name(&self, index: usize) -> &str {
         self.elf.section_name(index)
+    }
+
+    /// Section sizes and symbol offsets, for fixing up the BTF that describes them.
+    fn section_layout(&self) -> SectionLayout {
+        let sizes = self.elf.sections.iter().map(|s| (s.name.clone(), s.size));
+        let symbols = self.elf.symbols.iter().filter_map(|sym| {
+            let sec = sym.section()?;
+            Some((
+                (self.section_name(sec).to_string(), sym.name.clone()),
+                sym.value,
+            ))
+        });
+        SectionLayout {
+            sizes: sizes.collect(),
+            symbols: symbols.collect(),
+        }
     }
 
     /// Finds function extents from `STT_FUNC` symbols and chooses the program entries.

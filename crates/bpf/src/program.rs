@@ -8,7 +8,7 @@
 //! map in [`Object::maps`]. This is exactly the form the kernel accepts together with an `fd_array`,
 //! so the interpreter, the symbolic engine and the kernel loader all consume the same slots.
 
-use crate::btf::{Btf, TypeId};
+use crate::btf::{Btf, Kind, TypeId};
 use crate::btf_ext::{BtfExt, SourceLine};
 use crate::insn::{decode_all, encode_all, DecodeError, Instruction, RawInsn};
 
@@ -266,7 +266,7 @@ pub struct Object {
 }
 
 /// An object's type information: its `.BTF` and what `.BTF.ext` says of its sections.
-#[derive(Clone, Debug, PartialEq, Eq, Default)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ObjectBtf {
     /// The `.BTF` section as read.
     pub btf: Btf,
@@ -275,6 +275,58 @@ pub struct ObjectBtf {
     pub ext: BtfExt,
     /// Why `.BTF.ext` could not be read, when it could not (the records are then empty).
     pub ext_error: Option<String>,
+    /// `.BTF` fixed up for `BPF_BTF_LOAD` ([`Btf::fixed_for_kernel`]), or why it cannot be; the
+    /// kernel loader loads without BTF then.
+    pub kernel_bytes: Result<Vec<u8>, String>,
+}
+
+impl Default for ObjectBtf {
+    fn default() -> ObjectBtf {
+        ObjectBtf {
+            btf: Btf::default(),
+            ext: BtfExt::default(),
+            ext_error: None,
+            kernel_bytes: Err("no BTF".into()),
+        }
+    }
+}
+
+impl ObjectBtf {
+    /// The key and value type ids of BTF-defined map `name` (the pointees of its `key` and
+    /// `value` members in `.maps`), for `BPF_MAP_CREATE`'s `btf_key_type_id` and
+    /// `btf_value_type_id`; for a global-data section, `(0, its DATASEC)` as libbpf gives them.
+    pub fn map_type_ids(&self, map: &MapDef) -> Option<(TypeId, TypeId)> {
+        let btf = &self.btf;
+        if let MapOrigin::GlobalData { section, .. } = &map.origin {
+            return btf.find_datasec(section).map(|(id, _)| (0, id));
+        }
+        if map.origin != MapOrigin::Btf {
+            return None;
+        }
+        let (_, maps) = btf.find_datasec(".maps")?;
+        let Kind::Datasec { vars, .. } = &maps.kind else {
+            return None;
+        };
+        let def = vars.iter().find_map(|v| {
+            let var = btf.get(v.type_id)?;
+            let Kind::Var { type_id, .. } = var.kind else {
+                return None;
+            };
+            (btf.name(var).ok()? == map.name).then_some(type_id)
+        })?;
+        let (_, def) = btf.skip_mods_and_typedefs(def).ok()?;
+        let member = |wanted: &str| {
+            let m = def?
+                .members()
+                .iter()
+                .find(|m| btf.str_at(m.name_off).is_ok_and(|n| n == wanted))?;
+            match btf.skip_mods_and_typedefs(m.type_id).ok()?.1?.kind {
+                Kind::Ptr(target) => Some(target),
+                _ => None,
+            }
+        };
+        Some((member("key")?, member("value")?))
+    }
 }
 
 impl Object {

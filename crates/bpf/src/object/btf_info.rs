@@ -11,12 +11,15 @@
 
 use std::collections::HashMap;
 
-use crate::btf::{Btf, TypeId};
+use crate::btf::{Btf, SectionLayout, TypeId};
 use crate::btf_ext::{BtfExt, SourceLine};
 use crate::program::{FuncInfo, Function, LineInfo, ObjectBtf};
 
 /// Reads `.BTF` and `.BTF.ext` from `(name, data)` section pairs.
-pub(super) fn read<'a>(sections: impl Iterator<Item = (&'a str, &'a [u8])>) -> Option<ObjectBtf> {
+pub(super) fn read<'a>(
+    sections: impl Iterator<Item = (&'a str, &'a [u8])>,
+    layout: &SectionLayout,
+) -> Option<ObjectBtf> {
     let mut btf_data = None;
     let mut ext_data = None;
     for (name, data) in sections {
@@ -32,10 +35,12 @@ pub(super) fn read<'a>(sections: impl Iterator<Item = (&'a str, &'a [u8])>) -> O
         Some(Ok(ext)) => (ext, None),
         Some(Err(e)) => (BtfExt::default(), Some(e.to_string())),
     };
+    let kernel_bytes = btf.fixed_for_kernel(layout).map(|fixed| fixed.to_bytes());
     Some(ObjectBtf {
         btf,
         ext,
         ext_error,
+        kernel_bytes,
     })
 }
 
