@@ -61,7 +61,7 @@ pub fn load_object(obj: &Object) -> Result<LoadedObject, KernelError> {
     let mut btf = ObjectBtfFd::load(obj);
     let mut maps = Vec::with_capacity(obj.maps.len());
     for def in &obj.maps {
-        let fd = create_map(def, &btf)?;
+        let fd = create_map(def, &mut btf)?;
         maps.push(LoadedMap {
             def: def.clone(),
             fd,
@@ -126,7 +126,7 @@ fn effective_flags(def: &MapDef) -> u32 {
 
 /// Creates a map, with its BTF key and value types when the object's BTF is loaded; a map the
 /// kernel refuses with them is created without (as libbpf retries).
-fn create_map(def: &MapDef, btf: &ObjectBtfFd<'_>) -> Result<OwnedFd, KernelError> {
+fn create_map(def: &MapDef, btf: &mut ObjectBtfFd<'_>) -> Result<OwnedFd, KernelError> {
     if let Some((btf_fd, btf_key_type_id, btf_value_type_id)) = btf.map_type_ids(def) {
         let mut attr = sys::MapCreateAttr {
             btf_fd,
@@ -135,8 +135,15 @@ fn create_map(def: &MapDef, btf: &ObjectBtfFd<'_>) -> Result<OwnedFd, KernelErro
             ..plain_map_attr(def)
         };
         // SAFETY: MAP_CREATE reads no pointers from these attributes.
-        if let Ok(fd) = unsafe { sys::sys_bpf(Cmd::MapCreate, &mut attr) } {
-            return Ok(fd_from_ret(fd));
+        match unsafe { sys::sys_bpf(Cmd::MapCreate, &mut attr) } {
+            Ok(fd) => return Ok(fd_from_ret(fd)),
+            Err(errno) => add_note(
+                btf,
+                format!(
+                    "linerate: map `{}` created without BTF: refused with it ({errno})",
+                    def.name
+                ),
+            ),
         }
     }
     let mut attr = plain_map_attr(def);
