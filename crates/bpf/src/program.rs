@@ -292,10 +292,20 @@ impl Default for ObjectBtf {
 }
 
 impl ObjectBtf {
+    /// `BPF_MAP_TYPE_` perf_event_array, stack_trace, cgroup_array, array_of_maps, hash_of_maps,
+    /// devmap, sockmap, cpumap, xskmap, sockhash, queue, stack and devmap_hash
+    /// (include/uapi/linux/bpf.h), which refuse BTF key and value types (`ENOTSUPP`).
+    const UNTYPED_MAPS: [u32; 13] = [4, 7, 8, 12, 13, 14, 15, 16, 17, 18, 22, 23, 25];
+
     /// The key and value type ids of BTF-defined map `name` (the pointees of its `key` and
     /// `value` members in `.maps`), for `BPF_MAP_CREATE`'s `btf_key_type_id` and
     /// `btf_value_type_id`; for a global-data section, `(0, its DATASEC)` as libbpf gives them.
+    /// `None` for map types whose keys and values the kernel types itself (file descriptors,
+    /// stack traces, queues: libbpf's `bpf_object__create_map` gives them no BTF either).
     pub fn map_type_ids(&self, map: &MapDef) -> Option<(TypeId, TypeId)> {
+        if Self::UNTYPED_MAPS.contains(&map.map_type.0) {
+            return None;
+        }
         let btf = &self.btf;
         if let MapOrigin::GlobalData { section, .. } = &map.origin {
             return btf.find_datasec(section).map(|(id, _)| (0, id));
