@@ -121,6 +121,9 @@ pub enum ObjectError {
         /// The decode error, its index relative to the start of `section`.
         source: DecodeError,
     },
+    /// A CO-RE relocation cannot be applied, or there is no target BTF for it.
+    #[error("{0}")]
+    Core(String),
     /// A linked program is too large.
     #[error("program `{program}`: {reason}")]
     Program { program: String, reason: String },
@@ -143,16 +146,44 @@ pub fn read_object_file(path: &Path) -> Result<Object, ObjectError> {
     read_object(&bytes, &name)
 }
 
+/// [`read_object_file`] with CO-RE relocations resolved against `target` (see
+/// [`read_object_with`]).
+pub fn read_object_file_with(path: &Path, target: Option<&Btf>) -> Result<Object, ObjectError> {
+    let bytes = std::fs::read(path).map_err(|source| ObjectError::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let name = path
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    read_object_with(&bytes, &name, target)
+}
+
 /// Reads and links a BPF ELF object held in memory. `name` becomes [`Object::name`] and, as in
-/// libbpf, its part before the first `.` prefixes the names of global-data maps.
+/// libbpf, its part before the first `.` prefixes the names of global-data maps. CO-RE
+/// relocations, if the object has any, are resolved against the running kernel's BTF
+/// ([`crate::core_relo::running_kernel_btf`]).
 pub fn read_object(bytes: &[u8], name: &str) -> Result<Object, ObjectError> {
+    read_object_with(bytes, name, None)
+}
+
+/// [`read_object`] with CO-RE relocations resolved against `target` (`None`: the running
+/// kernel's BTF, read only when the object has CO-RE relocations).
+pub fn read_object_with(
+    bytes: &[u8],
+    name: &str,
+    target: Option<&Btf>,
+) -> Result<Object, ObjectError> {
     check_header(bytes)?;
     // The `object` crate reads ELF structures in place and needs them aligned; copy misaligned
     // input (rare: buffers from the allocator are aligned) to an aligned position.
     let mut storage = Vec::new();
     let data = aligned(bytes, &mut storage);
     let elf = Elf::parse(data)?;
-    Reader::new(&elf, name)?.read()
+    let mut reader = Reader::new(&elf, name)?;
+    reader.core_target = target;
+    reader.read()
 }
 
 /// Validates the ELF identification and file header, giving precise messages for the common
@@ -577,6 +608,8 @@ struct Reader<'e, 'a> {
     data_maps: HashMap<usize, usize>,
     btf_maps: Vec<(usize, BtfMapInfo)>,
     targets: HashMap<(usize, usize), Target>,
+    /// The BTF CO-RE relocations are resolved against (`None`: the running kernel's).
+    core_target: Option<&'e Btf>,
 }
 
 impl<'e, 'a> Reader<'e, 'a> {
@@ -612,6 +645,7 @@ impl<'e, 'a> Reader<'e, 'a> {
             data_maps: HashMap::new(),
             btf_maps: Vec::new(),
             targets: HashMap::new(),
+            core_target: None,
         })
     }
 
@@ -634,6 +668,11 @@ impl<'e, 'a> Reader<'e, 'a> {
             self.elf.sections.iter().map(|s| (s.name.as_str(), s.data)),
             &self.section_layout(),
         );
+        if let Some(btf) = &btf {
+            btf_info::relocate_core(btf, &mut self.code, self.core_target, |i| {
+                self.elf.section_name(i)
+            })?;
+        }
         let records = SlotRecords::new(btf.as_ref(), |name| {
             self.code
                 .keys()

@@ -13,6 +13,9 @@ use std::collections::HashMap;
 
 use crate::btf::{Btf, SectionLayout, TypeId};
 use crate::btf_ext::{BtfExt, SourceLine};
+use crate::core_relo::{self, CoreTarget};
+use crate::insn::RawInsn;
+use crate::object::ObjectError;
 use crate::program::{FuncInfo, Function, LineInfo, ObjectBtf};
 
 /// Reads `.BTF` and `.BTF.ext` from `(name, data)` section pairs.
@@ -42,6 +45,37 @@ pub(super) fn read<'a>(
         ext_error,
         kernel_bytes,
     })
+}
+
+/// Applies the object's CO-RE relocations to the instructions of its executable sections (`code`
+/// by section index, `section_name` naming them), against `target` or else the running kernel's
+/// BTF, which is read only when there are relocations.
+pub(super) fn relocate_core<'n>(
+    btf: &ObjectBtf,
+    code: &mut HashMap<usize, Vec<RawInsn>>,
+    target: Option<&Btf>,
+    section_name: impl Fn(usize) -> &'n str,
+) -> Result<(), ObjectError> {
+    if btf.ext.core_relos.is_empty() {
+        return Ok(());
+    }
+    let target = match target {
+        Some(t) => t,
+        None => core_relo::running_kernel_btf().map_err(|e| {
+            ObjectError::Core(format!(
+                "the object has {} CO-RE relocations and no target BTF: {e}",
+                btf.ext.core_relos.len()
+            ))
+        })?,
+    };
+    let index = CoreTarget::new(target);
+    let mut by_name: HashMap<&str, usize> = HashMap::new();
+    for &i in code.keys() {
+        let entry = by_name.entry(section_name(i)).or_insert(i);
+        *entry = (*entry).min(i);
+    }
+    core_relo::apply(&btf.btf, &btf.ext.core_relos, &index, code, &by_name)
+        .map_err(|e| ObjectError::Core(e.to_string()))
 }
 
 /// `.BTF.ext` records indexed by `(ELF section index, instruction index)`.
