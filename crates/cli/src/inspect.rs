@@ -16,6 +16,10 @@ use crate::output::{emit, table};
 pub struct InspectArgs {
     /// BPF object (.o) or `llvm-objdump -d` text.
     pub object: PathBuf,
+    /// Target BTF of CO-RE relocations (raw BTF such as /sys/kernel/btf/vmlinux); default: the
+    /// running kernel's.
+    #[arg(long, value_name = "PATH")]
+    pub btf: Option<PathBuf>,
     /// Only this program (function or section name).
     #[arg(long)]
     pub prog: Option<String>,
@@ -31,7 +35,7 @@ pub struct InspectArgs {
 }
 
 pub fn inspect(args: &InspectArgs) -> Result<()> {
-    let object = linerate_io::load_object(&args.object)?;
+    let object = crate::load_object(&args.object, args.btf.as_deref())?;
     let selected: Vec<usize> = match &args.prog {
         Some(name) => vec![crate::select_program(&object, Some(name))?],
         None => (0..object.programs.len()).collect(),
