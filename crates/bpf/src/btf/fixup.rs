@@ -10,7 +10,9 @@
 //!   global-allocated (`btf_var_check_meta` refuses `BTF_VAR_GLOBAL_EXTERN`), and extern functions
 //!   listed there (kfuncs) are replaced in the `DATASEC` by a 4-byte `int` variable `dummy_ksym`
 //!   (`btf_datasec_resolve` wants only variables).
-//! * Extern functions (`BTF_FUNC_EXTERN` linkage, refused by `btf_func_check_meta`) become global.
+//! * Extern functions (`BTF_FUNC_EXTERN` linkage, refused by `btf_func_check_meta`) become global,
+//!   and their unnamed parameters are named `dummy_ksym` (`btf_func_check` refuses a global
+//!   function's unnamed parameter: "Invalid arg#1").
 //!
 //! Type ids never change (new types are appended), so `func_info`, CO-RE records and map type ids
 //! stay valid.
@@ -64,6 +66,7 @@ impl Btf {
     pub fn fixed_for_kernel(&self, layout: &SectionLayout) -> Result<Btf, String> {
         let mut btf = self.clone();
         let mut dummy_ksym: Option<TypeId> = None;
+        let mut param_name: Option<u32> = None;
         for index in 0..btf.types.len() {
             let id = TypeId::try_from(index + 1).unwrap_or(TypeId::MAX);
             match btf.types[index].kind.clone() {
@@ -72,6 +75,7 @@ impl Btf {
                         proto,
                         linkage: FUNC_GLOBAL,
                     };
+                    btf.name_params(proto, &mut param_name);
                 }
                 Kind::Datasec { size, mut vars } => {
                     let name = btf
@@ -90,6 +94,33 @@ impl Btf {
             }
         }
         Ok(btf)
+    }
+
+    /// Names the unnamed, non-void parameters of prototype `proto` (`name` caches the offset of
+    /// the name, appended on first use).
+    fn name_params(&mut self, proto: TypeId, name: &mut Option<u32>) {
+        let Some(index) = (proto as usize).checked_sub(1) else {
+            return;
+        };
+        let needs_name = match self.types.get(index).map(|t| &t.kind) {
+            Some(Kind::FuncProto { params, .. }) => {
+                params.iter().any(|p| p.type_id != 0 && p.name_off == 0)
+            }
+            _ => false,
+        };
+        if !needs_name {
+            return;
+        }
+        let offset = *name.get_or_insert_with(|| self.push_string("dummy_ksym"));
+        if let Some(Kind::FuncProto { params, .. }) = self.types.get_mut(index).map(|t| &mut t.kind)
+        {
+            for p in params
+                .iter_mut()
+                .filter(|p| p.type_id != 0 && p.name_off == 0)
+            {
+                p.name_off = offset;
+            }
+        }
     }
 
     /// Sizes an ELF-backed `DATASEC` and places its variables at their symbols' offsets.
