@@ -448,6 +448,11 @@ pub(crate) fn parse_listing(
         if code.trim().is_empty() {
             continue;
         }
+        // `-r` also lists CO-RE relocations (`0000000000000008:  CO-RE <byte_off> [16] ...`); the
+        // text keeps the compiler's values, as relocating needs the object's BTF.
+        if code.split_whitespace().nth(1) == Some("CO-RE") {
+            continue;
+        }
         if code.contains("R_BPF_") {
             let s = current(&mut listing, &mut pending);
             let reloc = parse_reloc(n, code.trim())?;

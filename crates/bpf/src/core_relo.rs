@@ -170,7 +170,7 @@ fn find_member(btf: &Btf, ty: &Type, name: &str, depth: usize) -> Option<Field> 
             let (_, inner) = btf.skip_mods_and_typedefs(m.type_id).ok()?;
             if let Some(found) = inner.and_then(|t| find_member(btf, t, name, depth + 1)) {
                 return Some(Field {
-                    bit_offset: found.bit_offset + u64::from(m.bit_offset),
+                    bit_offset: found.bit_offset.checked_add(u64::from(m.bit_offset))?,
                     ..found
                 });
             }
@@ -194,7 +194,7 @@ fn walk(btf: &Btf, root: TypeId, first: u32, steps: &[Step]) -> Option<Field> {
             (Step::Member(name), Kind::Struct { .. } | Kind::Union { .. }) => {
                 let m = find_member(btf, ty, name, 0)?;
                 field = Field {
-                    bit_offset: field.bit_offset + m.bit_offset,
+                    bit_offset: field.bit_offset.checked_add(m.bit_offset)?,
                     ..m
                 };
             }
@@ -203,8 +203,9 @@ fn walk(btf: &Btf, root: TypeId, first: u32, steps: &[Step]) -> Option<Field> {
                     return None;
                 }
                 let size = btf.resolve_size(*elem).ok()?;
+                let skip = u64::from(*i).checked_mul(size)?.checked_mul(8)?;
                 field = Field {
-                    bit_offset: field.bit_offset + u64::from(*i) * size * 8,
+                    bit_offset: field.bit_offset.checked_add(skip)?,
                     type_id: *elem,
                     bitfield: 0,
                 };
@@ -251,15 +252,19 @@ fn field_value(btf: &Btf, kind: CoreReloKind, field: &Field) -> Result<u64, Stri
     let ty = ty.ok_or("field of type void")?;
     let mut byte_size = btf.resolve_size(field.type_id).map_err(|e| e.to_string())?;
     let bit_off = field.bit_offset;
+    let too_large = || "field offset or size out of range".to_string();
     let (byte_off, bit_size) = if field.bitfield == 0 {
         if !bit_off.is_multiple_of(8) {
             return Err("field is not byte-aligned".into());
         }
-        (bit_off / 8, byte_size * 8)
+        (bit_off / 8, byte_size.checked_mul(8).ok_or_else(too_large)?)
     } else {
         let bits = u64::from(field.bitfield);
-        let mut off = bit_off / byte_size.max(1) / 8 * byte_size;
-        while bit_off + bits - off * 8 > byte_size * 8 {
+        if byte_size == 0 || byte_size > 8 {
+            return Err(format!("bitfield of a {byte_size}-byte type"));
+        }
+        let mut off = bit_off / byte_size / 8 * byte_size;
+        while bit_off.saturating_add(bits) - off * 8 > byte_size * 8 {
             if byte_size >= 8 {
                 return Err("bitfield spans more than 8 bytes".into());
             }
@@ -268,6 +273,13 @@ fn field_value(btf: &Btf, kind: CoreReloKind, field: &Field) -> Result<u64, Stri
         }
         (off, bits)
     };
+    // Bits of the loaded value above the field (the shifts only mean something for fields of
+    // at most 8 bytes; larger fields give an error).
+    let span = bit_off
+        .checked_add(bit_size)
+        .and_then(|end| end.checked_sub(byte_off * 8))
+        .filter(|&s| s <= 64)
+        .ok_or_else(|| "field wider than 64 bits has no shifts".to_string());
     Ok(match kind {
         CoreReloKind::FIELD_BYTE_OFFSET => byte_off,
         CoreReloKind::FIELD_BYTE_SIZE => byte_size,
@@ -277,8 +289,10 @@ fn field_value(btf: &Btf, kind: CoreReloKind, field: &Field) -> Result<u64, Stri
             Kind::Enum { signed, .. } | Kind::Enum64 { signed, .. } => signed,
             _ => false,
         }),
-        CoreReloKind::FIELD_LSHIFT_U64 => 64 - (bit_off + bit_size - byte_off * 8),
-        CoreReloKind::FIELD_RSHIFT_U64 => 64 - bit_size,
+        CoreReloKind::FIELD_LSHIFT_U64 => 64 - span?,
+        CoreReloKind::FIELD_RSHIFT_U64 => 64u64
+            .checked_sub(bit_size)
+            .ok_or("field wider than 64 bits has no shifts")?,
         _ => return Err("not a field relocation".into()),
     })
 }
