@@ -904,3 +904,4 @@ if __name__ == "__main__":
     __import__("gen_jumbo").gen_jumbo(sys.modules[__name__])
     __import__("gen_map_in_map").generate()
     __import__("gen_hugemaps").main()
+    __import__("gen_btf").generate(sys.modules[__name__])

@@ -130,6 +130,8 @@ pub fn assemble_program(text: &str, names: &(impl MapNames + ?Sized)) -> Result<
         section: section.name,
         insns: crate::insn::encode_all(&insns),
         functions,
+        func_info: Vec::new(),
+        line_info: Vec::new(),
     })
 }
 
@@ -456,6 +458,11 @@ pub(crate) fn parse_listing(
         }
         let code = strip_comment(line).trim_end();
         if code.trim().is_empty() {
+            continue;
+        }
+        // `-r` also lists CO-RE relocations (`0000000000000008:  CO-RE <byte_off> [16] ...`); the
+        // text keeps the compiler's values, as relocating needs the object's BTF.
+        if code.split_whitespace().nth(1) == Some("CO-RE") {
             continue;
         }
         if code.contains("R_BPF_") {

@@ -10,7 +10,9 @@
 
 pub mod asm;
 pub mod btf;
+pub mod btf_ext;
 pub mod contents;
+pub mod core_relo;
 pub mod disasm;
 pub mod facts;
 pub mod helpers;

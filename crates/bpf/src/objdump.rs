@@ -96,6 +96,7 @@ pub fn read_objdump_text(text: &str, name: &str) -> Result<Object, AsmError> {
         programs,
         maps: linker.maps,
         license: None,
+        btf: None,
     })
 }
 
@@ -433,6 +434,8 @@ impl Linker<'_> {
             section: self.section(root).name.clone(),
             insns: encode_all(&insns),
             functions,
+            func_info: Vec::new(),
+            line_info: Vec::new(),
         })
     }
 

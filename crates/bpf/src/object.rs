@@ -25,6 +25,8 @@
 //! checked, and every problem is an [`ObjectError`] whose one-line message names the cause and
 //! where it is (file offset, section, symbol, instruction index).
 
+mod btf_info;
+
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
@@ -32,8 +34,9 @@ use object::elf;
 use object::read::elf::{FileHeader, SectionHeader, Sym};
 use object::LittleEndian;
 
-use crate::btf::{Btf, BtfError, Kind, TypeId};
+use crate::btf::{Btf, BtfError, Kind, SectionLayout, TypeId};
 use crate::insn::{pseudo, DecodeError, RawInsn};
+use crate::object::btf_info::SlotRecords;
 use crate::program::{Function, MapDef, MapOrigin, MapType, Object, Program};
 
 mod map_in_map;
@@ -121,6 +124,9 @@ pub enum ObjectError {
         /// The decode error, its index relative to the start of `section`.
         source: DecodeError,
     },
+    /// A CO-RE relocation cannot be applied, or there is no target BTF for it.
+    #[error("{0}")]
+    Core(String),
     /// A linked program is too large.
     #[error("program `{program}`: {reason}")]
     Program { program: String, reason: String },
@@ -143,16 +149,44 @@ pub fn read_object_file(path: &Path) -> Result<Object, ObjectError> {
     read_object(&bytes, &name)
 }
 
+/// [`read_object_file`] with CO-RE relocations resolved against `target` (see
+/// [`read_object_with`]).
+pub fn read_object_file_with(path: &Path, target: Option<&Btf>) -> Result<Object, ObjectError> {
+    let bytes = std::fs::read(path).map_err(|source| ObjectError::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let name = path
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    read_object_with(&bytes, &name, target)
+}
+
 /// Reads and links a BPF ELF object held in memory. `name` becomes [`Object::name`] and, as in
-/// libbpf, its part before the first `.` prefixes the names of global-data maps.
+/// libbpf, its part before the first `.` prefixes the names of global-data maps. CO-RE
+/// relocations, if the object has any, are resolved against the running kernel's BTF
+/// ([`crate::core_relo::running_kernel_btf`]).
 pub fn read_object(bytes: &[u8], name: &str) -> Result<Object, ObjectError> {
+    read_object_with(bytes, name, None)
+}
+
+/// [`read_object`] with CO-RE relocations resolved against `target` (`None`: the running
+/// kernel's BTF, read only when the object has CO-RE relocations).
+pub fn read_object_with(
+    bytes: &[u8],
+    name: &str,
+    target: Option<&Btf>,
+) -> Result<Object, ObjectError> {
     check_header(bytes)?;
     // The `object` crate reads ELF structures in place and needs them aligned; copy misaligned
     // input (rare: buffers from the allocator are aligned) to an aligned position.
     let mut storage = Vec::new();
     let data = aligned(bytes, &mut storage);
     let elf = Elf::parse(data)?;
-    Reader::new(&elf, name)?.read()
+    let mut reader = Reader::new(&elf, name)?;
+    reader.core_target = target;
+    reader.read()
 }
 
 /// Validates the ELF identification and file header, giving precise messages for the common
@@ -577,6 +611,8 @@ struct Reader<'e, 'a> {
     data_maps: HashMap<usize, usize>,
     btf_maps: Vec<(usize, BtfMapInfo)>,
     targets: HashMap<(usize, usize), Target>,
+    /// The BTF CO-RE relocations are resolved against (`None`: the running kernel's).
+    core_target: Option<&'e Btf>,
 }
 
 impl<'e, 'a> Reader<'e, 'a> {
@@ -612,6 +648,7 @@ impl<'e, 'a> Reader<'e, 'a> {
             data_maps: HashMap::new(),
             btf_maps: Vec::new(),
             targets: HashMap::new(),
+            core_target: None,
         })
     }
 
@@ -630,10 +667,26 @@ impl<'e, 'a> Reader<'e, 'a> {
         self.resolve_relocations()?;
         self.collect_initial_programs()?;
 
+        let btf = btf_info::read(
+            self.elf.sections.iter().map(|s| (s.name.as_str(), s.data)),
+            &self.section_layout(),
+        );
+        if let Some(btf) = &btf {
+            btf_info::relocate_core(btf, &mut self.code, self.core_target, |i| {
+                self.elf.section_name(i)
+            })?;
+        }
+        let records = SlotRecords::new(btf.as_ref(), |name| {
+            self.code
+                .keys()
+                .copied()
+                .filter(|&i| self.section_name(i) == name)
+                .min()
+        });
         let mut programs = Vec::with_capacity(self.entries.len());
         let mut total = 0usize;
         for &entry in &self.entries {
-            let program = self.link(entry)?;
+            let program = self.link(entry, &records)?;
             total = total.saturating_add(program.insns.len());
             if total > MAX_TOTAL_SLOTS {
                 return Err(ObjectError::Program {
@@ -659,11 +712,28 @@ impl<'e, 'a> Reader<'e, 'a> {
             programs,
             maps: self.maps,
             license,
+            btf,
         })
     }
 
     fn section_name(&self, index: usize) -> &str {
         self.elf.section_name(index)
+    }
+
+    /// Section sizes and symbol offsets, for fixing up the BTF that describes them.
+    fn section_layout(&self) -> SectionLayout {
+        let sizes = self.elf.sections.iter().map(|s| (s.name.clone(), s.size));
+        let symbols = self.elf.symbols.iter().filter_map(|sym| {
+            let sec = sym.section()?;
+            Some((
+                (self.section_name(sec).to_string(), sym.name.clone()),
+                sym.value,
+            ))
+        });
+        SectionLayout {
+            sizes: sizes.collect(),
+            symbols: symbols.collect(),
+        }
     }
 
     /// Finds function extents from `STT_FUNC` symbols and chooses the program entries.
@@ -1246,7 +1316,7 @@ impl<'e, 'a> Reader<'e, 'a> {
     }
 
     /// Links the program whose entry is function `entry`.
-    fn link(&self, entry: usize) -> Result<Program, ObjectError> {
+    fn link(&self, entry: usize, records: &SlotRecords<'_>) -> Result<Program, ObjectError> {
         let entry_func = &self.funcs[entry];
         let mut out = Linked::default();
         out.append(self, entry, &entry_func.name)?;
@@ -1336,11 +1406,14 @@ impl<'e, 'a> Reader<'e, 'a> {
                 out.insns[slot + 1].imm = 0;
             }
         }
+        let (func_info, line_info) = records.remap(&out.origin, &out.functions);
         let program = Program {
             name: entry_func.name.clone(),
             section: self.section_name(entry_func.section).to_string(),
             insns: out.insns,
             functions: out.functions,
+            func_info,
+            line_info,
         };
         if let Err(e) = program.decode() {
             let (slot, e) = relocate_decode_error(e, &out.origin);

@@ -141,6 +141,8 @@ fn disassemble_annotates_jumps_like_llvm_objdump_19() {
             len: insns.len(),
         }],
         insns,
+        func_info: Vec::new(),
+        line_info: Vec::new(),
     };
     let ours = disassemble(&program, &[]);
     let llvm = read("allforms.19.txt");
@@ -325,7 +327,19 @@ fn our_listing_of_a_linked_program_reassembles() {
     let object = linerate_bpf::read_object_file(&fixture("forms.o")).unwrap();
     for p in &object.programs {
         let text = disassemble(p, &object.maps);
-        assert_eq!(&assemble_program(&text, &object.maps).unwrap(), p);
+        assert_eq!(
+            assemble_program(&text, &object.maps).unwrap(),
+            without_btf(p)
+        );
+    }
+}
+
+/// The program as a listing carries it: without the BTF records of its object.
+fn without_btf(p: &Program) -> Program {
+    Program {
+        func_info: Vec::new(),
+        line_info: Vec::new(),
+        ..p.clone()
     }
 }
 
@@ -347,7 +361,7 @@ fn every_example_round_trips() {
             let back = assemble_program(&text, &object.maps)
                 .unwrap_or_else(|e| panic!("{} {}: {e}", path.display(), p.name));
             assert_eq!(back.insns, p.insns, "{} {}", path.display(), p.name);
-            assert_eq!(&back, p);
+            assert_eq!(back, without_btf(p));
             programs += 1;
         }
     }
@@ -385,13 +399,28 @@ fn every_example_listing_links_like_the_object_reader() {
         let text = String::from_utf8(output.stdout).unwrap();
         let stem = path.file_stem().unwrap().to_str().unwrap();
         let object = linerate_bpf::read_object_file(path).unwrap();
+        // The listing shows the compiler's CO-RE values, the reader the running kernel's: such
+        // objects are compared instruction by instruction away from the relocated ones (of the
+        // program's own section, whose first function it is in every example).
+        let relocated: Vec<(String, usize)> = object
+            .btf
+            .iter()
+            .flat_map(|b| b.ext.core_relos.iter().map(|r| (r.section.clone(), r.insn)))
+            .collect();
         let from_text =
             read_objdump_text(&text, stem).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
         assert_eq!(object.programs.len(), from_text.programs.len(), "{stem}");
         for (a, b) in object.programs.iter().zip(&from_text.programs) {
             assert_eq!(a.name, b.name, "{stem}");
             assert_eq!(a.functions, b.functions, "{stem} {}", a.name);
-            assert_eq!(named(&object, a), named(&from_text, b), "{stem} {}", a.name);
+            let (ours, theirs) = (named(&object, a), named(&from_text, b));
+            assert_eq!(ours.len(), theirs.len(), "{stem} {}", a.name);
+            let slots = a.decode().unwrap();
+            for (i, (x, y)) in ours.iter().zip(&theirs).enumerate() {
+                if !relocated.contains(&(a.section.clone(), slots[i].0)) {
+                    assert_eq!(x, y, "{stem} {} insn {i}", a.name);
+                }
+            }
             checked += 1;
         }
     }

@@ -20,6 +20,10 @@ use crate::output::{emit, table};
 pub struct CostArgs {
     /// BPF object (.o) or `llvm-objdump -d` text.
     pub object: PathBuf,
+    /// Target BTF of CO-RE relocations (raw BTF such as /sys/kernel/btf/vmlinux); default: the
+    /// running kernel's.
+    #[arg(long, value_name = "PATH")]
+    pub btf: Option<PathBuf>,
     /// Only this program (function or section name); default: every program.
     #[arg(long)]
     pub prog: Option<String>,
@@ -200,7 +204,7 @@ fn slot_pricing(c: &Costed, slot: usize) -> (Vec<String>, Option<&Cost>, Option<
 }
 
 pub fn cost(args: &CostArgs) -> Result<()> {
-    let object = linerate_io::load_object(&args.object)?;
+    let object = crate::load_object(&args.object, args.btf.as_deref())?;
     let model = load_model(&args.target, args.model.as_ref())?;
     // Cost models price XDP programs; without --prog, other kinds are left out.
     let selected: Vec<usize> = match &args.prog {

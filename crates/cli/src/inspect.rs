@@ -16,6 +16,10 @@ use crate::output::{emit, table};
 pub struct InspectArgs {
     /// BPF object (.o) or `llvm-objdump -d` text.
     pub object: PathBuf,
+    /// Target BTF of CO-RE relocations (raw BTF such as /sys/kernel/btf/vmlinux); default: the
+    /// running kernel's.
+    #[arg(long, value_name = "PATH")]
+    pub btf: Option<PathBuf>,
     /// Only this program (function or section name).
     #[arg(long)]
     pub prog: Option<String>,
@@ -31,7 +35,7 @@ pub struct InspectArgs {
 }
 
 pub fn inspect(args: &InspectArgs) -> Result<()> {
-    let object = linerate_io::load_object(&args.object)?;
+    let object = crate::load_object(&args.object, args.btf.as_deref())?;
     let selected: Vec<usize> = match &args.prog {
         Some(name) => vec![crate::select_program(&object, Some(name))?],
         None => (0..object.programs.len()).collect(),
@@ -92,6 +96,21 @@ fn to_json(object: &Object, selected: &[usize], cfgs: &[Cfg], disasm: bool) -> R
                 v["disassembly"] = json!(linerate_bpf::disasm::disassemble(p, &object.maps)
                     .lines()
                     .collect::<Vec<_>>());
+            }
+            if !p.line_info.is_empty() {
+                v["source_lines"] = p
+                    .line_info
+                    .iter()
+                    .map(|l| {
+                        json!({
+                            "slot": l.slot,
+                            "file": l.source.file,
+                            "line": l.source.line,
+                            "column": l.source.column,
+                            "text": l.source.text,
+                        })
+                    })
+                    .collect();
             }
             v
         })
@@ -260,7 +279,10 @@ fn to_text(object: &Object, selected: &[usize], cfgs: &[Cfg], disasm: bool) -> R
                 "\ndisassembly of {} (section {}):\n",
                 p.name, p.section
             ));
-            out.push_str(&linerate_bpf::disasm::disassemble(p, &object.maps));
+            out.push_str(&linerate_bpf::disasm::disassemble_with_source(
+                p,
+                &object.maps,
+            ));
         }
     }
     Ok(out)

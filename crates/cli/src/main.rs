@@ -11,6 +11,7 @@ mod inspect;
 mod output;
 mod run;
 
+use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::{anyhow, Result};
@@ -79,6 +80,22 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// The object at `path`, its CO-RE relocations resolved against the BTF file `btf` (`--btf`), or
+/// else the running kernel's.
+pub fn load_object(path: &Path, btf: Option<&Path>) -> Result<Object> {
+    let target = match btf {
+        None => None,
+        Some(p) => {
+            let bytes = std::fs::read(p)
+                .map_err(|e| anyhow!("cannot read BTF file {}: {e}", p.display()))?;
+            let btf = linerate_bpf::btf::Btf::parse(&bytes)
+                .map_err(|e| anyhow!("BTF file {}: {e}", p.display()))?;
+            Some(btf)
+        }
+    };
+    Ok(linerate_io::load_object_with(path, target.as_ref())?)
 }
 
 /// The index of the program `--prog` names, or the only/first program.

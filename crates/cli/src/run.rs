@@ -27,6 +27,10 @@ const ETH_HEADER_LEN: usize = 14;
 pub struct RunArgs {
     /// BPF object (.o) or `llvm-objdump -d` text.
     pub object: PathBuf,
+    /// Target BTF of CO-RE relocations (raw BTF such as /sys/kernel/btf/vmlinux); default: the
+    /// running kernel's.
+    #[arg(long, value_name = "PATH")]
+    pub btf: Option<PathBuf>,
     /// Program to run (function or section name); default: the first.
     #[arg(long)]
     pub prog: Option<String>,
@@ -87,7 +91,7 @@ struct PacketResult {
 }
 
 pub fn run(args: &RunArgs) -> Result<()> {
-    let object = linerate_io::load_object(&args.object)?;
+    let object = crate::load_object(&args.object, args.btf.as_deref())?;
     let program = crate::select_program(&object, args.prog.as_deref())?;
     object.programs[program].require_xdp("run", "executes XDP programs")?;
     let packets = match (&args.packet, &args.packets, &args.pcap) {

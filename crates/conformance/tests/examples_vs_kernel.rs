@@ -8,8 +8,8 @@
 //! both engines, so stateful programs are compared on their state too.
 
 use linerate_bpf::contents::MapMode;
-use linerate_bpf::ProgramKind;
 use linerate_bpf::facts::test_run_buffer::{FRAG_SIZE, MAX_PACKET};
+use linerate_bpf::ProgramKind;
 use linerate_conformance::examples::{load_all, Example};
 use linerate_io::to_hex as hex;
 use linerate_kernel::usable_or_skip;

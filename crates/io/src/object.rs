@@ -4,6 +4,7 @@
 use std::path::Path;
 
 use linerate_bpf::asm::AsmError;
+use linerate_bpf::btf::Btf;
 use linerate_bpf::{Object, ObjectError};
 
 use crate::error::{read, Error, FileKind};
@@ -28,11 +29,22 @@ pub enum ObjectFormatError {
 /// Reads an object from the bytes of an ELF file or of `llvm-objdump -d` text; `name` names the
 /// object (and its global-data maps, as the file name does for clang objects).
 pub fn parse_object(bytes: &[u8], name: &str) -> Result<Object, ObjectFormatError> {
+    parse_object_with(bytes, name, None)
+}
+
+/// [`parse_object`] with an ELF object's CO-RE relocations resolved against `target` (`None`:
+/// the running kernel's BTF).
+pub fn parse_object_with(
+    bytes: &[u8],
+    name: &str,
+    target: Option<&Btf>,
+) -> Result<Object, ObjectFormatError> {
     if bytes.iter().all(|b| b.is_ascii_whitespace()) {
         return Err(ObjectFormatError::Empty);
     }
     if bytes.starts_with(b"\x7fELF") {
-        return linerate_bpf::object::read_object(bytes, name).map_err(ObjectFormatError::Elf);
+        return linerate_bpf::object::read_object_with(bytes, name, target)
+            .map_err(ObjectFormatError::Elf);
     }
     let text = std::str::from_utf8(bytes).map_err(|_| ObjectFormatError::NotAnObject)?;
     let object =
@@ -45,12 +57,18 @@ pub fn parse_object(bytes: &[u8], name: &str) -> Result<Object, ObjectFormatErro
 
 /// Reads an object file (ELF or `llvm-objdump -d` text), named after the file's stem.
 pub fn load_object(path: &Path) -> Result<Object, Error> {
+    load_object_with(path, None)
+}
+
+/// [`load_object`] with CO-RE relocations resolved against `target` (`None`: the running
+/// kernel's BTF).
+pub fn load_object_with(path: &Path, target: Option<&Btf>) -> Result<Object, Error> {
     let bytes = read(path, FileKind::Object)?;
     let name = path
         .file_stem()
         .map(|s| s.to_string_lossy().into_owned())
         .unwrap_or_else(|| "object".into());
-    parse_object(&bytes, &name).map_err(|error| Error::Object {
+    parse_object_with(&bytes, &name, target).map_err(|error| Error::Object {
         path: path.to_path_buf(),
         error,
     })

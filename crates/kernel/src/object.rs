@@ -4,8 +4,9 @@
 //! Maps are created in [`Object::maps`] order and their file descriptors passed to every
 //! `BPF_PROG_LOAD` as `fd_array`, so the linked instructions' `BPF_PSEUDO_MAP_IDX` /
 //! `BPF_PSEUDO_MAP_IDX_VALUE` immediates (map indices) are resolved by the kernel itself (Linux
-//! 5.14+). No BTF is loaded: maps are created from their plain definitions, which is why objects
-//! with legacy `maps` sections load here although libbpf 1.x refuses them.
+//! 5.14+). The object's BTF, when it has one the kernel accepts, goes with its maps and programs
+//! (see [`crate::btf`]); objects without it (legacy `maps` sections, which libbpf 1.x refuses)
+//! load from their plain definitions.
 
 use std::ffi::CString;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
@@ -14,6 +15,7 @@ use std::sync::{Mutex, OnceLock};
 use linerate_bpf::program::{MapOrigin, MapType};
 use linerate_bpf::{MapDef, Object, Program};
 
+use crate::btf::ObjectBtfFd;
 use crate::error::KernelError;
 use crate::map_in_map;
 use crate::readback::Mapping;
@@ -68,6 +70,8 @@ pub struct LoadedObject {
     /// Whether the program arrays' initial slots were written (see `fill_prog_arrays`).
     prog_arrays_filled: Mutex<Option<Result<(), KernelError>>>,
     possible_cpus: usize,
+    /// The object's BTF in the kernel, for the programs loaded later.
+    btf: ObjectBtfFd,
 }
 
 /// Creates every map of `obj` in the kernel and writes global data; programs are loaded when
@@ -77,9 +81,10 @@ pub struct LoadedObject {
 /// [`KernelError::Syscall`] when initialising global data fails.
 pub fn load_object(obj: &Object) -> Result<LoadedObject, KernelError> {
     let possible_cpus = crate::possible_cpus()?;
+    let btf = ObjectBtfFd::load(obj);
     let mut maps = Vec::with_capacity(obj.maps.len());
     for def in &obj.maps {
-        let (fd, mmapable) = create_map(def)?;
+        let (fd, mmapable) = create_map(def, &btf)?;
         let mapping = mmapable.then(|| Mapping::new(fd.as_fd(), def)).flatten();
         let id = map_in_map::map_id(&fd).map_err(|errno| {
             KernelError::syscall(
@@ -111,6 +116,7 @@ pub fn load_object(obj: &Object) -> Result<LoadedObject, KernelError> {
         programs,
         license: license_cstring(obj.license.as_deref()),
         possible_cpus,
+        btf,
     };
     // Maps of maps hold their declared inner maps from the start (no program needs loading).
     for (index, def) in obj.maps.iter().enumerate() {
@@ -160,33 +166,54 @@ fn effective_flags(def: &MapDef) -> u32 {
 /// lookup and every helper's behaviour are those of a plain array, and libbpf sets the same flag
 /// on the `.data`/`.bss`/`.rodata` arrays of every object it loads. A kernel that refuses the
 /// flag for a map (one whose value holds a spin lock or timer, say) gets the map without it.
-fn create_map(def: &MapDef) -> Result<(OwnedFd, bool), KernelError> {
+fn create_map(def: &MapDef, btf: &ObjectBtfFd) -> Result<(OwnedFd, bool), KernelError> {
     let flags = effective_flags(def);
     if def.map_type == MapType::ARRAY && flags & sys::F_MMAPABLE == 0 {
-        if let Ok(fd) = create_map_with(def, flags | sys::F_MMAPABLE) {
+        if let Ok(fd) = create_map_with(def, flags | sys::F_MMAPABLE, btf) {
             return Ok((fd, true));
         }
     }
     let mmapable = def.map_type == MapType::ARRAY && flags & sys::F_MMAPABLE != 0;
-    create_map_with(def, flags).map(|fd| (fd, mmapable))
+    create_map_with(def, flags, btf).map(|fd| (fd, mmapable))
 }
 
-fn create_map_with(def: &MapDef, map_flags: u32) -> Result<OwnedFd, KernelError> {
+/// Creates a map with `map_flags`, with its BTF key and value types when the object's BTF is
+/// loaded; a map the kernel refuses with them is created without (as libbpf retries). A map of
+/// maps gets its inner template created first, as `inner_map_fd`.
+fn create_map_with(
+    def: &MapDef,
+    map_flags: u32,
+    btf: &ObjectBtfFd,
+) -> Result<OwnedFd, KernelError> {
     let template = if def.map_type.is_map_in_map() {
-        Some(map_in_map::template_fd(def, |d| create_map(d).map(|(fd, _)| fd))?)
+        Some(map_in_map::template_fd(def, |d| {
+            create_map(d, btf).map(|(fd, _)| fd)
+        })?)
     } else {
         None
     };
-    let mut attr = sys::MapCreateAttr {
+    let plain = sys::MapCreateAttr {
         inner_map_fd: template.as_ref().map_or(0, |fd| fd.as_raw_fd() as u32),
-        map_type: def.map_type.0,
-        key_size: def.key_size,
-        value_size: def.value_size,
-        max_entries: def.max_entries,
         map_flags,
-        map_name: sys::obj_name(&def.name),
-        ..Default::default()
+        ..plain_map_attr(def)
     };
+    if let Some((btf_fd, btf_key_type_id, btf_value_type_id)) = btf.map_type_ids(def) {
+        let mut attr = sys::MapCreateAttr {
+            btf_fd,
+            btf_key_type_id,
+            btf_value_type_id,
+            ..plain
+        };
+        // SAFETY: MAP_CREATE reads no pointers from these attributes.
+        match unsafe { sys::sys_bpf(Cmd::MapCreate, &mut attr) } {
+            Ok(fd) => return Ok(fd_from_ret(fd)),
+            Err(errno) => btf.add_note(format!(
+                "linerate: map `{}` created without BTF: refused with it ({errno})",
+                def.name
+            )),
+        }
+    }
+    let mut attr = plain;
     // SAFETY: MAP_CREATE reads no pointers from these attributes.
     let res = unsafe { sys::sys_bpf(Cmd::MapCreate, &mut attr) };
     res.map(fd_from_ret)
@@ -198,6 +225,19 @@ fn create_map_with(def: &MapDef, map_flags: u32) -> Result<OwnedFd, KernelError>
             max_entries: def.max_entries,
             errno,
         })
+}
+
+/// The `BPF_MAP_CREATE` attributes of a map's plain definition.
+fn plain_map_attr(def: &MapDef) -> sys::MapCreateAttr {
+    sys::MapCreateAttr {
+        map_type: def.map_type.0,
+        key_size: def.key_size,
+        value_size: def.value_size,
+        max_entries: def.max_entries,
+        map_flags: effective_flags(def),
+        map_name: sys::obj_name(&def.name),
+        ..Default::default()
+    }
 }
 
 /// Writes a global-data map's initial value at key 0 and freezes read-only sections.
@@ -252,13 +292,17 @@ fn attach_and_flags(prog: &linerate_bpf::Program) -> (u32, u32) {
 }
 
 /// Loads one program. The first attempt is made without a verifier log (fast, and a log can never
-/// make an otherwise accepted program fail with `ENOSPC`); only when it fails is the program loaded
-/// again with log level 1, growing the buffer on `ENOSPC` up to 16 MiB, to report the log.
+/// make an otherwise accepted program fail with `ENOSPC`); a program refused with the object's BTF
+/// is tried once more without it; only when that fails too is the program loaded again with BTF
+/// and log level 1, growing the buffer on `ENOSPC` up to 16 MiB, to report the log (headed by
+/// what happened to the BTF, if anything did).
 fn load_program(
     prog: &linerate_bpf::Program,
     license: &CString,
     map_fds: &[u32],
+    btf: &ObjectBtfFd,
 ) -> Result<OwnedFd, KernelError> {
+    let records = btf.records(prog);
     let insns: Vec<u8> = prog.insns.iter().flat_map(|i| i.to_bytes()).collect();
     let (attach, flags) = attach_and_flags(prog);
     let base = sys::ProgLoadAttr {
@@ -280,15 +324,31 @@ fn load_program(
     // The kernel reads `fd_array[imm]` for every map reference before validating it, so indices
     // past the array must be refused here.
     check_map_indices(prog, map_fds.len())?;
+    let plain = base;
+    let mut base = base;
+    if let Some(records) = &records {
+        btf.prog_attr(records, &mut base);
+    }
     let mut attr = base;
     // SAFETY: `insns` holds `insn_cnt` 8-byte instructions, `license` is NUL-terminated, and
     // `fd_array` points at `map_fds`, which covers every map index the instructions name (checked
-    // above). All outlive the call.
+    // above); the BTF records point into `records`. All outlive the call.
     let first = unsafe { sys::sys_bpf(Cmd::ProgLoad, &mut attr) };
     let first_errno = match first {
         Ok(fd) => return Ok(fd_from_ret(fd)),
         Err(e) => e,
     };
+    if records.is_some() {
+        let mut attr = plain;
+        // SAFETY: as above, without BTF records.
+        if let Ok(fd) = unsafe { sys::sys_bpf(Cmd::ProgLoad, &mut attr) } {
+            btf.add_note(format!(
+                "linerate: program `{}` loaded without BTF: refused with it ({first_errno})",
+                prog.name
+            ));
+            return Ok(fd_from_ret(fd));
+        }
+    }
 
     let mut size = LOG_INITIAL;
     loop {
@@ -308,7 +368,10 @@ fn load_program(
             }
             Err(errno) => {
                 let end = log.iter().position(|&b| b == 0).unwrap_or(log.len());
-                let text = String::from_utf8_lossy(&log[..end]).into_owned();
+                let mut text = String::from_utf8_lossy(&log[..end]).into_owned();
+                if let Some(note) = btf.note() {
+                    text = format!("{note}\n{text}");
+                }
                 // With the log enabled, ENOSPC only says the log was cut; the real verdict is the
                 // first attempt's.
                 let errno = if errno.0 == libc::ENOSPC {
@@ -364,7 +427,7 @@ fn prog_id(fd: &OwnedFd) -> Result<u32, Errno> {
 }
 
 /// Takes ownership of a file descriptor returned by a creating `bpf(2)` command.
-fn fd_from_ret(ret: std::ffi::c_long) -> OwnedFd {
+pub(crate) fn fd_from_ret(ret: std::ffi::c_long) -> OwnedFd {
     // SAFETY: the kernel just returned this descriptor to us; nothing else owns it.
     unsafe { OwnedFd::from_raw_fd(ret as i32) }
 }
@@ -421,6 +484,12 @@ fn raw_next_key(fd: BorrowedFd<'_>, key: Option<&[u8]>, next: &mut [u8]) -> Resu
 }
 
 impl LoadedObject {
+    /// What happened to the object's BTF, when it was not handed to the kernel or a program
+    /// loaded only without it (`None` when all went with BTF, or the object has none).
+    pub fn btf_note(&self) -> Option<String> {
+        self.btf.note()
+    }
+
     /// Number of maps (same order as [`Object::maps`]).
     pub fn num_maps(&self) -> usize {
         self.maps.len()
@@ -496,7 +565,7 @@ impl LoadedObject {
                 .require_xdp("the kernel runner", "loads XDP programs")
                 .map_err(KernelError::NotXdp)?;
             let fds: Vec<u32> = self.maps.iter().map(|m| m.fd.as_raw_fd() as u32).collect();
-            let fd = load_program(&slot.def, &self.license, &fds)?;
+            let fd = load_program(&slot.def, &self.license, &fds, &self.btf)?;
             let id = prog_id(&fd).map_err(|errno| {
                 KernelError::syscall(
                     format!("{} for program `{}`", Cmd::ObjGetInfoByFd, slot.def.name),
