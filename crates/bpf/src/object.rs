@@ -19,6 +19,8 @@
 //!   instructions become `BPF_PSEUDO_MAP_IDX` / `BPF_PSEUDO_MAP_IDX_VALUE` loads whose immediate
 //!   is the map's index in [`Object::maps`]. Program-array slots initialised with
 //!   `.values = { [i] = &prog }` are recorded in [`MapDef::initial_programs`].
+//! * **Externs.** kfunc calls and `__kconfig` variables, resolved by [`externs`]: kfunc calls
+//!   keep their callee's name in [`Object::kfuncs`], kconfig variables read the `.kconfig` map.
 //!
 //! Reading never panics, whatever the input: all offsets are bounds-checked, arithmetic is
 //! checked, and every problem is an [`ObjectError`] whose one-line message names the cause and
@@ -33,7 +35,10 @@ use object::LittleEndian;
 
 use crate::btf::{Btf, BtfError, Kind, TypeId};
 use crate::insn::{pseudo, DecodeError, RawInsn};
+use crate::kconfig::KernelConfig;
 use crate::program::{Function, MapDef, MapOrigin, MapType, Object, Program};
+
+mod externs;
 
 /// `e_machine` of BPF objects.
 pub const EM_BPF: u16 = 247;
@@ -124,6 +129,9 @@ pub enum ObjectError {
     /// The object defines no program.
     #[error("no programs: {0}")]
     NoPrograms(&'static str),
+    /// An extern symbol (kfunc, `__kconfig` or `__ksym` variable) cannot be resolved.
+    #[error("extern `{name}` {reason}")]
+    Extern { name: String, reason: String },
 }
 
 /// Reads the object file at `path`; the object is named after the file name without directory
@@ -142,14 +150,36 @@ pub fn read_object_file(path: &Path) -> Result<Object, ObjectError> {
 
 /// Reads and links a BPF ELF object held in memory. `name` becomes [`Object::name`] and, as in
 /// libbpf, its part before the first `.` prefixes the names of global-data maps.
+///
+/// `__kconfig` variables take their values from the running kernel ([`KernelConfig::running`]);
+/// [`read_object_with_kconfig`] takes them from a given configuration.
 pub fn read_object(bytes: &[u8], name: &str) -> Result<Object, ObjectError> {
+    read_object_with(bytes, name, None)
+}
+
+/// [`read_object`] with `__kconfig` variables taking their values from `kconfig`.
+pub fn read_object_with_kconfig(
+    bytes: &[u8],
+    name: &str,
+    kconfig: &KernelConfig,
+) -> Result<Object, ObjectError> {
+    read_object_with(bytes, name, Some(kconfig))
+}
+
+fn read_object_with(
+    bytes: &[u8],
+    name: &str,
+    kconfig: Option<&KernelConfig>,
+) -> Result<Object, ObjectError> {
     check_header(bytes)?;
     // The `object` crate reads ELF structures in place and needs them aligned; copy misaligned
     // input (rare: buffers from the allocator are aligned) to an aligned position.
     let mut storage = Vec::new();
     let data = aligned(bytes, &mut storage);
     let elf = Elf::parse(data)?;
-    Reader::new(&elf, name)?.read()
+    let mut reader = Reader::new(&elf, name)?;
+    reader.kconfig = kconfig;
+    reader.read()
 }
 
 /// Validates the ELF identification and file header, giving precise messages for the common
@@ -545,6 +575,8 @@ enum Target {
     Map(usize),
     /// An address inside the value of a global-data map.
     MapValue { map: usize, offset: u32 },
+    /// Entry `index` of [`Object::kfuncs`].
+    Kfunc(usize),
 }
 
 /// A BTF-defined map still being assembled.
@@ -574,6 +606,9 @@ struct Reader<'e, 'a> {
     data_maps: HashMap<usize, usize>,
     btf_maps: Vec<(usize, BtfMapInfo)>,
     targets: HashMap<(usize, usize), Target>,
+    externs: externs::Externs,
+    /// Where `__kconfig` values come from (`None`: the running kernel).
+    kconfig: Option<&'e KernelConfig>,
 }
 
 impl<'e, 'a> Reader<'e, 'a> {
@@ -609,6 +644,8 @@ impl<'e, 'a> Reader<'e, 'a> {
             data_maps: HashMap::new(),
             btf_maps: Vec::new(),
             targets: HashMap::new(),
+            externs: externs::Externs::default(),
+            kconfig: None,
         })
     }
 
@@ -624,6 +661,7 @@ impl<'e, 'a> Reader<'e, 'a> {
         }
         self.collect_user_maps()?;
         self.collect_data_maps()?;
+        self.collect_externs()?;
         self.resolve_relocations()?;
         self.collect_initial_programs()?;
 
@@ -656,6 +694,7 @@ impl<'e, 'a> Reader<'e, 'a> {
             programs,
             maps: self.maps,
             license,
+            kfuncs: self.externs.kfuncs,
         })
     }
 
@@ -1051,14 +1090,11 @@ impl<'e, 'a> Reader<'e, 'a> {
                 self.elf.symbols.len()
             ))
         })?;
+        if sym.shndx == elf::SHN_UNDEF {
+            return self.resolve_extern(sym, insn, rel).map_err(err);
+        }
         let Some(sym_sec) = sym.section() else {
-            return Err(err(if sym.shndx == elf::SHN_UNDEF {
-                format!(
-                    "refers to undefined symbol `{}` (externs, kfuncs and kconfig are not \
-                     supported)",
-                    sym.name
-                )
-            } else {
+            return Err(err({
                 format!(
                     "refers to symbol `{}` in special section index {:#x}",
                     sym.name, sym.shndx
@@ -1282,6 +1318,12 @@ impl<'e, 'a> Reader<'e, 'a> {
                     insns[slot].src = pseudo::MAP_IDX_VALUE;
                     insns[slot].imm = map as i32;
                     insns[slot + 1].imm = offset as i32;
+                    None
+                }
+                Some(&Target::Kfunc(index)) => {
+                    insns[slot].src = pseudo::KFUNC_CALL;
+                    insns[slot].imm = index as i32;
+                    insns[slot].off = 0;
                     None
                 }
                 None if raw.code == CALL_OPCODE && raw.src == pseudo::CALL => {
