@@ -59,10 +59,14 @@ int xdp_kfunc(struct xdp_md *ctx)
 	bpf_iter_num_new(&it, 0, n);
 	while ((i = bpf_iter_num_next(&it))) {
 		int k = *i;
+		__u8 *byte;
 
 		if (k < 0 || k >= MAX_BYTES)
 			break;
-		sum += r->bytes[k];
+		byte = &r->bytes[k];
+		if ((void *)(byte + 1) > data_end)
+			break;
+		sum += *byte;
 	}
 	bpf_iter_num_destroy(&it);
 

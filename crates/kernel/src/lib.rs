@@ -64,6 +64,7 @@
 
 pub mod drive;
 mod error;
+pub mod kbtf;
 mod object;
 mod seed;
 mod skip;

@@ -4,7 +4,7 @@
 //! Maps are created in [`Object::maps`] order and their file descriptors passed to every
 //! `BPF_PROG_LOAD` as `fd_array`, so the linked instructions' `BPF_PSEUDO_MAP_IDX` /
 //! `BPF_PSEUDO_MAP_IDX_VALUE` immediates (map indices) are resolved by the kernel itself (Linux
-//! 5.14+). No BTF is loaded: maps are created from their plain definitions, which is why objects
+//! 5.14+). kfunc calls get their callee's kernel BTF id first ([`crate::kbtf`]). No BTF is loaded: maps are created from their plain definitions, which is why objects
 //! with legacy `maps` sections load here although libbpf 1.x refuses them.
 
 use std::ffi::CString;
@@ -71,7 +71,11 @@ pub fn load_object(obj: &Object) -> Result<LoadedObject, KernelError> {
     let license = license_cstring(obj.license.as_deref());
     let mut programs = Vec::with_capacity(obj.programs.len());
     for prog in &obj.programs {
-        let fd = load_program(prog, &license, &fds)?;
+        let fd = load_program(
+            &*crate::kbtf::resolve_kfuncs(prog, &obj.kfuncs)?,
+            &license,
+            &fds,
+        )?;
         let id = prog_id(&fd).map_err(|errno| {
             KernelError::syscall(
                 format!("{} for program `{}`", Cmd::ObjGetInfoByFd, prog.name),
