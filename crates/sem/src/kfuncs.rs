@@ -14,7 +14,9 @@
 //!   `BPF_MAX_LOOPS` numbers (zeroing the state), else sets `cur = start - 1`; `next` returns a
 //!   pointer to `cur` after incrementing it, or NULL (zeroing the state) once `cur + 1 >= end`;
 //!   `destroy` zeroes the state. The kernel computes in 32-bit `int`s that wrap
-//!   (`-fno-strict-overflow`), as here.
+//!   (`-fno-strict-overflow`), as here; `new`'s `int` result arrives zero-extended in r0, as
+//!   the kernel's x86-64 code leaves it (checked against the kernel in
+//!   `crates/conformance/tests/kfuncs_vs_kernel.rs`).
 
 use linerate_bpf::facts::errno::{E2BIG, EINVAL};
 use linerate_bpf::facts::kfunc::{ITER_NUM_DESTROY, ITER_NUM_NEW, ITER_NUM_NEXT, ITER_NUM_SIZE};
@@ -88,7 +90,10 @@ fn iter_num_new<M: HelperMachine>(
     let einval = m.c(EINVAL.wrapping_neg() as u64);
     let e2big = m.c(E2BIG.wrapping_neg() as u64);
     let big_or_ok = m.ite(&too_many, &e2big, &zero);
-    Ok(m.ite(&reversed, &einval, &big_or_ok))
+    let ret = m.ite(&reversed, &einval, &big_or_ok);
+    // An `int` result: the kernel's x86-64 code sets only eax, which zeroes the upper half (the
+    // verifier lets programs rely on the low 32 bits only).
+    Ok(m.zext(&ret, 32))
 }
 
 fn iter_num_next<M: HelperMachine>(m: &mut M, pc: usize, it: &Val<M>) -> Result<Val<M>, M::Fault> {
