@@ -82,6 +82,7 @@ pub fn read_objdump_text(text: &str, name: &str) -> Result<Object, AsmError> {
         maps: linker.maps,
         license: None,
         kfuncs: Vec::new(),
+        btf: None,
     })
 }
 
@@ -409,6 +410,8 @@ impl Linker<'_> {
             section: self.section(root).name.clone(),
             insns: encode_all(&insns),
             functions,
+            func_info: Vec::new(),
+            line_info: Vec::new(),
         })
     }
 

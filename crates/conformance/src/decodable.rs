@@ -114,10 +114,13 @@ fn one_program(insns: Vec<Instruction>, maps: Vec<MapDef>) -> Object {
                 len: slots.len(),
             }],
             insns: slots,
+            func_info: Vec::new(),
+            line_info: Vec::new(),
         }],
         maps,
         license: Some("GPL".into()),
         kfuncs: Vec::new(),
+        btf: None,
     }
 }
 
