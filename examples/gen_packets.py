@@ -894,6 +894,7 @@ def gen_legacy():
 
 
 if __name__ == "__main__":
+    import gen_kfunc; gen_kfunc.gen_kfunc()
     for g in (gen_filter, gen_reflector, gen_router, gen_firewall, gen_cms, gen_dns, gen_quic_v4, gen_quic_v6,
               gen_ipip, gen_transcoder, gen_path_explosion, gen_tailcall, gen_rodata, gen_redirect, gen_v4_ops,
               gen_legacy, gen_cms_nfp, gen_dns_nfp, gen_quic_nfp, gen_transcoder_nfp,

@@ -467,6 +467,20 @@ impl Machine for AbsMachine<'_> {
         }
         linerate_sem::helpers::call(self, pc, id)
     }
+
+    fn call_kfunc(&mut self, pc: usize, index: i32) -> Result<(), Stop> {
+        let name = self.object.kfunc(index).map(|k| k.name.clone());
+        match name {
+            Some(name) if linerate_sem::kfuncs::MODELLED.contains(&name.as_str()) => {
+                linerate_sem::kfuncs::call(self, pc, &name)
+            }
+            // A kernel function without a model may return anything and write what it is given.
+            _ => {
+                self.havoc_call();
+                Ok(())
+            }
+        }
+    }
 }
 
 impl HelperMachine for AbsMachine<'_> {

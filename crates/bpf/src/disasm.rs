@@ -34,13 +34,14 @@
 //! function, then one line per instruction, `<slot index right-aligned to 8>:\t<raw bytes as hex
 //! pairs>\t<text>`, with jump targets annotated as llvm does, `goto +0x2 <xdp_prog+0x20>` (the
 //! nearest function start at or before the target plus the byte offset from it). BPF-to-BPF calls
-//! are annotated with the called function, `call pc+0x4 <helper_fn>`.
+//! are annotated with the called function, `call pc+0x4 <helper_fn>`; [`disassemble_in`] also
+//! annotates kfunc calls with the kernel function's name, `call kfunc 0x0 <bpf_iter_num_new>`.
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
 
 use crate::insn::{AluOp, AtomicOp, CallTarget, Cond, Endian, Imm64, Instruction, Operand, Size};
-use crate::program::{MapDef, Program};
+use crate::program::{Kfunc, MapDef, Object, Program};
 
 /// Resolves map indices (of [`Imm64::Map`] and [`Imm64::MapValue`]) to names and back.
 pub trait MapNames {
@@ -397,6 +398,16 @@ fn annotate(program: &Program, target: i64) -> Option<String> {
 /// documentation), naming map references through `maps`. Slots that do not decode print as
 /// `<unknown>` like llvm does (the assembler rejects them: their bytes do not decode).
 pub fn disassemble(program: &Program, maps: &[MapDef]) -> String {
+    listing(program, maps, &[])
+}
+
+/// [`disassemble`] for a program of `object`, kfunc calls annotated with the names in
+/// [`Object::kfuncs`].
+pub fn disassemble_in(object: &Object, program: &Program) -> String {
+    listing(program, &object.maps, &object.kfuncs)
+}
+
+fn listing(program: &Program, maps: &[MapDef], kfuncs: &[Kfunc]) -> String {
     let mut out = format!("Disassembly of section {}:\n", program.section);
     let mut starts: Vec<(usize, &str)> = program
         .functions
@@ -422,6 +433,11 @@ pub fn disassemble(program: &Program, maps: &[MapDef]) -> String {
                     text.push(' ');
                     text.push_str(&note);
                 }
+                if let Instruction::Call(CallTarget::Kfunc(k)) = insn {
+                    if let Some(f) = usize::try_from(k).ok().and_then(|k| kfuncs.get(k)) {
+                        let _ = write!(text, " <{}>", f.name);
+                    }
+                }
                 let _ = writeln!(out, "{i:>8}:\t{}\t{text}", format_bytes(&insn));
                 i += insn.slots();
             }
@@ -444,7 +460,15 @@ pub fn disassemble(program: &Program, maps: &[MapDef]) -> String {
 /// `llvm-objdump -S` shows them: `; <source text>` before the first instruction of each line,
 /// printed again only when the line changes. Without `line_info` it is [`disassemble`]'s text.
 pub fn disassemble_with_source(program: &Program, maps: &[MapDef]) -> String {
-    let text = disassemble(program, maps);
+    with_source(program, disassemble(program, maps))
+}
+
+/// [`disassemble_in`] with source lines as [`disassemble_with_source`] prints them.
+pub fn disassemble_in_with_source(object: &Object, program: &Program) -> String {
+    with_source(program, disassemble_in(object, program))
+}
+
+fn with_source(program: &Program, text: String) -> String {
     if program.line_info.is_empty() {
         return text;
     }

@@ -104,3 +104,16 @@ pub mod errno {
     pub const EINVAL: i64 = 22;
     pub const EAFNOSUPPORT: i64 = 97;
 }
+
+/// Names of the kernel functions (kfuncs) linerate gives a meaning to (`linerate_sem::kfuncs`).
+pub mod kfunc {
+    /// `int bpf_iter_num_new(struct bpf_iter_num *it, int start, int end)`
+    /// (kernel/bpf/bpf_iter.c): opens the number iterator over `start..end`.
+    pub const ITER_NUM_NEW: &str = "bpf_iter_num_new";
+    /// `int *bpf_iter_num_next(struct bpf_iter_num *it)`: the next number, or NULL once done.
+    pub const ITER_NUM_NEXT: &str = "bpf_iter_num_next";
+    /// `void bpf_iter_num_destroy(struct bpf_iter_num *it)`: closes the iterator.
+    pub const ITER_NUM_DESTROY: &str = "bpf_iter_num_destroy";
+    /// Bytes of `struct bpf_iter_num` (`struct bpf_iter_num_kern { int cur; int end; }`).
+    pub const ITER_NUM_SIZE: u64 = 8;
+}

@@ -17,12 +17,13 @@ pub mod disasm;
 pub mod facts;
 pub mod helpers;
 pub mod insn;
+pub mod kconfig;
 pub mod objdump;
 pub mod object;
 pub mod program;
 pub mod program_kind;
 
 pub use insn::{Instruction, RawInsn};
-pub use object::{read_object, read_object_file, ObjectError};
-pub use program::{MapDef, MapType, Object, Program};
+pub use object::{read_object, read_object_file, read_object_with, ObjectError, ReadOptions};
+pub use program::{Kfunc, MapDef, MapType, Object, Program};
 pub use program_kind::{NotXdp, ProgramKind};

@@ -96,6 +96,7 @@ pub fn read_objdump_text(text: &str, name: &str) -> Result<Object, AsmError> {
         programs,
         maps: linker.maps,
         license: None,
+        kfuncs: Vec::new(),
         btf: None,
     })
 }

@@ -20,6 +20,8 @@
 //!   is the map's index in [`Object::maps`]. Program-array slots initialised with
 //!   `.values = { [i] = &prog }` are recorded in [`MapDef::initial_programs`]; maps of maps get
 //!   their inner map template and statically placed inner maps from [`map_in_map`].
+//! * **Externs.** kfunc calls and `__kconfig` variables, resolved by [`externs`]: kfunc calls
+//!   keep their callee's name in [`Object::kfuncs`], kconfig variables read the `.kconfig` map.
 //!
 //! Reading never panics, whatever the input: all offsets are bounds-checked, arithmetic is
 //! checked, and every problem is an [`ObjectError`] whose one-line message names the cause and
@@ -36,10 +38,12 @@ use object::LittleEndian;
 
 use crate::btf::{Btf, BtfError, Kind, SectionLayout, TypeId};
 use crate::insn::{pseudo, DecodeError, RawInsn};
+use crate::kconfig::KernelConfig;
 use crate::object::btf_info::SlotRecords;
 use crate::program::{Function, MapDef, MapOrigin, MapType, Object, Program};
 
 mod map_in_map;
+mod externs;
 
 /// `e_machine` of BPF objects.
 pub const EM_BPF: u16 = 247;
@@ -133,6 +137,9 @@ pub enum ObjectError {
     /// The object defines no program.
     #[error("no programs: {0}")]
     NoPrograms(&'static str),
+    /// An extern symbol (kfunc, `__kconfig` or `__ksym` variable) cannot be resolved.
+    #[error("extern `{name}` {reason}")]
+    Extern { name: String, reason: String },
 }
 
 /// Reads the object file at `path`; the object is named after the file name without directory
@@ -160,23 +167,41 @@ pub fn read_object_file_with(path: &Path, target: Option<&Btf>) -> Result<Object
         .file_stem()
         .map(|s| s.to_string_lossy().into_owned())
         .unwrap_or_default();
-    read_object_with(&bytes, &name, target)
+    read_object_with(
+        &bytes,
+        &name,
+        &ReadOptions {
+            core_target: target,
+            ..ReadOptions::default()
+        },
+    )
 }
 
 /// Reads and links a BPF ELF object held in memory. `name` becomes [`Object::name`] and, as in
 /// libbpf, its part before the first `.` prefixes the names of global-data maps. CO-RE
 /// relocations, if the object has any, are resolved against the running kernel's BTF
-/// ([`crate::core_relo::running_kernel_btf`]).
+/// ([`crate::core_relo::running_kernel_btf`]) and `__kconfig` variables take their values from
+/// the running kernel ([`KernelConfig::running`]); [`read_object_with`] takes either from
+/// elsewhere.
 pub fn read_object(bytes: &[u8], name: &str) -> Result<Object, ObjectError> {
-    read_object_with(bytes, name, None)
+    read_object_with(bytes, name, &ReadOptions::default())
 }
 
-/// [`read_object`] with CO-RE relocations resolved against `target` (`None`: the running
-/// kernel's BTF, read only when the object has CO-RE relocations).
+/// Where an object's load-time values come from, when not from the running kernel.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ReadOptions<'a> {
+    /// The BTF CO-RE relocations are resolved against (`None`: the running kernel's BTF, read
+    /// only when the object has CO-RE relocations).
+    pub core_target: Option<&'a Btf>,
+    /// Where `__kconfig` values come from (`None`: the running kernel).
+    pub kconfig: Option<&'a KernelConfig>,
+}
+
+/// [`read_object`] with load-time values taken from `options`.
 pub fn read_object_with(
     bytes: &[u8],
     name: &str,
-    target: Option<&Btf>,
+    options: &ReadOptions<'_>,
 ) -> Result<Object, ObjectError> {
     check_header(bytes)?;
     // The `object` crate reads ELF structures in place and needs them aligned; copy misaligned
@@ -185,7 +210,8 @@ pub fn read_object_with(
     let data = aligned(bytes, &mut storage);
     let elf = Elf::parse(data)?;
     let mut reader = Reader::new(&elf, name)?;
-    reader.core_target = target;
+    reader.core_target = options.core_target;
+    reader.kconfig = options.kconfig;
     reader.read()
 }
 
@@ -582,6 +608,8 @@ enum Target {
     Map(usize),
     /// An address inside the value of a global-data map.
     MapValue { map: usize, offset: u32 },
+    /// Entry `index` of [`Object::kfuncs`].
+    Kfunc(usize),
 }
 
 /// A BTF-defined map still being assembled.
@@ -613,6 +641,9 @@ struct Reader<'e, 'a> {
     targets: HashMap<(usize, usize), Target>,
     /// The BTF CO-RE relocations are resolved against (`None`: the running kernel's).
     core_target: Option<&'e Btf>,
+    externs: externs::Externs,
+    /// Where `__kconfig` values come from (`None`: the running kernel).
+    kconfig: Option<&'e KernelConfig>,
 }
 
 impl<'e, 'a> Reader<'e, 'a> {
@@ -649,6 +680,8 @@ impl<'e, 'a> Reader<'e, 'a> {
             btf_maps: Vec::new(),
             targets: HashMap::new(),
             core_target: None,
+            externs: externs::Externs::default(),
+            kconfig: None,
         })
     }
 
@@ -664,6 +697,7 @@ impl<'e, 'a> Reader<'e, 'a> {
         }
         self.collect_user_maps()?;
         self.collect_data_maps()?;
+        self.collect_externs()?;
         self.resolve_relocations()?;
         self.collect_initial_programs()?;
 
@@ -712,6 +746,7 @@ impl<'e, 'a> Reader<'e, 'a> {
             programs,
             maps: self.maps,
             license,
+            kfuncs: self.externs.kfuncs,
             btf,
         })
     }
@@ -1126,14 +1161,11 @@ impl<'e, 'a> Reader<'e, 'a> {
                 self.elf.symbols.len()
             ))
         })?;
+        if sym.shndx == elf::SHN_UNDEF {
+            return self.resolve_extern(sym, insn, rel).map_err(err);
+        }
         let Some(sym_sec) = sym.section() else {
-            return Err(err(if sym.shndx == elf::SHN_UNDEF {
-                format!(
-                    "refers to undefined symbol `{}` (externs, kfuncs and kconfig are not \
-                     supported)",
-                    sym.name
-                )
-            } else {
+            return Err(err({
                 format!(
                     "refers to symbol `{}` in special section index {:#x}",
                     sym.name, sym.shndx
@@ -1359,6 +1391,12 @@ impl<'e, 'a> Reader<'e, 'a> {
                     insns[slot].src = pseudo::MAP_IDX_VALUE;
                     insns[slot].imm = map as i32;
                     insns[slot + 1].imm = offset as i32;
+                    None
+                }
+                Some(&Target::Kfunc(index)) => {
+                    insns[slot].src = pseudo::KFUNC_CALL;
+                    insns[slot].imm = index as i32;
+                    insns[slot].off = 0;
                     None
                 }
                 None if raw.code == CALL_OPCODE && raw.src == pseudo::CALL => {

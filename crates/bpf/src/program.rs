@@ -7,6 +7,16 @@
 //! `BPF_PSEUDO_MAP_IDX_VALUE` (address inside a global-data map) whose immediate is the index of the
 //! map in [`Object::maps`]. This is exactly the form the kernel accepts together with an `fd_array`,
 //! so the interpreter, the symbolic engine and the kernel loader all consume the same slots.
+//!
+//! Kernel function (kfunc) calls stay symbolic: a call slot with `src_reg =
+//! BPF_PSEUDO_KFUNC_CALL` has `off = 0` and, as its immediate, the index of the called function in
+//! [`Object::kfuncs`] (a [`Kfunc`]: its name, its `FUNC` in the object's BTF, whether it is
+//! `__weak`). The kernel wants the function's BTF id in the running kernel instead, and in `off`
+//! the `fd_array` slot of the module BTF that holds it; the kernel loader resolves names to ids
+//! when it loads, so reading an object never depends on the kernel it runs on. Extern `__kconfig`
+//! variables, by contrast, become ordinary loads from the read-only `.kconfig` global-data map
+//! ([`MapOrigin::GlobalData`]), whose initial value reading computed from the running kernel (see
+//! [`crate::kconfig`]), so every engine sees the same values.
 
 use crate::btf::{Btf, Kind, TypeId};
 use crate::btf_ext::{BtfExt, SourceLine};
@@ -375,6 +385,29 @@ impl Program {
     }
 }
 
+/// A kernel function the object calls (an `extern ... __ksym` function).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Kfunc {
+    /// The function's name, as the kernel's BTF names it.
+    pub name: String,
+    /// The extern `FUNC` declaring it in the object's `.BTF`, where the object has one.
+    pub btf_func: Option<u32>,
+    /// Declared `__weak`: an object may load on a kernel that lacks it, as long as the calls
+    /// are unreachable (libbpf turns them into calls the verifier rejects only if reached).
+    pub weak: bool,
+}
+
+impl Kfunc {
+    /// A non-weak kfunc named `name` without BTF, as a test or a generated object declares one.
+    pub fn new(name: &str) -> Kfunc {
+        Kfunc {
+            name: name.into(),
+            btf_func: None,
+            weak: false,
+        }
+    }
+}
+
 /// A read and linked object file.
 #[derive(Clone, Debug, PartialEq, Eq, Default)]
 pub struct Object {
@@ -384,6 +417,8 @@ pub struct Object {
     pub maps: Vec<MapDef>,
     /// Content of the `license` section, if any.
     pub license: Option<String>,
+    /// The kernel functions kfunc call slots refer to by index (see the module documentation).
+    pub kfuncs: Vec<Kfunc>,
     /// The object's BTF and `.BTF.ext` records, when it has a `.BTF` section that parses.
     pub btf: Option<ObjectBtf>,
 }
@@ -471,6 +506,7 @@ impl Object {
             programs,
             maps,
             license: Some("GPL".into()),
+            kfuncs: Vec::new(),
             btf: None,
         }
     }
@@ -493,6 +529,11 @@ impl Object {
     /// The index of the map with this name.
     pub fn map_index(&self, name: &str) -> Option<usize> {
         self.maps.iter().position(|m| m.name == name)
+    }
+
+    /// The kfunc a kfunc call slot with immediate `imm` calls.
+    pub fn kfunc(&self, imm: i32) -> Option<&Kfunc> {
+        usize::try_from(imm).ok().and_then(|i| self.kfuncs.get(i))
     }
 }
 

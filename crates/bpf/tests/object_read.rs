@@ -461,12 +461,24 @@ fn btf_every_kind_parses() {
 }
 
 #[test]
-fn extern_kfunc_is_rejected_clearly() {
-    let err = read_object_file(&fixture_path("extern_kfunc.o")).unwrap_err();
-    assert_eq!(
-        err.to_string(),
-        "relocation at insn 1 of section xdp refers to undefined symbol `bpf_missing_kfunc` \
-         (externs, kfuncs and kconfig are not supported)"
+fn extern_kfunc_calls_stay_symbolic() {
+    let obj = fixture("extern_kfunc.o");
+    assert_eq!(obj.kfuncs.len(), 1);
+    let k = &obj.kfuncs[0];
+    assert_eq!((k.name.as_str(), k.weak), ("bpf_missing_kfunc", false));
+    let btf = btf_of("extern_kfunc.o");
+    let func = btf
+        .ty(k.btf_func.expect("the object's BTF declares the kfunc"))
+        .unwrap();
+    assert_eq!(func.kind_name(), "FUNC");
+    assert_eq!(btf.name(func).unwrap(), "bpf_missing_kfunc");
+    // The call slot: src_reg BPF_PSEUDO_KFUNC_CALL, the immediate the kfunc's index.
+    let call = obj.programs[0].insns[1];
+    assert_eq!((call.code, call.src, call.off, call.imm), (0x85, 2, 0, 0));
+    let text = linerate_bpf::disasm::disassemble_in(&obj, &obj.programs[0]);
+    assert!(
+        text.contains("call kfunc 0x0 <bpf_missing_kfunc>"),
+        "{text}"
     );
 }
 

@@ -93,7 +93,7 @@ fn to_json(object: &Object, selected: &[usize], cfgs: &[Cfg], disasm: bool) -> R
                 "cfg": serde_json::to_value(cfg.summary()).unwrap_or(Value::Null),
             });
             if disasm {
-                v["disassembly"] = json!(linerate_bpf::disasm::disassemble(p, &object.maps)
+                v["disassembly"] = json!(linerate_bpf::disasm::disassemble_in(object, p)
                     .lines()
                     .collect::<Vec<_>>());
             }
@@ -279,10 +279,7 @@ fn to_text(object: &Object, selected: &[usize], cfgs: &[Cfg], disasm: bool) -> R
                 "\ndisassembly of {} (section {}):\n",
                 p.name, p.section
             ));
-            out.push_str(&linerate_bpf::disasm::disassemble_with_source(
-                p,
-                &object.maps,
-            ));
+            out.push_str(&linerate_bpf::disasm::disassemble_in_with_source(object, p));
         }
     }
     Ok(out)

@@ -121,6 +121,7 @@ fn one_program(insns: Vec<Instruction>, maps: Vec<MapDef>) -> Object {
         }],
         maps,
         license: Some("GPL".into()),
+        kfuncs: Vec::new(),
         btf: None,
     }
 }

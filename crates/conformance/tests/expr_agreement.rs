@@ -105,6 +105,9 @@ impl<D: Domain> Machine for StackMachine<D> {
             what: "helpers",
         })
     }
+    fn call_kfunc(&mut self, pc: usize, _: i32) -> Result<(), SemError> {
+        Err(SemError::Unsupported { pc, what: "kfuncs" })
+    }
 }
 
 /// Runs a loop-free program to its exit; returns registers r0–r9 and the stack bytes.

@@ -2,7 +2,8 @@
 //!
 //! Each instruction is classified into the [`Item`]s it could be (one, unless the region of a
 //! memory access or the map of a map call is unknown, in which case every possibility) and charged
-//! the component-wise maximum of their prices. A block costs the sum of its instructions except a
+//! the component-wise maximum of their prices. A kfunc call could be any helper: it is charged
+//! the maximum over every helper the model prices. A block costs the sum of its instructions except a
 //! final conditional jump; an edge costs its source block plus that jump's `taken`/`not_taken`
 //! price plus the stalls of blocking operations. A local call adds the callee's worst case.
 //!
@@ -221,9 +222,12 @@ impl Pricer<'_> {
                     ))
                 }
             },
-            Instruction::Call(CallTarget::Kfunc(id)) => {
-                return Err(self.program_error(slot, format!("kfunc call {id} has no cost model")))
-            }
+            // A kernel function is priced as a helper of unknown cost: the most expensive helper
+            // the device prices (its call and return are those of a helper call).
+            Instruction::Call(CallTarget::Kfunc(_)) => crate::item::COSTED_HELPERS
+                .iter()
+                .map(|&id| Item::Helper(id))
+                .collect(),
             Instruction::LegacyPacketLoad { .. } => {
                 return Err(self.program_error(
                     slot,

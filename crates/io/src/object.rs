@@ -43,7 +43,14 @@ pub fn parse_object_with(
         return Err(ObjectFormatError::Empty);
     }
     if bytes.starts_with(b"\x7fELF") {
-        return linerate_bpf::object::read_object_with(bytes, name, target)
+        return linerate_bpf::object::read_object_with(
+            bytes,
+            name,
+            &linerate_bpf::ReadOptions {
+                core_target: target,
+                ..Default::default()
+            },
+        )
             .map_err(ObjectFormatError::Elf);
     }
     let text = std::str::from_utf8(bytes).map_err(|_| ObjectFormatError::NotAnObject)?;

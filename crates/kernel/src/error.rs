@@ -56,6 +56,13 @@ pub enum KernelError {
     /// Reading system information (possible CPUs) failed.
     #[error("{0}")]
     System(String),
+
+    /// A program calls a kernel function the running kernel does not have.
+    #[error(
+        "program `{program}` calls kfunc `{kfunc}`, which the running kernel lacks (not in \
+         /sys/kernel/btf/vmlinux)"
+    )]
+    MissingKfunc { program: String, kfunc: String },
 }
 
 impl KernelError {
@@ -66,9 +73,10 @@ impl KernelError {
             KernelError::MapCreate { errno, .. }
             | KernelError::Rejected { errno, .. }
             | KernelError::Syscall { errno, .. } => Some(*errno),
-            KernelError::InvalidArgument(_) | KernelError::NotXdp(_) | KernelError::System(_) => {
-                None
-            }
+            KernelError::InvalidArgument(_)
+            | KernelError::NotXdp(_)
+            | KernelError::System(_)
+            | KernelError::MissingKfunc { .. } => None,
         }
     }
 

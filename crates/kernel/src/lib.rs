@@ -75,6 +75,7 @@
 mod btf;
 pub mod drive;
 mod error;
+pub mod kbtf;
 mod map_in_map;
 mod object;
 mod readback;

@@ -4,9 +4,10 @@
 //! Maps are created in [`Object::maps`] order and their file descriptors passed to every
 //! `BPF_PROG_LOAD` as `fd_array`, so the linked instructions' `BPF_PSEUDO_MAP_IDX` /
 //! `BPF_PSEUDO_MAP_IDX_VALUE` immediates (map indices) are resolved by the kernel itself (Linux
-//! 5.14+). The object's BTF, when it has one the kernel accepts, goes with its maps and programs
-//! (see [`crate::btf`]); objects without it (legacy `maps` sections, which libbpf 1.x refuses)
-//! load from their plain definitions.
+//! 5.14+). kfunc calls get their callee's kernel BTF id first ([`crate::kbtf`]). The object's
+//! BTF, when it has one the kernel accepts, goes with its maps and programs (see
+//! [`crate::btf`]); objects without it (legacy `maps` sections, which libbpf 1.x refuses) load
+//! from their plain definitions.
 
 use std::ffi::CString;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
@@ -72,6 +73,8 @@ pub struct LoadedObject {
     possible_cpus: usize,
     /// The object's BTF in the kernel, for the programs loaded later.
     btf: ObjectBtfFd,
+    /// The kfuncs the programs call, resolved to the running kernel's BTF ids at load.
+    kfuncs: Vec<linerate_bpf::Kfunc>,
 }
 
 /// Creates every map of `obj` in the kernel and writes global data; programs are loaded when
@@ -117,6 +120,7 @@ pub fn load_object(obj: &Object) -> Result<LoadedObject, KernelError> {
         license: license_cstring(obj.license.as_deref()),
         possible_cpus,
         btf,
+        kfuncs: obj.kfuncs.clone(),
     };
     // Maps of maps hold their declared inner maps from the start (no program needs loading).
     for (index, def) in obj.maps.iter().enumerate() {
@@ -565,7 +569,12 @@ impl LoadedObject {
                 .require_xdp("the kernel runner", "loads XDP programs")
                 .map_err(KernelError::NotXdp)?;
             let fds: Vec<u32> = self.maps.iter().map(|m| m.fd.as_raw_fd() as u32).collect();
-            let fd = load_program(&slot.def, &self.license, &fds, &self.btf)?;
+            let fd = load_program(
+                &*crate::kbtf::resolve_kfuncs(&slot.def, &self.kfuncs)?,
+                &self.license,
+                &fds,
+                &self.btf,
+            )?;
             let id = prog_id(&fd).map_err(|errno| {
                 KernelError::syscall(
                     format!("{} for program `{}`", Cmd::ObjGetInfoByFd, slot.def.name),

@@ -30,6 +30,12 @@ pub enum SemError {
         helper: u32,
         reason: &'static str,
     },
+    /// A kfunc call to a kernel function [`crate::kfuncs`] gives no meaning to.
+    #[error("kfunc {name} is not modelled (insn {pc})")]
+    UnmodelledKfunc { pc: usize, name: String },
+    /// A kfunc call whose immediate names no kfunc of the object.
+    #[error("kfunc call at insn {pc} names kfunc {index}, but the object declares {count}")]
+    NoSuchKfunc { pc: usize, index: i32, count: usize },
 }
 
 /// What a helper call did to control flow.
@@ -106,6 +112,10 @@ pub trait Machine {
     fn map_reference(&mut self, pc: usize, imm: &Imm64) -> Result<Val<Self>, Self::Fault>;
     /// Calls helper `id` with arguments in r1–r5, leaving its result in r0.
     fn call_helper(&mut self, pc: usize, id: u32) -> Result<HelperOutcome, Self::Fault>;
+    /// Calls the kernel function a kfunc call with immediate `index` names (an index into the
+    /// object's kfuncs), arguments in r1–r5, leaving its result in r0; a machine gives it its
+    /// meaning through [`crate::kfuncs::call`].
+    fn call_kfunc(&mut self, pc: usize, index: i32) -> Result<(), Self::Fault>;
 }
 
 /// The value type of a machine's domain.
@@ -519,13 +529,7 @@ pub fn step<M: Machine>(
             m.set_reg(FRAME_POINTER, fp);
             return Ok(Flow::Next(jump_target(pc, rel as i64)));
         }
-        Instruction::Call(CallTarget::Kfunc(_)) => {
-            return Err(SemError::Unsupported {
-                pc,
-                what: "kernel function (kfunc) call",
-            }
-            .into())
-        }
+        Instruction::Call(CallTarget::Kfunc(index)) => m.call_kfunc(pc, index)?,
         Instruction::Exit => {
             let Some(frame) = m.frames().pop() else {
                 return Ok(Flow::Exit);

@@ -407,7 +407,7 @@ fn signed<M: HelperMachine>(m: &mut M, v: i64) -> Val<M> {
 }
 
 /// The `n` little-endian bytes of `v`.
-fn bytes_of<M: HelperMachine>(m: &mut M, v: &Val<M>, n: u64) -> Vec<Val<M>> {
+pub(crate) fn bytes_of<M: HelperMachine>(m: &mut M, v: &Val<M>, n: u64) -> Vec<Val<M>> {
     (0..n)
         .map(|i| {
             let shift = m.domain().constant(8 * i);
@@ -418,7 +418,7 @@ fn bytes_of<M: HelperMachine>(m: &mut M, v: &Val<M>, n: u64) -> Vec<Val<M>> {
 }
 
 /// The little-endian value of up to 8 bytes.
-fn from_bytes<M: HelperMachine>(m: &mut M, bytes: &[Val<M>]) -> Val<M> {
+pub(crate) fn from_bytes<M: HelperMachine>(m: &mut M, bytes: &[Val<M>]) -> Val<M> {
     let mut v = m.domain().constant(0);
     for (i, b) in bytes.iter().enumerate().take(8) {
         let shift = m.domain().constant(8 * i as u64);

@@ -46,15 +46,17 @@ pub enum VmError {
         helper: u32,
         reason: String,
     },
-    #[error("program `{program}`: {source}")]
-    Semantics { program: String, source: SemError },
+    /// The semantics refused an instruction (its message is part of this one, not a separate
+    /// cause, so that it prints once).
+    #[error("program `{program}`: {error}")]
+    Semantics { program: String, error: SemError },
 }
 
 impl From<SemError> for VmError {
     fn from(source: SemError) -> Self {
         VmError::Semantics {
             program: String::new(),
-            source,
+            error: source,
         }
     }
 }
@@ -71,7 +73,7 @@ impl VmError {
     pub(crate) fn in_program(self, name: &str) -> VmError {
         match self {
             VmError::Semantics {
-                source: SemError::UnsupportedHelper { pc, id },
+                error: SemError::UnsupportedHelper { pc, id },
                 ..
             } => VmError::UnsupportedHelper {
                 program: name.to_string(),
@@ -80,7 +82,7 @@ impl VmError {
                 name: linerate_bpf::helpers::helper_name(id),
             },
             VmError::Semantics {
-                source: SemError::BadHelperArgument { pc, helper, reason },
+                error: SemError::BadHelperArgument { pc, helper, reason },
                 ..
             } => VmError::BadHelperArgument {
                 program: name.to_string(),
@@ -88,9 +90,9 @@ impl VmError {
                 helper,
                 reason: reason.to_string(),
             },
-            VmError::Semantics { program, source } if program.is_empty() => VmError::Semantics {
+            VmError::Semantics { program, error } if program.is_empty() => VmError::Semantics {
                 program: name.to_string(),
-                source,
+                error,
             },
             other => other,
         }

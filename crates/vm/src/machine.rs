@@ -650,4 +650,16 @@ impl Machine for Execution<'_> {
     fn call_helper(&mut self, pc: usize, id: u32) -> Result<HelperOutcome, Box<VmError>> {
         linerate_sem::helpers::call(self, pc, id)
     }
+
+    #[inline(never)]
+    fn call_kfunc(&mut self, pc: usize, index: i32) -> Result<(), Box<VmError>> {
+        let object = &self.vm.object;
+        let Some(kfunc) = object.kfunc(index) else {
+            let count = object.kfuncs.len();
+            return Err(SemError::NoSuchKfunc { pc, index, count }.into());
+        };
+        // Cloned: the call needs the machine, which holds the object, mutably.
+        let name = kfunc.name.clone();
+        linerate_sem::kfuncs::call(self, pc, &name)
+    }
 }
