@@ -42,8 +42,8 @@ use crate::kconfig::KernelConfig;
 use crate::object::btf_info::SlotRecords;
 use crate::program::{Function, MapDef, MapOrigin, MapType, Object, Program};
 
-mod map_in_map;
 mod externs;
+mod map_in_map;
 
 /// `e_machine` of BPF objects.
 pub const EM_BPF: u16 = 247;

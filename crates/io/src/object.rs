@@ -51,7 +51,7 @@ pub fn parse_object_with(
                 ..Default::default()
             },
         )
-            .map_err(ObjectFormatError::Elf);
+        .map_err(ObjectFormatError::Elf);
     }
     let text = std::str::from_utf8(bytes).map_err(|_| ObjectFormatError::NotAnObject)?;
     let object =
