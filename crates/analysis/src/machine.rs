@@ -15,7 +15,7 @@ use linerate_bpf::facts::xdp_md;
 use linerate_bpf::insn::{Imm64, Size, NUM_REGS};
 use linerate_bpf::program::{MapDef, MapOrigin, Object};
 use linerate_sem::exec::{Frame, HelperOutcome, Machine, SemError};
-use linerate_sem::helpers::{FibAnswer, HelperMachine, PacketBounds, RedirectTo, Source};
+use linerate_sem::helpers::{Device, FibAnswer, HelperMachine, PacketBounds, RedirectTo, Source};
 use linerate_sem::Domain;
 
 use crate::value::{AbsBool, AbsDomain, AbsValue, Interval, Region, Shape};
@@ -449,7 +449,13 @@ impl Machine for AbsMachine<'_> {
             let reads_too_much = map
                 .and_then(|m| self.object.maps.get(m))
                 .is_some_and(|def| {
-                    let value = if id == helper::MAP_UPDATE_ELEM {
+                    let value = if matches!(
+                        id,
+                        helper::MAP_UPDATE_ELEM
+                            | helper::MAP_PUSH_ELEM
+                            | helper::MAP_POP_ELEM
+                            | helper::MAP_PEEK_ELEM
+                    ) {
                         def.value_size
                     } else {
                         0
@@ -611,4 +617,47 @@ impl HelperMachine for AbsMachine<'_> {
     }
 
     fn trace(&mut self, _pc: usize, _line: String) {}
+
+    fn ring_positions(&mut self, _pc: usize, _map: usize) -> Result<(AbsValue, AbsValue), Stop> {
+        Ok((self.domain.bits(64), self.domain.bits(64)))
+    }
+
+    fn emit_record(&mut self, _pc: usize, _map: usize, _record: Vec<AbsValue>) -> Result<(), Stop> {
+        Ok(())
+    }
+
+    fn queue_len(&mut self, _pc: usize, _map: usize) -> Result<AbsValue, Stop> {
+        Ok(self.domain.bits(32))
+    }
+
+    fn queue_push(
+        &mut self,
+        _pc: usize,
+        _map: usize,
+        _value: Vec<AbsValue>,
+        _evict: &AbsBool,
+    ) -> Result<(), Stop> {
+        Ok(())
+    }
+
+    fn queue_take(&mut self, _pc: usize, map: usize, _remove: bool) -> Result<Vec<AbsValue>, Stop> {
+        let size = self.object.maps[map].value_size;
+        Ok((0..size).map(|_| self.domain.bits(8)).collect())
+    }
+
+    fn device(
+        &mut self,
+        _pc: usize,
+        _ifindex: &AbsValue,
+    ) -> Result<Device<AbsValue, AbsBool>, Stop> {
+        Ok(Device {
+            exists: AbsBool {
+                known: None,
+                compare: None,
+                negated: false,
+            },
+            mtu: self.domain.bits(32),
+            hard_header_len: self.domain.bits(16),
+        })
+    }
 }

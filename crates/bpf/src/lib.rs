@@ -18,6 +18,7 @@ pub mod insn;
 pub mod objdump;
 pub mod object;
 pub mod program;
+pub mod records;
 
 pub use insn::{Instruction, RawInsn};
 pub use object::{read_object, read_object_file, ObjectError};

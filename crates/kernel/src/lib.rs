@@ -65,6 +65,8 @@
 pub mod drive;
 mod error;
 mod object;
+mod queue;
+mod records;
 mod seed;
 mod skip;
 mod sys;

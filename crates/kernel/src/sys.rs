@@ -23,6 +23,7 @@ pub(crate) enum Cmd {
     ProgLoad = 5,
     ProgTestRun = 10,
     ObjGetInfoByFd = 15,
+    MapLookupAndDeleteElem = 21,
     MapFreeze = 22,
 }
 
@@ -38,6 +39,7 @@ impl Cmd {
             Cmd::ProgLoad => "BPF_PROG_LOAD",
             Cmd::ProgTestRun => "BPF_PROG_TEST_RUN",
             Cmd::ObjGetInfoByFd => "BPF_OBJ_GET_INFO_BY_FD",
+            Cmd::MapLookupAndDeleteElem => "BPF_MAP_LOOKUP_AND_DELETE_ELEM",
             Cmd::MapFreeze => "BPF_MAP_FREEZE",
         }
     }

@@ -58,6 +58,8 @@ pub struct TestRunOutput {
     pub duration_ns: u32,
     /// The output size the kernel reported (`data_end - data_meta`, metadata included).
     pub data_size_out: u32,
+    /// Records the runs sent to ring buffers and perf event arrays, read after the call.
+    pub records: linerate_bpf::records::Records,
 }
 
 impl LoadedObject {
@@ -120,6 +122,7 @@ impl LoadedObject {
         let res = unsafe { sys::sys_bpf(Cmd::ProgTestRun, &mut attr) };
         drop(pin);
         res.map_err(|errno| KernelError::syscall(describe(), errno))?;
+        let records = self.take_records()?;
 
         let total = (attr.data_size_out as usize).min(data_out.len());
         let meta_out = (ctx_out.data as usize).min(total);
@@ -131,6 +134,7 @@ impl LoadedObject {
             meta: data_out,
             duration_ns: attr.duration,
             data_size_out: attr.data_size_out,
+            records,
         })
     }
 }

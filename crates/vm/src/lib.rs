@@ -11,6 +11,7 @@
 pub mod drive;
 mod error;
 pub mod helpers;
+pub mod keyless;
 mod machine;
 pub mod maps;
 pub mod memory;

@@ -9,6 +9,8 @@ use std::collections::HashMap;
 
 use linerate_bpf::{MapDef, MapType};
 
+use crate::keyless::{Queue, Ring};
+
 pub use linerate_bpf::facts::errno::{E2BIG, EEXIST, EINVAL, ENOENT, ENOMEM};
 
 /// `BPF_ANY`, `BPF_NOEXIST`, `BPF_EXIST` and `BPF_F_LOCK` update flags.
@@ -36,6 +38,10 @@ enum Layout {
         index: HashMap<Vec<u8>, usize>,
         free: Vec<usize>,
     },
+    /// Ring buffers and perf event arrays: no entries ([`crate::keyless`]).
+    Ring(Ring),
+    /// Queues and stacks: values without keys ([`crate::keyless`]).
+    Queue(Queue),
 }
 
 /// One map's contents.
@@ -97,6 +103,13 @@ impl MapState {
                 last_use: Vec::new(),
                 lru: true,
             },
+            t if t.is_record_output() => Layout::Ring(Ring::default()),
+            t if t.is_queue() => {
+                if def.key_size != 0 {
+                    return Err(invalid(format!("{} maps have no keys", t.name())));
+                }
+                Layout::Queue(Queue::new(t == MapType::STACK))
+            }
             MapType::LPM_TRIE => {
                 if def.key_size <= 4 {
                     return Err(invalid(
@@ -168,6 +181,23 @@ impl MapState {
                 Some(slot)
             }
             Layout::LpmTrie { .. } => self.longest_prefix_match(key),
+            Layout::Ring(_) | Layout::Queue(_) => None,
+        }
+    }
+
+    /// The ring of a ring buffer or perf event array.
+    pub fn ring_mut(&mut self) -> Option<&mut Ring> {
+        match &mut self.layout {
+            Layout::Ring(ring) => Some(ring),
+            _ => None,
+        }
+    }
+
+    /// The values of a queue or stack.
+    pub fn queue_mut(&mut self) -> Option<&mut Queue> {
+        match &mut self.layout {
+            Layout::Queue(queue) => Some(queue),
+            _ => None,
         }
     }
 
@@ -199,7 +229,23 @@ impl MapState {
         }
         let lock = flags & BPF_F_LOCK != 0;
         let flags = flags & !BPF_F_LOCK;
+        let max_entries = self.def.max_entries as usize;
         let slot = match &mut self.layout {
+            Layout::Ring(_) => return -EINVAL,
+            // An update of a queue or stack from user space is a push (`BPF_MAP_UPDATE_ELEM`
+            // calls `map_push_elem`): `BPF_EXIST` makes room in a full map.
+            Layout::Queue(queue) => {
+                if flags & BPF_NOEXIST != 0 || flags > BPF_EXIST || lock {
+                    return -EINVAL;
+                }
+                let full = queue.len() >= max_entries;
+                if full && flags != BPF_EXIST {
+                    return -E2BIG;
+                }
+                let n = value.len().min(self.def.value_size as usize);
+                queue.push(value[..n].to_vec(), full);
+                return 0;
+            }
             Layout::Array { .. } => {
                 let Some(slot) = self.array_index(key) else {
                     return -E2BIG;
@@ -250,7 +296,7 @@ impl MapState {
                 lru,
             } => (index, free, Some(last_use), *lru),
             Layout::LpmTrie { index, free } => (index, free, None, false),
-            Layout::Array { .. } => return Err(-EINVAL),
+            Layout::Array { .. } | Layout::Ring(_) | Layout::Queue(_) => return Err(-EINVAL),
         };
         if let Some(&slot) = index.get(key) {
             if flags == BPF_NOEXIST {
@@ -305,7 +351,7 @@ impl MapState {
     /// Removes `key`; returns 0 or a negative errno as the helper does.
     pub fn delete(&mut self, key: &[u8]) -> i64 {
         match &mut self.layout {
-            Layout::Array { sparse: false } => -EINVAL,
+            Layout::Array { sparse: false } | Layout::Ring(_) | Layout::Queue(_) => -EINVAL,
             Layout::Array { sparse: true } => match self.array_index(key) {
                 Some(slot) if self.live[slot] => {
                     self.live[slot] = false;
@@ -332,8 +378,9 @@ impl MapState {
         &self.slab[start..start + self.def.value_size as usize]
     }
 
-    /// All entries as `(key, value)` byte strings, sorted by key. Plain arrays list only entries
-    /// whose value is not all zeros (an untouched array has no visible entries).
+    /// All entries as `(key, value)` byte strings, sorted by key (queues and stacks: in pop
+    /// order). Plain arrays list only entries whose value is not all zeros (an untouched array
+    /// has no visible entries).
     pub fn entries(&self) -> Vec<(Vec<u8>, Vec<u8>)> {
         let mut out: Vec<(Vec<u8>, Vec<u8>)> = match &self.layout {
             Layout::Array { sparse } => (0..self.live.len())
@@ -351,6 +398,9 @@ impl MapState {
                 .iter()
                 .map(|(k, &slot)| (k.clone(), self.value(slot).to_vec()))
                 .collect(),
+            Layout::Ring(_) => Vec::new(),
+            // In pop order, not sorted.
+            Layout::Queue(queue) => return queue.entries(),
         };
         out.sort();
         out
