@@ -22,6 +22,9 @@ def gen_events():
         (DROP, "perf sample asking for 4000 frame bytes: -EFAULT", udp(1, 2, b"L")),
         (DROP, "perf sample to slot 1, which has no event: -ENOENT", udp(1, 2, b"I")),
         (DROP, "perf sample to slot 9 of 4: -E2BIG", udp(1, 2, b"X")),
+        (PASS, "reserve a copy, output the header while it is reserved, submit the copy", udp(1, 2, b"R")),
+        (PASS, "reserve a copy, output the header, discard the copy", udp(1, 2, b"D")),
+        (DROP, "reserve 5000 bytes of a 4 KiB ring: NULL", udp(1, 2, b"W")),
         (PASS, "ring query: available data, size, consumer and producer positions", udp(1, 2, b"Q")),
         (PASS, "IPv4 UDP without payload: perf sample only", udp(9, 9, b"")),
     ]

@@ -13,6 +13,11 @@
  *   'L' (long ctx)   -> perf sample asking for 4000 frame bytes: -EFAULT -> XDP_DROP
  *   'I' (index 1)    -> perf sample to slot 1 (no event open there): -ENOENT -> XDP_DROP
  *   'X' (index 9)    -> perf sample to slot 9, past the array: -E2BIG -> XDP_DROP
+ *   'R' (reserve)    -> a copy of the event reserved with bpf_ringbuf_reserve, the sample
+ *                       header written with bpf_ringbuf_output while it is reserved, then
+ *                       the copy submitted: the reader gets event, copy, header -> XDP_PASS
+ *   'D' (discard)    -> as 'R', the copy discarded: the reader gets event, header
+ *   'W' (too wide)   -> bpf_ringbuf_reserve of 5000 bytes in the 4 KiB ring: NULL -> XDP_DROP
  *   'Q' (query)      -> bpf_ringbuf_query of available data, size, consumer and
  *                       producer positions into results[4..7] -> XDP_PASS
  *   anything else    -> XDP_PASS
@@ -22,8 +27,9 @@
  * Maps: events  — RINGBUF, 4096 bytes
  *       samples — PERF_EVENT_ARRAY, 4 slots
  *       results — ARRAY, 8 x __s64: [0] last ring output result, [1] last perf output
- *                 result, [2] ring records sent, [3] unused, [4..7] ring query results.
- * Helpers: bpf_perf_event_output, bpf_ringbuf_output, bpf_ringbuf_query,
+ *                 result, [2] ring records sent, [3] reservations, [4..7] ring query results.
+ * Helpers: bpf_perf_event_output, bpf_ringbuf_output, bpf_ringbuf_reserve,
+ *          bpf_ringbuf_submit, bpf_ringbuf_discard, bpf_ringbuf_query,
  *          bpf_map_lookup_elem.
  */
 #include "xdp_common.h"
@@ -137,6 +143,30 @@ int xdp_events(struct xdp_md *ctx)
 				return XDP_DROP;
 			add(2, 1);
 		}
+	}
+	if (first == 'R' || first == 'D') {
+		struct event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+
+		if (!e)
+			return XDP_DROP;
+		*e = ev;
+		e->first = first + 1;
+		/* Written while `e` is reserved, read after it: records keep reservation order. */
+		bpf_ringbuf_output(&events, &hdr, sizeof(hdr), 0);
+		if (first == 'D')
+			bpf_ringbuf_discard(e, 0);
+		else
+			bpf_ringbuf_submit(e, BPF_RB_FORCE_WAKEUP);
+		add(3, 1);
+	}
+	if (first == 'W') {
+		void *big = bpf_ringbuf_reserve(&events, 5000, 0);
+
+		if (big) {
+			bpf_ringbuf_discard(big, 0);
+			return XDP_PASS;
+		}
+		return XDP_DROP;
 	}
 	if (first == 'Q') {
 		set(4, bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA));

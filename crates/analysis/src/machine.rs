@@ -626,6 +626,19 @@ impl HelperMachine for AbsMachine<'_> {
         Ok(())
     }
 
+    fn ring_reserve(&mut self, _pc: usize, map: usize, _size: u64) -> Result<AbsValue, Stop> {
+        // The record lives in the ring's memory; the caller makes it NULL where the ring is full.
+        Ok(self.domain.value(Shape::Pointer {
+            region: Region::MapValue { map: Some(map) },
+            offset: Interval::exactly(0),
+            maybe_null: true,
+        }))
+    }
+
+    fn ring_commit(&mut self, _pc: usize, _record: &AbsValue, _discard: bool) -> Result<(), Stop> {
+        Ok(())
+    }
+
     fn queue_len(&mut self, _pc: usize, _map: usize) -> Result<AbsValue, Stop> {
         Ok(self.domain.bits(32))
     }

@@ -56,8 +56,20 @@ fn ring_and_perf_records_are_what_the_reader_receives() {
     let (events, samples) = (map_index(obj, "events"), map_index(obj, "samples"));
     let crafted = ex.packet_bytes();
     // [0]: IPv4 UDP "hello"; [3]: a 14-byte frame; [4]: the burst that overflows the ring.
+    // [9]/[10]: reserve a copy of the event, output the sample header, submit/discard the copy.
     let (udp, short, burst) = (&crafted[0], &crafted[3], &crafted[4]);
-    let records = run_both(obj, &ex.seed, &[udp.clone(), short.clone(), burst.clone()]);
+    let (reserve, discard) = (&crafted[9], &crafted[10]);
+    let records = run_both(
+        obj,
+        &ex.seed,
+        &[
+            udp.clone(),
+            short.clone(),
+            burst.clone(),
+            reserve.clone(),
+            discard.clone(),
+        ],
+    );
 
     let sample_of = |p: &[u8]| {
         let mut raw = vec![0xfe, 0xca];
@@ -65,12 +77,16 @@ fn ring_and_perf_records_are_what_the_reader_receives() {
         raw.extend(&p[..p.len().min(32)]);
         perf_raw(raw)
     };
-    let mut event = Vec::new();
-    event.extend(&udp[26..34]); // saddr, daddr
-    event.extend(&udp[34..38]); // sport, dport
-    event.extend((udp.len() as u16).to_le_bytes());
-    event.push(udp[42]); // first payload byte
-    event.push(udp[22]); // ttl
+    let event_of = |p: &[u8]| {
+        let mut event = Vec::new();
+        event.extend(&p[26..34]); // saddr, daddr
+        event.extend(&p[34..38]); // sport, dport
+        event.extend((p.len() as u16).to_le_bytes());
+        event.push(p[42]); // first payload byte
+        event.push(p[22]); // ttl
+        event
+    };
+    let event = event_of(udp);
     assert_eq!(
         records[0],
         vec![
@@ -104,6 +120,23 @@ fn ring_and_perf_records_are_what_the_reader_receives() {
         assert!(r[1..].iter().all(|b| *b == b'B'));
     }
     assert_eq!(records[2].len(), 1);
+    // Reservation order: the copy (first byte + 1) before the header output while it was
+    // reserved; a discarded copy is skipped.
+    let header = |p: &[u8]| {
+        let mut h = vec![0xfe, 0xca];
+        h.extend((p.len() as u16).to_le_bytes());
+        h
+    };
+    let mut copy = event_of(reserve);
+    copy[14] += 1;
+    assert_eq!(
+        records[3][0].records,
+        vec![event_of(reserve), copy, header(reserve)]
+    );
+    assert_eq!(
+        records[4][0].records,
+        vec![event_of(discard), header(discard)]
+    );
 }
 
 #[test]

@@ -48,6 +48,9 @@ pub const SUPPORTED: &[u32] = &[
     id::XDP_STORE_BYTES,
     id::RINGBUF_OUTPUT,
     id::RINGBUF_QUERY,
+    id::RINGBUF_RESERVE,
+    id::RINGBUF_SUBMIT,
+    id::RINGBUF_DISCARD,
     id::PERF_EVENT_OUTPUT,
     id::MAP_PUSH_ELEM,
     id::MAP_POP_ELEM,
@@ -64,6 +67,7 @@ pub fn map_argument(helper: u32) -> Option<usize> {
         }
         id::TAIL_CALL | id::PERF_EVENT_OUTPUT => Some(2),
         id::RINGBUF_OUTPUT
+        | id::RINGBUF_RESERVE
         | id::RINGBUF_QUERY
         | id::MAP_PUSH_ELEM
         | id::MAP_POP_ELEM
@@ -233,6 +237,16 @@ pub trait HelperMachine: Machine {
         map: usize,
         record: Vec<Val<Self>>,
     ) -> Result<(), Self::Fault>;
+    /// Reserves `size` bytes for a record in ring buffer `map` (the producer position advances
+    /// as for a committed record) and returns a pointer to them.
+    fn ring_reserve(&mut self, pc: usize, map: usize, size: u64) -> Result<Val<Self>, Self::Fault>;
+    /// Submits (or, with `discard`, discards) the record reserved at `record`.
+    fn ring_commit(
+        &mut self,
+        pc: usize,
+        record: &Val<Self>,
+        discard: bool,
+    ) -> Result<(), Self::Fault>;
     /// The number of elements in queue or stack `map`.
     fn queue_len(&mut self, pc: usize, map: usize) -> Result<Val<Self>, Self::Fault>;
     /// Adds `value` to queue or stack `map`, first dropping its oldest element where `evict`
@@ -354,6 +368,11 @@ pub fn call<M: HelperMachine>(
             let map = m.map_of(pc, helper, &r1)?;
             records::ringbuf_query(m, pc, map, &r2)?
         }
+        id::RINGBUF_RESERVE => {
+            let map = m.map_of(pc, helper, &r1)?;
+            records::ringbuf_reserve(m, pc, map, &r2, &r3)?
+        }
+        id::RINGBUF_SUBMIT | id::RINGBUF_DISCARD => records::ringbuf_commit(m, pc, helper, &r1)?,
         id::PERF_EVENT_OUTPUT => {
             let map = m.map_of(pc, helper, &r2)?;
             records::perf_event_output(m, pc, map, &r3, &r4, &r5)?

@@ -7,14 +7,14 @@
 //! evaluating it.
 
 use linerate_bpf::facts::mtu;
-use linerate_bpf::program::MapDef;
+use linerate_bpf::program::{MapDef, MapType};
 use linerate_bpf::records::push_record;
 use linerate_sem::helpers::{Device, FibAnswer, HelperMachine, PacketBounds, RedirectTo, Source};
 use linerate_sem::HelperOutcome;
 
 use crate::error::VmError;
 use crate::machine::{Execution, Redirect};
-use crate::memory::{pointer, PACKET_REGION};
+use crate::memory::{pointer, split, MAP_VALUE_REGION, PACKET_REGION};
 
 /// A route `bpf_fib_lookup` returns: destinations within `prefix/prefix_len` leave through
 /// `ifindex` with the given MAC addresses.
@@ -230,10 +230,41 @@ impl HelperMachine for Execution<'_> {
     }
 
     fn emit_record(&mut self, pc: usize, map: usize, record: Vec<u64>) -> Result<(), Box<VmError>> {
-        let len = record.len() as u64;
-        self.ring(pc, map)?.produce(len);
-        push_record(&mut self.records, map, to_bytes(&record));
+        let record = to_bytes(&record);
+        let is_ring = self.vm.maps[map].def.map_type == MapType::RINGBUF;
+        if let (true, Some((ring, data))) = (is_ring, self.vm.maps[map].ring_and_data()) {
+            ring.output(data, record);
+            return Ok(());
+        }
+        self.ring(pc, map)?;
+        push_record(&mut self.records, map, record);
         Ok(())
+    }
+
+    fn ring_reserve(&mut self, pc: usize, map: usize, size: u64) -> Result<u64, Box<VmError>> {
+        let offset = self.ring(pc, map)?.reserve(size as usize);
+        Ok(pointer(MAP_VALUE_REGION + map as u64, offset as u64))
+    }
+
+    fn ring_commit(&mut self, pc: usize, record: &u64, discard: bool) -> Result<(), Box<VmError>> {
+        let (region, offset) = split(*record);
+        let map = region.wrapping_sub(MAP_VALUE_REGION) as usize;
+        let committed = region >= MAP_VALUE_REGION
+            && self
+                .vm
+                .maps
+                .get_mut(map)
+                .and_then(|m| m.ring_and_data())
+                .is_some_and(|(ring, data)| ring.commit(data, offset as usize, discard));
+        if committed {
+            Ok(())
+        } else {
+            Err(Box::new(VmError::MemoryFault {
+                program: self.program_name(),
+                pc,
+                what: format!("{record:#x} is not a reserved ring buffer record"),
+            }))
+        }
     }
 
     fn queue_len(&mut self, pc: usize, map: usize) -> Result<u64, Box<VmError>> {

@@ -9,7 +9,7 @@ use std::rc::Rc;
 
 use linerate_bpf::facts::xdp_md;
 use linerate_bpf::insn::{Imm64, Instruction, Size, NUM_REGS};
-use linerate_bpf::records::Records;
+use linerate_bpf::records::{push_record, Records};
 use linerate_bpf::Object;
 use linerate_sem::exec::{step, Flow, Frame, HelperOutcome, Machine, SemError, MAX_CALL_FRAMES};
 use linerate_sem::Concrete;
@@ -189,11 +189,15 @@ impl Vm {
         };
         let result = exec.run_to_exit();
         let (redirect, trace) = (exec.redirect.take(), std::mem::take(&mut exec.trace));
-        let records = std::mem::take(&mut exec.records);
+        let mut records = std::mem::take(&mut exec.records);
         let scratch = std::mem::replace(&mut exec.scratch, Scratch::placeholder());
         // The reader takes every record after the run, as the kernel runner does.
-        for ring in self.maps.iter_mut().filter_map(MapState::ring_mut) {
-            ring.consume_all();
+        for (map, state) in self.maps.iter_mut().enumerate() {
+            if let Some(ring) = state.ring_mut() {
+                for record in ring.take_records() {
+                    push_record(&mut records, map, record);
+                }
+            }
         }
         let outcome = result.map(|mut outcome| {
             outcome.packet = scratch.packet.packet().to_vec();

@@ -103,6 +103,15 @@ impl MapState {
                 last_use: Vec::new(),
                 lru: true,
             },
+            MapType::RINGBUF => {
+                let size = u64::from(def.max_entries);
+                if !size.is_power_of_two() || size % 4096 != 0 {
+                    return Err(invalid(format!(
+                        "ring buffer size {size} is not a power of 2 multiple of the page size"
+                    )));
+                }
+                Layout::Ring(Ring::new(size))
+            }
             t if t.is_record_output() => Layout::Ring(Ring::default()),
             t if t.is_queue() => {
                 if def.key_size != 0 {
@@ -129,7 +138,10 @@ impl MapState {
                 )))
             }
         };
-        let (slab, live) = if array_like {
+        let (slab, live) = if def.map_type == MapType::RINGBUF {
+            // The data area, twice ([`Ring`]).
+            (vec![0; 2 * def.max_entries as usize], Vec::new())
+        } else if array_like {
             let bytes = stride
                 .checked_mul(def.max_entries as usize)
                 .filter(|b| *b <= MAX_ARRAY_BYTES)
@@ -189,6 +201,14 @@ impl MapState {
     pub fn ring_mut(&mut self) -> Option<&mut Ring> {
         match &mut self.layout {
             Layout::Ring(ring) => Some(ring),
+            _ => None,
+        }
+    }
+
+    /// The ring of a ring buffer with its data area.
+    pub fn ring_and_data(&mut self) -> Option<(&mut Ring, &mut [u8])> {
+        match &mut self.layout {
+            Layout::Ring(ring) => Some((ring, &mut self.slab)),
             _ => None,
         }
     }
@@ -406,8 +426,12 @@ impl MapState {
         out
     }
 
-    /// Whether the byte range `[offset, offset + len)` of the slab lies inside one live value.
+    /// Whether the byte range `[offset, offset + len)` of the slab lies inside one live value (in
+    /// a ring buffer: inside a reserved record).
     pub fn value_range_ok(&self, offset: usize, len: usize) -> bool {
+        if let Layout::Ring(ring) = &self.layout {
+            return ring.covers(offset, len);
+        }
         let slot = offset / self.stride;
         let within = offset % self.stride;
         self.live.get(slot).copied().unwrap_or(false)

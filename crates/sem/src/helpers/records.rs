@@ -32,10 +32,31 @@ pub(super) fn ringbuf_output<M: HelperMachine>(
     flags: &Val<M>,
 ) -> Result<Val<M>, M::Fault> {
     expect_type(m, pc, id::RINGBUF_OUTPUT, map, MapType::RINGBUF)?;
-    let ring_size = u64::from(m.map_def(map).max_entries);
     let count = m.byte_count(pc, id::RINGBUF_OUTPUT, size, FRAME_SIZE)?;
     let unknown_flags = m.bin_c(BinOp::And, flags, !ringbuf::WAKEUP_FLAGS);
     let bad_flags = nonzero(m, &unknown_flags);
+    let no_room = no_room(m, pc, map, size)?;
+    let refused = m.domain().or(&bad_flags, &no_room);
+    let ok = m.domain().not(&refused);
+    if m.decide(pc, &ok)? {
+        let record = m.read_bytes(pc, data, count)?;
+        m.emit_record(pc, map, record)?;
+    }
+    let (zero, eagain, einval) = (m.c(0), signed(m, -EAGAIN), signed(m, -EINVAL));
+    let room = m.ite(&no_room, &eagain, &zero);
+    Ok(m.ite(&bad_flags, &einval, &room))
+}
+
+/// Whether ring buffer `map` has no room for a record of `size` bytes (`__bpf_ringbuf_reserve`):
+/// the record takes `round_up(size + 8, 8)` bytes with its header, may not exceed the ring, and
+/// the producer may run at most the ring's size minus one ahead of the consumer.
+fn no_room<M: HelperMachine>(
+    m: &mut M,
+    pc: usize,
+    map: usize,
+    size: &Val<M>,
+) -> Result<crate::exec::Bool<M>, M::Fault> {
+    let ring_size = u64::from(m.map_def(map).max_entries);
     // len = round_up(size + HDR_SIZE, 8), computed in 64 bits: sizes above the largest record
     // fail before it matters.
     let padded = m.bin_c(BinOp::Add, size, ringbuf::HDR_SIZE + 7);
@@ -53,16 +74,45 @@ pub(super) fn ringbuf_output<M: HelperMachine>(
     let full = m.cmp(CmpOp::Ult, &mask, &ahead);
     let d = m.domain();
     let no_room = d.or(&too_big, &too_long);
-    let no_room = d.or(&no_room, &full);
-    let refused = d.or(&bad_flags, &no_room);
-    let ok = d.not(&refused);
-    if m.decide(pc, &ok)? {
-        let record = m.read_bytes(pc, data, count)?;
-        m.emit_record(pc, map, record)?;
-    }
-    let (zero, eagain, einval) = (m.c(0), signed(m, -EAGAIN), signed(m, -EINVAL));
-    let room = m.ite(&no_room, &eagain, &zero);
-    Ok(m.ite(&bad_flags, &einval, &room))
+    Ok(d.or(&no_room, &full))
+}
+
+/// `bpf_ringbuf_reserve(map, size, flags)`: a pointer to `size` bytes of the ring, taken in
+/// order with the records before it, or NULL for any flag or where the ring has no room. The
+/// memory is not cleared.
+pub(super) fn ringbuf_reserve<M: HelperMachine>(
+    m: &mut M,
+    pc: usize,
+    map: usize,
+    size: &Val<M>,
+    flags: &Val<M>,
+) -> Result<Val<M>, M::Fault> {
+    expect_type(m, pc, id::RINGBUF_RESERVE, map, MapType::RINGBUF)?;
+    let count = m.byte_count(pc, id::RINGBUF_RESERVE, size, FRAME_SIZE)?;
+    let bad_flags = nonzero(m, flags);
+    let no_room = no_room(m, pc, map, size)?;
+    let refused = m.domain().or(&bad_flags, &no_room);
+    let ok = m.domain().not(&refused);
+    let zero = m.c(0);
+    let record = if m.decide(pc, &ok)? {
+        m.ring_reserve(pc, map, count)?
+    } else {
+        zero.clone()
+    };
+    Ok(m.ite(&ok, &record, &zero))
+}
+
+/// `bpf_ringbuf_submit(record, flags)` and `bpf_ringbuf_discard`: commit a reserved record, or
+/// mark it discarded (its reader skips it); flags only choose whether to wake the reader.
+/// Return nothing (r0 = 0).
+pub(super) fn ringbuf_commit<M: HelperMachine>(
+    m: &mut M,
+    pc: usize,
+    helper: u32,
+    record: &Val<M>,
+) -> Result<Val<M>, M::Fault> {
+    m.ring_commit(pc, record, helper == id::RINGBUF_DISCARD)?;
+    Ok(m.c(0))
 }
 
 /// `bpf_ringbuf_query(map, flags)`: available data, ring size, consumer or producer position;
