@@ -40,7 +40,7 @@ fn run_both(obj: &Object, seed: &MapSeed, packets: &[Vec<u8>]) -> Vec<Records> {
 /// A perf sample's raw data as the reader gets it: padded so that it and its 4-byte size field
 /// fill a multiple of 8 bytes.
 fn perf_raw(mut data: Vec<u8>) -> Vec<u8> {
-    while (data.len() + 4) % 8 != 0 {
+    while !(data.len() + 4).is_multiple_of(8) {
         data.push(0);
     }
     data
