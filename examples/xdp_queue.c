@@ -22,12 +22,16 @@
  *   dport 14 bpf_check_mtu(ctx, 0, ..., flags 1): -EINVAL -> XDP_DROP
  *   other frames -> XDP_PASS
  *
- * Maps: fifo    — QUEUE, 4 x __u32 (seeded with 0x11111111, 0x22222222)
+ * Every IPv4 UDP frame with an argument is counted in `counts` (frames, bytes) under its
+ * bpf_spin_lock.
+ *
+ * Maps: fifo    — QUEUE, 4 x __u32 (seeded full: 0x11111111 .. 0x44444444)
  *       lifo    — STACK, 4 x __u32
  *       ports   — DEVMAP_HASH, 8 entries, key __u32, value __u32 ifindex
  *       results — ARRAY, 4 x __s64
+ *       counts  — ARRAY, 1 x { bpf_spin_lock; __u32 frames; __u64 bytes }
  * Helpers: bpf_map_push_elem, bpf_map_pop_elem, bpf_map_peek_elem, bpf_redirect_map,
- *          bpf_map_lookup_elem, bpf_check_mtu.
+ *          bpf_map_lookup_elem, bpf_check_mtu, bpf_spin_lock, bpf_spin_unlock.
  */
 #include "xdp_common.h"
 
@@ -56,6 +60,20 @@ struct {
 	__type(key, __u32);
 	__type(value, __s64);
 } results SEC(".maps");
+
+/* A value with a spin lock: the kernel needs the map's BTF to find the lock. */
+struct locked_count {
+	struct bpf_spin_lock lock;
+	__u32 frames;
+	__u64 bytes;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct locked_count);
+} counts SEC(".maps");
 
 static __always_inline void set(__u32 idx, __s64 v)
 {
@@ -86,6 +104,16 @@ int xdp_queue(struct xdp_md *ctx)
 		return XDP_PASS;
 	arg = *argp;
 	key = bpf_ntohs(udp->source);
+
+	__u32 zero = 0;
+	struct locked_count *c = bpf_map_lookup_elem(&counts, &zero);
+
+	if (c) {
+		bpf_spin_lock(&c->lock);
+		c->frames += 1;
+		c->bytes += data_end - data;
+		bpf_spin_unlock(&c->lock);
+	}
 
 	switch (bpf_ntohs(udp->dest)) {
 	case 1: case 2: case 5: case 6:
