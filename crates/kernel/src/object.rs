@@ -484,9 +484,13 @@ impl LoadedObject {
         self.programs.get(index).map(|p| p.id)
     }
 
-    /// Takes the records the object's ring buffers and perf event arrays hold.
-    pub(crate) fn take_records(&self) -> Result<linerate_bpf::records::Records, KernelError> {
-        crate::records::take_all(&self.records)
+    /// Takes the records the object's ring buffers and perf event arrays hold (dropped unless
+    /// `keep`).
+    pub(crate) fn take_records(
+        &self,
+        keep: bool,
+    ) -> Result<linerate_bpf::records::Records, KernelError> {
+        crate::records::take_all(&self.records, keep)
     }
 
     /// The name of program `index`.

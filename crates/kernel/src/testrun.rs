@@ -58,7 +58,9 @@ pub struct TestRunOutput {
     pub duration_ns: u32,
     /// The output size the kernel reported (`data_end - data_meta`, metadata included).
     pub data_size_out: u32,
-    /// Records the runs sent to ring buffers and perf event arrays, read after the call.
+    /// Records the run sent to ring buffers and perf event arrays, read after the call; empty
+    /// with `repeat > 1` (the repeated runs' records are drained and dropped: they would
+    /// overflow the rings, and a repeated run reports only timing faithfully).
     pub records: linerate_bpf::records::Records,
 }
 
@@ -122,7 +124,7 @@ impl LoadedObject {
         let res = unsafe { sys::sys_bpf(Cmd::ProgTestRun, &mut attr) };
         drop(pin);
         res.map_err(|errno| KernelError::syscall(describe(), errno))?;
-        let records = self.take_records()?;
+        let records = self.take_records(input.repeat <= 1)?;
 
         let total = (attr.data_size_out as usize).min(data_out.len());
         let meta_out = (ctx_out.data as usize).min(total);
