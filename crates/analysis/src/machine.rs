@@ -15,7 +15,9 @@ use linerate_bpf::facts::xdp_md;
 use linerate_bpf::insn::{Imm64, Size, NUM_REGS};
 use linerate_bpf::program::{MapDef, MapOrigin, Object};
 use linerate_sem::exec::{Frame, HelperOutcome, Machine, SemError};
-use linerate_sem::helpers::{FibAnswer, Frags, HelperMachine, PacketBounds, RedirectTo, Source};
+use linerate_sem::helpers::{
+    Device, FibAnswer, Frags, HelperMachine, PacketBounds, RedirectTo, Source,
+};
 use linerate_sem::Domain;
 
 use crate::value::{AbsBool, AbsDomain, AbsValue, Interval, Region, Shape};
@@ -449,7 +451,13 @@ impl Machine for AbsMachine<'_> {
             let reads_too_much = map
                 .and_then(|m| self.object.maps.get(m))
                 .is_some_and(|def| {
-                    let value = if id == helper::MAP_UPDATE_ELEM {
+                    let value = if matches!(
+                        id,
+                        helper::MAP_UPDATE_ELEM
+                            | helper::MAP_PUSH_ELEM
+                            | helper::MAP_POP_ELEM
+                            | helper::MAP_PEEK_ELEM
+                    ) {
                         def.value_size
                     } else {
                         0
@@ -666,4 +674,60 @@ impl HelperMachine for AbsMachine<'_> {
     }
 
     fn trace(&mut self, _pc: usize, _line: String) {}
+
+    fn ring_positions(&mut self, _pc: usize, _map: usize) -> Result<(AbsValue, AbsValue), Stop> {
+        Ok((self.domain.bits(64), self.domain.bits(64)))
+    }
+
+    fn emit_record(&mut self, _pc: usize, _map: usize, _record: Vec<AbsValue>) -> Result<(), Stop> {
+        Ok(())
+    }
+
+    fn ring_reserve(&mut self, _pc: usize, map: usize, _size: u64) -> Result<AbsValue, Stop> {
+        // The record lives in the ring's memory; the caller makes it NULL where the ring is full.
+        Ok(self.domain.value(Shape::Pointer {
+            region: Region::MapValue { map: Some(map) },
+            offset: Interval::exactly(0),
+            maybe_null: true,
+        }))
+    }
+
+    fn ring_commit(&mut self, _pc: usize, _record: &AbsValue, _discard: bool) -> Result<(), Stop> {
+        Ok(())
+    }
+
+    fn queue_len(&mut self, _pc: usize, _map: usize) -> Result<AbsValue, Stop> {
+        Ok(self.domain.bits(32))
+    }
+
+    fn queue_push(
+        &mut self,
+        _pc: usize,
+        _map: usize,
+        _value: Vec<AbsValue>,
+        _evict: &AbsBool,
+    ) -> Result<(), Stop> {
+        Ok(())
+    }
+
+    fn queue_take(&mut self, _pc: usize, map: usize, _remove: bool) -> Result<Vec<AbsValue>, Stop> {
+        let size = self.object.maps[map].value_size;
+        Ok((0..size).map(|_| self.domain.bits(8)).collect())
+    }
+
+    fn device(
+        &mut self,
+        _pc: usize,
+        _ifindex: &AbsValue,
+    ) -> Result<Device<AbsValue, AbsBool>, Stop> {
+        Ok(Device {
+            exists: AbsBool {
+                known: None,
+                compare: None,
+                negated: false,
+            },
+            mtu: self.domain.bits(32),
+            hard_header_len: self.domain.bits(16),
+        })
+    }
 }

@@ -273,8 +273,12 @@ impl FromIterator<(usize, Vec<u8>, Vec<u8>)> for MapSeed {
 
 /// Puts map entries read from anywhere (the interpreter, the kernel) into the canonical form (see
 /// the module documentation): sorted by key bytes, and for plain and per-CPU arrays without
-/// all-zero values (an untouched array lists nothing).
+/// all-zero values (an untouched array lists nothing). Queues and stacks have no keys: their
+/// values (with empty keys) stay in the order pops return them.
 pub fn normalize_entries(def: &MapDef, mut entries: Entries) -> Entries {
+    if def.map_type.is_queue() {
+        return entries;
+    }
     if matches!(def.map_type, MapType::ARRAY | MapType::PERCPU_ARRAY) {
         entries.retain(|(_, v)| v.iter().any(|b| *b != 0));
     }

@@ -96,11 +96,13 @@ pub mod limits {
 /// The errno values helpers return, negated, in r0.
 pub mod errno {
     pub const ENOENT: i64 = 2;
+    pub const EAGAIN: i64 = 11;
     pub const E2BIG: i64 = 7;
     pub const ENOMEM: i64 = 12;
     pub const EACCES: i64 = 13;
     pub const EFAULT: i64 = 14;
     pub const EEXIST: i64 = 17;
+    pub const ENODEV: i64 = 19;
     pub const EINVAL: i64 = 22;
     pub const EAFNOSUPPORT: i64 = 97;
 }
@@ -116,4 +118,56 @@ pub mod kfunc {
     pub const ITER_NUM_DESTROY: &str = "bpf_iter_num_destroy";
     /// Bytes of `struct bpf_iter_num` (`struct bpf_iter_num_kern { int cur; int end; }`).
     pub const ITER_NUM_SIZE: u64 = 8;
+}
+
+/// BPF ring buffers (`BPF_MAP_TYPE_RINGBUF`; include/uapi/linux/bpf.h, kernel/bpf/ringbuf.c).
+pub mod ringbuf {
+    /// `BPF_RINGBUF_HDR_SZ`: every record starts with `u32 len; u32 pg_off`.
+    pub const HDR_SIZE: u64 = 8;
+    /// `BPF_RINGBUF_BUSY_BIT`: set in `len` while the record is reserved, not yet committed.
+    pub const BUSY_BIT: u32 = 1 << 31;
+    /// `BPF_RINGBUF_DISCARD_BIT`: set in `len` of a record the program discarded.
+    pub const DISCARD_BIT: u32 = 1 << 30;
+    /// `RINGBUF_MAX_RECORD_SZ`: the largest record `__bpf_ringbuf_reserve` accepts.
+    pub const MAX_RECORD_SIZE: u64 = (u32::MAX / 4) as u64;
+    /// `BPF_RB_NO_WAKEUP | BPF_RB_FORCE_WAKEUP`: the only flags output, submit and discard take.
+    pub const WAKEUP_FLAGS: u64 = 1 | 2;
+    /// `bpf_ringbuf_query` flags: `BPF_RB_AVAIL_DATA`, `BPF_RB_RING_SIZE`, `BPF_RB_CONS_POS`,
+    /// `BPF_RB_PROD_POS`.
+    pub const AVAIL_DATA: u64 = 0;
+    pub const RING_SIZE: u64 = 1;
+    pub const CONS_POS: u64 = 2;
+    pub const PROD_POS: u64 = 3;
+}
+
+/// `bpf_perf_event_output` from XDP (net/core/filter.c `bpf_xdp_event_output`,
+/// kernel/trace/bpf_trace.c `__bpf_perf_event_output`, include/uapi/linux/bpf.h).
+pub mod perf {
+    /// `BPF_F_INDEX_MASK`: the low 32 bits of flags pick the map slot.
+    pub const INDEX_MASK: u64 = 0xffff_ffff;
+    /// `BPF_F_CURRENT_CPU`: the slot of the CPU the program runs on.
+    pub const CURRENT_CPU: u64 = INDEX_MASK;
+    /// `BPF_F_CTXLEN_MASK`: bits 32..52 of flags, the number of packet bytes appended.
+    pub const CTXLEN_MASK: u64 = 0xfffff << 32;
+    /// A sample's raw data (`PERF_SAMPLE_RAW`: `u32 size` then the data) is padded with zeros
+    /// to a multiple of 8 bytes, size field included (kernel/events/core.c
+    /// `perf_prepare_sample`); the reader sees the padding as part of the data.
+    pub const RAW_ALIGN: u64 = 8;
+    /// `sizeof(u32)`: the raw data's size field.
+    pub const RAW_SIZE_FIELD: u64 = 4;
+}
+
+/// `bpf_check_mtu` (net/core/filter.c `bpf_xdp_check_mtu`) and the device a test run sees.
+pub mod mtu {
+    /// `BPF_MTU_CHK_RET_SUCCESS`.
+    pub const SUCCESS: u64 = 0;
+    /// `BPF_MTU_CHK_RET_FRAG_NEEDED`: the packet would exceed the device's MTU.
+    pub const FRAG_NEEDED: u64 = 1;
+    /// Ifindex of the loopback device, the device `BPF_PROG_TEST_RUN` runs XDP on
+    /// (`ingress_ifindex` 0; net/bpf/test_run.c `xdp_convert_md_to_buff`).
+    pub const LOOPBACK_IFINDEX: u64 = 1;
+    /// The loopback device's MTU (drivers/net/loopback.c: `dev->mtu = 64 * 1024`).
+    pub const LOOPBACK_MTU: u64 = 64 * 1024;
+    /// The loopback device's `hard_header_len` (`ETH_HLEN`, drivers/net/loopback.c).
+    pub const LOOPBACK_HARD_HEADER_LEN: u64 = 14;
 }

@@ -238,6 +238,19 @@ pub mod id {
     pub const XDP_GET_BUFF_LEN: u32 = 188;
     pub const XDP_LOAD_BYTES: u32 = 189;
     pub const XDP_STORE_BYTES: u32 = 190;
+    // Records, queues, MTU and locks (include/uapi/linux/bpf.h, `__BPF_FUNC_MAPPER`).
+    pub const PERF_EVENT_OUTPUT: u32 = 25;
+    pub const MAP_PUSH_ELEM: u32 = 87;
+    pub const MAP_POP_ELEM: u32 = 88;
+    pub const MAP_PEEK_ELEM: u32 = 89;
+    pub const SPIN_LOCK: u32 = 93;
+    pub const SPIN_UNLOCK: u32 = 94;
+    pub const RINGBUF_OUTPUT: u32 = 130;
+    pub const RINGBUF_RESERVE: u32 = 131;
+    pub const RINGBUF_SUBMIT: u32 = 132;
+    pub const RINGBUF_DISCARD: u32 = 133;
+    pub const RINGBUF_QUERY: u32 = 134;
+    pub const CHECK_MTU: u32 = 163;
 }
 
 /// The name of helper `id`, or `"unknown"`.

@@ -30,6 +30,7 @@ impl MapType {
     pub const HASH: MapType = MapType(1);
     pub const ARRAY: MapType = MapType(2);
     pub const PROG_ARRAY: MapType = MapType(3);
+    pub const PERF_EVENT_ARRAY: MapType = MapType(4);
     pub const PERCPU_HASH: MapType = MapType(5);
     pub const PERCPU_ARRAY: MapType = MapType(6);
     pub const LRU_HASH: MapType = MapType(9);
@@ -40,7 +41,10 @@ impl MapType {
     pub const DEVMAP: MapType = MapType(14);
     pub const CPUMAP: MapType = MapType(16);
     pub const XSKMAP: MapType = MapType(17);
+    pub const QUEUE: MapType = MapType(22);
+    pub const STACK: MapType = MapType(23);
     pub const DEVMAP_HASH: MapType = MapType(25);
+    pub const RINGBUF: MapType = MapType(27);
 
     const NAMES: &'static [&'static str] = &[
         "unspec",
@@ -105,6 +109,17 @@ impl MapType {
     /// Whether values are maps (`ARRAY_OF_MAPS`, `HASH_OF_MAPS`): see [`InnerMaps`].
     pub fn is_map_in_map(self) -> bool {
         matches!(self, MapType::ARRAY_OF_MAPS | MapType::HASH_OF_MAPS)
+    }
+
+    /// Whether the map carries records from programs to user space (ring buffers, perf event
+    /// arrays): it has no entries to list or seed, and a run's output includes its records.
+    pub fn is_record_output(self) -> bool {
+        matches!(self, MapType::RINGBUF | MapType::PERF_EVENT_ARRAY)
+    }
+
+    /// Whether the map is keyless, reached through `bpf_map_push/pop/peek_elem`.
+    pub fn is_queue(self) -> bool {
+        matches!(self, MapType::QUEUE | MapType::STACK)
     }
 
     /// Whether keys are indices `0..max_entries` (array-like maps).

@@ -7,11 +7,12 @@ use anyhow::{anyhow, bail, Result};
 use clap::Args;
 use linerate_bpf::contents::{MapContents, MapMode, MapSeed};
 use linerate_bpf::facts::test_run_buffer::{FRAG_SIZE, MAX_DATA, MAX_FRAGS, MAX_PACKET};
+use linerate_bpf::records::Records;
 use linerate_bpf::Object;
 use linerate_cfg::Cfg;
 use linerate_io::{
-    encode_maps, inner_map_name, parse_hex, read_fib_file, read_maps_file, read_packets_file,
-    read_pcap, to_hex,
+    encode_maps, encode_records, inner_map_name, parse_hex, read_fib_file, read_maps_file,
+    read_packets_file, read_pcap, to_hex,
 };
 use linerate_vm::drive::{DriveError, Driver};
 use linerate_vm::{xdp_action_name, VmOptions};
@@ -88,6 +89,8 @@ struct PacketResult {
     blocks: Option<Vec<usize>>,
     ns_per_run: Option<u32>,
     trace: Vec<String>,
+    /// Records sent to ring buffers and perf event arrays.
+    records: Records,
 }
 
 pub fn run(args: &RunArgs) -> Result<()> {
@@ -185,6 +188,9 @@ pub fn run(args: &RunArgs) -> Result<()> {
                 if !r.trace.is_empty() {
                     v["trace"] = json!(r.trace);
                 }
+                if !r.records.is_empty() {
+                    v["records"] = json!(encode_records(&object, &r.records));
+                }
                 v
             })
             .collect();
@@ -253,6 +259,11 @@ pub fn run(args: &RunArgs) -> Result<()> {
         for line in &r.trace {
             writeln!(out, "trace    {line}")?;
         }
+        for map in encode_records(&object, &r.records) {
+            for record in &map.records {
+                writeln!(out, "record   {}: {record}", map.map)?;
+            }
+        }
     }
     write!(
         out,
@@ -299,6 +310,24 @@ fn map_changes(object: &Object, before: &MapContents, after: &MapContents) -> St
     let mut out = String::from("\nmap changes\n");
     let mut unchanged = Vec::new();
     for ((def, old), new) in object.maps.iter().zip(before).zip(after) {
+        // A queue or stack has no keys: its values are listed in pop order.
+        if def.map_type.is_queue() {
+            if old == new {
+                unchanged.push(def.name.as_str());
+            } else {
+                let values = |e: &[(Vec<u8>, Vec<u8>)]| -> Vec<String> {
+                    e.iter().map(|(_, v)| to_hex(v)).collect()
+                };
+                out.push_str(&format!(
+                    "  {} ({} values now, in pop order)\n    [{}] (was [{}])\n",
+                    def.name,
+                    new.len(),
+                    values(new).join(", "),
+                    values(old).join(", ")
+                ));
+            }
+            continue;
+        }
         let old: BTreeMap<&[u8], &[u8]> = old
             .iter()
             .map(|(k, v)| (k.as_slice(), v.as_slice()))
@@ -413,6 +442,7 @@ fn run_in_vm(
             instructions: Some(out.instructions),
             ns_per_run: None,
             trace: out.trace,
+            records: out.records,
         })
         .collect();
     Ok(Runs {
@@ -458,6 +488,7 @@ fn run_in_kernel(
             blocks: None,
             ns_per_run: Some(ns),
             trace: Vec::new(),
+            records: out.records,
         })
         .collect();
     Ok(Runs {

@@ -196,6 +196,10 @@ fn is_hex(s: &str) -> bool {
             .all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase())
 }
 
+/// The queue and stack maps of the examples (`xdp_queue`): maps without keys, whose entries have
+/// empty keys.
+const KEYLESS_MAPS: [&str; 2] = ["fifo", "lifo"];
+
 /// Checks one `run --json` result against the contract.
 fn check_run_shape(r: &Value, kernel_repeat: bool) {
     let action = str_of(r, "action");
@@ -208,8 +212,9 @@ fn check_run_shape(r: &Value, kernel_repeat: bool) {
     let maps = r["maps"].as_object().expect("`maps` is an object");
     for (name, entries) in maps {
         for e in entries.as_array().unwrap_or_else(|| panic!("map {name}")) {
+            let keyless = KEYLESS_MAPS.contains(&name.as_str());
             assert!(
-                is_hex(str_of(e, "key")) && !str_of(e, "key").is_empty(),
+                is_hex(str_of(e, "key")) && str_of(e, "key").is_empty() == keyless,
                 "{e}"
             );
             // Either a hex value, or for a map of maps the name of a map listed beside it.
@@ -376,6 +381,8 @@ fn vm_and_kernel_agree() {
         "xdp_tailcall",
         "xdp_legacy_maps",
         "xdp_map_in_map",
+        "xdp_events",
+        "xdp_queue",
     ] {
         let args = example_run_args(stem);
         let vm = as_runs(run(&args).json());
@@ -388,7 +395,14 @@ fn vm_and_kernel_agree() {
             check_run_shape(k, true);
             assert_eq!(v["engine"], "vm");
             assert_eq!(k["engine"], "kernel");
-            for field in ["action", "return_value", "packet", "meta", "maps"] {
+            for field in [
+                "action",
+                "return_value",
+                "packet",
+                "meta",
+                "maps",
+                "records",
+            ] {
                 assert_eq!(
                     v[field], k[field],
                     "{stem} packet {i}: `{field}` differs between interpreter and kernel"
@@ -431,6 +445,26 @@ fn map_of_maps_json_round_trip_and_listing() {
         ),
         "{text}"
     );
+}
+
+/// `records`: per map that received any, its name and its records in hex, in order.
+#[test]
+fn run_json_records_shape() {
+    let runs = as_runs(run(example_run_args("xdp_events")).json());
+    let first = &runs[0]["records"];
+    assert_eq!(first[0]["map"], "events");
+    assert_eq!(first[1]["map"], "samples");
+    let ring = first[0]["records"].as_array().expect("records array");
+    assert_eq!(ring.len(), 1);
+    // struct event: 16 bytes; the sample: a 4-byte header and 32 frame bytes.
+    assert_eq!(ring[0].as_str().map(str::len), Some(32));
+    let sample = first[1]["records"][0].as_str().expect("hex record");
+    assert_eq!(sample.len(), 72);
+    assert!(sample.starts_with("feca"));
+    // A frame that sends nothing (ring output with bad flags, aborted) has no `records`.
+    assert!(runs
+        .iter()
+        .any(|r| r.get("records").is_none() && r["action"] == "XDP_ABORTED"));
 }
 
 /// The `--maps` round trip through the kernel: the kernel's output maps load back in.

@@ -1,5 +1,6 @@
-//! Differential test: every example program gives the same action, output packet, metadata and
-//! map contents in the interpreter as in this host's kernel, packet after packet.
+//! Differential test: every example program gives the same action, output packet, metadata,
+//! ring-buffer and perf records and map contents in the interpreter as in this host's kernel,
+//! packet after packet.
 //!
 //! Each example runs on its crafted packets (`examples/NAME.packets`, written to reach every
 //! branch) followed by mutations of them and random frames, at least 200 packets in all (frames
@@ -100,6 +101,23 @@ fn check_example(example: &Example) -> Result<usize, String> {
                     hex(&ours.meta),
                     hex(&kernel.packet),
                     hex(&kernel.meta)
+                ));
+            }
+            if ours.records != kernel.records {
+                let show = |r: &linerate_bpf::records::Records| {
+                    r.iter()
+                        .map(|m| {
+                            let recs: Vec<String> = m.records.iter().map(|b| hex(b)).collect();
+                            format!("{}: [{}]", obj.maps[m.map].name, recs.join(", "))
+                        })
+                        .collect::<Vec<_>>()
+                        .join("; ")
+                };
+                return Err(format!(
+                    "{}: records differ\n  vm:     {}\n  kernel: {}",
+                    where_(),
+                    show(&ours.records),
+                    show(&kernel.records)
                 ));
             }
             let ours_maps = vm.maps();

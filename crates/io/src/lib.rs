@@ -1,8 +1,9 @@
 //! Reading and writing the files users hand linerate and take from it: BPF objects (ELF, or
 //! `llvm-objdump -d` text, told apart by their bytes), packets in hex (one per line, `#`
 //! comments), classic pcap captures, map contents in JSON (`{"map": [{"key": "hex", "value":
-//! "hex"}]}`, checked against the object's maps), FIB tables in JSON for `bpf_fib_lookup`, and
-//! files written atomically.
+//! "hex"}]}`, checked against the object's maps), FIB tables in JSON for `bpf_fib_lookup`, the
+//! records a run sent to ring buffers and perf event arrays in JSON ([`records`]), and files
+//! written atomically.
 //!
 //! Every parser has a text-level form that takes the contents ([`hex::parse_hex`],
 //! [`packets::parse_packets`], [`pcap::parse_pcap`], [`maps::parse_maps`], [`fib::parse_fib`],
@@ -19,6 +20,7 @@ pub mod maps;
 pub mod object;
 pub mod packets;
 pub mod pcap;
+pub mod records;
 mod write;
 
 pub use error::{Error, FileKind, JsonError};
@@ -28,4 +30,5 @@ pub use maps::{decode_maps, encode_maps, inner_map_name, read_maps_file, HexEntr
 pub use object::{load_object, load_object_with};
 pub use packets::read_packets_file;
 pub use pcap::read_pcap;
+pub use records::{encode_records, RecordsJson};
 pub use write::write_atomically;

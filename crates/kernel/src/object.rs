@@ -75,6 +75,8 @@ pub struct LoadedObject {
     btf: ObjectBtfFd,
     /// The kfuncs the programs call, resolved to the running kernel's BTF ids at load.
     kfuncs: Vec<linerate_bpf::Kfunc>,
+    /// Readers of the ring buffers and perf event arrays ([`crate::records`]).
+    records: Vec<crate::records::Reader>,
 }
 
 /// Creates every map of `obj` in the kernel and writes global data; programs are loaded when
@@ -105,6 +107,7 @@ pub fn load_object(obj: &Object) -> Result<LoadedObject, KernelError> {
             init_global_data(map)?;
         }
     }
+    let records = crate::records::attach(maps.iter().map(|m| (&m.def, &m.fd)))?;
     let programs = obj
         .programs
         .iter()
@@ -121,6 +124,7 @@ pub fn load_object(obj: &Object) -> Result<LoadedObject, KernelError> {
         possible_cpus,
         btf,
         kfuncs: obj.kfuncs.clone(),
+        records,
     };
     // Maps of maps hold their declared inner maps from the start (no program needs loading).
     for (index, def) in obj.maps.iter().enumerate() {
@@ -441,10 +445,10 @@ pub(crate) fn map_op_error(cmd: Cmd, def: &MapDef, errno: Errno) -> KernelError 
 }
 
 /// `BPF_MAP_UPDATE_ELEM` with `BPF_ANY`; `key` and `value` must have the sizes the kernel expects.
-fn raw_update(fd: BorrowedFd<'_>, key: &[u8], value: &[u8]) -> Result<(), Errno> {
+pub(crate) fn raw_update(fd: BorrowedFd<'_>, key: &[u8], value: &[u8]) -> Result<(), Errno> {
     let mut attr = sys::MapElemAttr {
         map_fd: fd.as_raw_fd() as u32,
-        key: sys::ptr_u64(key.as_ptr()),
+        key: key_pointer(key),
         value: sys::ptr_u64(value.as_ptr()),
         flags: sys::UPDATE_ANY,
         ..Default::default()
@@ -458,7 +462,7 @@ fn raw_update(fd: BorrowedFd<'_>, key: &[u8], value: &[u8]) -> Result<(), Errno>
 fn raw_lookup(fd: BorrowedFd<'_>, key: &[u8], value: &mut [u8]) -> Result<bool, Errno> {
     let mut attr = sys::MapElemAttr {
         map_fd: fd.as_raw_fd() as u32,
-        key: sys::ptr_u64(key.as_ptr()),
+        key: key_pointer(key),
         value: sys::ptr_u64(value.as_mut_ptr()),
         ..Default::default()
     };
@@ -468,6 +472,16 @@ fn raw_lookup(fd: BorrowedFd<'_>, key: &[u8], value: &mut [u8]) -> Result<bool, 
         Ok(_) => Ok(true),
         Err(e) if e.0 == libc::ENOENT => Ok(false),
         Err(e) => Err(e),
+    }
+}
+
+/// The address of a key: NULL for the empty key of a queue or stack (the kernel refuses any
+/// other pointer for a map without keys: kernel/bpf/syscall.c `___bpf_copy_key`).
+pub(crate) fn key_pointer(key: &[u8]) -> u64 {
+    if key.is_empty() {
+        0
+    } else {
+        sys::ptr_u64(key.as_ptr())
     }
 }
 
@@ -532,6 +546,15 @@ impl LoadedObject {
     /// The kernel's id of program `index` (as shown by `bpftool prog`), if it is loaded.
     pub fn program_id(&self, index: usize) -> Option<u32> {
         self.loaded(index).map(|p| p.id)
+    }
+
+    /// Takes the records the object's ring buffers and perf event arrays hold (dropped unless
+    /// `keep`).
+    pub(crate) fn take_records(
+        &self,
+        keep: bool,
+    ) -> Result<linerate_bpf::records::Records, KernelError> {
+        crate::records::take_all(&self.records, keep)
     }
 
     /// The name of program `index`.
@@ -784,9 +807,20 @@ impl LoadedObject {
     /// * `DEVMAP`/`DEVMAP_HASH`/`CPUMAP`: only occupied slots, values as the kernel returns them.
     /// * `XSKMAP`: the kernel does not support lookups from user space; such entries are skipped,
     ///   so the result is empty.
+    /// * Ring buffers and perf event arrays have no entries (their records are output of a run:
+    ///   [`crate::TestRunOutput::records`]).
+    /// * `QUEUE`/`STACK`: the values in the order pops return them, with empty keys
+    ///   ([`crate::queue`]).
     pub fn entries(&self, map_index: usize) -> Result<MapEntries, KernelError> {
         let map = self.map(map_index)?;
         let def = &map.def;
+        if def.map_type.is_record_output() {
+            return Ok(Vec::new());
+        }
+        if def.map_type.is_queue() {
+            return crate::queue::entries(map.fd.as_fd(), def)
+                .map_err(|(cmd, errno)| map_op_error(cmd, def, errno));
+        }
         let key_size = def.key_size as usize;
         let mut out = Vec::new();
         let mut key: Option<Vec<u8>> = None;

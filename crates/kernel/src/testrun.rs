@@ -63,6 +63,10 @@ pub struct TestRunOutput {
     /// The output size the kernel reported (`data_end - data_meta` plus the fragments, metadata
     /// included).
     pub data_size_out: u32,
+    /// Records the run sent to ring buffers and perf event arrays, read after the call; empty
+    /// with `repeat > 1` (the repeated runs' records are drained and dropped: they would
+    /// overflow the rings, and a repeated run reports only timing faithfully).
+    pub records: linerate_bpf::records::Records,
 }
 
 impl LoadedObject {
@@ -134,6 +138,7 @@ impl LoadedObject {
         let res = unsafe { sys::sys_bpf(Cmd::ProgTestRun, &mut attr) };
         drop(pin);
         res.map_err(|errno| KernelError::syscall(describe(), errno))?;
+        let records = self.take_records(input.repeat <= 1)?;
 
         let total = (attr.data_size_out as usize).min(data_out.len());
         let meta_out = (ctx_out.data as usize).min(total);
@@ -145,6 +150,7 @@ impl LoadedObject {
             meta: data_out,
             duration_ns: attr.duration,
             data_size_out: attr.data_size_out,
+            records,
         })
     }
 }

@@ -25,6 +25,9 @@ use linerate_bpf::program::{MapDef, MapType};
 use crate::domain::{BinOp, CmpOp, Domain};
 use crate::exec::{Bool, HelperOutcome, Machine, Ops, SemError, Val};
 
+mod records;
+pub use records::Device;
+
 /// Helpers [`call`] gives a meaning to, by number.
 pub const SUPPORTED: &[u32] = &[
     id::MAP_LOOKUP_ELEM,
@@ -46,15 +49,34 @@ pub const SUPPORTED: &[u32] = &[
     id::XDP_GET_BUFF_LEN,
     id::XDP_LOAD_BYTES,
     id::XDP_STORE_BYTES,
+    id::RINGBUF_OUTPUT,
+    id::RINGBUF_QUERY,
+    id::RINGBUF_RESERVE,
+    id::RINGBUF_SUBMIT,
+    id::RINGBUF_DISCARD,
+    id::PERF_EVENT_OUTPUT,
+    id::MAP_PUSH_ELEM,
+    id::MAP_POP_ELEM,
+    id::MAP_PEEK_ELEM,
+    id::CHECK_MTU,
+    id::SPIN_LOCK,
+    id::SPIN_UNLOCK,
 ];
 
-/// Helpers whose first map argument is in r1 (`bpf_tail_call` takes it in r2): the map helpers.
+/// Where a helper takes its map argument: r1 for the map helpers, r2 for `bpf_tail_call` and
+/// `bpf_perf_event_output`.
 pub fn map_argument(helper: u32) -> Option<usize> {
     match helper {
         id::MAP_LOOKUP_ELEM | id::MAP_UPDATE_ELEM | id::MAP_DELETE_ELEM | id::REDIRECT_MAP => {
             Some(1)
         }
-        id::TAIL_CALL => Some(2),
+        id::TAIL_CALL | id::PERF_EVENT_OUTPUT => Some(2),
+        id::RINGBUF_OUTPUT
+        | id::RINGBUF_RESERVE
+        | id::RINGBUF_QUERY
+        | id::MAP_PUSH_ELEM
+        | id::MAP_POP_ELEM
+        | id::MAP_PEEK_ELEM => Some(1),
         _ => None,
     }
 }
@@ -242,6 +264,58 @@ pub trait HelperMachine: Machine {
     ) -> Result<FibAnswer<Val<Self>, Bool<Self>>, Self::Fault>;
     /// Records a line `bpf_trace_printk` wrote.
     fn trace(&mut self, pc: usize, line: String);
+
+    /// The consumer and producer positions of ring buffer `map`: bytes consumed by its reader
+    /// and bytes produced since the map was created (kernel/bpf/ringbuf.c).
+    fn ring_positions(
+        &mut self,
+        pc: usize,
+        map: usize,
+    ) -> Result<(Val<Self>, Val<Self>), Self::Fault>;
+    /// Commits `record` to ring buffer or perf event array `map`, as the bytes its reader
+    /// receives; a ring buffer's producer position advances by the record's length plus its
+    /// header, rounded up to 8 bytes.
+    fn emit_record(
+        &mut self,
+        pc: usize,
+        map: usize,
+        record: Vec<Val<Self>>,
+    ) -> Result<(), Self::Fault>;
+    /// Reserves `size` bytes for a record in ring buffer `map` (the producer position advances
+    /// as for a committed record) and returns a pointer to them.
+    fn ring_reserve(&mut self, pc: usize, map: usize, size: u64) -> Result<Val<Self>, Self::Fault>;
+    /// Submits (or, with `discard`, discards) the record reserved at `record`.
+    fn ring_commit(
+        &mut self,
+        pc: usize,
+        record: &Val<Self>,
+        discard: bool,
+    ) -> Result<(), Self::Fault>;
+    /// The number of elements in queue or stack `map`.
+    fn queue_len(&mut self, pc: usize, map: usize) -> Result<Val<Self>, Self::Fault>;
+    /// Adds `value` to queue or stack `map`, first dropping its oldest element where `evict`
+    /// holds.
+    fn queue_push(
+        &mut self,
+        pc: usize,
+        map: usize,
+        value: Vec<Val<Self>>,
+        evict: &Bool<Self>,
+    ) -> Result<(), Self::Fault>;
+    /// The element a pop of queue or stack `map` returns (the oldest of a queue, the newest of
+    /// a stack), removed where `remove`; called only where the map is not empty.
+    fn queue_take(
+        &mut self,
+        pc: usize,
+        map: usize,
+        remove: bool,
+    ) -> Result<Vec<Val<Self>>, Self::Fault>;
+    /// The device `bpf_check_mtu` sees for `ifindex` (0: the packet's own device).
+    fn device(
+        &mut self,
+        pc: usize,
+        ifindex: &Val<Self>,
+    ) -> Result<Device<Val<Self>, Bool<Self>>, Self::Fault>;
 }
 
 /// Calls helper `helper` for the instruction at `pc`: arguments in r1–r5, result in r0.
@@ -332,6 +406,36 @@ pub fn call<M: HelperMachine>(
         id::FIB_LOOKUP => fib_lookup(m, pc, &r2, &r3)?,
         id::XDP_GET_BUFF_LEN => buff_len(m),
         id::XDP_LOAD_BYTES | id::XDP_STORE_BYTES => packet_bytes(m, pc, helper, &r2, &r3, &r4)?,
+        id::RINGBUF_OUTPUT => {
+            let map = m.map_of(pc, helper, &r1)?;
+            records::ringbuf_output(m, pc, map, &r2, &r3, &r4)?
+        }
+        id::RINGBUF_QUERY => {
+            let map = m.map_of(pc, helper, &r1)?;
+            records::ringbuf_query(m, pc, map, &r2)?
+        }
+        id::RINGBUF_RESERVE => {
+            let map = m.map_of(pc, helper, &r1)?;
+            records::ringbuf_reserve(m, pc, map, &r2, &r3)?
+        }
+        id::RINGBUF_SUBMIT | id::RINGBUF_DISCARD => records::ringbuf_commit(m, pc, helper, &r1)?,
+        id::PERF_EVENT_OUTPUT => {
+            let map = m.map_of(pc, helper, &r2)?;
+            records::perf_event_output(m, pc, map, &r3, &r4, &r5)?
+        }
+        id::MAP_PUSH_ELEM => {
+            let map = m.map_of(pc, helper, &r1)?;
+            records::push(m, pc, map, &r2, &r3)?
+        }
+        id::MAP_POP_ELEM | id::MAP_PEEK_ELEM => {
+            let map = m.map_of(pc, helper, &r1)?;
+            records::take(m, pc, helper, map, &r2)?
+        }
+        id::CHECK_MTU => records::check_mtu(m, pc, [&r2, &r3, &r4, &r5])?,
+        // A program runs alone (one packet at a time on one CPU) and the verifier keeps it from
+        // touching the lock word, holding two locks, or exiting with one held: taking and
+        // releasing the lock has no effect the program or its maps can show. Both return 0.
+        id::SPIN_LOCK | id::SPIN_UNLOCK => m.domain().constant(0),
         _ => return Err(SemError::UnsupportedHelper { pc, id: helper }.into()),
     };
     m.regs()[0] = ret;

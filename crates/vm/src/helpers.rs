@@ -6,12 +6,17 @@
 //! redirects and `bpf_trace_printk` lines. Every condition a helper asks about is decided by
 //! evaluating it.
 
-use linerate_bpf::program::MapDef;
-use linerate_sem::helpers::{FibAnswer, Frags, HelperMachine, PacketBounds, RedirectTo, Source};
+use linerate_bpf::facts::mtu;
+use linerate_bpf::program::{MapDef, MapType};
+use linerate_bpf::records::push_record;
+use linerate_sem::helpers::{
+    Device, FibAnswer, Frags, HelperMachine, PacketBounds, RedirectTo, Source,
+};
 use linerate_sem::HelperOutcome;
 
 use crate::error::VmError;
 use crate::machine::{Execution, Redirect};
+use crate::memory::{pointer, split, MAP_VALUE_REGION};
 
 /// A route `bpf_fib_lookup` returns: destinations within `prefix/prefix_len` leave through
 /// `ifindex` with the given MAC addresses.
@@ -254,6 +259,109 @@ impl HelperMachine for Execution<'_> {
 
     fn trace(&mut self, _pc: usize, line: String) {
         self.trace.push(line);
+    }
+
+    fn ring_positions(&mut self, pc: usize, map: usize) -> Result<(u64, u64), Box<VmError>> {
+        let ring = self.ring(pc, map)?;
+        Ok((ring.consumer, ring.producer))
+    }
+
+    fn emit_record(&mut self, pc: usize, map: usize, record: Vec<u64>) -> Result<(), Box<VmError>> {
+        let record = to_bytes(&record);
+        let is_ring = self.vm.maps[map].def.map_type == MapType::RINGBUF;
+        if let (true, Some((ring, data))) = (is_ring, self.vm.maps[map].ring_and_data()) {
+            ring.output(data, record);
+            return Ok(());
+        }
+        self.ring(pc, map)?;
+        push_record(&mut self.records, map, record);
+        Ok(())
+    }
+
+    fn ring_reserve(&mut self, pc: usize, map: usize, size: u64) -> Result<u64, Box<VmError>> {
+        let offset = self.ring(pc, map)?.reserve(size as usize);
+        Ok(pointer(MAP_VALUE_REGION + map as u64, offset as u64))
+    }
+
+    fn ring_commit(&mut self, pc: usize, record: &u64, discard: bool) -> Result<(), Box<VmError>> {
+        let (region, offset) = split(*record);
+        let map = region.wrapping_sub(MAP_VALUE_REGION) as usize;
+        let committed = region >= MAP_VALUE_REGION
+            && self
+                .vm
+                .maps
+                .get_mut(map)
+                .and_then(|m| m.ring_and_data())
+                .is_some_and(|(ring, data)| ring.commit(data, offset as usize, discard));
+        if committed {
+            Ok(())
+        } else {
+            Err(Box::new(VmError::MemoryFault {
+                program: self.program_name(),
+                pc,
+                what: format!("{record:#x} is not a reserved ring buffer record"),
+            }))
+        }
+    }
+
+    fn queue_len(&mut self, pc: usize, map: usize) -> Result<u64, Box<VmError>> {
+        Ok(self.queue(pc, map)?.len() as u64)
+    }
+
+    fn queue_push(
+        &mut self,
+        pc: usize,
+        map: usize,
+        value: Vec<u64>,
+        evict: &bool,
+    ) -> Result<(), Box<VmError>> {
+        self.queue(pc, map)?.push(to_bytes(&value), *evict);
+        Ok(())
+    }
+
+    fn queue_take(
+        &mut self,
+        pc: usize,
+        map: usize,
+        remove: bool,
+    ) -> Result<Vec<u64>, Box<VmError>> {
+        let value = self.queue(pc, map)?.take(remove).unwrap_or_default();
+        Ok(value.into_iter().map(u64::from).collect())
+    }
+
+    fn device(&mut self, _pc: usize, ifindex: &u64) -> Result<Device<u64, bool>, Box<VmError>> {
+        // A test run's packet arrives on the loopback device, the only device the interpreter
+        // knows.
+        let exists = *ifindex == 0 || *ifindex == mtu::LOOPBACK_IFINDEX;
+        Ok(Device {
+            exists,
+            mtu: mtu::LOOPBACK_MTU,
+            hard_header_len: mtu::LOOPBACK_HARD_HEADER_LEN,
+        })
+    }
+}
+
+impl Execution<'_> {
+    fn ring(&mut self, pc: usize, map: usize) -> Result<&mut crate::keyless::Ring, Box<VmError>> {
+        let program = self.program_name();
+        self.vm.maps[map].ring_mut().ok_or_else(|| {
+            Box::new(VmError::MemoryFault {
+                program,
+                pc,
+                what: format!("map {map} is not a ring buffer or perf event array"),
+            })
+        })
+    }
+
+    fn queue(&mut self, pc: usize, map: usize) -> Result<&mut crate::keyless::Queue, Box<VmError>> {
+        let program = self.program_name();
+        self.vm.maps[map].queue_mut().ok_or_else(|| {
+            Box::new(VmError::MemoryFault {
+                program,
+                pc,
+                what: format!("map {map} is not a queue or stack"),
+            })
+        })
     }
 }
 

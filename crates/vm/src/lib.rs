@@ -11,6 +11,7 @@
 pub mod drive;
 mod error;
 pub mod helpers;
+pub mod keyless;
 mod machine;
 mod map_in_map;
 pub mod maps;

@@ -9,6 +9,7 @@ use std::rc::Rc;
 
 use linerate_bpf::facts::xdp_md;
 use linerate_bpf::insn::{Imm64, Instruction, Size, NUM_REGS};
+use linerate_bpf::records::{push_record, Records};
 use linerate_bpf::Object;
 use linerate_sem::exec::{step, Flow, Frame, HelperOutcome, Machine, SemError, MAX_CALL_FRAMES};
 use linerate_sem::Concrete;
@@ -101,6 +102,8 @@ pub struct RunOutcome {
     pub redirect: Option<Redirect>,
     /// Lines written by `bpf_trace_printk`.
     pub trace: Vec<String>,
+    /// Records sent to ring buffers and perf event arrays, per map.
+    pub records: Records,
 }
 
 /// The name of an XDP action.
@@ -183,16 +186,27 @@ impl Vm {
             tail_calls: 0,
             redirect: None,
             trace: Vec::new(),
+            records: Records::new(),
             loop_budget: LOOP_BUDGET,
         };
         let result = exec.run_to_exit();
         let (redirect, trace) = (exec.redirect.take(), std::mem::take(&mut exec.trace));
+        let mut records = std::mem::take(&mut exec.records);
         let scratch = std::mem::replace(&mut exec.scratch, Scratch::placeholder());
+        // The reader takes every record after the run, as the kernel runner does.
+        for (map, state) in self.maps.iter_mut().enumerate() {
+            if let Some(ring) = state.ring_mut() {
+                for record in ring.take_records() {
+                    push_record(&mut records, map, record);
+                }
+            }
+        }
         let outcome = result.map(|mut outcome| {
             outcome.packet = scratch.packet.whole_packet();
             outcome.meta = scratch.packet.meta().to_vec();
             outcome.redirect = redirect;
             outcome.trace = trace;
+            outcome.records = records;
             outcome
         });
         self.scratch = scratch;
@@ -253,6 +267,7 @@ pub(crate) struct Execution<'v> {
     pub(crate) tail_calls: u32,
     pub(crate) redirect: Option<Redirect>,
     pub(crate) trace: Vec<String>,
+    pub(crate) records: Records,
     /// What is left of the run's `may_goto` budget.
     loop_budget: u64,
 }
@@ -347,6 +362,7 @@ impl Execution<'_> {
                         states,
                         redirect: None,
                         trace: Vec::new(),
+                        records: Records::new(),
                     });
                 }
                 Flow::TailCall => {

@@ -10,6 +10,7 @@ use std::collections::HashMap;
 
 use linerate_bpf::{MapDef, MapType};
 
+use crate::keyless::{Queue, Ring};
 use crate::slab::{Loc, Slab};
 
 pub use linerate_bpf::facts::errno::{E2BIG, EEXIST, EINVAL, ENOENT, ENOMEM};
@@ -39,6 +40,10 @@ enum Layout {
         index: HashMap<Vec<u8>, usize>,
         free: Vec<usize>,
     },
+    /// Ring buffers and perf event arrays: no entries ([`crate::keyless`]).
+    Ring(Ring),
+    /// Queues and stacks: values without keys ([`crate::keyless`]).
+    Queue(Queue),
 }
 
 /// One map's contents.
@@ -105,6 +110,22 @@ impl MapState {
                 last_use: Vec::new(),
                 lru: true,
             },
+            MapType::RINGBUF => {
+                let size = u64::from(def.max_entries);
+                if !size.is_power_of_two() || size % 4096 != 0 {
+                    return Err(invalid(format!(
+                        "ring buffer size {size} is not a power of 2 multiple of the page size"
+                    )));
+                }
+                Layout::Ring(Ring::new(size))
+            }
+            t if t.is_record_output() => Layout::Ring(Ring::default()),
+            t if t.is_queue() => {
+                if def.key_size != 0 {
+                    return Err(invalid(format!("{} maps have no keys", t.name())));
+                }
+                Layout::Queue(Queue::new(t == MapType::STACK))
+            }
             MapType::LPM_TRIE => {
                 if def.key_size <= 4 {
                     return Err(invalid(
@@ -125,7 +146,13 @@ impl MapState {
             }
         };
         let max_entries = def.max_entries as usize;
-        let (slab, live) = if array_like {
+        let (slab, live) = if def.map_type == MapType::RINGBUF {
+            // The data area, twice ([`Ring`]): one slot, so that it stays contiguous.
+            let data = max_entries
+                .checked_mul(2)
+                .ok_or_else(|| invalid(format!("ring of {max_entries} bytes is too large")))?;
+            (Slab::new(data, 1, 1), Vec::new())
+        } else if array_like {
             stride
                 .checked_mul(max_entries)
                 .filter(|b| *b <= MAX_ARRAY_BYTES)
@@ -188,6 +215,34 @@ impl MapState {
                 Some(slot)
             }
             Layout::LpmTrie { .. } => self.longest_prefix_match(key),
+            Layout::Ring(_) | Layout::Queue(_) => None,
+        }
+    }
+
+    /// The ring of a ring buffer or perf event array.
+    pub fn ring_mut(&mut self) -> Option<&mut Ring> {
+        match &mut self.layout {
+            Layout::Ring(ring) => Some(ring),
+            _ => None,
+        }
+    }
+
+    /// The ring of a ring buffer with its data area.
+    pub fn ring_and_data(&mut self) -> Option<(&mut Ring, &mut [u8])> {
+        match &mut self.layout {
+            Layout::Ring(ring) => {
+                let len = self.slab.stride();
+                Some((ring, self.slab.slot_mut(0, len)))
+            }
+            _ => None,
+        }
+    }
+
+    /// The values of a queue or stack.
+    pub fn queue_mut(&mut self) -> Option<&mut Queue> {
+        match &mut self.layout {
+            Layout::Queue(queue) => Some(queue),
+            _ => None,
         }
     }
 
@@ -219,7 +274,23 @@ impl MapState {
         }
         let lock = flags & BPF_F_LOCK != 0;
         let flags = flags & !BPF_F_LOCK;
+        let max_entries = self.def.max_entries as usize;
         let slot = match &mut self.layout {
+            Layout::Ring(_) => return -EINVAL,
+            // An update of a queue or stack from user space is a push (`BPF_MAP_UPDATE_ELEM`
+            // calls `map_push_elem`): `BPF_EXIST` makes room in a full map.
+            Layout::Queue(queue) => {
+                if flags & BPF_NOEXIST != 0 || flags > BPF_EXIST || lock {
+                    return -EINVAL;
+                }
+                let full = queue.len() >= max_entries;
+                if full && flags != BPF_EXIST {
+                    return -E2BIG;
+                }
+                let n = value.len().min(self.def.value_size as usize);
+                queue.push(value[..n].to_vec(), full);
+                return 0;
+            }
             Layout::Array { .. } => {
                 let Some(slot) = self.array_index(key) else {
                     return -E2BIG;
@@ -270,7 +341,7 @@ impl MapState {
                 lru,
             } => (index, free, Some(last_use), *lru),
             Layout::LpmTrie { index, free } => (index, free, None, false),
-            Layout::Array { .. } => return Err(-EINVAL),
+            Layout::Array { .. } | Layout::Ring(_) | Layout::Queue(_) => return Err(-EINVAL),
         };
         if let Some(&slot) = index.get(key) {
             if flags == BPF_NOEXIST {
@@ -325,7 +396,7 @@ impl MapState {
     /// Removes `key`; returns 0 or a negative errno as the helper does.
     pub fn delete(&mut self, key: &[u8]) -> i64 {
         match &mut self.layout {
-            Layout::Array { sparse: false } => -EINVAL,
+            Layout::Array { sparse: false } | Layout::Ring(_) | Layout::Queue(_) => -EINVAL,
             Layout::Array { sparse: true } => match self.array_index(key) {
                 Some(slot) if self.live[slot] => {
                     self.live[slot] = false;
@@ -359,10 +430,10 @@ impl MapState {
         self.slab.slot(slot, self.def.value_size as usize)
     }
 
-    /// All entries as `(key, value)` byte strings, sorted by key, in the canonical form of
-    /// [`linerate_bpf::contents::normalize_entries`]: plain arrays list only entries whose value
-    /// is not all zeros (an untouched array has no visible entries), found among the slab's
-    /// written pages without visiting the rest.
+    /// All entries as `(key, value)` byte strings, sorted by key (queues and stacks: in pop
+    /// order), in the canonical form of [`linerate_bpf::contents::normalize_entries`]: plain
+    /// arrays list only entries whose value is not all zeros (an untouched array has no visible
+    /// entries), found among the slab's written pages without visiting the rest.
     pub fn entries(&self) -> Vec<(Vec<u8>, Vec<u8>)> {
         let mut out: Vec<(Vec<u8>, Vec<u8>)> = match &self.layout {
             Layout::Array { sparse: false } => self
@@ -389,15 +460,24 @@ impl MapState {
                 .iter()
                 .map(|(k, &slot)| (k.clone(), self.value(slot).to_vec()))
                 .collect(),
+            Layout::Ring(_) => Vec::new(),
+            // In pop order, not sorted.
+            Layout::Queue(queue) => return queue.entries(),
         };
         out.sort();
         out
     }
 
     /// Where the byte range `[offset, offset + len)` of the slab lives, if it lies inside one
-    /// live value.
+    /// live value (in a ring buffer: inside a reserved record).
     #[inline]
     pub fn locate_value(&self, offset: usize, len: usize) -> Option<Loc> {
+        if let Layout::Ring(ring) = &self.layout {
+            return ring
+                .covers(offset, len)
+                .then(|| self.slab.locate(offset, len))
+                .flatten();
+        }
         let loc = self.slab.locate(offset, len)?;
         (self.is_live(loc.slot) && loc.within + len <= self.def.value_size as usize).then_some(loc)
     }
