@@ -99,9 +99,24 @@ impl<D: Domain> Machine for StackMachine<D> {
     fn map_reference(&mut self, pc: usize, _: &Imm64) -> Result<D::Value, SemError> {
         Err(SemError::Unsupported { pc, what: "maps" })
     }
+    fn function_reference(&mut self, pc: usize, _: usize) -> Result<D::Value, SemError> {
+        Err(SemError::Unsupported {
+            pc,
+            what: "functions",
+        })
+    }
     fn call_helper(&mut self, pc: usize, _: u32) -> Result<HelperOutcome, SemError> {
         Err(SemError::Unsupported {
             pc,
+            what: "helpers",
+        })
+    }
+    fn resume_helper(
+        &mut self,
+        callback: linerate_sem::helpers::Callback<D::Value>,
+    ) -> Result<HelperOutcome, SemError> {
+        Err(SemError::Unsupported {
+            pc: callback.pc,
             what: "helpers",
         })
     }

@@ -8,11 +8,11 @@
 
 use linerate_bpf::program::MapDef;
 use linerate_sem::helpers::{FibAnswer, HelperMachine, PacketBounds, RedirectTo, Source};
-use linerate_sem::HelperOutcome;
+use linerate_sem::{HelperOutcome, Machine};
 
 use crate::error::VmError;
 use crate::machine::{Execution, Redirect};
-use crate::memory::{pointer, PACKET_REGION};
+use crate::memory::{pointer, split, CALLBACK_KEY_REGION, FUNCTION_REGION, PACKET_REGION};
 
 /// A route `bpf_fib_lookup` returns: destinations within `prefix/prefix_len` leave through
 /// `ifindex` with the given MAC addresses.
@@ -220,6 +220,30 @@ impl HelperMachine for Execution<'_> {
 
     fn trace(&mut self, _pc: usize, line: String) {
         self.trace.push(line);
+    }
+
+    fn function_of(&mut self, pc: usize, helper: u32, value: &u64) -> Result<usize, Box<VmError>> {
+        let (region, slot) = split(*value);
+        if region != FUNCTION_REGION {
+            return Err(Box::new(VmError::BadHelperArgument {
+                program: self.program_name(),
+                pc,
+                helper,
+                reason: format!("{value:#x} is not a function address"),
+            }));
+        }
+        Ok(slot as usize)
+    }
+
+    fn callback_key(&mut self, pc: usize, key: &[u64]) -> Result<u64, Box<VmError>> {
+        // The callback runs one frame deeper than the helper's caller.
+        let depth = self.frames().len() + 1;
+        let Some(slot) = self.scratch.callback_keys.get_mut(depth) else {
+            return Err(linerate_sem::SemError::CallDepth { pc }.into());
+        };
+        slot.clear();
+        slot.extend(key.iter().map(|v| *v as u8));
+        Ok(pointer(CALLBACK_KEY_REGION + depth as u64, 0))
     }
 }
 
