@@ -899,4 +899,5 @@ if __name__ == "__main__":
               gen_legacy, gen_cms_nfp, gen_dns_nfp, gen_quic_nfp, gen_transcoder_nfp,
               gen_path_explosion_nfp):
         g()
+    __import__("gen_btf").generate(sys.modules[__name__])
     __import__("gen_callbacks").generate()

@@ -23,6 +23,7 @@ fn object_with_maps(text: &str, maps: Vec<MapDef>) -> Object {
         }],
         maps,
         license: None,
+        btf: None,
     }
 }
 

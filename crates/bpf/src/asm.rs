@@ -129,6 +129,8 @@ pub fn assemble_program(text: &str, names: &(impl MapNames + ?Sized)) -> Result<
         section: section.name,
         insns: crate::insn::encode_all(&insns),
         functions,
+        func_info: Vec::new(),
+        line_info: Vec::new(),
     })
 }
 

@@ -14,6 +14,11 @@
 /// A BTF type id. Id 0 is `void`; real types are numbered from 1 in section order.
 pub type TypeId = u32;
 
+mod encode;
+mod fixup;
+
+pub use fixup::SectionLayout;
+
 /// Magic number at the start of a BTF section.
 pub const BTF_MAGIC: u16 = 0xeb9f;
 
@@ -170,6 +175,9 @@ pub enum Kind {
 pub struct Type {
     /// Offset of the type's name in the string section (0 for anonymous types).
     pub name_off: u32,
+    /// The `kind_flag` bit of the type's info word, kept so that the type encodes back unchanged
+    /// (its meaning per kind is also decoded into [`Kind`]).
+    pub kind_flag: bool,
     /// What the type is.
     pub kind: Kind,
 }
@@ -209,7 +217,8 @@ impl Type {
     }
 }
 
-/// A parsed BTF section.
+/// A parsed BTF section (see [`Btf::to_bytes`] for writing it back and [`Btf::fixed_for_kernel`]
+/// for the fix-ups a loader makes before `BPF_BTF_LOAD`).
 #[derive(Clone, Debug, PartialEq, Eq, Default)]
 pub struct Btf {
     /// Types by id minus one (id 0, `void`, is implicit).
@@ -426,7 +435,11 @@ impl Btf {
                 })
             }
         };
-        Ok(Type { name_off, kind })
+        Ok(Type {
+            name_off,
+            kind_flag,
+            kind,
+        })
     }
 
     /// Number of types, not counting `void`.

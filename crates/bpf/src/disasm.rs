@@ -439,3 +439,37 @@ pub fn disassemble(program: &Program, maps: &[MapDef]) -> String {
     }
     out
 }
+
+/// [`disassemble`] with the program's source lines (its `line_info`) interleaved as
+/// `llvm-objdump -S` shows them: `; <source text>` before the first instruction of each line,
+/// printed again only when the line changes. Without `line_info` it is [`disassemble`]'s text.
+pub fn disassemble_with_source(program: &Program, maps: &[MapDef]) -> String {
+    let text = disassemble(program, maps);
+    if program.line_info.is_empty() {
+        return text;
+    }
+    let mut out = String::with_capacity(text.len() * 2);
+    let mut last: Option<(&str, u32)> = None;
+    for line in text.lines() {
+        let slot = line
+            .split_once(":\t")
+            .and_then(|(head, _)| head.trim().parse::<usize>().ok());
+        let source = slot.and_then(|s| {
+            let pos = program
+                .line_info
+                .binary_search_by_key(&s, |l| l.slot)
+                .ok()?;
+            Some(&program.line_info[pos].source)
+        });
+        if let Some(source) = source {
+            let key = (source.file.as_str(), source.line);
+            if last != Some(key) {
+                let _ = writeln!(out, "; {}", source.text);
+                last = Some(key);
+            }
+        }
+        out.push_str(line);
+        out.push('\n');
+    }
+    out
+}

@@ -10,6 +10,7 @@
 
 pub mod asm;
 pub mod btf;
+pub mod btf_ext;
 pub mod contents;
 pub mod disasm;
 pub mod facts;

@@ -81,6 +81,7 @@ pub fn read_objdump_text(text: &str, name: &str) -> Result<Object, AsmError> {
         programs,
         maps: linker.maps,
         license: None,
+        btf: None,
     })
 }
 
@@ -408,6 +409,8 @@ impl Linker<'_> {
             section: self.section(root).name.clone(),
             insns: encode_all(&insns),
             functions,
+            func_info: Vec::new(),
+            line_info: Vec::new(),
         })
     }
 

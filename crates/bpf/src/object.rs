@@ -24,6 +24,8 @@
 //! checked, and every problem is an [`ObjectError`] whose one-line message names the cause and
 //! where it is (file offset, section, symbol, instruction index).
 
+mod btf_info;
+
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
@@ -31,8 +33,9 @@ use object::elf;
 use object::read::elf::{FileHeader, SectionHeader, Sym};
 use object::LittleEndian;
 
-use crate::btf::{Btf, BtfError, Kind, TypeId};
+use crate::btf::{Btf, BtfError, Kind, SectionLayout, TypeId};
 use crate::insn::{pseudo, DecodeError, RawInsn};
+use crate::object::btf_info::SlotRecords;
 use crate::program::{Function, MapDef, MapOrigin, MapType, Object, Program};
 
 /// `e_machine` of BPF objects.
@@ -627,10 +630,21 @@ impl<'e, 'a> Reader<'e, 'a> {
         self.resolve_relocations()?;
         self.collect_initial_programs()?;
 
+        let btf = btf_info::read(
+            self.elf.sections.iter().map(|s| (s.name.as_str(), s.data)),
+            &self.section_layout(),
+        );
+        let records = SlotRecords::new(btf.as_ref(), |name| {
+            self.code
+                .keys()
+                .copied()
+                .filter(|&i| self.section_name(i) == name)
+                .min()
+        });
         let mut programs = Vec::with_capacity(self.entries.len());
         let mut total = 0usize;
         for &entry in &self.entries {
-            let program = self.link(entry)?;
+            let program = self.link(entry, &records)?;
             total = total.saturating_add(program.insns.len());
             if total > MAX_TOTAL_SLOTS {
                 return Err(ObjectError::Program {
@@ -656,11 +670,28 @@ impl<'e, 'a> Reader<'e, 'a> {
             programs,
             maps: self.maps,
             license,
+            btf,
         })
     }
 
     fn section_name(&self, index: usize) -> &str {
         self.elf.section_name(index)
+    }
+
+    /// Section sizes and symbol offsets, for fixing up the BTF that describes them.
+    fn section_layout(&self) -> SectionLayout {
+        let sizes = self.elf.sections.iter().map(|s| (s.name.clone(), s.size));
+        let symbols = self.elf.symbols.iter().filter_map(|sym| {
+            let sec = sym.section()?;
+            Some((
+                (self.section_name(sec).to_string(), sym.name.clone()),
+                sym.value,
+            ))
+        });
+        SectionLayout {
+            sizes: sizes.collect(),
+            symbols: symbols.collect(),
+        }
     }
 
     /// Finds function extents from `STT_FUNC` symbols and chooses the program entries.
@@ -1239,7 +1270,7 @@ impl<'e, 'a> Reader<'e, 'a> {
     }
 
     /// Links the program whose entry is function `entry`.
-    fn link(&self, entry: usize) -> Result<Program, ObjectError> {
+    fn link(&self, entry: usize, records: &SlotRecords<'_>) -> Result<Program, ObjectError> {
         let entry_func = &self.funcs[entry];
         let mut out = Linked::default();
         out.append(self, entry, &entry_func.name)?;
@@ -1329,11 +1360,14 @@ impl<'e, 'a> Reader<'e, 'a> {
                 out.insns[slot + 1].imm = 0;
             }
         }
+        let (func_info, line_info) = records.remap(&out.origin, &out.functions);
         let program = Program {
             name: entry_func.name.clone(),
             section: self.section_name(entry_func.section).to_string(),
             insns: out.insns,
             functions: out.functions,
+            func_info,
+            line_info,
         };
         if let Err(e) = program.decode() {
             let (slot, e) = relocate_decode_error(e, &out.origin);

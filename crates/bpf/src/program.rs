@@ -8,6 +8,8 @@
 //! map in [`Object::maps`]. This is exactly the form the kernel accepts together with an `fd_array`,
 //! so the interpreter, the symbolic engine and the kernel loader all consume the same slots.
 
+use crate::btf::{Btf, Kind, TypeId};
+use crate::btf_ext::{BtfExt, SourceLine};
 use crate::insn::{decode_all, encode_all, DecodeError, Instruction, RawInsn};
 
 /// A kernel map type (`enum bpf_map_type`).
@@ -166,6 +168,26 @@ pub struct Function {
     pub len: usize,
 }
 
+/// The BTF `FUNC` type of the function starting at a linked slot (the kernel's
+/// `struct bpf_func_info`, its `insn_off` counted in slots).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FuncInfo {
+    /// First slot of the function in [`Program::insns`].
+    pub slot: usize,
+    /// The function's `FUNC` type in the object's BTF ([`Object::btf`]).
+    pub type_id: TypeId,
+}
+
+/// The source line of the instructions from a linked slot on (the kernel's
+/// `struct bpf_line_info`, its `insn_off` counted in slots).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LineInfo {
+    /// The slot in [`Program::insns`] where the line starts.
+    pub slot: usize,
+    /// File, line, column and source text.
+    pub source: SourceLine,
+}
+
 /// A loadable program, linked (see the module documentation).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Program {
@@ -177,6 +199,11 @@ pub struct Program {
     pub insns: Vec<RawInsn>,
     /// The entry function first, then the sub-programs appended by linking.
     pub functions: Vec<Function>,
+    /// One record per function, in slot order, from the object's `.BTF.ext`; empty when the
+    /// object has none or it does not cover every function (the kernel wants all or none).
+    pub func_info: Vec<FuncInfo>,
+    /// Source lines in slot order, from the object's `.BTF.ext` (empty without one).
+    pub line_info: Vec<LineInfo>,
 }
 
 impl Program {
@@ -193,6 +220,8 @@ impl Program {
                 len: insns.len(),
             }],
             insns,
+            func_info: Vec::new(),
+            line_info: Vec::new(),
         }
     }
 
@@ -204,6 +233,15 @@ impl Program {
     /// Names of the sub-programs (every function but the entry).
     pub fn subprograms(&self) -> impl Iterator<Item = &str> {
         self.functions.iter().skip(1).map(|f| f.name.as_str())
+    }
+
+    /// The source line that slot `index` was compiled from: the last `line_info` record at or
+    /// before it within its function.
+    pub fn line_at(&self, index: usize) -> Option<&SourceLine> {
+        let start = self.function_at(index).map_or(0, |f| f.start);
+        let pos = self.line_info.partition_point(|l| l.slot <= index);
+        let line = self.line_info.get(pos.checked_sub(1)?)?;
+        (line.slot >= start).then_some(&line.source)
     }
 
     /// The function containing slot `index`.
@@ -223,6 +261,72 @@ pub struct Object {
     pub maps: Vec<MapDef>,
     /// Content of the `license` section, if any.
     pub license: Option<String>,
+    /// The object's BTF and `.BTF.ext` records, when it has a `.BTF` section that parses.
+    pub btf: Option<ObjectBtf>,
+}
+
+/// An object's type information: its `.BTF` and what `.BTF.ext` says of its sections.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ObjectBtf {
+    /// The `.BTF` section as read.
+    pub btf: Btf,
+    /// Every `.BTF.ext` record, section-relative (programs carry theirs remapped to linked slots
+    /// in [`Program::func_info`] and [`Program::line_info`]); empty without `.BTF.ext`.
+    pub ext: BtfExt,
+    /// Why `.BTF.ext` could not be read, when it could not (the records are then empty).
+    pub ext_error: Option<String>,
+    /// `.BTF` fixed up for `BPF_BTF_LOAD` ([`Btf::fixed_for_kernel`]), or why it cannot be; the
+    /// kernel loader loads without BTF then.
+    pub kernel_bytes: Result<Vec<u8>, String>,
+}
+
+impl Default for ObjectBtf {
+    fn default() -> ObjectBtf {
+        ObjectBtf {
+            btf: Btf::default(),
+            ext: BtfExt::default(),
+            ext_error: None,
+            kernel_bytes: Err("no BTF".into()),
+        }
+    }
+}
+
+impl ObjectBtf {
+    /// The key and value type ids of BTF-defined map `name` (the pointees of its `key` and
+    /// `value` members in `.maps`), for `BPF_MAP_CREATE`'s `btf_key_type_id` and
+    /// `btf_value_type_id`; for a global-data section, `(0, its DATASEC)` as libbpf gives them.
+    pub fn map_type_ids(&self, map: &MapDef) -> Option<(TypeId, TypeId)> {
+        let btf = &self.btf;
+        if let MapOrigin::GlobalData { section, .. } = &map.origin {
+            return btf.find_datasec(section).map(|(id, _)| (0, id));
+        }
+        if map.origin != MapOrigin::Btf {
+            return None;
+        }
+        let (_, maps) = btf.find_datasec(".maps")?;
+        let Kind::Datasec { vars, .. } = &maps.kind else {
+            return None;
+        };
+        let def = vars.iter().find_map(|v| {
+            let var = btf.get(v.type_id)?;
+            let Kind::Var { type_id, .. } = var.kind else {
+                return None;
+            };
+            (btf.name(var).ok()? == map.name).then_some(type_id)
+        })?;
+        let (_, def) = btf.skip_mods_and_typedefs(def).ok()?;
+        let member = |wanted: &str| {
+            let m = def?
+                .members()
+                .iter()
+                .find(|m| btf.str_at(m.name_off).is_ok_and(|n| n == wanted))?;
+            match btf.skip_mods_and_typedefs(m.type_id).ok()?.1?.kind {
+                Kind::Ptr(target) => Some(target),
+                _ => None,
+            }
+        };
+        Some((member("key")?, member("value")?))
+    }
 }
 
 impl Object {
@@ -234,6 +338,7 @@ impl Object {
             programs,
             maps,
             license: Some("GPL".into()),
+            btf: None,
         }
     }
 

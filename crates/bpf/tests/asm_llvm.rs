@@ -141,6 +141,8 @@ fn disassemble_annotates_jumps_like_llvm_objdump_19() {
             len: insns.len(),
         }],
         insns,
+        func_info: Vec::new(),
+        line_info: Vec::new(),
     };
     let ours = disassemble(&program, &[]);
     let llvm = read("allforms.19.txt");
@@ -325,7 +327,19 @@ fn our_listing_of_a_linked_program_reassembles() {
     let object = linerate_bpf::read_object_file(&fixture("forms.o")).unwrap();
     for p in &object.programs {
         let text = disassemble(p, &object.maps);
-        assert_eq!(&assemble_program(&text, &object.maps).unwrap(), p);
+        assert_eq!(
+            assemble_program(&text, &object.maps).unwrap(),
+            without_btf(p)
+        );
+    }
+}
+
+/// The program as a listing carries it: without the BTF records of its object.
+fn without_btf(p: &Program) -> Program {
+    Program {
+        func_info: Vec::new(),
+        line_info: Vec::new(),
+        ..p.clone()
     }
 }
 
@@ -347,7 +361,7 @@ fn every_example_round_trips() {
             let back = assemble_program(&text, &object.maps)
                 .unwrap_or_else(|e| panic!("{} {}: {e}", path.display(), p.name));
             assert_eq!(back.insns, p.insns, "{} {}", path.display(), p.name);
-            assert_eq!(&back, p);
+            assert_eq!(back, without_btf(p));
             programs += 1;
         }
     }

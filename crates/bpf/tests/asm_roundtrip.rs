@@ -218,6 +218,8 @@ fn program(insns: &[Instruction], functions: Vec<Function>) -> Program {
         section: "xdp".to_string(),
         insns: encode_all(insns),
         functions,
+        func_info: Vec::new(),
+        line_info: Vec::new(),
     }
 }
 

@@ -88,6 +88,8 @@ fn build_object(name: &str, group: &crate::programs::Group, programs: &[&Prog]) 
                 section: "xdp".into(),
                 insns,
                 functions,
+                func_info: Vec::new(),
+                line_info: Vec::new(),
             }
         })
         .collect();

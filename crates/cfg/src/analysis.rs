@@ -344,6 +344,8 @@ mod tests {
                 },
             ],
             insns,
+            func_info: Vec::new(),
+            line_info: Vec::new(),
         }
     }
 

@@ -92,6 +92,21 @@ fn to_json(object: &Object, selected: &[usize], cfgs: &[Cfg], disasm: bool) -> R
                     .lines()
                     .collect::<Vec<_>>());
             }
+            if !p.line_info.is_empty() {
+                v["source_lines"] = p
+                    .line_info
+                    .iter()
+                    .map(|l| {
+                        json!({
+                            "slot": l.slot,
+                            "file": l.source.file,
+                            "line": l.source.line,
+                            "column": l.source.column,
+                            "text": l.source.text,
+                        })
+                    })
+                    .collect();
+            }
             v
         })
         .collect();
@@ -257,7 +272,10 @@ fn to_text(object: &Object, selected: &[usize], cfgs: &[Cfg], disasm: bool) -> R
                 "\ndisassembly of {} (section {}):\n",
                 p.name, p.section
             ));
-            out.push_str(&linerate_bpf::disasm::disassemble(p, &object.maps));
+            out.push_str(&linerate_bpf::disasm::disassemble_with_source(
+                p,
+                &object.maps,
+            ));
         }
     }
     Ok(out)

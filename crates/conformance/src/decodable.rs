@@ -114,9 +114,12 @@ fn one_program(insns: Vec<Instruction>, maps: Vec<MapDef>) -> Object {
                 len: slots.len(),
             }],
             insns: slots,
+            func_info: Vec::new(),
+            line_info: Vec::new(),
         }],
         maps,
         license: Some("GPL".into()),
+        btf: None,
     }
 }
 

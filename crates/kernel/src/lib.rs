@@ -62,6 +62,7 @@
 //! * **CPU.** The runs execute on the calling thread's CPU with migration disabled; this crate
 //!   pins the thread to CPU 0 for the call, so per-CPU map values touched are CPU 0's.
 
+mod btf;
 pub mod drive;
 mod error;
 mod object;
@@ -70,6 +71,7 @@ mod skip;
 mod sys;
 mod testrun;
 
+pub use btf::ProgramBtfInfo;
 pub use error::KernelError;
 pub use object::{load_object, LoadedObject, MapEntries};
 pub use skip::{bpf_required, skip_or_fail, usable_or_skip, REQUIRE_BPF_VAR};

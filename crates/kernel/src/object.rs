@@ -4,8 +4,9 @@
 //! Maps are created in [`Object::maps`] order and their file descriptors passed to every
 //! `BPF_PROG_LOAD` as `fd_array`, so the linked instructions' `BPF_PSEUDO_MAP_IDX` /
 //! `BPF_PSEUDO_MAP_IDX_VALUE` immediates (map indices) are resolved by the kernel itself (Linux
-//! 5.14+). No BTF is loaded: maps are created from their plain definitions, which is why objects
-//! with legacy `maps` sections load here although libbpf 1.x refuses them.
+//! 5.14+). The object's BTF, when it has one the kernel accepts, goes with its maps and programs
+//! (see [`crate::btf`]); objects without it (legacy `maps` sections, which libbpf 1.x refuses)
+//! load from their plain definitions.
 
 use std::ffi::CString;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
@@ -13,6 +14,7 @@ use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 use linerate_bpf::program::{MapOrigin, MapType};
 use linerate_bpf::{MapDef, Object};
 
+use crate::btf::ObjectBtfFd;
 use crate::error::KernelError;
 use crate::sys::{self, Cmd, Errno};
 
@@ -46,6 +48,7 @@ pub struct LoadedObject {
     maps: Vec<LoadedMap>,
     programs: Vec<LoadedProgram>,
     possible_cpus: usize,
+    btf_note: Option<String>,
 }
 
 /// Loads `obj` into the kernel (see the crate documentation for what that involves).
@@ -55,9 +58,10 @@ pub struct LoadedObject {
 /// [`KernelError::Syscall`] when initialising global data or program arrays fails.
 pub fn load_object(obj: &Object) -> Result<LoadedObject, KernelError> {
     let possible_cpus = crate::possible_cpus()?;
+    let mut btf = ObjectBtfFd::load(obj);
     let mut maps = Vec::with_capacity(obj.maps.len());
     for def in &obj.maps {
-        let fd = create_map(def)?;
+        let fd = create_map(def, &mut btf)?;
         maps.push(LoadedMap {
             def: def.clone(),
             fd,
@@ -71,7 +75,7 @@ pub fn load_object(obj: &Object) -> Result<LoadedObject, KernelError> {
     let license = license_cstring(obj.license.as_deref());
     let mut programs = Vec::with_capacity(obj.programs.len());
     for prog in &obj.programs {
-        let fd = load_program(prog, &license, &fds)?;
+        let fd = load_program(prog, &license, &fds, &mut btf)?;
         let id = prog_id(&fd).map_err(|errno| {
             KernelError::syscall(
                 format!("{} for program `{}`", Cmd::ObjGetInfoByFd, prog.name),
@@ -89,6 +93,7 @@ pub fn load_object(obj: &Object) -> Result<LoadedObject, KernelError> {
         maps,
         programs,
         possible_cpus,
+        btf_note: btf.note,
     };
     for (index, def) in obj.maps.iter().enumerate() {
         for &(slot, prog) in &def.initial_programs {
@@ -119,16 +124,29 @@ fn effective_flags(def: &MapDef) -> u32 {
     flags
 }
 
-fn create_map(def: &MapDef) -> Result<OwnedFd, KernelError> {
-    let mut attr = sys::MapCreateAttr {
-        map_type: def.map_type.0,
-        key_size: def.key_size,
-        value_size: def.value_size,
-        max_entries: def.max_entries,
-        map_flags: effective_flags(def),
-        map_name: sys::obj_name(&def.name),
-        ..Default::default()
-    };
+/// Creates a map, with its BTF key and value types when the object's BTF is loaded; a map the
+/// kernel refuses with them is created without (as libbpf retries).
+fn create_map(def: &MapDef, btf: &mut ObjectBtfFd<'_>) -> Result<OwnedFd, KernelError> {
+    if let Some((btf_fd, btf_key_type_id, btf_value_type_id)) = btf.map_type_ids(def) {
+        let mut attr = sys::MapCreateAttr {
+            btf_fd,
+            btf_key_type_id,
+            btf_value_type_id,
+            ..plain_map_attr(def)
+        };
+        // SAFETY: MAP_CREATE reads no pointers from these attributes.
+        match unsafe { sys::sys_bpf(Cmd::MapCreate, &mut attr) } {
+            Ok(fd) => return Ok(fd_from_ret(fd)),
+            Err(errno) => add_note(
+                btf,
+                format!(
+                    "linerate: map `{}` created without BTF: refused with it ({errno})",
+                    def.name
+                ),
+            ),
+        }
+    }
+    let mut attr = plain_map_attr(def);
     // SAFETY: MAP_CREATE reads no pointers from these attributes.
     let res = unsafe { sys::sys_bpf(Cmd::MapCreate, &mut attr) };
     res.map(fd_from_ret)
@@ -140,6 +158,19 @@ fn create_map(def: &MapDef) -> Result<OwnedFd, KernelError> {
             max_entries: def.max_entries,
             errno,
         })
+}
+
+/// The `BPF_MAP_CREATE` attributes of a map's plain definition.
+fn plain_map_attr(def: &MapDef) -> sys::MapCreateAttr {
+    sys::MapCreateAttr {
+        map_type: def.map_type.0,
+        key_size: def.key_size,
+        value_size: def.value_size,
+        max_entries: def.max_entries,
+        map_flags: effective_flags(def),
+        map_name: sys::obj_name(&def.name),
+        ..Default::default()
+    }
 }
 
 /// Writes a global-data map's initial value at key 0 and freezes read-only sections.
@@ -190,13 +221,17 @@ fn attach_for_section(section: &str) -> (u32, u32) {
 }
 
 /// Loads one program. The first attempt is made without a verifier log (fast, and a log can never
-/// make an otherwise accepted program fail with `ENOSPC`); only when it fails is the program loaded
-/// again with log level 1, growing the buffer on `ENOSPC` up to 16 MiB, to report the log.
+/// make an otherwise accepted program fail with `ENOSPC`); a program refused with the object's BTF
+/// is tried once more without it; only when that fails too is the program loaded again with BTF
+/// and log level 1, growing the buffer on `ENOSPC` up to 16 MiB, to report the log (headed by
+/// what happened to the BTF, if anything did).
 fn load_program(
     prog: &linerate_bpf::Program,
     license: &CString,
     map_fds: &[u32],
+    btf: &mut ObjectBtfFd<'_>,
 ) -> Result<OwnedFd, KernelError> {
+    let records = btf.records(prog);
     let insns: Vec<u8> = prog.insns.iter().flat_map(|i| i.to_bytes()).collect();
     let (attach, flags) = attach_for_section(&prog.section);
     let base = sys::ProgLoadAttr {
@@ -218,15 +253,34 @@ fn load_program(
     // The kernel reads `fd_array[imm]` for every map reference before validating it, so indices
     // past the array must be refused here.
     check_map_indices(prog, map_fds.len())?;
+    let plain = base;
+    let mut base = base;
+    if let Some(records) = &records {
+        btf.prog_attr(records, &mut base);
+    }
     let mut attr = base;
     // SAFETY: `insns` holds `insn_cnt` 8-byte instructions, `license` is NUL-terminated, and
     // `fd_array` points at `map_fds`, which covers every map index the instructions name (checked
-    // above). All outlive the call.
+    // above); the BTF records point into `records`. All outlive the call.
     let first = unsafe { sys::sys_bpf(Cmd::ProgLoad, &mut attr) };
     let first_errno = match first {
         Ok(fd) => return Ok(fd_from_ret(fd)),
         Err(e) => e,
     };
+    if records.is_some() {
+        let mut attr = plain;
+        // SAFETY: as above, without BTF records.
+        if let Ok(fd) = unsafe { sys::sys_bpf(Cmd::ProgLoad, &mut attr) } {
+            add_note(
+                btf,
+                format!(
+                    "linerate: program `{}` loaded without BTF: refused with it ({first_errno})",
+                    prog.name
+                ),
+            );
+            return Ok(fd_from_ret(fd));
+        }
+    }
 
     let mut size = LOG_INITIAL;
     loop {
@@ -246,7 +300,10 @@ fn load_program(
             }
             Err(errno) => {
                 let end = log.iter().position(|&b| b == 0).unwrap_or(log.len());
-                let text = String::from_utf8_lossy(&log[..end]).into_owned();
+                let mut text = String::from_utf8_lossy(&log[..end]).into_owned();
+                if let Some(note) = &btf.note {
+                    text = format!("{note}\n{text}");
+                }
                 // With the log enabled, ENOSPC only says the log was cut; the real verdict is the
                 // first attempt's.
                 let errno = if errno.0 == libc::ENOSPC {
@@ -301,8 +358,16 @@ fn prog_id(fd: &OwnedFd) -> Result<u32, Errno> {
     Ok(info.id)
 }
 
+/// Appends a line to what the BTF note says.
+fn add_note(btf: &mut ObjectBtfFd<'_>, line: String) {
+    btf.note = Some(match btf.note.take() {
+        Some(note) => format!("{note}\n{line}"),
+        None => line,
+    });
+}
+
 /// Takes ownership of a file descriptor returned by a creating `bpf(2)` command.
-fn fd_from_ret(ret: std::ffi::c_long) -> OwnedFd {
+pub(crate) fn fd_from_ret(ret: std::ffi::c_long) -> OwnedFd {
     // SAFETY: the kernel just returned this descriptor to us; nothing else owns it.
     unsafe { OwnedFd::from_raw_fd(ret as i32) }
 }
@@ -359,6 +424,12 @@ fn raw_next_key(fd: BorrowedFd<'_>, key: Option<&[u8]>, next: &mut [u8]) -> Resu
 }
 
 impl LoadedObject {
+    /// What happened to the object's BTF, when it was not handed to the kernel or a program
+    /// loaded only without it (`None` when all went with BTF, or the object has none).
+    pub fn btf_note(&self) -> Option<&str> {
+        self.btf_note.as_deref()
+    }
+
     /// Number of maps (same order as [`Object::maps`]).
     pub fn num_maps(&self) -> usize {
         self.maps.len()

@@ -23,6 +23,7 @@ pub(crate) enum Cmd {
     ProgLoad = 5,
     ProgTestRun = 10,
     ObjGetInfoByFd = 15,
+    BtfLoad = 18,
     MapFreeze = 22,
 }
 
@@ -38,6 +39,7 @@ impl Cmd {
             Cmd::ProgLoad => "BPF_PROG_LOAD",
             Cmd::ProgTestRun => "BPF_PROG_TEST_RUN",
             Cmd::ObjGetInfoByFd => "BPF_OBJ_GET_INFO_BY_FD",
+            Cmd::BtfLoad => "BPF_BTF_LOAD",
             Cmd::MapFreeze => "BPF_MAP_FREEZE",
         }
     }
@@ -184,6 +186,41 @@ pub(crate) struct TestRunAttr {
 // SAFETY: repr(C), integers only, 80 bytes with no implicit padding (checked below).
 unsafe impl Attr for TestRunAttr {}
 
+/// `BPF_BTF_LOAD` attributes (up to `btf_log_true_size`; `btf_flags` and `btf_token_fd` stay 0).
+#[repr(C)]
+#[derive(Clone, Copy, Default, Debug)]
+pub(crate) struct BtfLoadAttr {
+    pub btf: u64,
+    pub btf_log_buf: u64,
+    pub btf_size: u32,
+    pub btf_log_size: u32,
+    pub btf_log_level: u32,
+    /// Output: the log size the kernel needed.
+    pub btf_log_true_size: u32,
+}
+
+// SAFETY: repr(C), integers only, 32 bytes with no implicit padding (checked below).
+unsafe impl Attr for BtfLoadAttr {}
+
+/// `struct bpf_func_info` as `BPF_PROG_LOAD` reads it: `insn_off` in instructions.
+#[repr(C)]
+#[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]
+pub(crate) struct FuncInfoRec {
+    pub insn_off: u32,
+    pub type_id: u32,
+}
+
+/// `struct bpf_line_info` as `BPF_PROG_LOAD` reads it: `insn_off` in instructions, the strings as
+/// offsets into the BTF's string section, `line_col` = line << 10 | column.
+#[repr(C)]
+#[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]
+pub(crate) struct LineInfoRec {
+    pub insn_off: u32,
+    pub file_name_off: u32,
+    pub line_off: u32,
+    pub line_col: u32,
+}
+
 /// `BPF_OBJ_GET_INFO_BY_FD` attributes.
 #[repr(C)]
 #[derive(Clone, Copy, Default, Debug)]
@@ -222,6 +259,9 @@ const _: () = {
     assert!(std::mem::size_of::<ProgLoadAttr>() == ATTR_SIZE);
     assert!(std::mem::size_of::<TestRunAttr>() == 80);
     assert!(std::mem::size_of::<InfoAttr>() == 16);
+    assert!(std::mem::size_of::<BtfLoadAttr>() == 32);
+    assert!(std::mem::size_of::<FuncInfoRec>() == 8);
+    assert!(std::mem::size_of::<LineInfoRec>() == 16);
     assert!(std::mem::size_of::<ProgInfoHead>() == 8);
     assert!(std::mem::size_of::<XdpMd>() == xdp_md::SIZE as usize);
     // The layout is the one `linerate_bpf::facts::xdp_md` names.

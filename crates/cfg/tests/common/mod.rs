@@ -38,6 +38,8 @@ pub fn program(functions: &[(&str, Vec<Instruction>)]) -> Program {
         section: "xdp".into(),
         insns,
         functions: table,
+        func_info: Vec::new(),
+        line_info: Vec::new(),
     }
 }
 
