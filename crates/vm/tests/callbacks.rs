@@ -55,6 +55,8 @@ fn object(functions: Vec<Vec<Instruction>>, maps: Vec<MapDef>) -> Object {
         section: "xdp".into(),
         insns,
         functions: table,
+        func_info: Vec::new(),
+        line_info: Vec::new(),
     };
     Object::with_programs("callbacks", vec![program], maps)
 }
