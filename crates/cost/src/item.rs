@@ -149,7 +149,7 @@ pub const COSTED_MAP_TYPES: [MapType; 7] = [
 
 /// Helpers priced as `helper.<name>` (map operations and tail calls have items of their own).
 /// These are the helpers the semantics gives a meaning to.
-pub const COSTED_HELPERS: [u32; 15] = [
+pub const COSTED_HELPERS: [u32; 17] = [
     helper::KTIME_GET_NS,
     helper::TRACE_PRINTK,
     helper::GET_PRANDOM_U32,
@@ -165,6 +165,8 @@ pub const COSTED_HELPERS: [u32; 15] = [
     helper::XDP_GET_BUFF_LEN,
     helper::XDP_LOAD_BYTES,
     helper::XDP_STORE_BYTES,
+    helper::FOR_EACH_MAP_ELEM,
+    helper::LOOP,
 ];
 
 /// A class of instruction executions with one cost on a device.

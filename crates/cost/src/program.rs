@@ -184,11 +184,6 @@ impl Pricer<'_> {
             Instruction::Exit => vec![Item::Exit],
             Instruction::Call(CallTarget::Local(_)) => vec![Item::CallLocal],
             Instruction::Call(CallTarget::Helper(helper::TAIL_CALL)) => vec![Item::TailCall],
-            // Each call of the callback is priced as a BPF-to-BPF call (the verifier inlines
-            // `bpf_loop` into a loop around one); the callbacks themselves are added per call.
-            Instruction::Call(CallTarget::Helper(helper::LOOP | helper::FOR_EACH_MAP_ELEM)) => {
-                vec![Item::CallLocal]
-            }
             Instruction::Call(CallTarget::Helper(id)) => match MapOp::of_helper(id) {
                 Some(op) => {
                     let maps: Vec<usize> = match fact {
@@ -354,11 +349,16 @@ impl ProgramCost {
         Ok(out)
     }
 
-    /// The cost of a helper that calls a callback (`call` being the price of one call): as many
-    /// calls, each with the callback's worst case, as the analysis says one execution makes at
-    /// most — `nr_loops` for `bpf_loop` with a known count (2^23 where unknown), `max_entries`
-    /// for `bpf_for_each_map_elem`.
-    fn callback_calls(&self, p: &Pricer<'_>, slot: usize, call: &Cost) -> Result<Cost, CostError> {
+    /// The cost of a helper that calls a callback (`helper` being the helper's own price): plus
+    /// as many calls, each a `call.local` with the callback's worst case, as the analysis says one
+    /// execution makes at most — `nr_loops` for `bpf_loop` with a known count (2^23 where
+    /// unknown), `max_entries` for `bpf_for_each_map_elem`.
+    fn callback_calls(
+        &self,
+        p: &Pricer<'_>,
+        slot: usize,
+        helper: &Cost,
+    ) -> Result<Cost, CostError> {
         let cfg = p.cfg;
         let (start, max_calls) = match p.analysis.fact(slot) {
             Some(Fact::Callback {
@@ -366,7 +366,7 @@ impl ProgramCost {
                 max_calls,
             }) => (start, max_calls),
             // The analysis reaches no execution of the helper.
-            None => return Ok(call.clone()),
+            None => return Ok(helper.clone()),
             Some(_) => {
                 return Err(p.program_error(
                     slot,
@@ -390,9 +390,11 @@ impl ProgramCost {
                 ),
             )
         })?;
-        let mut once = call.clone();
+        let mut once = p.charge(slot, &[Item::CallLocal])?.cost;
         once.add(worst);
-        Ok(Cost(once.0.iter().map(|c| c * max_calls as f64).collect()))
+        let mut total = Cost(once.0.iter().map(|c| c * max_calls as f64).collect());
+        total.add(helper);
+        Ok(total)
     }
 
     fn cost_function(&mut self, p: &Pricer<'_>, f: usize) -> Result<(), CostError> {
