@@ -907,3 +907,4 @@ if __name__ == "__main__":
     __import__("gen_hugemaps").main()
     __import__("gen_btf").generate(sys.modules[__name__])
     __import__("gen_records").generate()
+    __import__("gen_callbacks").generate()

@@ -45,6 +45,7 @@ pub(crate) fn run_block(
         state,
         depth,
         facts,
+        callbacks: Vec::new(),
     };
     let mut calls = Vec::new();
     let mut flow = None;
@@ -53,10 +54,11 @@ pub(crate) fn run_block(
             Ok(f) => f,
             // The semantics refuses the instruction: nothing runs past it.
             Err(_) => {
+                take_callbacks(cfg, &mut m, &mut calls);
                 return BlockExit {
                     edges: Vec::new(),
                     calls,
-                }
+                };
             }
         };
         if let (Instruction::Call(linerate_bpf::insn::CallTarget::Local(_)), Flow::Next(target)) =
@@ -66,6 +68,7 @@ pub(crate) fn run_block(
                 calls.push((callee.index, m.state.clone()));
             }
             if !return_from_call(&mut m, *slot) {
+                take_callbacks(cfg, &mut m, &mut calls);
                 return BlockExit {
                     edges: Vec::new(),
                     calls,
@@ -75,6 +78,7 @@ pub(crate) fn run_block(
         }
         flow = Some(f);
     }
+    take_callbacks(cfg, &mut m, &mut calls);
     let AbsMachine { state, domain, .. } = m;
     let edge_of = |kind: EdgeKind| {
         block
@@ -107,6 +111,15 @@ pub(crate) fn run_block(
         }
     }
     BlockExit { edges, calls }
+}
+
+/// Moves the callbacks the block's helpers may call into its callees' entry states.
+fn take_callbacks(cfg: &Cfg, m: &mut AbsMachine<'_>, calls: &mut Vec<(usize, State)>) {
+    for (slot, at_call) in m.callbacks.drain(..) {
+        if let Some(callee) = cfg.block_of(slot).and_then(|b| cfg.function_of(b)) {
+            calls.push((callee.index, at_call));
+        }
+    }
 }
 
 /// Completes a BPF-to-BPF call whose step (the semantics' call) just ran: the callee is not

@@ -10,13 +10,14 @@
 use std::collections::{BTreeMap, HashMap};
 
 use linerate_bpf::facts::helper;
+use linerate_bpf::facts::limits::MAX_BPF_LOOP_ITERATIONS;
 use linerate_bpf::facts::test_run_buffer::{FRAG_SIZE, FRAME_SIZE, MAX_DATA, MAX_FRAGS};
 use linerate_bpf::facts::xdp_md;
 use linerate_bpf::insn::{Imm64, Size, NUM_REGS};
 use linerate_bpf::program::{MapDef, MapOrigin, Object};
 use linerate_sem::exec::{Frame, HelperOutcome, Machine, SemError};
 use linerate_sem::helpers::{
-    Device, FibAnswer, Frags, HelperMachine, PacketBounds, RedirectTo, Source,
+    Callback, Device, FibAnswer, Frags, HelperMachine, PacketBounds, RedirectTo, Source,
 };
 use linerate_sem::Domain;
 
@@ -161,6 +162,12 @@ pub enum Fact {
     Memory(Option<Region>),
     /// A map helper call: the map, `None` where unknown.
     MapCall(Option<usize>),
+    /// A helper calling a callback (`bpf_loop`, `bpf_for_each_map_elem`): the slot the callback
+    /// starts at (`None` where unknown) and the most calls one execution of the helper makes.
+    Callback {
+        function: Option<usize>,
+        max_calls: u64,
+    },
 }
 
 impl Fact {
@@ -169,6 +176,19 @@ impl Fact {
             (a, b) if a == b => a,
             (Fact::Memory(Some(a)), Fact::Memory(Some(b))) => Fact::Memory(a.join_region(b)),
             (Fact::MapCall(_), Fact::MapCall(_)) => Fact::MapCall(None),
+            (
+                Fact::Callback {
+                    function: f,
+                    max_calls: a,
+                },
+                Fact::Callback {
+                    function: g,
+                    max_calls: b,
+                },
+            ) => Fact::Callback {
+                function: if f == g { f } else { None },
+                max_calls: a.max(b),
+            },
             _ => Fact::Memory(None),
         }
     }
@@ -208,6 +228,9 @@ pub struct AbsMachine<'a> {
     /// Call depth of the function being analysed.
     pub depth: Option<u8>,
     pub facts: &'a mut Facts,
+    /// Callbacks that helpers executed so far may call: their first slot and the state at the
+    /// call (arguments in r1–r5, the callback's frame pointer in r10).
+    pub callbacks: Vec<(usize, State)>,
 }
 
 impl AbsMachine<'_> {
@@ -342,6 +365,82 @@ impl AbsMachine<'_> {
         Some(self.domain.constant(u64::from_le_bytes(word)))
     }
 
+    /// A helper that calls a callback (`bpf_loop`, `bpf_for_each_map_elem`), summarised: the
+    /// callback is entered with every argument any of its calls gets (recorded in
+    /// [`AbsMachine::callbacks`] for its own analysis) and is not followed ([`Self::havoc_call`]);
+    /// the helper returns at most the number of calls, or a negative errno where its arguments
+    /// may be refused. The calls one by one are `linerate_sem::helpers`' (the interpreter's).
+    fn call_callbacks(&mut self, pc: usize, id: u32) {
+        let [r1, r2, r3, r4] = [1, 2, 3, 4].map(|r| self.state.regs[r]);
+        let function = match r2.shape {
+            Shape::Pointer {
+                region: Region::Function,
+                offset,
+                ..
+            } => offset.constant().and_then(|s| usize::try_from(s).ok()),
+            _ => None,
+        };
+        let flags_zero = r4.constant() == Some(0);
+        let (args, max_calls, refusable) = if id == helper::LOOP {
+            let count = match r1.shape {
+                Shape::Scalar(i) => u64::try_from(i.hi.min(u32::MAX as i128)).unwrap_or(0),
+                _ => u64::from(u32::MAX),
+            };
+            let max_calls = count.min(MAX_BPF_LOOP_ITERATIONS);
+            let index = self.domain.scalar(Interval {
+                lo: 0,
+                hi: max_calls.saturating_sub(1) as i128,
+            });
+            let rest = [
+                self.domain.unknown(),
+                self.domain.unknown(),
+                self.domain.unknown(),
+            ];
+            (
+                [index, r3, rest[0], rest[1], rest[2]],
+                max_calls,
+                count > MAX_BPF_LOOP_ITERATIONS,
+            )
+        } else {
+            let map = match r1.shape {
+                Shape::Pointer {
+                    region: Region::MapHandle { map },
+                    ..
+                } => map,
+                _ => None,
+            };
+            let entries = map
+                .and_then(|m| self.object.maps.get(m))
+                .map_or(u64::from(u32::MAX), |d| u64::from(d.max_entries));
+            let value = self.domain.value(Shape::Pointer {
+                region: Region::MapValue { map },
+                offset: Interval::exactly(0),
+                maybe_null: false,
+            });
+            let (key, r5) = (self.domain.unknown(), self.domain.unknown());
+            ([r1, key, value, r3, r5], entries, false)
+        };
+        self.record(
+            pc,
+            Fact::Callback {
+                function,
+                max_calls,
+            },
+        );
+        if let Some(function) = function {
+            let depth = self.depth.and_then(|d| d.checked_add(1));
+            let at_call = State::entry(self.domain, depth, args);
+            self.callbacks.push((function, at_call));
+        }
+        self.havoc_call();
+        if flags_zero && !refusable {
+            self.state.regs[0] = self.domain.scalar(Interval {
+                lo: 0,
+                hi: max_calls as i128,
+            });
+        }
+    }
+
     /// A call the analysis does not follow (a BPF-to-BPF callee, a helper with an unknown map
     /// argument, an unsupported helper): it may leave anything in r0–r5 and write through any
     /// pointer argument into this frame.
@@ -434,7 +533,21 @@ impl Machine for AbsMachine<'_> {
         })
     }
 
+    fn function_reference(&mut self, _pc: usize, function: usize) -> Result<AbsValue, Stop> {
+        Ok(self
+            .domain
+            .pointer(Region::Function, Interval::exactly(function as i128)))
+    }
+
+    fn resume_helper(&mut self, callback: Callback<AbsValue>) -> Result<HelperOutcome, Stop> {
+        linerate_sem::helpers::resume(self, callback)
+    }
+
     fn call_helper(&mut self, pc: usize, id: u32) -> Result<HelperOutcome, Stop> {
+        if matches!(id, helper::LOOP | helper::FOR_EACH_MAP_ELEM) {
+            self.call_callbacks(pc, id);
+            return Ok(HelperOutcome::Return);
+        }
         if let Some(arg) = linerate_sem::helpers::map_argument(id) {
             let map = match self.state.regs[arg].shape {
                 Shape::Pointer {
@@ -729,5 +842,24 @@ impl HelperMachine for AbsMachine<'_> {
             mtu: self.domain.bits(32),
             hard_header_len: self.domain.bits(16),
         })
+    }
+
+    fn function_of(&mut self, pc: usize, _helper: u32, value: &AbsValue) -> Result<usize, Stop> {
+        match value.shape {
+            Shape::Pointer {
+                region: Region::Function,
+                offset,
+                ..
+            } => offset.constant().and_then(|s| usize::try_from(s).ok()),
+            _ => None,
+        }
+        .ok_or(Stop(SemError::Unsupported {
+            pc,
+            what: "callback the analysis does not know",
+        }))
+    }
+
+    fn callback_key(&mut self, _pc: usize, _key: &[AbsValue]) -> Result<AbsValue, Stop> {
+        Ok(self.domain.unknown())
     }
 }

@@ -131,6 +131,9 @@ pub enum Region {
     MapValue { map: Option<usize> },
     /// A map itself (an argument of map helpers, never dereferenced).
     MapHandle { map: Option<usize> },
+    /// A function's address (a helper's callback, never dereferenced); the offset is the slot
+    /// the function starts at.
+    Function,
 }
 
 impl Region {

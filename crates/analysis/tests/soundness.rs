@@ -14,7 +14,8 @@ use linerate_conformance::examples::load_all;
 use linerate_conformance::random_program::{object, packet, xdp_program};
 use linerate_vm::drive::Driver;
 use linerate_vm::memory::{
-    split, CTX_REGION, MAP_HANDLE_REGION, MAP_VALUE_REGION, PACKET_REGION, STACK_REGION,
+    split, CTX_REGION, FUNCTION_REGION, MAP_HANDLE_REGION, MAP_VALUE_REGION, PACKET_REGION,
+    STACK_REGION,
 };
 use linerate_vm::trace::{Step, StepState};
 use linerate_vm::{Vm, VmOptions};
@@ -58,6 +59,7 @@ fn admits(shape: Shape, v: u64, s: &StepState, vm: &Vm) -> bool {
                     };
                     return in_map && offset.contains(off % state.stride as i128);
                 }
+                Region::Function => (Some(FUNCTION_REGION), 0),
                 Region::MapHandle { map } => {
                     return match map {
                         Some(m) => v == (MAP_HANDLE_REGION + m as u64) << 32,
@@ -84,6 +86,7 @@ fn region_matches(fact: Region, addr: u64) -> bool {
         Region::MapValue { map: Some(m) } => r == MAP_VALUE_REGION + m as u64,
         Region::MapValue { map: None } => (MAP_VALUE_REGION..MAP_HANDLE_REGION).contains(&r),
         Region::MapHandle { .. } => r >= MAP_HANDLE_REGION,
+        Region::Function => r == FUNCTION_REGION,
     }
 }
 

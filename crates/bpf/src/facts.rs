@@ -82,6 +82,9 @@ pub mod limits {
     /// The `may_goto` budget of one program run (`BPF_MAX_LOOPS`; the x86-64 kernel since 6.14
     /// counts time instead, and budgets only matter to loops that exhaust them).
     pub const MAX_LOOPS: u64 = 8 * 1024 * 1024;
+    /// Most iterations `bpf_loop` runs: more is refused with `-E2BIG` (`BPF_MAX_LOOPS` in
+    /// kernel/bpf/bpf_iter.c).
+    pub const MAX_BPF_LOOP_ITERATIONS: u64 = MAX_LOOPS;
     /// Instructions the verifier processes for one program before it gives up
     /// (`BPF_COMPLEXITY_LIMIT_INSNS`): a bounded loop it accepts, it walked through iteration
     /// by iteration within this budget.

@@ -235,6 +235,10 @@ pub mod id {
     pub const XDP_ADJUST_TAIL: u32 = 65;
     pub const FIB_LOOKUP: u32 = 69;
     pub const KTIME_GET_BOOT_NS: u32 = 125;
+    /// `bpf_for_each_map_elem(map, callback, ctx, flags)` (kernel/bpf/bpf_iter.c).
+    pub const FOR_EACH_MAP_ELEM: u32 = 164;
+    /// `bpf_loop(nr_loops, callback, ctx, flags)` (kernel/bpf/bpf_iter.c).
+    pub const LOOP: u32 = 181;
     pub const XDP_GET_BUFF_LEN: u32 = 188;
     pub const XDP_LOAD_BYTES: u32 = 189;
     pub const XDP_STORE_BYTES: u32 = 190;

@@ -114,6 +114,23 @@ pub(crate) fn plan() -> Vec<(String, Pricing)> {
                        AF_XDP socket and is not timed)"
                     .into(),
             },
+            Item::Helper(helper::LOOP) => Pricing::SameAs {
+                target: Item::CallLocal.to_string(),
+                note: "the helper's own work (argument checks; the verifier inlines `bpf_loop` \
+                       into a counted loop) besides its callback calls, which are priced per \
+                       call as `call.local` plus the callback's worst case; not timed (a timed \
+                       program needs a callback with BTF func_info), priced as one more local \
+                       call"
+                    .into(),
+            },
+            Item::Helper(helper::FOR_EACH_MAP_ELEM) => Pricing::SameAs {
+                target: Item::CallLocal.to_string(),
+                note: "the helper's own work (argument checks, the walk's setup) besides its \
+                       callback calls, which are priced per element as `call.local` plus the \
+                       callback's worst case; not timed (a timed program needs a callback with \
+                       BTF func_info), priced as one more local call"
+                    .into(),
+            },
             Item::MayGoto { taken: true } => Pricing::SameAs {
                 target: Item::MayGoto { taken: false }.to_string(),
                 note: "taken at most once per run, when the loop budget runs out: the same \

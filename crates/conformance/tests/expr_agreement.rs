@@ -99,6 +99,12 @@ impl<D: Domain> Machine for StackMachine<D> {
     fn map_reference(&mut self, pc: usize, _: &Imm64) -> Result<D::Value, SemError> {
         Err(SemError::Unsupported { pc, what: "maps" })
     }
+    fn function_reference(&mut self, pc: usize, _: usize) -> Result<D::Value, SemError> {
+        Err(SemError::Unsupported {
+            pc,
+            what: "functions",
+        })
+    }
     fn call_helper(&mut self, pc: usize, _: u32) -> Result<HelperOutcome, SemError> {
         Err(SemError::Unsupported {
             pc,
@@ -107,6 +113,16 @@ impl<D: Domain> Machine for StackMachine<D> {
     }
     fn call_kfunc(&mut self, pc: usize, _: i32) -> Result<(), SemError> {
         Err(SemError::Unsupported { pc, what: "kfuncs" })
+    }
+
+    fn resume_helper(
+        &mut self,
+        callback: linerate_sem::helpers::Callback<D::Value>,
+    ) -> Result<HelperOutcome, SemError> {
+        Err(SemError::Unsupported {
+            pc: callback.pc,
+            what: "helpers",
+        })
     }
 }
 

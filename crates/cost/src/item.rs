@@ -162,7 +162,7 @@ pub fn priced_as(map_type: MapType) -> MapType {
 
 /// Helpers priced as `helper.<name>` (map operations and tail calls have items of their own).
 /// These are the helpers the semantics gives a meaning to.
-pub const COSTED_HELPERS: [u32; 15] = [
+pub const COSTED_HELPERS: [u32; 17] = [
     helper::KTIME_GET_NS,
     helper::TRACE_PRINTK,
     helper::GET_PRANDOM_U32,
@@ -178,6 +178,8 @@ pub const COSTED_HELPERS: [u32; 15] = [
     helper::XDP_GET_BUFF_LEN,
     helper::XDP_LOAD_BYTES,
     helper::XDP_STORE_BYTES,
+    helper::FOR_EACH_MAP_ELEM,
+    helper::LOOP,
 ];
 
 /// Helpers the semantics gives a meaning to that no model prices yet (the calibration has no

@@ -127,7 +127,7 @@ impl Pricer<'_> {
                 _ => vec![Region::MapValue],
             },
             R::MapValue { map: None } => vec![Region::MapValue, Region::Global],
-            R::MapHandle { .. } => Vec::new(),
+            R::MapHandle { .. } | R::Function => Vec::new(),
         }
     }
 
@@ -357,6 +357,54 @@ impl ProgramCost {
         Ok(out)
     }
 
+    /// The cost of a helper that calls a callback (`helper` being the helper's own price): plus
+    /// as many calls, each a `call.local` with the callback's worst case, as the analysis says one
+    /// execution makes at most — `nr_loops` for `bpf_loop` with a known count (2^23 where
+    /// unknown), `max_entries` for `bpf_for_each_map_elem`.
+    fn callback_calls(
+        &self,
+        p: &Pricer<'_>,
+        slot: usize,
+        helper: &Cost,
+    ) -> Result<Cost, CostError> {
+        let cfg = p.cfg;
+        let (start, max_calls) = match p.analysis.fact(slot) {
+            Some(Fact::Callback {
+                function: Some(start),
+                max_calls,
+            }) => (start, max_calls),
+            // The analysis reaches no execution of the helper.
+            None => return Ok(helper.clone()),
+            Some(_) => {
+                return Err(p.program_error(
+                    slot,
+                    "the analysis does not know which callback the helper calls".into(),
+                ))
+            }
+        };
+        let callee = cfg
+            .block_of(start)
+            .and_then(|b| cfg.function_of(b))
+            .map(|f| f.index)
+            .ok_or_else(|| {
+                p.program_error(slot, format!("callback at slot {start} is no function"))
+            })?;
+        let worst = self.function_worst[callee].as_ref().ok_or_else(|| {
+            p.program_error(
+                slot,
+                format!(
+                    "callback `{}` has a loop: its worst case needs the loop unrolled",
+                    cfg.functions()[callee].name
+                ),
+            )
+        })?;
+        let mut once = p.charge(slot, &[Item::CallLocal])?.cost;
+        once.add(worst);
+        let mut total = Cost(once.0.iter().map(|c| c * max_calls as f64).collect());
+        total.add(helper);
+        Ok(total)
+    }
+
     fn cost_function(&mut self, p: &Pricer<'_>, f: usize) -> Result<(), CostError> {
         let cfg = p.cfg;
         let func = &cfg.functions()[f];
@@ -408,6 +456,13 @@ impl ProgramCost {
                     })?;
                     charge.cost.add(worst);
                     // The callee's blocking operations are not tracked across the call.
+                    charge.forgets_history = true;
+                }
+                if let Instruction::Call(CallTarget::Helper(
+                    helper::LOOP | helper::FOR_EACH_MAP_ELEM,
+                )) = insn
+                {
+                    charge.cost = self.callback_calls(p, *slot, &charge.cost)?;
                     charge.forgets_history = true;
                 }
                 list.push(charge);

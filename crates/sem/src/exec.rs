@@ -12,6 +12,7 @@ use linerate_bpf::insn::{
 };
 
 use crate::domain::{BinOp, CmpOp, Domain};
+use crate::helpers::Callback;
 
 pub use linerate_bpf::facts::limits::{MAX_CALL_FRAMES, STACK_FRAME_SIZE};
 
@@ -45,6 +46,10 @@ pub enum HelperOutcome {
     Return,
     /// A tail call succeeded: the current program ends and the target program starts afresh.
     TailCall,
+    /// The helper called a callback (`bpf_loop`, `bpf_for_each_map_elem`): its frame is pushed
+    /// and its arguments are in r1–r5; execution continues at this slot, the callback's first.
+    /// When the callback exits, the helper resumes ([`Machine::resume_helper`]).
+    Callback(usize),
 }
 
 /// Where execution goes after an instruction. A conditional jump is reported as data — its
@@ -78,6 +83,8 @@ pub struct Frame<V> {
     pub return_pc: usize,
     /// r6–r9 and r10 of the caller.
     pub saved: [V; 5],
+    /// For a callback's frame, the helper that called it, resumed on its return.
+    pub resume: Option<Callback<V>>,
 }
 
 /// An environment the semantics executes in.
@@ -110,12 +117,21 @@ pub trait Machine {
     ) -> Result<(), Self::Fault>;
     /// The value of a 64-bit immediate load that refers to a map.
     fn map_reference(&mut self, pc: usize, imm: &Imm64) -> Result<Val<Self>, Self::Fault>;
+    /// The value of a 64-bit immediate load of the address of the function starting at slot
+    /// `function` (`BPF_PSEUDO_FUNC`: a callback passed to a helper).
+    fn function_reference(&mut self, pc: usize, function: usize) -> Result<Val<Self>, Self::Fault>;
     /// Calls helper `id` with arguments in r1–r5, leaving its result in r0.
     fn call_helper(&mut self, pc: usize, id: u32) -> Result<HelperOutcome, Self::Fault>;
     /// Calls the kernel function a kfunc call with immediate `index` names (an index into the
     /// object's kfuncs), arguments in r1–r5, leaving its result in r0; a machine gives it its
     /// meaning through [`crate::kfuncs::call`].
     fn call_kfunc(&mut self, pc: usize, index: i32) -> Result<(), Self::Fault>;
+    /// Resumes the helper whose callback just returned (its result in r0, the caller's r6–r10
+    /// restored): `linerate_sem::helpers::resume` for machines that run callbacks.
+    fn resume_helper(
+        &mut self,
+        callback: Callback<Val<Self>>,
+    ) -> Result<HelperOutcome, Self::Fault>;
 }
 
 /// The value type of a machine's domain.
@@ -431,12 +447,18 @@ pub fn step<M: Machine>(
             let v = match imm {
                 Imm64::Const(v) => m.c(v),
                 Imm64::Map(_) | Imm64::MapValue { .. } => m.map_reference(pc, &imm)?,
-                Imm64::Pseudo { .. } => return Err(SemError::Unsupported {
-                    pc,
-                    what:
-                        "64-bit immediate with an unresolved kernel fd, BTF id or function address",
+                Imm64::Pseudo {
+                    src: linerate_bpf::insn::pseudo::FUNC,
+                    imm,
+                    ..
+                } => m.function_reference(pc, jump_target(pc, imm as i64))?,
+                Imm64::Pseudo { .. } => {
+                    return Err(SemError::Unsupported {
+                        pc,
+                        what: "64-bit immediate with an unresolved kernel fd or BTF id",
+                    }
+                    .into())
                 }
-                .into()),
             };
             m.set_reg(dst, v);
         }
@@ -510,23 +532,13 @@ pub fn step<M: Machine>(
                 fallthrough: pc + 1,
             });
         }
-        Instruction::Call(CallTarget::Helper(id)) => {
-            if m.call_helper(pc, id)? == HelperOutcome::TailCall {
-                return Ok(Flow::TailCall);
-            }
-        }
+        Instruction::Call(CallTarget::Helper(id)) => match m.call_helper(pc, id)? {
+            HelperOutcome::Return => {}
+            HelperOutcome::TailCall => return Ok(Flow::TailCall),
+            HelperOutcome::Callback(target) => return Ok(Flow::Next(target)),
+        },
         Instruction::Call(CallTarget::Local(rel)) => {
-            let depth = m.frames().len() + 1;
-            if depth >= MAX_CALL_FRAMES {
-                return Err(SemError::CallDepth { pc }.into());
-            }
-            let saved = [6, 7, 8, 9, FRAME_POINTER].map(|r| m.reg(r));
-            let fp = m.push_stack_frame(depth)?;
-            m.frames().push(Frame {
-                return_pc: pc + 1,
-                saved,
-            });
-            m.set_reg(FRAME_POINTER, fp);
+            enter_function(m, pc, None)?;
             return Ok(Flow::Next(jump_target(pc, rel as i64)));
         }
         Instruction::Call(CallTarget::Kfunc(index)) => m.call_kfunc(pc, index)?,
@@ -538,10 +550,40 @@ pub fn step<M: Machine>(
             for (r, v) in [6, 7, 8, 9, FRAME_POINTER].into_iter().zip(frame.saved) {
                 m.set_reg(r, v);
             }
+            if let Some(callback) = frame.resume {
+                match m.resume_helper(callback)? {
+                    HelperOutcome::Return => {}
+                    HelperOutcome::TailCall => return Ok(Flow::TailCall),
+                    HelperOutcome::Callback(target) => return Ok(Flow::Next(target)),
+                }
+            }
             return Ok(Flow::Next(frame.return_pc));
         }
     }
     Ok(Flow::Next(pc + insn.slots()))
+}
+
+/// Enters a function called from `pc` (a BPF-to-BPF call, or a helper's callback where `resume`
+/// says which): saves the caller's r6–r10 in a new frame and points r10 at a fresh stack frame.
+/// The caller's arguments stay in r1–r5.
+pub(crate) fn enter_function<M: Machine>(
+    m: &mut M,
+    pc: usize,
+    resume: Option<Callback<Val<M>>>,
+) -> Result<(), M::Fault> {
+    let depth = m.frames().len() + 1;
+    if depth >= MAX_CALL_FRAMES {
+        return Err(SemError::CallDepth { pc }.into());
+    }
+    let saved = [6, 7, 8, 9, FRAME_POINTER].map(|r| m.reg(r));
+    let fp = m.push_stack_frame(depth)?;
+    m.frames().push(Frame {
+        return_pc: pc + 1,
+        saved,
+        resume,
+    });
+    m.set_reg(FRAME_POINTER, fp);
+    Ok(())
 }
 
 /// The slot a jump at `pc` with relative offset `off` lands on, as a slot index (a bad offset gives

@@ -13,9 +13,11 @@
 //! redirect helpers. A helper not listed in [`SUPPORTED`] is refused with
 //! [`SemError::UnsupportedHelper`], never silently ignored.
 
-use linerate_bpf::facts::errno::{EACCES, EAFNOSUPPORT, EFAULT, EINVAL};
+use linerate_bpf::facts::errno::{E2BIG, EACCES, EAFNOSUPPORT, EFAULT, EINVAL};
 use linerate_bpf::facts::helper as id;
-use linerate_bpf::facts::limits::{FIB_LOOKUP_PARAMS, MAX_META_LEN, MAX_TAIL_CALLS};
+use linerate_bpf::facts::limits::{
+    FIB_LOOKUP_PARAMS, MAX_BPF_LOOP_ITERATIONS, MAX_META_LEN, MAX_TAIL_CALLS,
+};
 use linerate_bpf::facts::test_run_buffer::{
     ETH_HLEN, FRAG_SIZE, FRAME_SIZE, SHARED_INFO, XDP_FRAME,
 };
@@ -23,7 +25,7 @@ use linerate_bpf::facts::xdp::{XDP_ABORTED, XDP_REDIRECT};
 use linerate_bpf::program::{MapDef, MapType};
 
 use crate::domain::{BinOp, CmpOp, Domain};
-use crate::exec::{Bool, HelperOutcome, Machine, Ops, SemError, Val};
+use crate::exec::{enter_function, Bool, HelperOutcome, Machine, Ops, SemError, Val};
 
 mod records;
 pub use records::Device;
@@ -61,22 +63,26 @@ pub const SUPPORTED: &[u32] = &[
     id::CHECK_MTU,
     id::SPIN_LOCK,
     id::SPIN_UNLOCK,
+    id::FOR_EACH_MAP_ELEM,
+    id::LOOP,
 ];
 
 /// Where a helper takes its map argument: r1 for the map helpers, r2 for `bpf_tail_call` and
 /// `bpf_perf_event_output`.
 pub fn map_argument(helper: u32) -> Option<usize> {
     match helper {
-        id::MAP_LOOKUP_ELEM | id::MAP_UPDATE_ELEM | id::MAP_DELETE_ELEM | id::REDIRECT_MAP => {
-            Some(1)
-        }
-        id::TAIL_CALL | id::PERF_EVENT_OUTPUT => Some(2),
-        id::RINGBUF_OUTPUT
+        id::MAP_LOOKUP_ELEM
+        | id::MAP_UPDATE_ELEM
+        | id::MAP_DELETE_ELEM
+        | id::REDIRECT_MAP
+        | id::FOR_EACH_MAP_ELEM
+        | id::RINGBUF_OUTPUT
         | id::RINGBUF_RESERVE
         | id::RINGBUF_QUERY
         | id::MAP_PUSH_ELEM
         | id::MAP_POP_ELEM
         | id::MAP_PEEK_ELEM => Some(1),
+        id::TAIL_CALL | id::PERF_EVENT_OUTPUT => Some(2),
         _ => None,
     }
 }
@@ -316,6 +322,37 @@ pub trait HelperMachine: Machine {
         pc: usize,
         ifindex: &Val<Self>,
     ) -> Result<Device<Val<Self>, Bool<Self>>, Self::Fault>;
+    /// The function a callback argument refers to, as the slot it starts at.
+    fn function_of(
+        &mut self,
+        pc: usize,
+        helper: u32,
+        value: &Val<Self>,
+    ) -> Result<usize, Self::Fault>;
+    /// Puts `key` where the callback about to be called (at the next call depth) can read it
+    /// and returns a pointer to it: `bpf_for_each_map_elem` passes a pointer to a copy of an
+    /// array's index on the kernel's stack, which the callback may read but not write.
+    fn callback_key(&mut self, pc: usize, key: &[Val<Self>]) -> Result<Val<Self>, Self::Fault>;
+}
+
+/// A helper part-way through calling its callback once per iteration or map element: what it
+/// needs when the callback returns ([`resume`]). It travels in the callback's frame.
+#[derive(Clone, Debug)]
+pub struct Callback<V> {
+    /// `bpf_loop` or `bpf_for_each_map_elem`.
+    pub helper: u32,
+    /// Slot of the helper call.
+    pub pc: usize,
+    /// Slot of the callback's first instruction.
+    pub function: usize,
+    /// The context pointer passed through to every call.
+    pub ctx: V,
+    /// The map iterated over and its handle (`bpf_for_each_map_elem`).
+    pub map: Option<(usize, V)>,
+    /// The iteration (element index) of the call in progress.
+    pub index: V,
+    /// Iterations to run unless the callback stops early.
+    pub count: V,
 }
 
 /// Calls helper `helper` for the instruction at `pc`: arguments in r1–r5, result in r0.
@@ -436,10 +473,132 @@ pub fn call<M: HelperMachine>(
         // touching the lock word, holding two locks, or exiting with one held: taking and
         // releasing the lock has no effect the program or its maps can show. Both return 0.
         id::SPIN_LOCK | id::SPIN_UNLOCK => m.domain().constant(0),
+        id::LOOP => {
+            // `u32 nr_loops`; flags are checked first, then the count (kernel/bpf/bpf_iter.c).
+            let count = m.zext(&r1, 32);
+            let max = m.domain().constant(MAX_BPF_LOOP_ITERATIONS);
+            let too_many = m.domain().compare(CmpOp::Ult, &max, &count);
+            let callback = Callback {
+                helper,
+                pc,
+                function: m.function_of(pc, helper, &r2)?,
+                ctx: r3,
+                map: None,
+                index: m.domain().constant(0),
+                count,
+            };
+            return start_callbacks(m, callback, &r4, too_many, E2BIG);
+        }
+        id::FOR_EACH_MAP_ELEM => {
+            let map = m.map_of(pc, helper, &r1)?;
+            let (map_type, entries) = (m.map_def(map).map_type, m.map_def(map).max_entries);
+            if !matches!(map_type, MapType::ARRAY | MapType::PERCPU_ARRAY) {
+                return Err(bad_argument(
+                    pc,
+                    helper,
+                    "only array maps are iterated (hash maps' order is the kernel's own)",
+                ));
+            }
+            // Arrays visit every index, `max_entries` of them (kernel/bpf/arraymap.c).
+            let count = m.domain().constant(u64::from(entries));
+            let callback = Callback {
+                helper,
+                pc,
+                function: m.function_of(pc, helper, &r2)?,
+                ctx: r3,
+                map: Some((map, r1)),
+                index: m.domain().constant(0),
+                count,
+            };
+            let never = m.domain().truth(false);
+            return start_callbacks(m, callback, &r4, never, 0);
+        }
         _ => return Err(SemError::UnsupportedHelper { pc, id: helper }.into()),
     };
     m.regs()[0] = ret;
     Ok(HelperOutcome::Return)
+}
+
+/// Starts a helper that calls `callback.function` up to `callback.count` times: `-EINVAL` for
+/// nonzero `flags`, else `-errno` where `refused` holds, else 0 for a count of 0, else the first
+/// call.
+fn start_callbacks<M: HelperMachine>(
+    m: &mut M,
+    callback: Callback<Val<M>>,
+    flags: &Val<M>,
+    refused: Bool<M>,
+    errno: i64,
+) -> Result<HelperOutcome, M::Fault> {
+    let bad_flags = nonzero(m, flags);
+    let none = m.is_zero(&callback.count);
+    let (einval, other, zero) = (
+        signed(m, -EINVAL),
+        signed(m, -errno),
+        m.domain().constant(0),
+    );
+    let d = m.domain();
+    let refused = d.or(&bad_flags, &refused);
+    let skipped = d.or(&refused, &none);
+    let refusal = d.ite(&bad_flags, &einval, &other);
+    let result = d.ite(&refused, &refusal, &zero);
+    if m.decide(callback.pc, &skipped)? {
+        m.regs()[0] = result;
+        return Ok(HelperOutcome::Return);
+    }
+    call_back(m, callback)
+}
+
+/// Calls the callback for iteration `callback.index`: `(index, ctx, 0, 0, 0)` for `bpf_loop`,
+/// `(map, &key, &value, ctx, 0)` for `bpf_for_each_map_elem`.
+fn call_back<M: HelperMachine>(
+    m: &mut M,
+    callback: Callback<Val<M>>,
+) -> Result<HelperOutcome, M::Fault> {
+    let pc = callback.pc;
+    let zero = m.domain().constant(0);
+    let args = match &callback.map {
+        None => [
+            callback.index.clone(),
+            callback.ctx.clone(),
+            zero.clone(),
+            zero.clone(),
+            zero,
+        ],
+        Some((map, handle)) => {
+            let key = bytes_of(m, &callback.index, 4);
+            let value = m.map_lookup(pc, *map, &key)?;
+            let key = m.callback_key(pc, &key)?;
+            [handle.clone(), key, value, callback.ctx.clone(), zero]
+        }
+    };
+    let function = callback.function;
+    enter_function(m, pc, Some(callback))?;
+    for (r, v) in args.into_iter().enumerate() {
+        m.regs()[r + 1] = v;
+    }
+    Ok(HelperOutcome::Callback(function))
+}
+
+/// Continues a helper whose callback returned with r0: a nonzero result stops the iteration, as
+/// does the last one; the helper then returns the number of calls made. Otherwise the callback
+/// is called for the next iteration.
+pub fn resume<M: HelperMachine>(
+    m: &mut M,
+    mut callback: Callback<Val<M>>,
+) -> Result<HelperOutcome, M::Fault> {
+    let ret = m.regs()[0].clone();
+    let calls = m.bin_c(BinOp::Add, &callback.index, 1);
+    let stop = nonzero(m, &ret);
+    let d = m.domain();
+    let more = d.compare(CmpOp::Ult, &calls, &callback.count);
+    let last = d.not(&more);
+    let done = d.or(&stop, &last);
+    if m.decide(callback.pc, &done)? {
+        m.regs()[0] = calls;
+        return Ok(HelperOutcome::Return);
+    }
+    callback.index = calls;
+    call_back(m, callback)
 }
 
 fn bad_argument<F: From<SemError>>(pc: usize, helper: u32, reason: &'static str) -> F {

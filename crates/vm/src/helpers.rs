@@ -12,11 +12,11 @@ use linerate_bpf::records::push_record;
 use linerate_sem::helpers::{
     Device, FibAnswer, Frags, HelperMachine, PacketBounds, RedirectTo, Source,
 };
-use linerate_sem::HelperOutcome;
+use linerate_sem::{HelperOutcome, Machine};
 
 use crate::error::VmError;
 use crate::machine::{Execution, Redirect};
-use crate::memory::{pointer, split, MAP_VALUE_REGION};
+use crate::memory::{pointer, split, CALLBACK_KEY_REGION, FUNCTION_REGION, MAP_VALUE_REGION};
 
 /// A route `bpf_fib_lookup` returns: destinations within `prefix/prefix_len` leave through
 /// `ifindex` with the given MAC addresses.
@@ -338,6 +338,30 @@ impl HelperMachine for Execution<'_> {
             mtu: mtu::LOOPBACK_MTU,
             hard_header_len: mtu::LOOPBACK_HARD_HEADER_LEN,
         })
+    }
+
+    fn function_of(&mut self, pc: usize, helper: u32, value: &u64) -> Result<usize, Box<VmError>> {
+        let (region, slot) = split(*value);
+        if region != FUNCTION_REGION {
+            return Err(Box::new(VmError::BadHelperArgument {
+                program: self.program_name(),
+                pc,
+                helper,
+                reason: format!("{value:#x} is not a function address"),
+            }));
+        }
+        Ok(slot as usize)
+    }
+
+    fn callback_key(&mut self, pc: usize, key: &[u64]) -> Result<u64, Box<VmError>> {
+        // The callback runs one frame deeper than the helper's caller.
+        let depth = self.frames().len() + 1;
+        let Some(slot) = self.scratch.callback_keys.get_mut(depth) else {
+            return Err(linerate_sem::SemError::CallDepth { pc }.into());
+        };
+        slot.clear();
+        slot.extend(key.iter().map(|v| *v as u8));
+        Ok(pointer(CALLBACK_KEY_REGION + depth as u64, 0))
     }
 }
 

@@ -12,14 +12,15 @@ use linerate_bpf::insn::{Imm64, Instruction, Size, NUM_REGS};
 use linerate_bpf::records::{push_record, Records};
 use linerate_bpf::Object;
 use linerate_sem::exec::{step, Flow, Frame, HelperOutcome, Machine, SemError, MAX_CALL_FRAMES};
+use linerate_sem::helpers::Callback;
 use linerate_sem::Concrete;
 
 use crate::error::VmError;
 use crate::helpers::FibRoute;
 use crate::maps::MapState;
 use crate::memory::{
-    pointer, split, PacketBuffer, CTX_REGION, MAP_HANDLE_REGION, MAP_VALUE_REGION, PACKET_REGION,
-    STACK_REGION,
+    pointer, split, PacketBuffer, CALLBACK_KEY_REGION, CTX_REGION, FUNCTION_REGION,
+    MAP_HANDLE_REGION, MAP_VALUE_REGION, PACKET_REGION, STACK_REGION,
 };
 use crate::slab::Loc;
 use crate::trace::{Step, StepState};
@@ -237,6 +238,8 @@ pub(crate) struct Scratch {
     /// Stack frames of all call depths.
     stack: Vec<u8>,
     pub(crate) packet: PacketBuffer,
+    /// The key passed to the callback at each call depth ([`CALLBACK_KEY_REGION`]).
+    pub(crate) callback_keys: Vec<Vec<u8>>,
 }
 
 impl Scratch {
@@ -244,6 +247,7 @@ impl Scratch {
         Scratch {
             stack: vec![0; FRAME_BYTES * MAX_CALL_FRAMES],
             packet: PacketBuffer::default(),
+            callback_keys: vec![Vec::new(); MAX_CALL_FRAMES],
         }
     }
 
@@ -252,6 +256,7 @@ impl Scratch {
         Scratch {
             stack: Vec::new(),
             packet: PacketBuffer::placeholder(),
+            callback_keys: Vec::new(),
         }
     }
 }
@@ -280,7 +285,15 @@ const LOOP_BUDGET: u64 = linerate_bpf::facts::limits::MAX_LOOPS;
 enum Place {
     Packet(usize),
     Stack(usize),
-    MapValue { map: usize, loc: Loc },
+    MapValue {
+        map: usize,
+        loc: Loc,
+    },
+    /// The key of a callback at this call depth.
+    Key {
+        depth: usize,
+        offset: usize,
+    },
 }
 
 impl Execution<'_> {
@@ -441,6 +454,20 @@ impl Execution<'_> {
                 }
                 Ok(Place::MapValue { map, loc })
             }
+            r if (CALLBACK_KEY_REGION..CALLBACK_KEY_REGION + MAX_CALL_FRAMES as u64)
+                .contains(&r) =>
+            {
+                let depth = (r - CALLBACK_KEY_REGION) as usize;
+                let key_len = self.scratch.callback_keys[depth].len();
+                if write || offset + len > key_len {
+                    return Err(Box::new(fault(format!(
+                        "{len}-byte {} at offset {offset} of a callback's {key_len}-byte key, \
+                         which is read-only",
+                        access(write)
+                    ))));
+                }
+                Ok(Place::Key { depth, offset })
+            }
             CTX_REGION => Err(Box::new(fault(format!(
                 "{len}-byte {} of the context at offset {offset} is not a context field access",
                 access(write)
@@ -472,6 +499,9 @@ impl Execution<'_> {
             Place::Packet(o) => &self.scratch.packet.buf[o..o + len],
             Place::Stack(o) => &self.scratch.stack[o..o + len],
             Place::MapValue { map, loc } => self.vm.maps[map].slab.bytes(loc, len),
+            Place::Key { depth, offset } => {
+                &self.scratch.callback_keys[depth][offset..offset + len]
+            }
         })
     }
 
@@ -490,6 +520,10 @@ impl Execution<'_> {
                 .slab
                 .bytes_mut(loc, len)
                 .copy_from_slice(bytes),
+            // `place` refuses writes to keys; the store would land in the key's copy.
+            Place::Key { depth, offset } => {
+                self.scratch.callback_keys[depth][offset..offset + len].copy_from_slice(bytes)
+            }
         }
         Ok(())
     }
@@ -619,6 +653,9 @@ impl Machine for Execution<'_> {
             Place::Packet(o) => &self.scratch.packet.buf[o..o + len],
             Place::Stack(o) => &self.scratch.stack[o..o + len],
             Place::MapValue { map, loc } => self.vm.maps[map].slab.bytes(loc, len),
+            Place::Key { depth, offset } => {
+                &self.scratch.callback_keys[depth][offset..offset + len]
+            }
         };
         let mut word = [0u8; 8];
         word[..len].copy_from_slice(bytes);
@@ -659,6 +696,25 @@ impl Machine for Execution<'_> {
             }
             .into()),
         }
+    }
+
+    fn function_reference(&mut self, pc: usize, function: usize) -> Result<u64, Box<VmError>> {
+        if !self.vm.object.programs[self.program]
+            .functions
+            .iter()
+            .any(|f| f.start == function)
+        {
+            return Err(Box::new(VmError::MemoryFault {
+                program: self.program_name(),
+                pc,
+                what: format!("function address of slot {function}, which starts no function"),
+            }));
+        }
+        Ok(pointer(FUNCTION_REGION, function as u64))
+    }
+
+    fn resume_helper(&mut self, callback: Callback<u64>) -> Result<HelperOutcome, Box<VmError>> {
+        linerate_sem::helpers::resume(self, callback)
     }
 
     // Kept out of the instruction loop: helpers are rare next to ALU and memory instructions.

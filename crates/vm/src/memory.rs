@@ -9,6 +9,8 @@
 //! | [`CTX_REGION`]             | the `struct xdp_md` context                                 |
 //! | [`PACKET_REGION`]          | the packet buffer (headroom, metadata, data, tailroom)      |
 //! | [`STACK_REGION`]           | the stack frames of all active functions                    |
+//! | [`FUNCTION_REGION`]        | function addresses (callbacks): the offset is the slot      |
+//! | [`CALLBACK_KEY_REGION`] + d| the key passed to the callback at call depth `d`, read-only |
 //! | [`MAP_VALUE_REGION`] + i   | the value slab of map `i` (see [`crate::maps`])             |
 //! | [`MAP_HANDLE_REGION`] + i  | the handle of map `i`: passed to helpers, never dereferenced|
 //!
@@ -24,6 +26,10 @@ pub const CTX_REGION: u64 = 1;
 pub const PACKET_REGION: u64 = 2;
 /// Region of the stack.
 pub const STACK_REGION: u64 = 3;
+/// Region of function addresses (`BPF_PSEUDO_FUNC` loads), never dereferenced.
+pub const FUNCTION_REGION: u64 = 4;
+/// First region of the keys `bpf_for_each_map_elem` passes its callbacks, one per call depth.
+pub const CALLBACK_KEY_REGION: u64 = 0x10;
 /// First region of map value slabs.
 pub const MAP_VALUE_REGION: u64 = 0x100;
 /// First region of map handles.

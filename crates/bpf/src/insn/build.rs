@@ -126,6 +126,19 @@ pub fn ld_map_value(dst: Reg, map: u32, offset: u32) -> Instruction {
     ld_imm64(dst, Imm64::MapValue { map, offset })
 }
 
+/// `dst = &function`, the address of the function that starts `off + 1` slots after this one
+/// (`BPF_PSEUDO_FUNC`: a callback passed to `bpf_loop` or `bpf_for_each_map_elem`).
+pub fn ld_func(dst: Reg, off: i32) -> Instruction {
+    ld_imm64(
+        dst,
+        Imm64::Pseudo {
+            src: super::pseudo::FUNC,
+            imm: off,
+            next_imm: 0,
+        },
+    )
+}
+
 /// `if dst <cond> src goto +off`, comparing 64 bits (`wide`) or the low 32 bits.
 pub fn jump(wide: bool, cond: Cond, dst: Reg, src: Operand, off: i16) -> Instruction {
     Instruction::Jump {

@@ -229,6 +229,10 @@ pub(super) fn helper_group() -> Group {
     g.populate.push((2, slot0, 192u32.to_le_bytes().to_vec()));
     g.timed("helper base", program(helper_setup, 0, |_, _, _| {}), None);
     for id in COSTED_HELPERS {
+        // Helpers with callbacks are priced from `call.local` (see `fit::plan`), not timed.
+        if matches!(id, helper::LOOP | helper::FOR_EACH_MAP_ELEM) {
+            continue;
+        }
         if id == helper::REDIRECT_MAP {
             for (map, name) in REDIRECT_TARGETS {
                 let key = format!("aux.redirect_map.{name}");

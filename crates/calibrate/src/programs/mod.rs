@@ -402,7 +402,9 @@ mod tests {
                 || key == "may_goto.taken"
                 || key == "exit"
                 || key == "tail_call"
-                || key == "helper.redirect_map";
+                || key == "helper.redirect_map"
+                || key == "helper.loop"
+                || key == "helper.for_each_map_elem";
             let placed = benches.contains(format!("{key}@0").as_str());
             assert!(
                 derived || placed || benches.contains(key.as_str()),

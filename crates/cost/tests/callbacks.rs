@@ -1,0 +1,182 @@
+//! How helpers with callbacks are priced, on the examples `xdp_bpf_loop` and `xdp_for_each`
+//! with the shipped x86 model (which has no stalls): the block holding such a call costs its
+//! other instructions, the helper's own price (`helper.loop`, `helper.for_each_map_elem`) and,
+//! per call of the callback the analysis allows, one `call.local` and the callback's worst case
+//! — 6 calls for `bpf_loop(MAX_EXT = 6, ...)`, 2^23 for a count read from the packet, 8 for
+//! `bpf_for_each_map_elem` over an 8-entry array. A hand-built `bpf_loop` of 4 is priced from the
+//! model's numbers directly, and the NFP model refuses it, as the NFP offload does.
+
+use linerate_analysis::{Analysis, Fact};
+use linerate_bpf::facts::helper::{FOR_EACH_MAP_ELEM, LOOP};
+use linerate_bpf::insn::build::*;
+use linerate_bpf::insn::encode_all;
+use linerate_bpf::insn::{CallTarget, Instruction};
+use linerate_bpf::program::Function;
+use linerate_bpf::{Object, Program};
+use linerate_cfg::Cfg;
+use linerate_conformance::examples::{examples_dir, load};
+use linerate_cost::{Cost, Item, Model, ProgramCost};
+
+/// For every call of `helper` in example `name`: (most callback calls, the block's cost, the
+/// block's cost worked out from the slot prices and the callback's worst case).
+fn priced_calls(name: &str, helper: u32) -> Vec<(u64, f64, f64)> {
+    let example = load(&examples_dir().join(format!("{name}.o"))).expect("example loads");
+    let object = example.object;
+    let cfg = Cfg::build(&object.programs[example.entry]).expect("cfg");
+    let analysis = Analysis::run(&object, &cfg);
+    let model = Model::builtin("x86").expect("shipped model");
+    let cost = ProgramCost::with_analysis(&object, &cfg, &analysis, &model).expect("priced");
+    let call = Instruction::Call(CallTarget::Helper(helper));
+    let mut out = Vec::new();
+    for &(slot, insn) in cfg.instructions() {
+        if insn != call {
+            continue;
+        }
+        let Some(Fact::Callback {
+            function: Some(start),
+            max_calls,
+        }) = analysis.fact(slot)
+        else {
+            panic!("slot {slot}: no callback fact");
+        };
+        let callee = cfg
+            .functions()
+            .iter()
+            .find(|f| f.start == start)
+            .expect("callback function")
+            .index;
+        let worst = cost.function_worst[callee]
+            .clone()
+            .expect("loop-free callback");
+        let block = cfg.block_of(slot).expect("in a block");
+        let mut expected = Cost::zero(model.components().len());
+        for &(s, i) in cfg.block_instructions(block) {
+            if matches!(i, Instruction::Jump { .. }) {
+                continue;
+            }
+            let Some(charge) = cost.slots.get(&s) else {
+                continue;
+            };
+            if s == slot {
+                assert_eq!(charge.items, vec![Item::Helper(helper)]);
+                let mut once = model.price(&Item::CallLocal).expect("priced").cost;
+                once.add(&worst);
+                expected.add(&Cost(once.0.iter().map(|c| c * max_calls as f64).collect()));
+                expected.add(&charge.cost);
+            } else {
+                expected.add(&charge.cost);
+            }
+        }
+        out.push((max_calls, cost.blocks[block].cost.0[0], expected.0[0]));
+    }
+    out
+}
+
+fn assert_priced(calls: &[(u64, f64, f64)], max_calls: &[u64]) {
+    let mut counts: Vec<u64> = calls.iter().map(|c| c.0).collect();
+    counts.sort_unstable();
+    assert_eq!(counts, max_calls);
+    for &(n, got, expected) in calls {
+        assert!(
+            (got - expected).abs() <= 1e-6 * expected.abs(),
+            "{n} calls: block costs {got}, expected {expected}"
+        );
+    }
+}
+
+#[test]
+fn bpf_loop_costs_count_times_its_callback() {
+    let calls = priced_calls("xdp_bpf_loop", LOOP);
+    assert_priced(&calls, &[6, 1 << 23]);
+    // The unknown count dominates: over a million times the six-call walk's callback share.
+    let small = calls.iter().find(|c| c.0 == 6).expect("walk").1;
+    let large = calls.iter().find(|c| c.0 == 1 << 23).expect("loop").1;
+    assert!(large > 1e5 * small, "{large} vs {small}");
+}
+
+#[test]
+fn for_each_costs_max_entries_times_its_callback() {
+    assert_priced(&priced_calls("xdp_for_each", FOR_EACH_MAP_ELEM), &[8, 8]);
+}
+
+/// `bpf_loop(4, callback, 0, 0)` whose callback is `r0 = 0; exit`, then `r0 = 2; exit`.
+fn loop_of_four() -> (Object, Cfg) {
+    let main = vec![
+        mov64(1, 4),
+        // The callback starts after this function's 8 slots: 8 - 1 - 1.
+        ld_func(2, 6),
+        mov64(3, 0),
+        mov64(4, 0),
+        call_helper(LOOP),
+        mov64(0, 2),
+        exit(),
+    ];
+    let callback = vec![mov64(0, 0), exit()];
+    let (main, callback) = (encode_all(&main), encode_all(&callback));
+    let functions = vec![
+        Function {
+            name: "main".into(),
+            start: 0,
+            len: main.len(),
+        },
+        Function {
+            name: "callback".into(),
+            start: main.len(),
+            len: callback.len(),
+        },
+    ];
+    let program = Program {
+        name: "main".into(),
+        section: "xdp".into(),
+        insns: [main, callback].concat(),
+        functions,
+        func_info: Vec::new(),
+        line_info: Vec::new(),
+    };
+    let cfg = Cfg::build(&program).expect("cfg");
+    (
+        Object::with_programs("loop4", vec![program], Vec::new()),
+        cfg,
+    )
+}
+
+#[test]
+fn a_loop_of_four_is_priced_from_the_model() {
+    let (object, cfg) = loop_of_four();
+    assert_eq!(cfg.functions()[1].start, 8, "the callback follows main");
+    let model = Model::builtin("x86").expect("shipped model");
+    let cost = ProgramCost::new(&object, &cfg, &model).expect("priced");
+    let price = |key: &str| {
+        let item = linerate_cost::item::universe()
+            .into_iter()
+            .find(|i| i.to_string() == key)
+            .expect("an item");
+        model.price(&item).expect("priced").cost.0[0]
+    };
+    let mov = price("alu64.mov.imm");
+    // Main: mov, ld_imm64, 2 movs, the helper (priced as one local call) and 4 calls of the
+    // callback (a local call, `mov` and `exit`), then `mov` and `exit`.
+    let callback = mov + price("exit");
+    let expected = mov
+        + price("ld_imm64")
+        + 2.0 * mov
+        + price("helper.loop")
+        + 4.0 * (price("call.local") + callback)
+        + mov
+        + price("exit");
+    assert_eq!(price("helper.loop"), price("call.local"));
+    let got = cost.blocks[0].cost.0[0];
+    assert!((got - expected).abs() < 1e-9, "{got} vs {expected}");
+}
+
+#[test]
+fn the_nfp_offload_refuses_bpf_loop() {
+    let (object, cfg) = loop_of_four();
+    let model = Model::builtin("nfp").expect("shipped model");
+    let err = ProgramCost::new(&object, &cfg, &model).expect_err("refused");
+    assert!(
+        err.to_string()
+            .starts_with("insn 5 of `main` (helper.loop) cannot run on target nfp"),
+        "{err}"
+    );
+}
