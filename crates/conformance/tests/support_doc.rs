@@ -82,7 +82,9 @@ fn every_supported_helper_has_a_row_whose_examples_call_it() {
     let rows = table(&doc, "Helpers");
     let mut listed = BTreeSet::new();
     for row in &rows {
-        let id: u32 = row[1].parse().unwrap_or_else(|_| panic!("bad id in {row:?}"));
+        let id: u32 = row[1]
+            .parse()
+            .unwrap_or_else(|_| panic!("bad id in {row:?}"));
         assert_eq!(
             linerate_bpf::helpers::helper_name(id).trim_start_matches("bpf_"),
             row[0],
@@ -101,7 +103,10 @@ fn every_supported_helper_has_a_row_whose_examples_call_it() {
         }
     }
     let supported: BTreeSet<u32> = SUPPORTED.iter().copied().collect();
-    assert_eq!(listed, supported, "helper rows against sem::helpers::SUPPORTED");
+    assert_eq!(
+        listed, supported,
+        "helper rows against sem::helpers::SUPPORTED"
+    );
 }
 
 #[test]
@@ -111,8 +116,8 @@ fn every_map_type_the_interpreter_creates_has_a_row_whose_examples_hold_it() {
     let rows = table(&doc, "Map types");
     let mut listed = BTreeSet::new();
     for row in &rows {
-        let map_type = MapType::from_name(&row[0])
-            .unwrap_or_else(|| panic!("{} is no map type name", row[0]));
+        let map_type =
+            MapType::from_name(&row[0]).unwrap_or_else(|| panic!("{} is no map type name", row[0]));
         listed.insert(map_type);
         for name in cited_examples(&row[1]) {
             let example = examples

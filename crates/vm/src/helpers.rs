@@ -206,8 +206,10 @@ impl HelperMachine for Execution<'_> {
             return Ok(HelperOutcome::Return);
         };
         // The kernel keeps other program kinds out of an XDP program's arrays.
-        def.require_xdp("a tail call", "reaches XDP programs only")
-            .map_err(|e| Box::new(VmError::NotXdp(e)))?;
+        if !self.vm.is_xdp(target) {
+            def.require_xdp("a tail call", "reaches XDP programs only")
+                .map_err(|e| Box::new(VmError::NotXdp(e)))?;
+        }
         self.tail_calls += 1;
         self.program = target;
         Ok(HelperOutcome::TailCall)

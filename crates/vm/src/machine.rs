@@ -70,6 +70,8 @@ impl Default for VmOptions {
 #[derive(Clone, Debug)]
 struct Decoded {
     slots: Rc<[Option<Instruction>]>,
+    /// Whether the program is an XDP program (the section's kind, found once, not per run).
+    xdp: bool,
 }
 
 /// Where a redirect sends the packet.
@@ -139,6 +141,7 @@ impl Vm {
                 }
                 Ok(Decoded {
                     slots: slots.into(),
+                    xdp: p.kind() == linerate_bpf::ProgramKind::Xdp,
                 })
             })
             .collect::<Result<Vec<_>, VmError>>()?;
@@ -158,6 +161,11 @@ impl Vm {
         })
     }
 
+    /// Whether program `program` is an XDP program.
+    pub(crate) fn is_xdp(&self, program: usize) -> bool {
+        self.programs.get(program).is_some_and(|p| p.xdp)
+    }
+
     /// The object being run.
     pub fn object(&self) -> &Object {
         &self.object
@@ -170,10 +178,15 @@ impl Vm {
         packet: &[u8],
         meta: &[u8],
     ) -> Result<RunOutcome, VmError> {
-        let Some(def) = self.object.programs.get(program) else {
+        let (Some(def), Some(decoded)) = (
+            self.object.programs.get(program),
+            self.programs.get(program),
+        ) else {
             return Err(VmError::NoSuchProgram(program));
         };
-        def.require_xdp("the interpreter", "executes XDP programs")?;
+        if !decoded.xdp {
+            def.require_xdp("the interpreter", "executes XDP programs")?;
+        }
         self.scratch.packet.refill(packet, meta)?;
         self.scratch.stack[..FRAME_BYTES].fill(0);
         let scratch = std::mem::replace(&mut self.scratch, Scratch::placeholder());
