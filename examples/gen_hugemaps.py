@@ -5,29 +5,11 @@ xdp_flow_huge: a flow table of ten million entries, seeded with a few hundred fl
 """
 import struct
 
-from gen_packets import (DROP, ETH_IP, ETH_IP6, IPV6_UDP, M32, PASS, TCP_ACK, TCP_SYN, arp, eth,
-                         icmp4, ip4, ip4_int, ipv4, tcp4, u32, u64, udp4, write)
+from gen_packets import (DROP, ETH_IP, ETH_IP6, IPV6_UDP, PASS, cms_indices, TCP_ACK, TCP_SYN, arp, eth,
+                         icmp4, ip4, ipv4, tcp4, u32, u64, udp4, write)
 
 CMS_HUGE_ROWS = 4
 CMS_HUGE_COLS = 1 << 23
-
-
-def cms_indices(rows, cols, saddr, daddr, sport, dport, proto):
-    """The counter of each row a flow increments (xdp_cms.c's hash, any power-of-two COLS)."""
-    def mix(h, v):
-        h ^= v
-        h = (h * 0x85EBCA6B) & M32
-        h ^= h >> 13
-        h = (h * 0xC2B2AE35) & M32
-        h ^= h >> 16
-        return h
-    out = []
-    for r in range(rows):
-        h = ((r + 1) * 0x9E3779B1) & M32
-        for v in (ip4_int(saddr), ip4_int(daddr), (sport << 16) | dport, proto):
-            h = mix(h, v)
-        out.append(r * cols + (h & (cols - 1)))
-    return out
 
 
 def gen_cms_huge():
@@ -36,10 +18,10 @@ def gen_cms_huge():
     partial = ("10.0.0.3", "10.0.0.4", 2222, 443, 17)
     warm = ("10.0.0.5", "10.0.0.6", 3333, 53, 17)
     counts = {}
-    for i in cms_indices(rows, cols, *heavy):
+    for i in cms_indices(rows, *heavy, cols=cols):
         counts[i] = 15
-    counts[cms_indices(rows, cols, *partial)[0]] = 1000
-    for i in cms_indices(rows, cols, *warm):
+    counts[cms_indices(rows, *partial, cols=cols)[0]] = 1000
+    for i in cms_indices(rows, *warm, cols=cols):
         counts[i] = max(counts.get(i, 0), 14)
     # The last counter of the last row, so that read-back is seen to reach the end of the array.
     counts[rows * cols - 1] = 7

@@ -324,7 +324,8 @@ def gen_firewall():
     write("xdp_firewall", "xdp_firewall", P, maps)
 
 
-def cms_indices(rows, saddr, daddr, sport, dport, proto):
+def cms_indices(rows, saddr, daddr, sport, dport, proto, cols=512):
+    """The counter of each row a flow increments (xdp_cms.c's hash, any power-of-two COLS)."""
     def mix(h, v):
         h ^= v
         h = (h * 0x85EBCA6B) & M32
@@ -337,7 +338,7 @@ def cms_indices(rows, saddr, daddr, sport, dport, proto):
         h = ((r + 1) * 0x9E3779B1) & M32
         for v in (ip4_int(saddr), ip4_int(daddr), (sport << 16) | dport, proto):
             h = mix(h, v)
-        out.append(r * 512 + (h & 511))
+        out.append(r * cols + (h & (cols - 1)))
     return out
 
 

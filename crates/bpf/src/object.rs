@@ -145,15 +145,7 @@ pub enum ObjectError {
 /// Reads the object file at `path`; the object is named after the file name without directory
 /// and extension.
 pub fn read_object_file(path: &Path) -> Result<Object, ObjectError> {
-    let bytes = std::fs::read(path).map_err(|source| ObjectError::Io {
-        path: path.to_path_buf(),
-        source,
-    })?;
-    let name = path
-        .file_stem()
-        .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    read_object(&bytes, &name)
+    read_object_file_with(path, None)
 }
 
 /// [`read_object_file`] with CO-RE relocations resolved against `target` (see
