@@ -205,7 +205,7 @@ impl Pricer<'_> {
                             let def = &self.object.maps[m];
                             Item::Map {
                                 op,
-                                map_type: crate::item::priced_as(def.map_type),
+                                map_type: def.map_type,
                                 key_size: def.key_size,
                             }
                         })
