@@ -141,6 +141,17 @@ pub(crate) fn plan() -> Vec<(String, Pricing)> {
                     what: "the dearer of a queue and a stack".into(),
                 }
             }
+            Item::Helper(helper::SPIN_LOCK) => Pricing::Max {
+                of: vec!["aux.spin_lock_unlock".into()],
+                what: "a lock with its unlock: the verifier makes a program release every lock it \
+                       takes with exactly one unlock, which is therefore priced 0"
+                    .into(),
+            },
+            Item::Helper(helper::SPIN_UNLOCK) => Pricing::Zero(
+                "included in `helper.spin_lock`, which is timed with its unlock (the verifier \
+                 makes a program release every lock it takes with exactly one unlock)"
+                    .into(),
+            ),
             Item::Helper(helper::LOOP) => Pricing::SameAs {
                 target: Item::CallLocal.to_string(),
                 note: "the helper's own work (argument checks; the verifier inlines `bpf_loop` \

@@ -55,8 +55,10 @@
 //!   pair, charged at the reserve; the ends are priced 0, since the verifier makes every
 //!   reservation end in exactly one); `perf_event_output` into the perf event the kernel crate
 //!   attaches at load; queue helpers on a full queue and a full stack (the dearer), the pop timed
-//!   with a push putting the element back, minus the push. A probe program checks each helper's
-//!   result before timing.
+//!   with a push putting the element back, minus the push. `spin_lock` is timed with its
+//!   `spin_unlock` on an uncontended lock in an array value whose map carries a minimal BTF
+//!   (`programs/lock_btf.rs`), the pair charged at the lock. A probe program checks each
+//!   helper's result before timing.
 //! * **Maps.** Every type of [`linerate_cost::item::COSTED_MAP_TYPES`], value size 16; hash types
 //!   at key sizes 4, 8, 16, 32, 64 and LPM tries at 8 and 20 (IPv4 and IPv6 keys), populated with
 //!   1024 entries (prefixes for tries); units cycle over 16 keys held in global data. Lookups hit

@@ -170,7 +170,7 @@ pub const MAP_IN_MAP_FAMILIES: [(MapOp, MapType); 2] = [
 
 /// Helpers priced as `helper.<name>` (map operations and tail calls have items of their own).
 /// These are the helpers the semantics gives a meaning to.
-pub const COSTED_HELPERS: [u32; 27] = [
+pub const COSTED_HELPERS: [u32; 29] = [
     helper::KTIME_GET_NS,
     helper::TRACE_PRINTK,
     helper::GET_PRANDOM_U32,
@@ -198,12 +198,9 @@ pub const COSTED_HELPERS: [u32; 27] = [
     helper::MAP_POP_ELEM,
     helper::MAP_PEEK_ELEM,
     helper::CHECK_MTU,
+    helper::SPIN_LOCK,
+    helper::SPIN_UNLOCK,
 ];
-
-/// Helpers the semantics gives a meaning to that no model prices yet (the calibration has no
-/// benchmark for them): they are charged as `helper.<name>` like the others, which every model
-/// refuses with "no price", so `cost` names the helper instead of failing to recognise it.
-pub const UNPRICED_HELPERS: [u32; 2] = [helper::SPIN_LOCK, helper::SPIN_UNLOCK];
 
 /// A class of instruction executions with one cost on a device.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -211,11 +211,7 @@ impl Pricer<'_> {
                         })
                         .collect()
                 }
-                None if crate::item::COSTED_HELPERS.contains(&id)
-                    || crate::item::UNPRICED_HELPERS.contains(&id) =>
-                {
-                    vec![Item::Helper(id)]
-                }
+                None if crate::item::COSTED_HELPERS.contains(&id) => vec![Item::Helper(id)],
                 None => {
                     return Err(self.program_error(
                         slot,

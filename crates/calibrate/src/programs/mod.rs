@@ -24,6 +24,7 @@ use linerate_cost::item::{Access, Item, MapOp, Region, COSTED_HELPERS, COSTED_MA
 mod alu;
 mod control;
 mod helpers;
+mod lock_btf;
 mod maps;
 mod memory;
 mod records;
@@ -36,7 +37,7 @@ pub(crate) use maps::map_cases;
 use maps::map_group;
 pub(crate) use memory::CTX_FIELDS;
 use memory::{ctx_group, mem_group};
-use records::records_group;
+use records::{lock_group, records_group};
 pub(crate) use records::{QUEUE_TARGETS, RECORD_HELPERS};
 
 /// Length of the packet every program runs on.
@@ -84,6 +85,8 @@ pub(crate) struct Group {
     /// Program-array slots: (map, slot, program name).
     pub slots: Vec<(usize, u32, String)>,
     pub programs: Vec<Prog>,
+    /// Type information for maps that need it (a spin lock's value).
+    pub btf: Option<linerate_bpf::program::ObjectBtf>,
 }
 
 /// One program of a group.
@@ -163,6 +166,7 @@ impl Group {
             populate: Vec::new(),
             slots: Vec::new(),
             programs: Vec::new(),
+            btf: None,
         }
     }
 
@@ -220,6 +224,7 @@ pub(crate) fn suite() -> Suite {
             call_group(),
             helper_group(),
             records_group(),
+            lock_group(),
             map_group(),
             tail_call_group(),
         ],
@@ -414,7 +419,9 @@ mod tests {
                 || key == "helper.ringbuf_discard"
                 || key == "helper.map_push_elem"
                 || key == "helper.map_pop_elem"
-                || key == "helper.map_peek_elem";
+                || key == "helper.map_peek_elem"
+                || key == "helper.spin_lock"
+                || key == "helper.spin_unlock";
             let placed = benches.contains(format!("{key}@0").as_str());
             assert!(
                 derived || placed || benches.contains(key.as_str()),

@@ -1,6 +1,7 @@
 //! Helpers that hand data to user space or keep it in a queue: ring buffers, perf event output,
 //! queue and stack maps, and `check_mtu`, called back to back with their argument setup
-//! subtracted, in a group of their own whose setup zeroes the buffer they read.
+//! subtracted, in a group of their own whose setup zeroes the buffer they read; and spin locks,
+//! in a group whose map has the type information they need.
 
 use super::*;
 use linerate_bpf::facts::update;
@@ -29,7 +30,7 @@ const PERF: u32 = 1;
 pub(crate) const QUEUE_TARGETS: [(u32, &str); 2] = [(2, "queue"), (3, "stack")];
 
 /// The helpers this group times or that are priced from its benches.
-pub(crate) const RECORD_HELPERS: [u32; 10] = [
+pub(crate) const RECORD_HELPERS: [u32; 12] = [
     helper::RINGBUF_OUTPUT,
     helper::RINGBUF_RESERVE,
     helper::RINGBUF_SUBMIT,
@@ -40,6 +41,8 @@ pub(crate) const RECORD_HELPERS: [u32; 10] = [
     helper::MAP_POP_ELEM,
     helper::MAP_PEEK_ELEM,
     helper::CHECK_MTU,
+    helper::SPIN_LOCK,
+    helper::SPIN_UNLOCK,
 ];
 
 fn setup(a: &mut Asm, _fail: Label) {
@@ -355,5 +358,67 @@ pub(super) fn records_group() -> Group {
             Some(XDP_PASS as u32),
         );
     }
+    g
+}
+
+/// Name of the spin-lock bench's map, as its BTF names it.
+const LOCK_MAP: &str = "locks";
+
+/// `r7` = the lock map's only value (a lookup of key 0, null-checked).
+fn lock_setup(a: &mut Asm, fail: Label) {
+    a.extend([
+        mov64_reg(R6, R1),
+        mov64(R7, 0),
+        stx(Size::Dw, R10, BUFFER, R7),
+    ]);
+    a.push(ld_map(R1, 0));
+    a.extend(stack_ptr(R2, BUFFER));
+    a.push(call_helper(helper::MAP_LOOKUP_ELEM));
+    a.jcc(true, Cond::Eq, R0, Operand::Imm(0), fail);
+    a.push(mov64_reg(R7, R0));
+}
+
+fn lock_unit(a: &mut Asm) {
+    a.extend([
+        mov64_reg(R1, R7),
+        call_helper(helper::SPIN_LOCK),
+        mov64_reg(R1, R7),
+        call_helper(helper::SPIN_UNLOCK),
+    ]);
+}
+
+/// `spin_lock` then `spin_unlock` of an uncontended lock in an array value with BTF.
+pub(super) fn lock_group() -> Group {
+    let mut g = Group::new("lock");
+    g.maps.push(MapDef {
+        origin: MapOrigin::Btf,
+        ..MapDef::new(
+            LOCK_MAP,
+            MapType::ARRAY,
+            4,
+            super::lock_btf::LOCK_VALUE_SIZE,
+            1,
+        )
+    });
+    g.btf = Some(super::lock_btf::lock_map_btf(LOCK_MAP));
+    g.timed("lock base", program(lock_setup, 0, |_, _, _| {}), None);
+    let key = "aux.spin_lock_unlock";
+    let units = 200;
+    let bench = Bench::new(key, "lock base", units)
+        .note(
+            "`spin_lock` then `spin_unlock` of the uncontended `struct bpf_spin_lock` in an array \
+             value (BTF-typed map), minus argument setup",
+        )
+        .minus("alu64.mov.reg", 2.0);
+    g.timed(
+        format!("{key} x{units}"),
+        program(lock_setup, units, |a, _, _| lock_unit(a)),
+        Some(bench),
+    );
+    g.probe(
+        key,
+        probe_program(lock_setup, 1, |a, _, _| lock_unit(a)),
+        Some(XDP_PASS as u32),
+    );
     g
 }
