@@ -123,6 +123,15 @@ pub mod kfunc {
     pub const ITER_NUM_SIZE: u64 = 8;
 }
 
+/// Flags of `bpf_map_update_elem` and `bpf_map_push_elem` (include/uapi/linux/bpf.h).
+pub mod update {
+    /// `BPF_ANY`: create or overwrite.
+    pub const ANY: u64 = 0;
+    /// `BPF_EXIST`: for a full queue or stack, `bpf_map_push_elem` overwrites the oldest element
+    /// instead of failing (kernel/bpf/queue_stack_maps.c `queue_stack_map_push_elem`).
+    pub const EXIST: u64 = 2;
+}
+
 /// BPF ring buffers (`BPF_MAP_TYPE_RINGBUF`; include/uapi/linux/bpf.h, kernel/bpf/ringbuf.c).
 pub mod ringbuf {
     /// `BPF_RINGBUF_HDR_SZ`: every record starts with `u32 len; u32 pg_off`.

@@ -6,7 +6,7 @@ use std::collections::{HashMap, HashSet};
 
 use crate::measure::Samples;
 use crate::programs::{
-    map_cases, Bench, Role, Suite, CTX_FIELDS, JUMP_PLACEMENTS, REDIRECT_TARGETS,
+    map_cases, Bench, Role, Suite, CTX_FIELDS, JUMP_PLACEMENTS, QUEUE_TARGETS, REDIRECT_TARGETS,
 };
 use crate::CalibrateError;
 use linerate_bpf::facts::helper;
@@ -114,6 +114,44 @@ pub(crate) fn plan() -> Vec<(String, Pricing)> {
                        AF_XDP socket and is not timed)"
                     .into(),
             },
+            Item::Helper(helper::RINGBUF_RESERVE) => Pricing::Max {
+                of: ["submit", "discard"]
+                    .iter()
+                    .map(|end| format!("aux.ringbuf.reserve_{end}"))
+                    .collect(),
+                what: "a reservation with its end, the dearer of submit and discard: the verifier \
+                       makes a program end every reservation it gets with exactly one of them, \
+                       which are therefore priced 0"
+                    .into(),
+            },
+            Item::Helper(helper::RINGBUF_SUBMIT | helper::RINGBUF_DISCARD) => Pricing::Zero(
+                "included in `helper.ringbuf_reserve`, which is timed with its submit or discard \
+                 (the verifier makes a program end every reservation with exactly one of them)"
+                    .into(),
+            ),
+            Item::Helper(
+                id @ (helper::MAP_PUSH_ELEM | helper::MAP_POP_ELEM | helper::MAP_PEEK_ELEM),
+            ) => {
+                let name = linerate_bpf::helpers::helper_name(id);
+                Pricing::Max {
+                    of: QUEUE_TARGETS
+                        .iter()
+                        .map(|(_, kind)| format!("aux.{name}.{kind}"))
+                        .collect(),
+                    what: "the dearer of a queue and a stack".into(),
+                }
+            }
+            Item::Helper(helper::SPIN_LOCK) => Pricing::Max {
+                of: vec!["aux.spin_lock_unlock".into()],
+                what: "a lock with its unlock: the verifier makes a program release every lock it \
+                       takes with exactly one unlock, which is therefore priced 0"
+                    .into(),
+            },
+            Item::Helper(helper::SPIN_UNLOCK) => Pricing::Zero(
+                "included in `helper.spin_lock`, which is timed with its unlock (the verifier \
+                 makes a program release every lock it takes with exactly one unlock)"
+                    .into(),
+            ),
             Item::Helper(helper::LOOP) => Pricing::SameAs {
                 target: Item::CallLocal.to_string(),
                 note: "the helper's own work (argument checks; the verifier inlines `bpf_loop` \

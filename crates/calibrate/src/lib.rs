@@ -48,8 +48,17 @@
 //!   destination through the host's default route (the helper returns early unless the ingress
 //!   device forwards, so IPv4 forwarding on `lo` is switched on for exactly those runs and restored
 //!   afterwards, unless [`Options::enable_forwarding`] is off; the note records the helper's result
-//!   code), `trace_printk` of a 3-character line (it really writes to the trace buffer). A probe
-//!   program checks each helper's result before timing.
+//!   code), `trace_printk` of a 3-character line (it really writes to the trace buffer). Ring
+//!   buffers, perf event output, queues and `check_mtu` have a group of their own
+//!   (`programs/records.rs`): `ringbuf_output` of 8 bytes into a 4 MiB ring the kernel crate
+//!   drains after every run; `ringbuf_reserve` timed with its `submit` or `discard` (the dearer
+//!   pair, charged at the reserve; the ends are priced 0, since the verifier makes every
+//!   reservation end in exactly one); `perf_event_output` into the perf event the kernel crate
+//!   attaches at load; queue helpers on a full queue and a full stack (the dearer), the pop timed
+//!   with a push putting the element back, minus the push. `spin_lock` is timed with its
+//!   `spin_unlock` on an uncontended lock in an array value whose map carries a minimal BTF
+//!   (`programs/lock_btf.rs`), the pair charged at the lock. A probe program checks each
+//!   helper's result before timing.
 //! * **Maps.** Every type of [`linerate_cost::item::COSTED_MAP_TYPES`], value size 16; hash types
 //!   at key sizes 4, 8, 16, 32, 64 and LPM tries at 8 and 20 (IPv4 and IPv6 keys), populated with
 //!   1024 entries (prefixes for tries); units cycle over 16 keys held in global data. Lookups hit
@@ -324,7 +333,7 @@ pub fn calibrate(
     let base = if opts.only.is_empty() {
         None
     } else {
-        Some(Model::builtin("x86")?.file().clone())
+        Some(Model::builtin_file("x86")?)
     };
 
     let suite = programs::suite();

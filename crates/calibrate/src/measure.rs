@@ -93,7 +93,9 @@ fn build_object(name: &str, group: &crate::programs::Group, programs: &[&Prog]) 
             }
         })
         .collect();
-    Object::with_programs(name, programs, maps)
+    let mut object = Object::with_programs(name, programs, maps);
+    object.btf = group.btf.clone();
+    object
 }
 
 /// IPv4 forwarding on `lo`, which `bpf_fib_lookup` requires of the ingress device before it looks

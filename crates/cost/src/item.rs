@@ -151,7 +151,8 @@ pub const COSTED_MAP_TYPES: [MapType; 7] = [
 /// its storage, because a program can only look it up (the verifier refuses the other map
 /// helpers on it) and the verifier inlines that lookup as its storage's lookup followed by one
 /// load of the inner map's pointer (`array_of_map_gen_lookup` in kernel/bpf/arraymap.c,
-/// `htab_of_map_gen_lookup` in kernel/bpf/hashtab.c). Every other type is priced as itself.
+/// `htab_of_map_gen_lookup` in kernel/bpf/hashtab.c). Every other type is priced as itself. A
+/// model refuses maps of maps by marking their family ([`MAP_IN_MAP_FAMILIES`]) unsupported.
 pub fn priced_as(map_type: MapType) -> MapType {
     match map_type {
         MapType::ARRAY_OF_MAPS => MapType::ARRAY,
@@ -160,9 +161,16 @@ pub fn priced_as(map_type: MapType) -> MapType {
     }
 }
 
+/// The lookup families of maps of maps, which a model may mark unsupported (a device that cannot
+/// run them); without such an entry they take their storage's prices ([`priced_as`]).
+pub const MAP_IN_MAP_FAMILIES: [(MapOp, MapType); 2] = [
+    (MapOp::Lookup, MapType::ARRAY_OF_MAPS),
+    (MapOp::Lookup, MapType::HASH_OF_MAPS),
+];
+
 /// Helpers priced as `helper.<name>` (map operations and tail calls have items of their own).
 /// These are the helpers the semantics gives a meaning to.
-pub const COSTED_HELPERS: [u32; 17] = [
+pub const COSTED_HELPERS: [u32; 29] = [
     helper::KTIME_GET_NS,
     helper::TRACE_PRINTK,
     helper::GET_PRANDOM_U32,
@@ -180,12 +188,6 @@ pub const COSTED_HELPERS: [u32; 17] = [
     helper::XDP_STORE_BYTES,
     helper::FOR_EACH_MAP_ELEM,
     helper::LOOP,
-];
-
-/// Helpers the semantics gives a meaning to that no model prices yet (the calibration has no
-/// benchmark for them): they are charged as `helper.<name>` like the others, which every model
-/// refuses with "no price", so `cost` names the helper instead of failing to recognise it.
-pub const UNPRICED_HELPERS: [u32; 12] = [
     helper::RINGBUF_OUTPUT,
     helper::RINGBUF_RESERVE,
     helper::RINGBUF_SUBMIT,

@@ -226,6 +226,16 @@ pub const BUILTIN: &[(&str, &str)] = &[
 impl Model {
     /// The shipped model of `target`.
     pub fn builtin(target: &str) -> Result<Model, ModelError> {
+        Model::new(
+            Model::builtin_file(target)?,
+            &format!("builtin model {target}"),
+        )
+    }
+
+    /// The shipped model file of `target`, parsed but not validated: a calibration measuring
+    /// only some items completes its result with this file's other items, and the file may lack
+    /// exactly the items being measured for the first time.
+    pub fn builtin_file(target: &str) -> Result<ModelFile, ModelError> {
         let (_, text) = BUILTIN.iter().find(|(t, _)| *t == target).ok_or_else(|| {
             ModelError::UnknownTarget {
                 target: target.into(),
@@ -236,7 +246,7 @@ impl Model {
                     .join(", "),
             }
         })?;
-        Model::from_json(text, &format!("builtin model {target}"))
+        Model::parse(text, &format!("builtin model {target}"))
     }
 
     /// Reads and validates a model file.
@@ -250,11 +260,14 @@ impl Model {
 
     /// Parses and validates model text; `origin` names it in errors.
     pub fn from_json(text: &str, origin: &str) -> Result<Model, ModelError> {
-        let file: ModelFile = serde_json::from_str(text).map_err(|e| ModelError::Invalid {
+        Model::new(Model::parse(text, origin)?, origin)
+    }
+
+    fn parse(text: &str, origin: &str) -> Result<ModelFile, ModelError> {
+        serde_json::from_str(text).map_err(|e| ModelError::Invalid {
             origin: origin.into(),
             message: format!("line {} column {}: {e}", e.line(), e.column()),
-        })?;
-        Model::new(file, origin)
+        })
     }
 
     /// Validates a model: format and version, components and gaps referenced exist, every item key
@@ -318,9 +331,22 @@ impl Model {
             .into_iter()
             .map(|(op, t)| item::family_key(op, t))
             .collect();
+        let map_in_map: Vec<String> = item::MAP_IN_MAP_FAMILIES
+            .into_iter()
+            .map(|(op, t)| item::family_key(op, t))
+            .collect();
         let mut map_sizes: HashMap<String, Vec<u32>> = HashMap::new();
         for key in file.items.keys() {
             if universe.contains(key) || families.contains(key) {
+                continue;
+            }
+            if map_in_map.contains(key) {
+                if file.items[key].unsupported.is_none() {
+                    return Err(invalid(format!(
+                        "`{key}` may only be marked unsupported (otherwise a map of maps takes \
+                         its storage's prices)"
+                    )));
+                }
                 continue;
             }
             let sized = key.rsplit_once(".k").and_then(|(family, size)| {
@@ -458,9 +484,29 @@ impl Model {
         if let Some(p) = self.prices.get(&key) {
             return p.clone();
         }
-        let (Item::Map { key_size, .. }, Some(family)) = (item, item.family()) else {
+        let (
+            &Item::Map {
+                op,
+                map_type,
+                key_size,
+            },
+            Some(family),
+        ) = (item, item.family())
+        else {
             return Err(format!("no price for `{key}`"));
         };
+        let storage = item::priced_as(map_type);
+        if storage != map_type {
+            if let Some(p) = self.prices.get(&family) {
+                return p.clone();
+            }
+            return self.price(&Item::Map {
+                op,
+                map_type: storage,
+                key_size,
+            });
+        }
+        let key_size = &key_size;
         if let Some(p) = self.prices.get(&family) {
             return p.clone();
         }

@@ -205,17 +205,13 @@ impl Pricer<'_> {
                             let def = &self.object.maps[m];
                             Item::Map {
                                 op,
-                                map_type: crate::item::priced_as(def.map_type),
+                                map_type: def.map_type,
                                 key_size: def.key_size,
                             }
                         })
                         .collect()
                 }
-                None if crate::item::COSTED_HELPERS.contains(&id)
-                    || crate::item::UNPRICED_HELPERS.contains(&id) =>
-                {
-                    vec![Item::Helper(id)]
-                }
+                None if crate::item::COSTED_HELPERS.contains(&id) => vec![Item::Helper(id)],
                 None => {
                     return Err(self.program_error(
                         slot,

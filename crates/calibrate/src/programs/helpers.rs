@@ -233,6 +233,10 @@ pub(super) fn helper_group() -> Group {
         if matches!(id, helper::LOOP | helper::FOR_EACH_MAP_ELEM) {
             continue;
         }
+        // Ring buffers, perf output, queues and check_mtu have a group of their own.
+        if RECORD_HELPERS.contains(&id) {
+            continue;
+        }
         if id == helper::REDIRECT_MAP {
             for (map, name) in REDIRECT_TARGETS {
                 let key = format!("aux.redirect_map.{name}");

@@ -4,7 +4,7 @@
 //!
 //! Here: the suite's types, the loop every timed program runs, the probes, and the shared map
 //! definitions; each group of items has its own file ([`alu`](mod@alu), [`memory`], [`control`],
-//! [`helpers`], [`maps`]), which takes the builder and the kernel facts imported here through
+//! [`helpers`], [`records`], [`maps`]), which takes the builder and the kernel facts imported here through
 //! `use super::*`.
 
 use linerate_bpf::facts::errno::EINVAL;
@@ -24,8 +24,10 @@ use linerate_cost::item::{Access, Item, MapOp, Region, COSTED_HELPERS, COSTED_MA
 mod alu;
 mod control;
 mod helpers;
+mod lock_btf;
 mod maps;
 mod memory;
+mod records;
 
 use alu::alu_group;
 use control::{call_group, jump_group, tail_call_group};
@@ -35,6 +37,8 @@ pub(crate) use maps::map_cases;
 use maps::map_group;
 pub(crate) use memory::CTX_FIELDS;
 use memory::{ctx_group, mem_group};
+use records::{lock_group, records_group};
+pub(crate) use records::{QUEUE_TARGETS, RECORD_HELPERS};
 
 /// Length of the packet every program runs on.
 pub(crate) const PACKET_LEN: usize = 128;
@@ -81,6 +85,8 @@ pub(crate) struct Group {
     /// Program-array slots: (map, slot, program name).
     pub slots: Vec<(usize, u32, String)>,
     pub programs: Vec<Prog>,
+    /// Type information for maps that need it (a spin lock's value).
+    pub btf: Option<linerate_bpf::program::ObjectBtf>,
 }
 
 /// One program of a group.
@@ -160,6 +166,7 @@ impl Group {
             populate: Vec::new(),
             slots: Vec::new(),
             programs: Vec::new(),
+            btf: None,
         }
     }
 
@@ -216,6 +223,8 @@ pub(crate) fn suite() -> Suite {
             jump_group(),
             call_group(),
             helper_group(),
+            records_group(),
+            lock_group(),
             map_group(),
             tail_call_group(),
         ],
@@ -404,7 +413,15 @@ mod tests {
                 || key == "tail_call"
                 || key == "helper.redirect_map"
                 || key == "helper.loop"
-                || key == "helper.for_each_map_elem";
+                || key == "helper.for_each_map_elem"
+                || key == "helper.ringbuf_reserve"
+                || key == "helper.ringbuf_submit"
+                || key == "helper.ringbuf_discard"
+                || key == "helper.map_push_elem"
+                || key == "helper.map_pop_elem"
+                || key == "helper.map_peek_elem"
+                || key == "helper.spin_lock"
+                || key == "helper.spin_unlock";
             let placed = benches.contains(format!("{key}@0").as_str());
             assert!(
                 derived || placed || benches.contains(key.as_str()),
