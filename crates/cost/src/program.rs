@@ -223,9 +223,12 @@ impl Pricer<'_> {
                 }
             },
             // A kernel function is priced as a helper of unknown cost: the most expensive helper
-            // the device prices (its call and return are those of a helper call).
+            // the device prices (its call and return are those of a helper call), leaving out
+            // `perf_event_output`, whose price is the perf ring's wake-up of user space (about
+            // 5 µs on x86), which no kfunc an XDP program may call does.
             Instruction::Call(CallTarget::Kfunc(_)) => crate::item::COSTED_HELPERS
                 .iter()
+                .filter(|&&id| id != linerate_bpf::facts::helper::PERF_EVENT_OUTPUT)
                 .map(|&id| Item::Helper(id))
                 .collect(),
             Instruction::LegacyPacketLoad { .. } => {
