@@ -58,6 +58,16 @@ pub fn inspect(args: &InspectArgs) -> Result<()> {
     emit(&to_text(&object, &selected, &cfgs, !args.no_disasm)?)
 }
 
+/// A program's kind as the programs table shows it: `xdp.frags` for XDP programs that take
+/// multi-buffer packets.
+fn kind_label(p: &linerate_bpf::Program) -> String {
+    if p.has_frags() {
+        "xdp.frags".into()
+    } else {
+        p.kind().name().into()
+    }
+}
+
 fn origin_name(origin: &MapOrigin) -> String {
     match origin {
         MapOrigin::Btf => "btf".into(),
@@ -87,6 +97,7 @@ fn to_json(object: &Object, selected: &[usize], cfgs: &[Cfg], disasm: bool) -> R
                 "name": p.name,
                 "section": p.section,
                 "type": p.kind().name(),
+                "frags": p.has_frags(),
                 "insns": p.insns.len(),
                 "subprograms": p.subprograms().collect::<Vec<_>>(),
                 "functions": p.functions.iter().map(|f| json!({"name": f.name, "start": f.start, "len": f.len})).collect::<Vec<_>>(),
@@ -119,7 +130,7 @@ fn to_json(object: &Object, selected: &[usize], cfgs: &[Cfg], disasm: bool) -> R
         .maps
         .iter()
         .map(|m| {
-            json!({
+            let mut v = json!({
                 "name": m.name,
                 "type": m.map_type.name(),
                 "type_id": m.map_type.0,
@@ -128,7 +139,24 @@ fn to_json(object: &Object, selected: &[usize], cfgs: &[Cfg], disasm: bool) -> R
                 "max_entries": m.max_entries,
                 "flags": m.flags,
                 "origin": origin_name(&m.origin),
-            })
+            });
+            if let Some(inner) = &m.inner {
+                let t = &inner.template;
+                v["inner"] = json!({
+                    "template": {
+                        "type": t.map_type.name(),
+                        "key_size": t.key_size,
+                        "value_size": t.value_size,
+                        "max_entries": t.max_entries,
+                        "flags": t.flags,
+                    },
+                    "initial": inner.initial.iter().map(|&(key, map)| json!({
+                        "key": key,
+                        "inner": object.maps.get(map).map(|m| m.name.as_str()),
+                    })).collect::<Vec<_>>(),
+                });
+            }
+            v
         })
         .collect();
     let globals: Vec<Value> = global_data(object)
@@ -167,7 +195,7 @@ fn to_text(object: &Object, selected: &[usize], cfgs: &[Cfg], disasm: bool) -> R
             vec![
                 p.name.clone(),
                 p.section.clone(),
-                p.kind().name().to_string(),
+                kind_label(p),
                 p.insns.len().to_string(),
                 if subs.is_empty() {
                     "-".into()

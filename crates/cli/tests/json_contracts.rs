@@ -491,3 +491,22 @@ fn kernel_maps_round_trip() {
         }
     }
 }
+
+/// `inspect --json` says which programs take multi-buffer packets and, for a map of maps, its
+/// inner map template and the inner maps the object places statically.
+#[test]
+fn inspect_json_shows_frags_and_inner_map_templates() {
+    let jumbo = inspect_json("xdp_jumbo.o");
+    assert_eq!(jumbo["programs"][0]["frags"], true);
+    assert_eq!(inspect_json("xdp_filter.o")["programs"][0]["frags"], false);
+    let mim = inspect_json("xdp_map_in_map.o");
+    let vip = mim["maps"]
+        .as_array()
+        .and_then(|maps| maps.iter().find(|m| m["name"] == "vip_pools"))
+        .expect("vip_pools");
+    assert_eq!(vip["inner"]["template"]["type"], "array");
+    assert_eq!(
+        vip["inner"]["initial"],
+        serde_json::json!([{"key": 0, "inner": "pool_web"}, {"key": 1, "inner": "pool_dns"}])
+    );
+}
