@@ -194,6 +194,9 @@ pub(crate) fn plan() -> Vec<(String, Pricing)> {
         };
         let lookup = key(MapOp::Lookup);
         out.push((lookup.clone(), Pricing::Bench(lookup.clone())));
+        if case.lookup_only() {
+            continue;
+        }
         let overwrite = format!("aux.map.overwrite.{name}");
         if case.map_type.is_array_like() {
             out.push((key(MapOp::Update), Pricing::Bench(overwrite)));

@@ -67,7 +67,10 @@
 //!   insert+delete pair of a fresh key minus a lookup; deletes are that pair minus a lookup (the
 //!   insert and the delete each do at least a lookup's work, so both bounds are from above). Arrays
 //!   refuse deletes with `-EINVAL`, which is what their delete price measures. Probes check that
-//!   every lookup hits and every update and delete succeeds.
+//!   every lookup hits and every update and delete succeeds. Device maps
+//!   ([`linerate_cost::item::LOOKUP_ONLY_MAP_TYPES`]: devmap, devmap_hash) are only looked up (the
+//!   verifier allows programs nothing else but `redirect_map` on them), key size 4, 1024 entries
+//!   holding ifindex 1 (lo).
 //! * **Calls.** `call.local` is a call of `r0 = 0; exit` including its return; `exit` is priced 0
 //!   (a callee's return is in `call.local`, the program's own in `per_packet`). `tail_call` is the
 //!   slower of a direct (constant slot) and an indirect (slot from `ctx->rx_queue_index`) tail

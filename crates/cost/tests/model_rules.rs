@@ -5,7 +5,7 @@
 use linerate_bpf::insn::{AluOp, Cond};
 use linerate_bpf::program::{Function, MapDef, MapType, Object, Program};
 use linerate_cfg::Cfg;
-use linerate_cost::item::{family_key, map_families, universe, Item, MapOp};
+use linerate_cost::item::{family_key, map_families, universe, Item, MapOp, LOOKUP_ONLY_MAP_TYPES};
 use linerate_cost::model::{Component, Device, ItemPrice, Limits, ModelFile};
 use linerate_cost::{CostError, Model, ProgramCost};
 
@@ -326,6 +326,31 @@ fn shipped_models_price_every_item() {
         ] {
             assert!(m.price(&item).is_ok(), "{target}: {item} refused");
         }
+    }
+}
+
+/// Device maps are looked up only (the verifier allows programs nothing else on them): x86 prices
+/// the lookup as measured, the NFP refuses it (its offload takes only array and hash maps).
+#[test]
+fn device_map_lookups_are_priced_on_x86_and_refused_on_nfp() {
+    let x86 = Model::builtin("x86").unwrap();
+    let nfp = Model::builtin("nfp").unwrap();
+    for map_type in LOOKUP_ONLY_MAP_TYPES {
+        let ops: Vec<MapOp> = map_families()
+            .into_iter()
+            .filter(|&(_, t)| t == map_type)
+            .map(|(op, _)| op)
+            .collect();
+        assert_eq!(ops, [MapOp::Lookup], "{}", map_type.name());
+        let lookup = Item::Map {
+            op: MapOp::Lookup,
+            map_type,
+            key_size: 4,
+        };
+        let p = x86.price(&lookup).unwrap();
+        assert!(p.cost.0[0] > 1.0, "{lookup}: {p:?}");
+        let why = nfp.price(&lookup).unwrap_err();
+        assert!(why.contains("nfp_bpf_map_alloc"), "{lookup}: {why}");
     }
 }
 

@@ -17,6 +17,31 @@ impl MapCase {
         self.map_type.is_array_like()
     }
 
+    /// A device map, which programs may only look up
+    /// ([`linerate_cost::item::LOOKUP_ONLY_MAP_TYPES`]).
+    pub(crate) fn lookup_only(&self) -> bool {
+        LOOKUP_ONLY_MAP_TYPES.contains(&self.map_type)
+    }
+
+    /// Value size: an ifindex (4 bytes, `struct bpf_devmap_val` without a program) in device
+    /// maps, [`VALUE_SIZE`] otherwise.
+    fn value_size(&self) -> u32 {
+        if self.lookup_only() {
+            4
+        } else {
+            VALUE_SIZE
+        }
+    }
+
+    /// The value of every populated entry: ifindex 1 (lo) in device maps.
+    fn value(&self) -> Vec<u8> {
+        if self.lookup_only() {
+            1u32.to_le_bytes().to_vec()
+        } else {
+            vec![0xabu8; VALUE_SIZE as usize]
+        }
+    }
+
     fn max_entries(&self) -> u32 {
         if self.is_array() {
             POPULATION
@@ -109,11 +134,14 @@ impl MapCase {
 
 pub(crate) fn map_cases() -> Vec<MapCase> {
     let mut out = Vec::new();
-    for map_type in COSTED_MAP_TYPES {
+    for map_type in COSTED_MAP_TYPES.into_iter().chain(LOOKUP_ONLY_MAP_TYPES) {
         let sizes: &[u32] = if map_type.is_array_like() {
             &[4]
         } else if map_type == MapType::LPM_TRIE {
             &LPM_KEY_SIZES
+        } else if LOOKUP_ONLY_MAP_TYPES.contains(&map_type) {
+            // Device-map keys are `u32` indices or ifindex-like numbers.
+            &[4]
         } else {
             &HASH_KEY_SIZES
         };
@@ -146,11 +174,11 @@ pub(super) fn map_group() -> Group {
             &format!("m.{name}"),
             case.map_type,
             case.key_size,
-            VALUE_SIZE,
+            case.value_size(),
             case.max_entries(),
         ));
         g.maps.push(data_map(&format!("keys.{name}"), case.data()));
-        let value = vec![0xabu8; VALUE_SIZE as usize];
+        let value = case.value();
         for i in 0..POPULATION {
             let key = if case.map_type == MapType::LPM_TRIE {
                 case.lpm_key(i, false, case.key_size == 8, false)
@@ -171,7 +199,9 @@ pub(super) fn map_group() -> Group {
             ),
             (MapUnit::Update, format!("aux.map.overwrite.{name}")),
         ];
-        if case.is_array() {
+        if case.lookup_only() {
+            units_of.truncate(1);
+        } else if case.is_array() {
             units_of.push((
                 MapUnit::Delete,
                 Item::Map {

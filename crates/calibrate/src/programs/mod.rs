@@ -19,7 +19,9 @@ use linerate_bpf::program::{MapDef, MapOrigin, MapType};
 
 use crate::asm::*;
 use linerate_bpf::insn::build::*;
-use linerate_cost::item::{Access, Item, MapOp, Region, COSTED_HELPERS, COSTED_MAP_TYPES};
+use linerate_cost::item::{
+    Access, Item, MapOp, Region, COSTED_HELPERS, COSTED_MAP_TYPES, LOOKUP_ONLY_MAP_TYPES,
+};
 
 mod alu;
 mod control;
