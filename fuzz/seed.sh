@@ -32,9 +32,13 @@ for o in "${objects[@]}"; do
     done
   fi
 done
-# The committed llvm-objdump listings and assembler sources of the test fixtures.
+# The committed llvm-objdump listings and assembler sources of the test fixtures, and the
+# listings of every LLVM release (crates/bpf/tests/fixtures/objdump/<release>/).
 for t in "$root"/crates/bpf/tests/fixtures/asm/*.txt "$root"/crates/bpf/tests/fixtures/asm/*.s; do
   [ -f "$t" ] && cp "$t" "$corpus/asm/fixture_$(basename "$t")"
+done
+for t in "$root"/crates/bpf/tests/fixtures/objdump/*/*.txt; do
+  [ -f "$t" ] && cp "$t" "$corpus/asm/$(basename "$(dirname "$t")")_$(basename "$t")"
 done
 # The `commands` target reads a mode byte first (see crates/conformance/src/decodable.rs): 0 and
 # a file (objects, objdump listings), 1 and raw slots, 2 and generator choices (the slot blobs
