@@ -39,7 +39,7 @@
 //!   `xdp_md` field XDP may read is timed as the verifier rewrites it and `load.ctx.u32` is the
 //!   slowest; narrower, wider and sign-extending context loads are refused by the verifier and
 //!   priced `same_as` the u32 load.
-//! * **Helpers.** Every helper of [`linerate_cost::item::COSTED_HELPERS`] but those that call
+//! * **Helpers.** Every helper of [`linerate_cost::item::costed_helpers`] but those that call
 //!   callbacks (`bpf_loop`, `bpf_for_each_map_elem`: priced as one more `call.local`, since a timed
 //!   program would need a callback with BTF func_info), called back to back with
 //!   its argument setup subtracted: `csum_diff` of 20 bytes removed and 20 added, `xdp_load_bytes`

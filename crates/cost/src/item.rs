@@ -174,39 +174,23 @@ pub const MAP_IN_MAP_FAMILIES: [(MapOp, MapType); 2] = [
     (MapOp::Lookup, MapType::HASH_OF_MAPS),
 ];
 
-/// Helpers priced as `helper.<name>` (map operations and tail calls have items of their own).
-/// These are the helpers the semantics gives a meaning to.
-pub const COSTED_HELPERS: [u32; 29] = [
-    helper::KTIME_GET_NS,
-    helper::TRACE_PRINTK,
-    helper::GET_PRANDOM_U32,
-    helper::GET_SMP_PROCESSOR_ID,
-    helper::REDIRECT,
-    helper::CSUM_DIFF,
-    helper::XDP_ADJUST_HEAD,
-    helper::REDIRECT_MAP,
-    helper::XDP_ADJUST_META,
-    helper::XDP_ADJUST_TAIL,
-    helper::FIB_LOOKUP,
-    helper::KTIME_GET_BOOT_NS,
-    helper::XDP_GET_BUFF_LEN,
-    helper::XDP_LOAD_BYTES,
-    helper::XDP_STORE_BYTES,
-    helper::FOR_EACH_MAP_ELEM,
-    helper::LOOP,
-    helper::RINGBUF_OUTPUT,
-    helper::RINGBUF_RESERVE,
-    helper::RINGBUF_SUBMIT,
-    helper::RINGBUF_DISCARD,
-    helper::RINGBUF_QUERY,
-    helper::PERF_EVENT_OUTPUT,
-    helper::MAP_PUSH_ELEM,
-    helper::MAP_POP_ELEM,
-    helper::MAP_PEEK_ELEM,
-    helper::CHECK_MTU,
-    helper::SPIN_LOCK,
-    helper::SPIN_UNLOCK,
+/// Helpers with items of their own: the map operations (`map.<op>.<type>.k<size>`) and the tail
+/// call (`tail_call`).
+const OWN_ITEM_HELPERS: [u32; 4] = [
+    helper::MAP_LOOKUP_ELEM,
+    helper::MAP_UPDATE_ELEM,
+    helper::MAP_DELETE_ELEM,
+    helper::TAIL_CALL,
 ];
+
+/// Helpers priced as `helper.<name>`: every helper the semantics gives a meaning to
+/// ([`linerate_sem::helpers::SUPPORTED`]) but those with items of their own.
+pub fn costed_helpers() -> impl Iterator<Item = u32> {
+    linerate_sem::helpers::SUPPORTED
+        .iter()
+        .copied()
+        .filter(|id| !OWN_ITEM_HELPERS.contains(id))
+}
 
 /// A class of instruction executions with one cost on a device.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -477,7 +461,7 @@ pub fn universe() -> Vec<Item> {
     out.push(Item::MayGoto { taken: false });
     out.push(Item::CallLocal);
     out.push(Item::Exit);
-    out.extend(COSTED_HELPERS.iter().map(|&id| Item::Helper(id)));
+    out.extend(costed_helpers().map(Item::Helper));
     out.push(Item::TailCall);
     out
 }

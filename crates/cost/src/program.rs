@@ -211,7 +211,7 @@ impl Pricer<'_> {
                         })
                         .collect()
                 }
-                None if crate::item::COSTED_HELPERS.contains(&id) => vec![Item::Helper(id)],
+                None if crate::item::costed_helpers().any(|h| h == id) => vec![Item::Helper(id)],
                 None => {
                     return Err(self.program_error(
                         slot,
@@ -226,10 +226,9 @@ impl Pricer<'_> {
             // the device prices (its call and return are those of a helper call), leaving out
             // `perf_event_output`, whose price is the perf ring's wake-up of user space (about
             // 5 µs on x86), which no kfunc an XDP program may call does.
-            Instruction::Call(CallTarget::Kfunc(_)) => crate::item::COSTED_HELPERS
-                .iter()
-                .filter(|&&id| id != linerate_bpf::facts::helper::PERF_EVENT_OUTPUT)
-                .map(|&id| Item::Helper(id))
+            Instruction::Call(CallTarget::Kfunc(_)) => crate::item::costed_helpers()
+                .filter(|&id| id != linerate_bpf::facts::helper::PERF_EVENT_OUTPUT)
+                .map(Item::Helper)
                 .collect(),
             Instruction::LegacyPacketLoad { .. } => {
                 return Err(self.program_error(

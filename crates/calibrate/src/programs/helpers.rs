@@ -228,7 +228,7 @@ pub(super) fn helper_group() -> Group {
         .push((1, slot0.clone(), 1u32.to_le_bytes().to_vec()));
     g.populate.push((2, slot0, 192u32.to_le_bytes().to_vec()));
     g.timed("helper base", program(helper_setup, 0, |_, _, _| {}), None);
-    for id in COSTED_HELPERS {
+    for id in costed_helpers() {
         // Helpers with callbacks are priced from `call.local` (see `fit::plan`), not timed.
         if matches!(id, helper::LOOP | helper::FOR_EACH_MAP_ELEM) {
             continue;

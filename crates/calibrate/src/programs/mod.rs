@@ -20,7 +20,7 @@ use linerate_bpf::program::{MapDef, MapOrigin, MapType};
 use crate::asm::*;
 use linerate_bpf::insn::build::*;
 use linerate_cost::item::{
-    Access, Item, MapOp, Region, COSTED_HELPERS, COSTED_MAP_TYPES, LOOKUP_ONLY_MAP_TYPES,
+    costed_helpers, Access, Item, MapOp, Region, COSTED_MAP_TYPES, LOOKUP_ONLY_MAP_TYPES,
 };
 
 mod alu;
