@@ -21,6 +21,7 @@ use linerate_bpf::contents::{normalize_entries, MapContents, MapMode, MapSeed};
 use linerate_bpf::insn::build;
 use linerate_bpf::{MapDef, MapType, Object};
 use linerate_conformance::examples::{examples_dir, load, Example};
+use linerate_conformance::flows::{flow_key, seeded_source, udp_frame};
 use linerate_testkit::XorShift;
 use linerate_vm::VmOptions;
 
@@ -34,33 +35,12 @@ fn secs(start: Instant) -> f64 {
     start.elapsed().as_secs_f64()
 }
 
-fn udp_frame(saddr: [u8; 4], daddr: [u8; 4], sport: u16, dport: u16) -> Vec<u8> {
-    let mut p = vec![2, 0, 0, 0, 0, 2, 2, 0, 0, 0, 0, 1, 0x08, 0x00];
-    p.extend([0x45, 0, 0, 29, 0, 0, 0x40, 0, 64, 17, 0, 0]);
-    p.extend(saddr);
-    p.extend(daddr);
-    p.extend(sport.to_be_bytes());
-    p.extend(dport.to_be_bytes());
-    p.extend([0, 9, 0, 0, b'x']);
-    p
-}
-
-fn seeded_source(i: u32) -> ([u8; 4], u16) {
-    let b = i.to_be_bytes();
-    ([172, b[1], b[2], b[3]], 1024 + (i % 60_000) as u16)
-}
-
 /// The flow table's seed: `SEEDED_FLOWS` flows to 10.9.9.9:53.
 fn flow_seed(flows: usize) -> MapSeed {
     let mut seed = MapSeed::new();
     for i in 0..SEEDED_FLOWS {
         let (src, sport) = seeded_source(i);
-        let mut key = Vec::with_capacity(16);
-        key.extend(src);
-        key.extend([10, 9, 9, 9]);
-        key.extend(sport.to_be_bytes());
-        key.extend(53u16.to_be_bytes());
-        key.extend([17, 0, 0, 0]);
+        let key = flow_key(src, [10, 9, 9, 9], sport, 53, 17);
         let mut value = vec![0u8; 24];
         value[..8].copy_from_slice(&u64::from(i).to_le_bytes());
         seed.push(flows, key, value);

@@ -5,6 +5,7 @@
 
 use linerate_bpf::contents::{MapMode, MapSeed};
 use linerate_conformance::examples::{examples_dir, load, Example};
+use linerate_conformance::flows::{flow_key, seeded_source, udp_frame};
 use linerate_kernel::usable_or_skip;
 use linerate_vm::VmOptions;
 
@@ -83,35 +84,6 @@ fn sketch_of_2_pow_25_counters_agrees() {
         .any(|(k, v)| *k == last && *v == [7, 0, 0, 0]));
     let seeded = example.seed.len();
     assert!(maps[0].len() > seeded, "{} counters", maps[0].len());
-}
-
-/// A flow key of `xdp_flow_huge.c` (addresses and ports in network order, as on the wire).
-fn flow_key(saddr: [u8; 4], daddr: [u8; 4], sport: u16, dport: u16, proto: u8) -> Vec<u8> {
-    let mut key = Vec::with_capacity(16);
-    key.extend(saddr);
-    key.extend(daddr);
-    key.extend(sport.to_be_bytes());
-    key.extend(dport.to_be_bytes());
-    key.extend([proto, 0, 0, 0]);
-    key
-}
-
-/// An Ethernet + IPv4 + UDP frame (checksums zero: the program does not check them).
-fn udp_frame(saddr: [u8; 4], daddr: [u8; 4], sport: u16, dport: u16) -> Vec<u8> {
-    let mut p = vec![2, 0, 0, 0, 0, 2, 2, 0, 0, 0, 0, 1, 0x08, 0x00];
-    p.extend([0x45, 0, 0, 29, 0, 0, 0x40, 0, 64, 17, 0, 0]);
-    p.extend(saddr);
-    p.extend(daddr);
-    p.extend(sport.to_be_bytes());
-    p.extend(dport.to_be_bytes());
-    p.extend([0, 9, 0, 0, b'x']);
-    p
-}
-
-/// The `i`-th seeded flow's source address and port.
-fn seeded_source(i: u32) -> ([u8; 4], u16) {
-    let b = i.to_be_bytes();
-    ([172, b[1], b[2], b[3]], 1024 + (i % 60_000) as u16)
 }
 
 #[test]
