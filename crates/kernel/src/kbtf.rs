@@ -17,13 +17,13 @@ use std::collections::HashMap;
 use std::sync::OnceLock;
 
 use linerate_bpf::btf::{Btf, Kind};
+use linerate_bpf::core_relo::running_kernel_btf;
 use linerate_bpf::insn::pseudo;
 use linerate_bpf::{Kfunc, Program};
 
 use crate::error::KernelError;
 
 /// Where the running kernel exposes its own BTF.
-pub const VMLINUX_BTF: &str = "/sys/kernel/btf/vmlinux";
 /// Opcode of `call`.
 const CALL_OPCODE: u8 = 0x85;
 /// libbpf's `POISON_CALL_KFUNC_BASE`: a weak kfunc the kernel lacks is called as helper
@@ -36,9 +36,8 @@ pub struct KernelFuncs {
 }
 
 impl KernelFuncs {
-    /// The `FUNC` types of the BTF in `bytes`.
-    pub fn parse(bytes: &[u8]) -> Result<KernelFuncs, String> {
-        let btf = Btf::parse(bytes).map_err(|e| e.to_string())?;
+    /// The `FUNC` types of `btf`.
+    pub fn of(btf: &Btf) -> KernelFuncs {
         let mut ids = HashMap::new();
         for (id, ty) in btf.types() {
             if let Kind::Func { .. } = ty.kind {
@@ -47,19 +46,17 @@ impl KernelFuncs {
                 }
             }
         }
-        Ok(KernelFuncs { ids })
+        KernelFuncs { ids }
     }
 
-    /// The running kernel's functions, read from [`VMLINUX_BTF`] on first use.
+    /// The running kernel's functions, from its BTF as the object reader parsed it for CO-RE
+    /// ([`running_kernel_btf`]: read once per process).
     pub fn running() -> Result<&'static KernelFuncs, KernelError> {
         static RUNNING: OnceLock<Result<KernelFuncs, String>> = OnceLock::new();
         RUNNING
-            .get_or_init(|| {
-                let bytes = std::fs::read(VMLINUX_BTF).map_err(|e| format!("{e}"))?;
-                KernelFuncs::parse(&bytes)
-            })
+            .get_or_init(|| running_kernel_btf().map(KernelFuncs::of))
             .as_ref()
-            .map_err(|e| KernelError::System(format!("cannot read kernel BTF {VMLINUX_BTF}: {e}")))
+            .map_err(|e| KernelError::System(format!("kernel BTF: {e}")))
     }
 
     /// The BTF type id of the kernel function `name`.
