@@ -174,7 +174,7 @@ pub struct ItemPrice {
 }
 
 /// A cost vector indexed like [`Model::components`].
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Cost(pub Vec<f64>);
 
 impl Cost {

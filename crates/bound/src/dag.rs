@@ -1,0 +1,105 @@
+//! The prepared path graph (paper 000 §5.2): a program's control flow made loop-free — bounded
+//! loops unrolled, BPF-to-BPF calls inlined, tail calls followed into the programs a program
+//! array may hold — with one source, one sink, and constant costs on edges.
+//!
+//! Every entry-to-sink path of the graph is one way a packet can go through the program; its
+//! cost is the component-wise sum of its edges' costs and its minimum packet size the largest
+//! `min_packet` of its edges. Costs are over-approximated and packet sizes under-approximated per
+//! edge, so a path's throughput computed from them is a valid lower bound for every execution
+//! that follows it.
+
+use serde::Serialize;
+
+use linerate_cfg::EdgeKind;
+use linerate_cost::Cost;
+
+/// Index of a node in [`PathDag::nodes`].
+pub type NodeId = usize;
+/// Index of an edge in [`PathDag::edges`].
+pub type EdgeId = usize;
+
+/// A loop-free graph of program block copies with a cost vector on every edge.
+///
+/// Invariants: every edge goes from a lower node id to a higher one (the node order is
+/// topological); node [`PathDag::SOURCE`] is the program's entry block, the last node is the
+/// sink, and every node lies on some source-to-sink path.
+#[derive(Clone, Debug, Serialize)]
+pub struct PathDag {
+    /// Names of the cost components, in the order of every [`Cost`] of the graph (the model's).
+    pub components: Vec<String>,
+    pub nodes: Vec<Node>,
+    pub edges: Vec<Edge>,
+}
+
+/// One copy of a basic block: of which program, in which inlined call and loop iteration.
+#[derive(Clone, Debug, Serialize)]
+pub struct Node {
+    /// Index of the program in the object (a tail call leads into another one); `None` for the
+    /// sink.
+    pub program: Option<usize>,
+    /// Slot of the block's first instruction in its program (0 for the sink).
+    pub slot: usize,
+    /// Call sites (slots of `call` instructions) the block was inlined through, outermost first.
+    pub calls: Vec<usize>,
+    /// For each loop enclosing the block, innermost last: `(header slot, iteration from 0)`.
+    pub iterations: Vec<(usize, u32)>,
+    /// Edges leaving the node, in the order the program's edges are listed.
+    pub out: Vec<EdgeId>,
+}
+
+/// What following an edge means for an execution of the program.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum Step {
+    /// An edge of the program's control flow: fallthrough, jump, or a branch outcome.
+    Flow(EdgeKind),
+    /// Entering the callee of the inlined BPF-to-BPF call at slot `call`.
+    Call { call: usize },
+    /// Returning from the callee of the inlined call at slot `call` to the slot after it.
+    Return { call: usize },
+    /// A tail call at slot `call` that jumps to program `program`, or (`None`) fails and falls
+    /// through.
+    TailCall { call: usize, program: Option<usize> },
+    /// The program exits (`exit` at the outermost level): the edge into the sink.
+    Exit,
+}
+
+/// An edge between two block copies.
+#[derive(Clone, Debug, Serialize)]
+pub struct Edge {
+    pub from: NodeId,
+    pub to: NodeId,
+    pub step: Step,
+    /// Cost of executing the source block and leaving it by this edge, history-dependent costs
+    /// over-approximated (the block's stalls at their worst over paths into it).
+    pub cost: Cost,
+    /// Fewest packet bytes any execution taking this edge has (from the packet bounds checks the
+    /// analysis proved on the way); never below the smallest packet a device accepts.
+    pub min_packet: u32,
+}
+
+impl PathDag {
+    /// The entry node.
+    pub const SOURCE: NodeId = 0;
+
+    /// The sink node: every path ends there.
+    pub fn sink(&self) -> NodeId {
+        self.nodes.len() - 1
+    }
+
+    /// Component-wise sum of the costs of `path`'s edges.
+    pub fn path_cost(&self, path: &[EdgeId]) -> Cost {
+        let mut total = Cost::zero(self.components.len());
+        for &e in path {
+            total.add(&self.edges[e].cost);
+        }
+        total
+    }
+
+    /// Minimum packet size of `path`: the largest of its edges'.
+    pub fn path_min_packet(&self, path: &[EdgeId]) -> u32 {
+        path.iter()
+            .map(|&e| self.edges[e].min_packet)
+            .max()
+            .unwrap_or(0)
+    }
+}

@@ -1,0 +1,14 @@
+//! Worst-case throughput guarantees (paper 000, "Worst-case throughput guarantees for
+//! packet-processing programs", §5): the slowest satisfiable path of a program on a device model.
+//!
+//! - [`dag`]: the prepared path graph — loop-free, calls inlined, one source and one sink, a cost
+//!   vector and a minimum packet size on every edge (§5.2). What enumeration walks and what a
+//!   path is made of.
+//! - [`prepare`]: builds the path graph of a program from its CFG, linerate's own analysis and a
+//!   device model's block and edge costs (§5.2).
+//! - [`enumerate`]: paths of the graph in order of throughput, slowest first, each once at its
+//!   bottleneck component and its own minimum packet size (§5.1, §5.3, §5.4).
+
+pub mod dag;
+pub mod enumerate;
+pub mod prepare;
