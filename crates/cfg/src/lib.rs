@@ -31,12 +31,14 @@
 //! ```
 
 mod analysis;
+mod decision;
 mod dot;
 mod error;
 mod graph;
 mod paths;
 mod summary;
 
+pub use decision::Decision;
 pub use error::CfgError;
 pub use graph::{
     Block, BlockId, CallKind, CallSite, Cfg, Edge, EdgeId, EdgeKind, FuncId, FunctionCfg, Loop,
