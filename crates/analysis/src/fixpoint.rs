@@ -115,9 +115,9 @@ pub(crate) fn run_block(
 
 /// Moves the callbacks the block's helpers may call into its callees' entry states.
 fn take_callbacks(cfg: &Cfg, m: &mut AbsMachine<'_>, calls: &mut Vec<(usize, State)>) {
-    for (slot, at_call) in m.callbacks.drain(..) {
-        if let Some(callee) = cfg.block_of(slot).and_then(|b| cfg.function_of(b)) {
-            calls.push((callee.index, at_call));
+    for (slots, at_call) in m.callbacks.drain(..) {
+        for callee in cfg.functions().iter().filter(|f| slots.contains(&f.start)) {
+            calls.push((callee.index, at_call.clone()));
         }
     }
 }

@@ -8,6 +8,7 @@
 //! read-only global data), map values as pointers, and an environment whose unknowns are unknown.
 
 use std::collections::{BTreeMap, HashMap};
+use std::ops::RangeInclusive;
 
 use linerate_bpf::facts::helper;
 use linerate_bpf::facts::limits::MAX_BPF_LOOP_ITERATIONS;
@@ -18,6 +19,7 @@ use linerate_bpf::program::{MapDef, MapOrigin, Object};
 use linerate_sem::exec::{Frame, HelperOutcome, Machine, SemError};
 use linerate_sem::helpers::{
     Callback, Device, FibAnswer, Frags, HelperMachine, PacketBounds, RedirectTo, Source,
+    WalkPosition, WalkedElement,
 };
 use linerate_sem::Domain;
 
@@ -162,10 +164,12 @@ pub enum Fact {
     Memory(Option<Region>),
     /// A map helper call: the map, `None` where unknown.
     MapCall(Option<usize>),
-    /// A helper calling a callback (`bpf_loop`, `bpf_for_each_map_elem`): the slot the callback
-    /// starts at (`None` where unknown) and the most calls one execution of the helper makes.
+    /// A helper calling a callback (`bpf_loop`, `bpf_for_each_map_elem`): the slots the callback
+    /// may start at, `(lo, hi)` inclusive (one slot where the call site always passes the same
+    /// function; every function starting in the range where it passes several; `None` where
+    /// unknown), and the most calls one execution of the helper makes.
     Callback {
-        function: Option<usize>,
+        starts: Option<(usize, usize)>,
         max_calls: u64,
     },
 }
@@ -178,15 +182,15 @@ impl Fact {
             (Fact::MapCall(_), Fact::MapCall(_)) => Fact::MapCall(None),
             (
                 Fact::Callback {
-                    function: f,
+                    starts: f,
                     max_calls: a,
                 },
                 Fact::Callback {
-                    function: g,
+                    starts: g,
                     max_calls: b,
                 },
             ) => Fact::Callback {
-                function: if f == g { f } else { None },
+                starts: f.zip(g).map(|((a, b), (c, d))| (a.min(c), b.max(d))),
                 max_calls: a.max(b),
             },
             _ => Fact::Memory(None),
@@ -228,9 +232,10 @@ pub struct AbsMachine<'a> {
     /// Call depth of the function being analysed.
     pub depth: Option<u8>,
     pub facts: &'a mut Facts,
-    /// Callbacks that helpers executed so far may call: their first slot and the state at the
-    /// call (arguments in r1–r5, the callback's frame pointer in r10).
-    pub callbacks: Vec<(usize, State)>,
+    /// Callbacks that helpers executed so far may call: the slots their first instruction may
+    /// be at (one slot, or a range where the callback pointer joins several functions) and the
+    /// state at the call (arguments in r1–r5, the callback's frame pointer in r10).
+    pub callbacks: Vec<(RangeInclusive<usize>, State)>,
 }
 
 impl AbsMachine<'_> {
@@ -372,12 +377,14 @@ impl AbsMachine<'_> {
     /// may be refused. The calls one by one are `linerate_sem::helpers`' (the interpreter's).
     fn call_callbacks(&mut self, pc: usize, id: u32) {
         let [r1, r2, r3, r4] = [1, 2, 3, 4].map(|r| self.state.regs[r]);
-        let function = match r2.shape {
+        let starts = match r2.shape {
             Shape::Pointer {
                 region: Region::Function,
                 offset,
                 ..
-            } => offset.constant().and_then(|s| usize::try_from(s).ok()),
+            } => usize::try_from(offset.lo)
+                .ok()
+                .zip(usize::try_from(offset.hi).ok()),
             _ => None,
         };
         let flags_zero = r4.constant() == Some(0);
@@ -420,17 +427,13 @@ impl AbsMachine<'_> {
             let (key, r5) = (self.domain.unknown(), self.domain.unknown());
             ([r1, key, value, r3, r5], entries, false)
         };
-        self.record(
-            pc,
-            Fact::Callback {
-                function,
-                max_calls,
-            },
-        );
-        if let Some(function) = function {
+        self.record(pc, Fact::Callback { starts, max_calls });
+        // A pointer joined from several functions (one helper call site reached with different
+        // callbacks) may call each function starting in its range of slots.
+        if let Some((lo, hi)) = starts {
             let depth = self.depth.and_then(|d| d.checked_add(1));
             let at_call = State::entry(self.domain, depth, args);
-            self.callbacks.push((function, at_call));
+            self.callbacks.push((lo..=hi, at_call));
         }
         self.havoc_call();
         if flags_zero && !refusable {
@@ -861,5 +864,18 @@ impl HelperMachine for AbsMachine<'_> {
 
     fn callback_key(&mut self, _pc: usize, _key: &[AbsValue]) -> Result<AbsValue, Stop> {
         Ok(self.domain.unknown())
+    }
+
+    fn map_next_element(
+        &mut self,
+        pc: usize,
+        _map: usize,
+        _after: Option<WalkPosition>,
+    ) -> Result<Option<WalkedElement<AbsValue>>, Stop> {
+        // Callbacks are summarised ([`Self::call_callbacks`]), never walked one by one.
+        Err(Stop(SemError::Unsupported {
+            pc,
+            what: "walking a hash map element by element",
+        }))
     }
 }

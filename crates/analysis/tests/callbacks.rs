@@ -69,11 +69,11 @@ fn bpf_loop_calls_are_bounded_by_their_count() {
     // bpf_loop(MAX_EXT = 6, skip_ext, ...) and bpf_loop(u32 from the packet, add_index, ...).
     let mut expected = vec![
         Fact::Callback {
-            function: Some(skip_ext.start),
+            starts: Some((skip_ext.start, skip_ext.start)),
             max_calls: 6,
         },
         Fact::Callback {
-            function: Some(add_index.start),
+            starts: Some((add_index.start, add_index.start)),
             max_calls: 1 << 23,
         },
     ];
@@ -127,12 +127,13 @@ fn for_each_over_an_array_visits_at_most_its_entries() {
     assert_eq!(calls.len(), 2);
     for slot in calls {
         let Some(Fact::Callback {
-            function: Some(start),
+            starts: Some((start, end)),
             max_calls: 8,
         }) = analysis.fact(slot)
         else {
             panic!("slot {slot}: {:?}", analysis.fact(slot));
         };
+        assert_eq!(start, end, "slot {slot}: one callback");
         let entry = analysis
             .block_state(cfg.functions()[function_at(&cfg, start)].entry)
             .expect("callback reached");

@@ -366,11 +366,11 @@ impl ProgramCost {
         helper: &Cost,
     ) -> Result<Cost, CostError> {
         let cfg = p.cfg;
-        let (start, max_calls) = match p.analysis.fact(slot) {
+        let ((lo, hi), max_calls) = match p.analysis.fact(slot) {
             Some(Fact::Callback {
-                function: Some(start),
+                starts: Some(starts),
                 max_calls,
-            }) => (start, max_calls),
+            }) => (starts, max_calls),
             // The analysis reaches no execution of the helper.
             None => return Ok(helper.clone()),
             Some(_) => {
@@ -380,24 +380,32 @@ impl ProgramCost {
                 ))
             }
         };
-        let callee = cfg
-            .block_of(start)
-            .and_then(|b| cfg.function_of(b))
-            .map(|f| f.index)
-            .ok_or_else(|| {
-                p.program_error(slot, format!("callback at slot {start} is no function"))
+        // The worst of the functions the call site may pass (one, unless it joins several).
+        let mut worst: Option<Cost> = None;
+        for callee in cfg
+            .functions()
+            .iter()
+            .filter(|f| (lo..=hi).contains(&f.start))
+        {
+            let callee_worst = self.function_worst[callee.index].as_ref().ok_or_else(|| {
+                p.program_error(
+                    slot,
+                    format!(
+                        "callback `{}` has a loop: its worst case needs the loop unrolled",
+                        callee.name
+                    ),
+                )
             })?;
-        let worst = self.function_worst[callee].as_ref().ok_or_else(|| {
-            p.program_error(
-                slot,
-                format!(
-                    "callback `{}` has a loop: its worst case needs the loop unrolled",
-                    cfg.functions()[callee].name
-                ),
-            )
+            match &mut worst {
+                Some(w) => w.max_with(callee_worst),
+                None => worst = Some(callee_worst.clone()),
+            }
+        }
+        let worst = worst.ok_or_else(|| {
+            p.program_error(slot, format!("no function starts at slots {lo}..={hi}"))
         })?;
         let mut once = p.charge(slot, &[Item::CallLocal])?.cost;
-        once.add(worst);
+        once.add(&worst);
         let mut total = Cost(once.0.iter().map(|c| c * max_calls as f64).collect());
         total.add(helper);
         Ok(total)

@@ -33,12 +33,13 @@ fn priced_calls(name: &str, helper: u32) -> Vec<(u64, f64, f64)> {
             continue;
         }
         let Some(Fact::Callback {
-            function: Some(start),
+            starts: Some((start, end)),
             max_calls,
         }) = analysis.fact(slot)
         else {
             panic!("slot {slot}: no callback fact");
         };
+        assert_eq!(start, end, "slot {slot}: one callback");
         let callee = cfg
             .functions()
             .iter()
