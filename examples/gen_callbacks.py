@@ -1,5 +1,6 @@
-"""Packets and maps of the examples of helpers with callbacks: xdp_bpf_loop (bpf_loop) and
-xdp_for_each (bpf_for_each_map_elem). Called from gen_packets.py."""
+"""Packets and maps of the examples of helpers with callbacks: xdp_bpf_loop (bpf_loop),
+xdp_for_each and xdp_for_each_hash (bpf_for_each_map_elem over arrays and hash maps). Called from
+gen_packets.py."""
 import struct
 
 from gen_packets import (ABORTED, DROP, ETH_IP, ETH_IP6, PASS, TX, arp, eth, ext_frag, ext_opt,
@@ -95,6 +96,50 @@ def gen_for_each():
         "[2] the rules count_rule counted, [3] that helper call's result."])
 
 
+def flow_key(addr, port):
+    """struct flow {__be32 saddr; __be16 sport; u16 pad}."""
+    return bytes(int(x) for x in addr.split(".")) + struct.pack("!H", port) + bytes(2)
+
+
+def gen_for_each_hash():
+    flows = [(flow_key(f"10.0.{i // 8}.{i * 7 % 251 + 1}", 1000 + 37 * i), u64(i * 3 + (i % 4 == 1)))
+             for i in range(20)]
+    macs = [(bytes([0x02, 0, 0xaa, i, 0x10 * i, 7]), u32(100 + i)) for i in range(5)]
+    cpus = [(u32(k), u64(k + 1)) for k in (5, 9, 300, 70000, 2)]
+    maps = {"fh_flows": flows, "fh_macs": macs, "fh_cpu": cpus}
+
+    def op(n, arg=0, src="10.0.0.8", sport=1037, mac=None, payload=None):
+        body = u32(arg) if payload is None else payload
+        frame = udp4(src, "192.0.2.2", sport, 7000 + n, body)
+        return eth(ETH_IP, frame) if mac is None else eth(ETH_IP, frame, src=mac)
+
+    P = [
+        (TX, "op 0: walk all 20 flows in bucket order, newest first in a bucket", op(0)),
+        (TX, "op 1: a new flow 10.9.9.9:5 is linked at the head of its bucket, then all 21 walked",
+         op(1, src="10.9.9.9", sport=5)),
+        (TX, "op 1: the seeded flow 10.0.0.8:1037 is replaced: it becomes the newest of its bucket",
+         op(1, src="10.0.0.8", sport=1037)),
+        (TX, "op 2: the walk deletes every flow with an odd value and goes on past it", op(2)),
+        (TX, "op 3: the walk stops at flow 10.0.1.57 (argument), not visiting the rest",
+         op(3, arg=int.from_bytes(bytes([10, 0, 1, 57]), "little"))),
+        (TX, "op 3: no flow has address 1.2.3.4: all 20 visited", op(3, arg=0x04030201)),
+        (TX, "op 4: the source MAC 02:00:aa:02:20:07 is replaced in the LRU map, then 5 walked",
+         op(4, mac=bytes([0x02, 0, 0xaa, 2, 0x20, 7]))),
+        (TX, "op 4: a new MAC 02:00:aa:09:09:09 is inserted into the LRU map, then 6 walked",
+         op(4, mac=bytes([0x02, 0, 0xaa, 9, 9, 9]))),
+        (TX, "op 5: per-CPU key 300 rewritten in place: the order does not change", op(5, arg=300)),
+        (TX, "op 5: per-CPU key 11 inserted, then 6 walked", op(5, arg=11)),
+        (ABORTED, "op 6: flags 1, bpf_for_each_map_elem returns -EINVAL", op(6)),
+        (DROP, "op 0 with a 2-byte payload: the argument is missing", op(0, payload=b"ab")),
+        (PASS, "UDP port 7007: no operation", op(7)),
+        (PASS, "ARP", arp()),
+    ]
+    write("xdp_for_each_hash", "xdp_for_each_hash", P, maps, notes=[
+        "fh_order[i] holds the i-th key visited (flows: saddr ^ sport << 16; MACs: bytes 2..5),",
+        "fh_stats[0] the helper's result, fh_stats[1] the sum of the values seen."])
+
+
 def generate():
     gen_bpf_loop()
     gen_for_each()
+    gen_for_each_hash()

@@ -122,6 +122,23 @@ impl MapType {
         matches!(self, MapType::QUEUE | MapType::STACK)
     }
 
+    /// Whether the map is one of the kernel's hash tables (`kernel/bpf/hashtab.c`) that
+    /// `bpf_for_each_map_elem` walks bucket by bucket: plain, per-CPU and LRU hash maps.
+    pub fn is_iterable_hash(self) -> bool {
+        matches!(
+            self,
+            MapType::HASH | MapType::PERCPU_HASH | MapType::LRU_HASH | MapType::LRU_PERCPU_HASH
+        )
+    }
+
+    /// Whether updating an existing key rewrites its value in place rather than linking a new
+    /// element at the head of its bucket and unlinking the old one: the per-CPU hash maps
+    /// (`kernel/bpf/hashtab.c`, `__htab_percpu_map_update_elem`,
+    /// `__htab_lru_percpu_map_update_elem`). Visible as the order `bpf_for_each_map_elem` visits.
+    pub fn updates_in_place(self) -> bool {
+        matches!(self, MapType::PERCPU_HASH | MapType::LRU_PERCPU_HASH)
+    }
+
     /// Whether keys are indices `0..max_entries` (array-like maps).
     pub fn is_array_like(self) -> bool {
         matches!(

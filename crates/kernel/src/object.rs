@@ -145,12 +145,19 @@ pub fn load_entry(obj: &Object, entry: usize) -> Result<LoadedObject, KernelErro
 }
 
 /// The flags a map is created with: the definition's, plus `BPF_F_NO_PREALLOC` for LPM tries (the
-/// kernel requires it) and `BPF_F_RDONLY_PROG` for read-only global data (as libbpf does, so that
-/// the verifier treats frozen `.rodata` contents as known constants).
+/// kernel requires it), `BPF_F_RDONLY_PROG` for read-only global data (as libbpf does, so that
+/// the verifier treats frozen `.rodata` contents as known constants) and `BPF_F_ZERO_SEED` for
+/// hash maps: the order `bpf_for_each_map_elem` visits a hash map in follows its hash seed, which
+/// is otherwise random per map; with seed 0 a run is reproducible and visits in the order the
+/// interpreter models (`linerate_vm::hash_order`). Nothing else a program can observe depends on
+/// the seed.
 fn effective_flags(def: &MapDef) -> u32 {
     let mut flags = def.flags;
     if def.map_type == MapType::LPM_TRIE {
         flags |= sys::F_NO_PREALLOC;
+    }
+    if def.map_type.is_iterable_hash() {
+        flags |= sys::F_ZERO_SEED;
     }
     if matches!(
         def.origin,

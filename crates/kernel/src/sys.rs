@@ -73,6 +73,9 @@ pub(crate) const F_XDP_HAS_FRAGS: u32 = 1 << 5;
 
 /// `BPF_F_NO_PREALLOC` map flag (required by `LPM_TRIE`).
 pub(crate) const F_NO_PREALLOC: u32 = 1 << 0;
+/// `BPF_F_ZERO_SEED` map flag: a hash map hashes with seed 0 instead of a random one
+/// (`kernel/bpf/hashtab.c`, `htab_map_alloc`; needs CAP_SYS_ADMIN).
+pub(crate) const F_ZERO_SEED: u32 = 1 << 6;
 /// `BPF_F_RDONLY_PROG` map flag (programs may only read the map).
 pub(crate) const F_RDONLY_PROG: u32 = 1 << 7;
 /// `BPF_F_MMAPABLE` map flag: an array whose values user space may `mmap` (Linux 5.5+;

@@ -333,6 +333,30 @@ pub trait HelperMachine: Machine {
     /// and returns a pointer to it: `bpf_for_each_map_elem` passes a pointer to a copy of an
     /// array's index on the kernel's stack, which the callback may read but not write.
     fn callback_key(&mut self, pc: usize, key: &[Val<Self>]) -> Result<Val<Self>, Self::Fault>;
+    /// The element of hash map `map` (`MapType::is_iterable_hash`) that `bpf_for_each_map_elem`
+    /// visits after the one at `after` (the first where `None`), in the kernel's order as the map
+    /// is now; `None` at the end of the walk.
+    fn map_next_element(
+        &mut self,
+        pc: usize,
+        map: usize,
+        after: Option<WalkPosition>,
+    ) -> Result<Option<WalkedElement<Val<Self>>>, Self::Fault>;
+}
+
+/// Where `bpf_for_each_map_elem` is in a hash map: a machine's own encoding of the element last
+/// visited, which stays meaningful when that element is deleted or replaced during the walk.
+pub type WalkPosition = (u64, u64);
+
+/// An element of a hash map as `bpf_for_each_map_elem` hands it to its callback.
+#[derive(Clone, Debug)]
+pub struct WalkedElement<V> {
+    /// The key's bytes.
+    pub key: Vec<V>,
+    /// A pointer to the value.
+    pub value: V,
+    /// Where the walk is once this element is visited.
+    pub position: WalkPosition,
 }
 
 /// A helper part-way through calling its callback once per iteration or map element: what it
@@ -351,8 +375,11 @@ pub struct Callback<V> {
     pub map: Option<(usize, V)>,
     /// The iteration (element index) of the call in progress.
     pub index: V,
-    /// Iterations to run unless the callback stops early.
+    /// Iterations to run unless the callback stops early (a hash map's walk ends with its
+    /// elements instead).
     pub count: V,
+    /// In a hash map, the element of the call in progress; `None` before the first.
+    pub visited: Option<WalkPosition>,
 }
 
 /// Calls helper `helper` for the instruction at `pc`: arguments in r1–r5, result in r0.
@@ -486,21 +513,32 @@ pub fn call<M: HelperMachine>(
                 map: None,
                 index: m.domain().constant(0),
                 count,
+                visited: None,
             };
             return start_callbacks(m, callback, &r4, too_many, E2BIG);
         }
         id::FOR_EACH_MAP_ELEM => {
             let map = m.map_of(pc, helper, &r1)?;
             let (map_type, entries) = (m.map_def(map).map_type, m.map_def(map).max_entries);
-            if !matches!(map_type, MapType::ARRAY | MapType::PERCPU_ARRAY) {
+            // Arrays visit every index, `max_entries` of them (kernel/bpf/arraymap.c); hash maps
+            // their elements, as many as there are (kernel/bpf/hashtab.c).
+            let calls = if map_type.is_iterable_hash() {
+                let empty = m.map_next_element(pc, map, None)?.is_none();
+                if empty {
+                    0
+                } else {
+                    entries
+                }
+            } else if matches!(map_type, MapType::ARRAY | MapType::PERCPU_ARRAY) {
+                entries
+            } else {
                 return Err(bad_argument(
                     pc,
                     helper,
-                    "only array maps are iterated (hash maps' order is the kernel's own)",
+                    "only array and hash maps are iterated",
                 ));
-            }
-            // Arrays visit every index, `max_entries` of them (kernel/bpf/arraymap.c).
-            let count = m.domain().constant(u64::from(entries));
+            };
+            let count = m.domain().constant(u64::from(calls));
             let callback = Callback {
                 helper,
                 pc,
@@ -509,6 +547,7 @@ pub fn call<M: HelperMachine>(
                 map: Some((map, r1)),
                 index: m.domain().constant(0),
                 count,
+                visited: None,
             };
             let never = m.domain().truth(false);
             return start_callbacks(m, callback, &r4, never, 0);
@@ -552,7 +591,7 @@ fn start_callbacks<M: HelperMachine>(
 /// `(map, &key, &value, ctx, 0)` for `bpf_for_each_map_elem`.
 fn call_back<M: HelperMachine>(
     m: &mut M,
-    callback: Callback<Val<M>>,
+    mut callback: Callback<Val<M>>,
 ) -> Result<HelperOutcome, M::Fault> {
     let pc = callback.pc;
     let zero = m.domain().constant(0);
@@ -564,6 +603,20 @@ fn call_back<M: HelperMachine>(
             zero.clone(),
             zero,
         ],
+        Some((map, handle)) if m.map_def(*map).map_type.is_iterable_hash() => {
+            let element = m
+                .map_next_element(pc, *map, callback.visited)?
+                .ok_or_else(|| bad_argument(pc, callback.helper, "the map has no next element"))?;
+            callback.visited = Some(element.position);
+            let key = m.callback_key(pc, &element.key)?;
+            [
+                handle.clone(),
+                key,
+                element.value,
+                callback.ctx.clone(),
+                zero,
+            ]
+        }
         Some((map, handle)) => {
             let key = bytes_of(m, &callback.index, 4);
             let value = m.map_lookup(pc, *map, &key)?;
@@ -589,8 +642,18 @@ pub fn resume<M: HelperMachine>(
     let ret = m.regs()[0].clone();
     let calls = m.bin_c(BinOp::Add, &callback.index, 1);
     let stop = nonzero(m, &ret);
+    let walked_hash = match callback.map {
+        Some((map, _)) if m.map_def(map).map_type.is_iterable_hash() => Some(
+            m.map_next_element(callback.pc, map, callback.visited)?
+                .is_some(),
+        ),
+        _ => None,
+    };
     let d = m.domain();
-    let more = d.compare(CmpOp::Ult, &calls, &callback.count);
+    let more = match walked_hash {
+        Some(more) => d.truth(more),
+        None => d.compare(CmpOp::Ult, &calls, &callback.count),
+    };
     let last = d.not(&more);
     let done = d.or(&stop, &last);
     if m.decide(callback.pc, &done)? {

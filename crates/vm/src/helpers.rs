@@ -10,7 +10,8 @@ use linerate_bpf::facts::mtu;
 use linerate_bpf::program::{MapDef, MapType};
 use linerate_bpf::records::push_record;
 use linerate_sem::helpers::{
-    Device, FibAnswer, Frags, HelperMachine, PacketBounds, RedirectTo, Source,
+    Device, FibAnswer, Frags, HelperMachine, PacketBounds, RedirectTo, Source, WalkPosition,
+    WalkedElement,
 };
 use linerate_sem::{HelperOutcome, Machine};
 
@@ -364,6 +365,24 @@ impl HelperMachine for Execution<'_> {
         slot.clear();
         slot.extend(key.iter().map(|v| *v as u8));
         Ok(pointer(CALLBACK_KEY_REGION + depth as u64, 0))
+    }
+
+    fn map_next_element(
+        &mut self,
+        _pc: usize,
+        map: usize,
+        after: Option<WalkPosition>,
+    ) -> Result<Option<WalkedElement<u64>>, Box<VmError>> {
+        // Positions are (bucket, age) ([`crate::hash_order`]); buckets fit in 32 bits.
+        let after = after.map(|(bucket, age)| (bucket as u32, age));
+        let Some((key, slot, (bucket, age))) = self.vm.maps[map].next_in_visit_order(after) else {
+            return Ok(None);
+        };
+        Ok(Some(WalkedElement {
+            key: key.iter().map(|b| u64::from(*b)).collect(),
+            value: self.value_pointer(map, slot),
+            position: (u64::from(bucket), age),
+        }))
     }
 }
 

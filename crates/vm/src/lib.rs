@@ -10,6 +10,7 @@
 
 pub mod drive;
 mod error;
+pub mod hash_order;
 pub mod helpers;
 pub mod keyless;
 mod machine;

@@ -10,6 +10,7 @@ use std::collections::HashMap;
 
 use linerate_bpf::{MapDef, MapType};
 
+use crate::hash_order::{Position, VisitOrder};
 use crate::keyless::{Queue, Ring};
 use crate::slab::{Loc, Slab};
 
@@ -34,6 +35,10 @@ enum Layout {
         /// Use order for LRU eviction: slot → last-use tick.
         last_use: Vec<u64>,
         lru: bool,
+        /// Slot → tick at which its element was linked into its bucket ([`crate::hash_order`]).
+        age: Vec<u64>,
+        /// The visit order of `bpf_for_each_map_elem`, built on first use after a change.
+        order: Option<VisitOrder>,
     },
     /// Longest-prefix match on `{u32 prefixlen; u8 data[]}` keys.
     LpmTrie {
@@ -102,6 +107,8 @@ impl MapState {
                     free: Vec::new(),
                     last_use: Vec::new(),
                     lru: false,
+                    age: Vec::new(),
+                    order: None,
                 }
             }
             MapType::LRU_HASH | MapType::LRU_PERCPU_HASH => Layout::Hash {
@@ -109,6 +116,8 @@ impl MapState {
                 free: Vec::new(),
                 last_use: Vec::new(),
                 lru: true,
+                age: Vec::new(),
+                order: None,
             },
             MapType::RINGBUF => {
                 let size = u64::from(def.max_entries);
@@ -333,22 +342,35 @@ impl MapState {
         self.tick += 1;
         let tick = self.tick;
         let max = self.def.max_entries as usize;
+        let relinks = !self.def.map_type.updates_in_place();
         let (index, free, last_use, lru) = match &mut self.layout {
             Layout::Hash {
                 index,
                 free,
                 last_use,
                 lru,
-            } => (index, free, Some(last_use), *lru),
+                age,
+                order,
+            } => {
+                if let Some(&slot) = index.get(key) {
+                    if flags == BPF_NOEXIST {
+                        return Err(-EEXIST);
+                    }
+                    last_use[slot] = tick;
+                    if relinks {
+                        age[slot] = tick;
+                        *order = None;
+                    }
+                    return Ok(slot);
+                }
+                (index, free, Some(last_use), *lru)
+            }
             Layout::LpmTrie { index, free } => (index, free, None, false),
             Layout::Array { .. } | Layout::Ring(_) | Layout::Queue(_) => return Err(-EINVAL),
         };
         if let Some(&slot) = index.get(key) {
             if flags == BPF_NOEXIST {
                 return Err(-EEXIST);
-            }
-            if let Some(last_use) = last_use {
-                last_use[slot] = tick;
             }
             return Ok(slot);
         }
@@ -378,11 +400,20 @@ impl MapState {
                 slot
             }
         };
-        if let Layout::Hash { last_use, .. } = &mut self.layout {
+        if let Layout::Hash {
+            last_use,
+            age,
+            order,
+            ..
+        } = &mut self.layout
+        {
             if last_use.len() <= slot {
                 last_use.resize(slot + 1, 0);
+                age.resize(slot + 1, 0);
             }
             last_use[slot] = tick;
+            age[slot] = tick;
+            *order = None;
         }
         let (Layout::Hash { index, .. } | Layout::LpmTrie { index, .. }) = &mut self.layout else {
             return Err(-EINVAL);
@@ -404,17 +435,50 @@ impl MapState {
                 }
                 _ => -ENOENT,
             },
-            Layout::Hash { index, free, .. } | Layout::LpmTrie { index, free } => {
-                match index.remove(key) {
-                    Some(slot) => {
-                        self.live[slot] = false;
-                        free.push(slot);
-                        0
-                    }
-                    None => -ENOENT,
+            Layout::Hash {
+                index, free, order, ..
+            } => match index.remove(key) {
+                Some(slot) => {
+                    self.live[slot] = false;
+                    free.push(slot);
+                    *order = None;
+                    0
                 }
-            }
+                None => -ENOENT,
+            },
+            Layout::LpmTrie { index, free } => match index.remove(key) {
+                Some(slot) => {
+                    self.live[slot] = false;
+                    free.push(slot);
+                    0
+                }
+                None => -ENOENT,
+            },
         }
+    }
+
+    /// The element `bpf_for_each_map_elem` visits after the one at `after` (the first where
+    /// `None`) in a hash map: its key, slot and position ([`crate::hash_order`]); `None` at the
+    /// end of the walk or for other maps.
+    pub fn next_in_visit_order(
+        &mut self,
+        after: Option<Position>,
+    ) -> Option<(Vec<u8>, usize, Position)> {
+        let max_entries = self.def.max_entries;
+        let Layout::Hash {
+            index, age, order, ..
+        } = &mut self.layout
+        else {
+            return None;
+        };
+        let order = order.get_or_insert_with(|| {
+            VisitOrder::new(
+                index.iter().map(|(k, &slot)| (&k[..], age[slot], slot)),
+                max_entries,
+            )
+        });
+        let (slot, position, key) = order.next(after)?;
+        Some((key.to_vec(), slot, position))
     }
 
     /// Whether `slot` holds an entry.

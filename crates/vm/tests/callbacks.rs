@@ -304,7 +304,7 @@ fn for_each_refuses_flags() {
 }
 
 #[test]
-fn for_each_keys_are_read_only_and_hash_maps_are_refused() {
+fn for_each_keys_are_read_only_and_maps_without_a_walk_are_refused() {
     let array = MapDef::new("values", MapType::ARRAY, 4, 8, 4);
     let main = |map_type: MapType| {
         (
@@ -328,12 +328,24 @@ fn for_each_keys_are_read_only_and_hash_maps_are_refused() {
     .expect("decodes");
     let err = vm.run(0, &[0; 64], &[]).expect_err("read-only key");
     assert!(err.to_string().contains("read-only"), "{err}");
+    // An empty hash map is walked: no call, 0 visited.
     let (insns, hash) = main(MapType::HASH);
     let mut vm = Vm::new(
-        &object(vec![insns, write_key], vec![hash]),
+        &object(vec![insns, write_key.clone()], vec![hash]),
         VmOptions::default(),
     )
     .expect("decodes");
-    let err = vm.run(0, &[0; 64], &[]).expect_err("hash map");
-    assert!(err.to_string().contains("only array maps"), "{err}");
+    assert_eq!(vm.run(0, &[0; 64], &[]).expect("walks").return_value, 0);
+    // A device hash map has no walk in the kernel (no `map_for_each_callback`).
+    let (insns, devices) = main(MapType::DEVMAP_HASH);
+    let mut vm = Vm::new(
+        &object(vec![insns, write_key], vec![devices]),
+        VmOptions::default(),
+    )
+    .expect("decodes");
+    let err = vm.run(0, &[0; 64], &[]).expect_err("device map");
+    assert!(
+        err.to_string().contains("only array and hash maps"),
+        "{err}"
+    );
 }
