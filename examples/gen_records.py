@@ -54,12 +54,21 @@ def gen_queue():
         (DROP, "check_mtu ifindex 1 with an L3 length of 65537: 65551 > 65550", udp(1, 12, arg(65537))),
         (DROP, "check_mtu on ifindex 999: -ENODEV", udp(1, 13, arg(0))),
         (DROP, "check_mtu with flags 1: -EINVAL", udp(1, 14, arg(0))),
-        (PASS, "UDP port 15: no command", udp(1, 15, arg(0))),
+        (PASS, "locked update of counts[0] (BPF_F_LOCK): frames 9, bytes 18", udp(1, 15, arg(9))),
+        (PASS, "locked update of locked[3] with BPF_EXIST: rewritten in place", udp(1, 16, arg(3))),
+        (DROP, "locked update of locked[5] with BPF_EXIST: no such key, -ENOENT", udp(1, 16, arg(5))),
+        (PASS, "locked update of locked[5] (BPF_F_LOCK): inserted", udp(1, 17, arg(5))),
+        (DROP, "BPF_F_LOCK on results, whose values hold no lock: -EINVAL", udp(1, 18, arg(1))),
+        (PASS, "UDP port 19: no command", udp(1, 19, arg(0))),
         (PASS, "TCP: not a command", g.eth(ETH_IP, g.tcp4("10.0.0.1", "10.0.0.2", 1, 2, g.TCP_SYN))),
     ]
     maps = {
         "fifo": [(b"", struct.pack("<I", v)) for v in (0x11111111, 0x22222222, 0x33333333, 0x44444444)],
         "ports": [(struct.pack("<I", 7), struct.pack("<I", 1))],
+        # struct locked_count {bpf_spin_lock; u32 frames; u64 bytes}: the lock bytes given here
+        # are not stored (the kernel copies values around the lock).
+        "locked": [(struct.pack("<I", k), struct.pack("<IIQ", 0xFFFFFFFF, k, 100 * k)) for k in (1, 3)],
+        "counts": [(struct.pack("<I", 0), struct.pack("<IIQ", 0x01010101, 2, 50))],
     }
     g.write("xdp_queue", "xdp_queue", P, maps, notes=[
         "The queue `fifo` starts full (4 values), the stack `lifo` empty."])

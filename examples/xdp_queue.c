@@ -20,6 +20,11 @@
  *   dport 12 bpf_check_mtu(ctx, 1, &mtu = arg, 0, 0): arg as the L3 length
  *   dport 13 bpf_check_mtu(ctx, 999, ...): no such device, -ENODEV -> XDP_DROP
  *   dport 14 bpf_check_mtu(ctx, 0, ..., flags 1): -EINVAL -> XDP_DROP
+ *   dport 15 bpf_map_update_elem(&counts, 0, {frames = arg, bytes = 2 arg}, BPF_F_LOCK)
+ *            -> XDP_PASS, XDP_DROP when refused
+ *   dport 16 the same on `locked` (HASH) at key arg, flags BPF_F_LOCK | BPF_EXIST
+ *   dport 17 the same on `locked` at key arg, flags BPF_F_LOCK (insert or rewrite)
+ *   dport 18 the same on `results` (no lock in its values): -EINVAL -> XDP_DROP
  *   other frames -> XDP_PASS
  *
  * Every IPv4 UDP frame with an argument is counted in `counts` (frames, bytes) under its
@@ -30,6 +35,8 @@
  *       ports   — DEVMAP_HASH, 8 entries, key __u32, value __u32 ifindex
  *       results — ARRAY, 4 x __s64
  *       counts  — ARRAY, 1 x { bpf_spin_lock; __u32 frames; __u64 bytes }
+ *       locked  — HASH, 8 x the same, key __u32 (seeded with nonzero lock bytes, which
+ *                 neither engine stores)
  * Helpers: bpf_map_push_elem, bpf_map_pop_elem, bpf_map_peek_elem, bpf_redirect_map,
  *          bpf_map_lookup_elem, bpf_check_mtu, bpf_spin_lock, bpf_spin_unlock.
  */
@@ -74,6 +81,13 @@ struct {
 	__type(key, __u32);
 	__type(value, struct locked_count);
 } counts SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 8);
+	__type(key, __u32);
+	__type(value, struct locked_count);
+} locked SEC(".maps");
 
 static __always_inline void set(__u32 idx, __s64 v)
 {
@@ -156,6 +170,20 @@ int xdp_queue(struct xdp_md *ctx)
 	case 14:
 		ret = bpf_check_mtu(ctx, 0, &mtu, 0, 1);
 		break;
+	case 15: case 16: case 17: case 18: {
+		struct locked_count update = { .frames = arg, .bytes = 2 * (__u64)arg };
+		__u16 op = bpf_ntohs(udp->dest);
+
+		if (op == 15)
+			ret = bpf_map_update_elem(&counts, &zero, &update, BPF_F_LOCK);
+		else if (op == 18)
+			ret = bpf_map_update_elem(&results, &zero, &update.bytes, BPF_F_LOCK);
+		else
+			ret = bpf_map_update_elem(&locked, &arg, &update,
+						  op == 16 ? BPF_F_LOCK | BPF_EXIST : BPF_F_LOCK);
+		set(0, ret);
+		return ret ? XDP_DROP : XDP_PASS;
+	}
 	default:
 		return XDP_PASS;
 	}

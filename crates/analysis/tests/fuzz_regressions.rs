@@ -106,6 +106,7 @@ fn map_helpers_on_maps_with_huge_keys_or_values() {
         initial_value: None,
         initial_programs: Vec::new(),
         inner: None,
+        spin_lock: None,
     };
     let text = "
         r1 = huge_keys ll

@@ -338,6 +338,7 @@ impl Linker<'_> {
             initial_value: None,
             initial_programs: Vec::new(),
             inner: None,
+            spin_lock: None,
         });
         ((self.maps.len() - 1) as u32, base)
     }

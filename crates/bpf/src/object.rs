@@ -701,6 +701,9 @@ impl<'e, 'a> Reader<'e, 'a> {
             btf_info::relocate_core(btf, &mut self.code, self.core_target, |i| {
                 self.elf.section_name(i)
             })?;
+            for map in &mut self.maps {
+                map.spin_lock = btf.spin_lock_offset(map);
+            }
         }
         let records = SlotRecords::new(btf.as_ref(), |name| {
             self.code
@@ -1023,6 +1026,7 @@ impl<'e, 'a> Reader<'e, 'a> {
                     initial_value: None,
                     initial_programs: Vec::new(),
                     inner: None,
+                    spin_lock: None,
                 },
                 sym.value,
                 sec,
@@ -1095,6 +1099,7 @@ impl<'e, 'a> Reader<'e, 'a> {
                 initial_value: Some(initial),
                 initial_programs: Vec::new(),
                 inner: None,
+                spin_lock: None,
             });
         }
         Ok(())
@@ -1660,6 +1665,7 @@ fn parse_btf_map_def(
             initial_value: None,
             initial_programs: Vec::new(),
             inner,
+            spin_lock: None,
         },
         values_offset,
     ))

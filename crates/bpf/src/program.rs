@@ -185,6 +185,11 @@ pub struct MapDef {
     /// For a map-in-map (`ARRAY_OF_MAPS`, `HASH_OF_MAPS`) with its inner template declared in
     /// BTF: the template and the statically placed inner maps.
     pub inner: Option<Box<InnerMaps>>,
+    /// Byte offset in the value of its `struct bpf_spin_lock`, where the value's BTF type has
+    /// one ([`ObjectBtf::spin_lock_offset`]). The kernel never copies the lock's 4 bytes in or
+    /// out of the map (`copy_map_value` skips them, user-space reads see zeros) and accepts
+    /// `BPF_F_LOCK` updates only on such maps.
+    pub spin_lock: Option<u32>,
 }
 
 /// The inner side of a map-in-map (`BPF_MAP_TYPE_ARRAY_OF_MAPS` / `HASH_OF_MAPS`).
@@ -241,6 +246,7 @@ impl MapDef {
             initial_value: None,
             initial_programs: Vec::new(),
             inner: None,
+            spin_lock: None,
         }
     }
 }
@@ -526,6 +532,36 @@ impl ObjectBtf {
             }
         };
         Some((member("key")?, member("value")?))
+    }
+
+    /// Byte offset of the `struct bpf_spin_lock` in map `map`'s value type: a member of that
+    /// struct type, at the top level or inside nested structs (the kernel's `btf_find_field`,
+    /// kernel/bpf/btf.c, looks for special fields by their struct names). `None` where the value
+    /// has no BTF type or no lock.
+    pub fn spin_lock_offset(&self, map: &MapDef) -> Option<u32> {
+        let (_, value) = self.map_type_ids(map)?;
+        if value == 0 || matches!(map.origin, MapOrigin::GlobalData { .. }) {
+            return None;
+        }
+        self.find_spin_lock(value, 0, 0)
+    }
+
+    fn find_spin_lock(&self, id: TypeId, base_bits: u32, depth: u32) -> Option<u32> {
+        // Nesting deeper than this is no value type a program declares.
+        const MAX_DEPTH: u32 = 8;
+        let btf = &self.btf;
+        let (_, ty) = btf.skip_mods_and_typedefs(id).ok()?;
+        let ty = ty?;
+        if !matches!(ty.kind, Kind::Struct { .. }) || depth > MAX_DEPTH {
+            return None;
+        }
+        if depth > 0 && btf.name(ty).is_ok_and(|n| n == "bpf_spin_lock") {
+            return Some(base_bits / 8);
+        }
+        ty.members().iter().find_map(|m| {
+            let bits = base_bits.checked_add(m.bit_offset)?;
+            self.find_spin_lock(m.type_id, bits, depth + 1)
+        })
     }
 }
 

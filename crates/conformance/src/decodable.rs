@@ -80,6 +80,7 @@ fn map(map_type: MapType, key: u32, value: u32, entries: u32, origin: MapOrigin)
         initial_value: None,
         initial_programs: Vec::new(),
         inner: None,
+        spin_lock: None,
     }
 }
 
@@ -100,6 +101,7 @@ fn global(section: &str, size: u32, read_only: bool) -> MapDef {
         initial_value: (size <= 1 << 16).then(|| (0..size).map(|b| b as u8).collect()),
         initial_programs: Vec::new(),
         inner: None,
+        spin_lock: None,
     }
 }
 
@@ -360,6 +362,7 @@ impl<'a> Generator<'a> {
                 initial_value: None,
                 initial_programs: Vec::new(),
                 inner: None,
+                spin_lock: None,
             },
         }
     }

@@ -275,8 +275,11 @@ impl MapState {
     /// Inserts or replaces `key`; returns 0 or a negative errno as the helper does.
     ///
     /// The checks come in the kernel's order: unknown flags, then (arrays) the index and
-    /// `BPF_NOEXIST`, then `BPF_F_LOCK`, which needs a spin lock in the value (none of linerate's
-    /// maps has one).
+    /// `BPF_NOEXIST`, then `BPF_F_LOCK`, which needs a spin lock in the value
+    /// ([`MapDef::spin_lock`]) and a map that takes it (arrays and plain hash maps; LRU and per-CPU
+    /// hash maps refuse the flag). A locked update of an existing hash element rewrites it in
+    /// place (`copy_map_value_locked`), so its place in the walk order stays. No update writes
+    /// the lock's own bytes.
     pub fn update(&mut self, key: &[u8], value: &[u8], flags: u64) -> i64 {
         if flags & !BPF_F_LOCK > BPF_EXIST {
             return -EINVAL;
@@ -307,7 +310,7 @@ impl MapState {
                 if flags == BPF_NOEXIST && self.is_live(slot) {
                     return -EEXIST;
                 }
-                if lock {
+                if lock && self.def.spin_lock.is_none() {
                     return -EINVAL;
                 }
                 if flags == BPF_EXIST && !self.is_live(slot) {
@@ -318,7 +321,21 @@ impl MapState {
                 }
                 slot
             }
-            Layout::Hash { .. } | Layout::LpmTrie { .. } if lock => return -EINVAL,
+            Layout::Hash { lru, index, .. } if lock => {
+                if *lru || self.def.map_type.is_percpu() || self.def.spin_lock.is_none() {
+                    return -EINVAL;
+                }
+                match index.get(key) {
+                    Some(_) if flags == BPF_NOEXIST => return -EEXIST,
+                    Some(&slot) => slot,
+                    None if flags == BPF_EXIST => return -ENOENT,
+                    None => match self.insert_slot(key, flags) {
+                        Ok(slot) => slot,
+                        Err(errno) => return errno,
+                    },
+                }
+            }
+            Layout::LpmTrie { .. } if lock => return -EINVAL,
             Layout::Hash { .. } | Layout::LpmTrie { .. } => {
                 if let Layout::LpmTrie { .. } = self.layout {
                     let len = u32::from_le_bytes(key[..4].try_into().unwrap_or_default());
@@ -333,7 +350,17 @@ impl MapState {
             }
         };
         let n = value.len().min(self.def.value_size as usize);
-        self.slab.slot_mut(slot, n).copy_from_slice(&value[..n]);
+        let lock = self
+            .def
+            .spin_lock
+            .map(|at| at as usize..at as usize + 4)
+            .filter(|l| l.end <= n);
+        let dest = self.slab.slot_mut(slot, n);
+        let kept_lock = lock.clone().map(|l| <[u8; 4]>::try_from(&dest[l]));
+        dest.copy_from_slice(&value[..n]);
+        if let (Some(l), Some(Ok(old))) = (lock, kept_lock) {
+            dest[l].copy_from_slice(&old);
+        }
         0
     }
 

@@ -273,6 +273,7 @@ pub(crate) fn collect(
         initial_value: Some(value),
         initial_programs: Vec::new(),
         inner: None,
+        spin_lock: None,
     });
     Ok(externs)
 }
