@@ -23,6 +23,7 @@ use linerate_bpf::Object;
 use proptest::prelude::*;
 use proptest::sample::select;
 
+mod asm;
 pub mod objects;
 
 /// Registers the body computes with.
