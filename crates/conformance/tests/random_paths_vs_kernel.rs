@@ -3,9 +3,9 @@
 //! packet, the metadata and every map after every packet, from the same map seed, packet after
 //! packet with the maps persisting.
 //!
-//! 400 programs by default (`LINERATE_RANDOM_PATH_PROGRAMS` overrides), seeds `0..N` (so a failure
+//! 2,000 programs by default (`LINERATE_RANDOM_PATH_PROGRAMS` overrides), seeds `0..N` (so a failure
 //! names the seed that reproduces it; `LINERATE_RANDOM_PATH_SEED` shifts the range), with branch
-//! budgets from 1 to 16 (a few paths to a few thousand) and every combination of the options.
+//! budgets from 1 to 32 (a few paths to many thousands) and every combination of the options.
 //! Programs that call `bpf_ktime_get_ns` or `bpf_get_prandom_u32` and branch on the result
 //! ([`GeneratedProgram::nondeterministic`]) must load and run in both engines, but their results
 //! are not compared: the kernel's clock and random numbers are not the interpreter's.
@@ -29,10 +29,16 @@ fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
+/// Branch budgets 1 to 16 (up to 4,096 paths), every 17th program 32 branches and up to 20,000
+/// paths; the other options in every combination.
 fn options(seed: u64) -> GenOptions {
+    let (branches, max_paths) = match seed % 17 {
+        16 => (32, 20_000),
+        n => (1 + n as usize, 4096),
+    };
     GenOptions {
-        branches: 1 + (seed % 16) as usize,
-        max_paths: 4096,
+        branches,
+        max_paths,
         time_random: seed % 5 == 4,
         map_writes: seed % 7 != 3,
         packet_writes: seed % 11 != 5,
@@ -138,7 +144,7 @@ fn interpreter_agrees_with_kernel_on_loop_free_programs() {
         return;
     }
     let env = |name: &str| std::env::var(name).ok().and_then(|v| v.parse::<u64>().ok());
-    let count = env("LINERATE_RANDOM_PATH_PROGRAMS").unwrap_or(400);
+    let count = env("LINERATE_RANDOM_PATH_PROGRAMS").unwrap_or(2000);
     let first = env("LINERATE_RANDOM_PATH_SEED").unwrap_or(0);
     let (mut generating, mut checking) = (Duration::ZERO, Duration::ZERO);
     let (mut compared, mut paths, mut most_paths) = (0, 0u64, 0u64);
