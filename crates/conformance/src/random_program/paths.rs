@@ -130,7 +130,12 @@ pub struct GeneratedProgram {
     /// depend on values the kernel cannot be made to repeat, so only the interpreter can check a
     /// prediction about it.
     pub nondeterministic: bool,
-    /// What the program contains (`"branch on packet"`, `"hash lookup"`, ...).
+    /// What the program contains: what its branches test (`"length check"`, `"branch on packet
+    /// byte"`, `"branch on map value"`, `"branch on variable"`, `"branch on helper result"`,
+    /// `"branch on time/random"`), the lookups (`"array lookup"`, `"hash lookup"`), the helpers
+    /// (`"map_update_elem"`, `"map_delete_elem"`, `"ktime_get_ns"`, `"get_prandom_u32"`), the
+    /// accesses (`"packet read"`, `"packet store"`, `"map value read"`, `"map value store"`,
+    /// `"atomic add on a map value"`) and `"early return"`, `"computed action"`.
     pub features: BTreeSet<&'static str>,
     /// The longest packet length any length check compares against.
     pub longest_check: usize,
@@ -142,6 +147,7 @@ pub fn generate(seed: u64, options: &GenOptions) -> GeneratedProgram {
         rng: XorShift::new(mix(seed)),
         options,
         branches: 0,
+        features: BTreeSet::new(),
     };
     let body = gen.top();
     let (fall, exits) = flow(&body);
@@ -149,7 +155,7 @@ pub fn generate(seed: u64, options: &GenOptions) -> GeneratedProgram {
     let mut lowered = lower::lower(&body);
     let seed_maps = gen.seed_maps();
     let program = Program::from_instructions("prog", "xdp", &lowered.insns);
-    lowered.features.remove("backward jump");
+    lowered.features.append(&mut gen.features);
     GeneratedProgram {
         object: Object::with_programs("paths", vec![program], maps()),
         seed_maps,
@@ -193,7 +199,8 @@ fn maps() -> Vec<MapDef> {
     ]
 }
 
-/// A well-spread non-zero generator state from any seed (xorshift's zero state is stuck).
+/// A well-spread non-zero generator state from any seed (xorshift's zero state is stuck): the
+/// SplitMix64 finaliser (Steele, Lea and Flood, OOPSLA 2014), with the low bit set.
 fn mix(seed: u64) -> u64 {
     let mut z = seed.wrapping_add(0x9e37_79b9_7f4a_7c15);
     z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
@@ -394,6 +401,8 @@ struct Gen<'o> {
     options: &'o GenOptions,
     /// Conditional branches placed so far.
     branches: usize,
+    /// What the branches test (the rest of the features come from the lowering).
+    features: BTreeSet<&'static str>,
 }
 
 const CMP_IMMS: [i32; 12] = [0, 1, 2, 3, 8, 0x7f, 0x80, 0xff, 0x100, 0x7fff, 0xffff, -1];
@@ -733,16 +742,19 @@ impl Gen<'_> {
                         var,
                         expr: Expr::Packet { size, off },
                     });
+                    self.features.insert("branch on packet byte");
                     break self.compare(var);
                 }
                 4 | 5 if !scope.values.is_empty() => {
                     let var = self.var();
                     let expr = self.value_expr(scope);
                     pre.push(Stmt::Set { var, expr });
+                    self.features.insert("branch on map value");
                     break self.compare(var);
                 }
                 6 if scope.inputs != 0 => {
                     let var = self.input_var(scope);
+                    self.features.insert("branch on variable");
                     break self.compare(var);
                 }
                 7 if self.options.map_writes => {
@@ -763,6 +775,7 @@ impl Gen<'_> {
                     let var = self.var();
                     let expr = self.pick(&[Expr::Time, Expr::Random]);
                     pre.push(Stmt::Set { var, expr });
+                    self.features.insert("branch on time/random");
                     break Test::Cmp {
                         wide: true,
                         cond: Cond::Set,

@@ -117,6 +117,9 @@ fn features_follow_the_options() {
         "map_update_elem",
         "map_delete_elem",
         "branch on helper result",
+        "branch on packet byte",
+        "branch on map value",
+        "branch on variable",
         "computed action",
         "early return",
     ] {
@@ -142,6 +145,9 @@ fn features_follow_the_options() {
         }
     }
     assert!(nondeterministic > 10);
+    assert!((0..100).any(|seed| generate(seed, &options)
+        .features
+        .contains("branch on time/random")));
 }
 
 /// Packets are at least 14 bytes long and reach past the longest check.
