@@ -88,7 +88,9 @@ pub struct GenOptions {
     /// earlier or both sides of a branch returned with budget left.
     pub branches: usize,
     /// Most paths from the entry to an exit (see the module documentation): the generator stops
-    /// adding branches before the count would exceed it.
+    /// adding branches before the count would exceed it. The differential test covers up to 32
+    /// branches and 20,000 paths; the verifier also took every one of 40 programs of 100
+    /// branches and up to ten million paths (its state pruning merges the paths).
     pub max_paths: u64,
     /// Whether the program may call `bpf_ktime_get_ns` and `bpf_get_prandom_u32` and branch on
     /// their results (such a program is [`GeneratedProgram::nondeterministic`]).
