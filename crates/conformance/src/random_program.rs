@@ -16,6 +16,11 @@
 //! [`objects`] builds on these bodies: whole objects of several programs sharing maps, with
 //! helper calls, map lookups, tail calls, bounded loops and an epilogue that copies registers and
 //! stack into a map — what the differential test against the kernel runs.
+//!
+//! [`paths`] is a second generator: loop-free programs written the way packet processing is
+//! (length checks, branches on packet bytes and map values, lookups with their NULL checks, map
+//! updates), with a controlled number of branches and paths and their map seeds, for the
+//! soundness tests of `linerate bound` and a second differential test.
 
 use linerate_bpf::insn::build::{add64, jmp_reg, ldx, mov32_reg, mov64, mov64_reg, st, stx};
 use linerate_bpf::insn::{AluOp, AtomicOp, Cond, Endian, Imm64, Instruction, Operand, Reg, Size};
@@ -23,7 +28,9 @@ use linerate_bpf::Object;
 use proptest::prelude::*;
 use proptest::sample::select;
 
+mod asm;
 pub mod objects;
+pub mod paths;
 
 /// Registers the body computes with.
 pub const SCALARS: [Reg; 9] = [0, 1, 2, 3, 4, 5, 7, 8, 9];

@@ -57,6 +57,7 @@ use proptest::prelude::*;
 use proptest::sample::select;
 use proptest::strategy::Union;
 
+use super::asm::{Asm, Label};
 use super::{
     alu, atomic_prelude, interesting_imm, item, operand, scalar, size, Harness, Item,
     BODY_PACKET_BYTES, PACKET_POINTER, SCALARS, STACK_BYTES,
@@ -649,75 +650,7 @@ pub fn packet() -> impl Strategy<Value = Vec<u8>> {
 // ---------------------------------------------------------------------------------------------
 // Assembly
 
-type Label = usize;
-
-/// Instructions with jumps to labels, resolved to offsets by [`Asm::finish`].
-struct Asm {
-    insns: Vec<Instruction>,
-    fixups: Vec<(usize, Label)>,
-    labels: Vec<Option<usize>>,
-    /// Where the epilogue continues when a re-derived packet is too short.
-    early: Label,
-    features: BTreeSet<&'static str>,
-}
-
 impl Asm {
-    fn new() -> Asm {
-        let mut asm = Asm {
-            insns: Vec::new(),
-            fixups: Vec::new(),
-            labels: Vec::new(),
-            early: 0,
-            features: BTreeSet::new(),
-        };
-        asm.early = asm.label();
-        asm
-    }
-
-    fn label(&mut self) -> Label {
-        self.labels.push(None);
-        self.labels.len() - 1
-    }
-
-    fn place(&mut self, label: Label) {
-        self.labels[label] = Some(self.insns.len());
-    }
-
-    fn emit(&mut self, insn: Instruction) {
-        self.insns.push(insn);
-    }
-
-    fn jump_to(&mut self, insn: Instruction, label: Label) {
-        self.fixups.push((self.insns.len(), label));
-        self.insns.push(insn);
-    }
-
-    /// The instructions with every jump's offset set, and the features used.
-    fn finish(mut self) -> (Vec<Instruction>, BTreeSet<&'static str>) {
-        let mut start = Vec::with_capacity(self.insns.len() + 1);
-        let mut slot = 0usize;
-        for insn in &self.insns {
-            start.push(slot);
-            slot += insn.slots();
-        }
-        start.push(slot);
-        for &(at, label) in &self.fixups {
-            let target = self.labels[label].expect("every label is placed");
-            let off = start[target] as i64 - start[at] as i64 - 1;
-            match &mut self.insns[at] {
-                Instruction::Jump { off: o, .. } | Instruction::MayGoto { off: o } => {
-                    *o = off as i16
-                }
-                Instruction::Ja { off: o, .. } => *o = off as i32,
-                other => unreachable!("fixup on {other:?}"),
-            }
-            if off < 0 {
-                self.features.insert("backward jump");
-            }
-        }
-        (self.insns, self.features)
-    }
-
     /// Lays out `nodes`; a jump past the last node lands on `end`.
     fn seq(&mut self, nodes: &[Node], end: Label, depth: usize) {
         let starts: Vec<Label> = nodes.iter().map(|_| self.label()).collect();
