@@ -21,6 +21,7 @@
 
 use std::borrow::Cow;
 use std::collections::HashMap;
+use std::os::fd::AsRawFd;
 use std::sync::OnceLock;
 
 use linerate_bpf::btf::{Btf, Kind};
@@ -37,8 +38,6 @@ const CALL_OPCODE: u8 = 0x85;
 /// `POISON_CALL_KFUNC_BASE + index`, which no kernel has.
 const POISON_CALL_KFUNC_BASE: i32 = 2_002_000_000;
 
-/// The largest `off` of a call instruction, hence the last `fd_array` slot a module BTF can use.
-const MAX_SLOT: usize = i16::MAX as usize;
 /// What `fd_array` holds in slot 0 when the object has no maps: no fd (never read).
 const NO_FD: u32 = u32::MAX;
 
@@ -178,14 +177,14 @@ pub(crate) fn resolve_in<'p, 'm>(
                         }
                     };
                     let slot = first_module_slot(maps).saturating_add(nth);
-                    let off = i16::try_from(slot).ok().filter(|_| slot <= MAX_SLOT);
-                    let Some(off) = off else {
+                    let Ok(off) = i16::try_from(slot) else {
                         return Err(KernelError::InvalidArgument(format!(
                             "program `{}` calls kfunc `{}` of module `{}` at insn {i}, whose BTF \
-                             would take fd_array slot {slot}, past the largest call offset {MAX_SLOT}",
+                             would take fd_array slot {slot}, past the largest call offset {}",
                             prog.name,
                             kfunc.name,
-                            table[m].name()
+                            table[m].name(),
+                            i16::MAX
                         )));
                     };
                     found = Some((id, off));
@@ -214,10 +213,7 @@ pub(crate) fn resolve_in<'p, 'm>(
     }
     let module_fds = used
         .iter()
-        .map(|&m| {
-            use std::os::fd::AsRawFd;
-            table[m].fd().as_raw_fd() as u32
-        })
+        .map(|&m| table[m].fd().as_raw_fd() as u32)
         .collect();
     Ok(Resolved {
         program: Cow::Owned(out),
@@ -228,7 +224,7 @@ pub(crate) fn resolve_in<'p, 'm>(
 #[cfg(test)]
 mod tests {
     use std::cell::Cell;
-    use std::os::fd::{AsRawFd, OwnedFd};
+    use std::os::fd::OwnedFd;
 
     use linerate_bpf::insn::{build, CallTarget, Instruction};
 
@@ -321,6 +317,21 @@ mod tests {
             resolve_in(&prog, &kfuncs(&["ma"]), 0, &vmlinux, || Ok(&modules[..])).unwrap();
         assert_eq!(calls_of(&resolved.program), [(100, 1, true)]);
         assert_eq!(fd_array(&[], &resolved.module_fds), [NO_FD, fd(0)]);
+
+        // A slot past what a call's 16-bit `off` can name is refused, naming the call.
+        let prog = calling(&[0, 1]);
+        let names = kfuncs(&["ma", "mb"]);
+        let last = i16::MAX as usize;
+        let one_module = calling(&[0]);
+        let resolved =
+            resolve_in(&one_module, &names, last, &vmlinux, || Ok(&modules[..])).unwrap();
+        assert_eq!(calls_of(&resolved.program), [(100, i16::MAX, true)]);
+        let err = resolve_in(&prog, &names, last, &vmlinux, || Ok(&modules[..])).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "program `calls` calls kfunc `mb` of module `mod_b` at insn 1, whose BTF would take \
+             fd_array slot 32768, past the largest call offset 32767"
+        );
     }
 
     #[test]
