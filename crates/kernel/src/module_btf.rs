@@ -17,7 +17,9 @@
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::sync::OnceLock;
 
-use linerate_bpf::btf::Btf;
+use std::sync::Arc;
+
+use linerate_bpf::btf::{Btf, BtfError};
 use linerate_bpf::core_relo::running_kernel_btf_shared;
 
 use crate::error::KernelError;
@@ -222,25 +224,79 @@ fn read_module_btfs() -> Result<Vec<ModuleBtf>, KernelError> {
     objects
         .into_iter()
         .map(|object| {
-            let raw = object.raw()?;
-            let btf = Btf::parse_split(&raw, vmlinux.clone()).map_err(|e| {
+            let funcs = module_funcs(&object.raw()?, vmlinux).map_err(|e| {
                 KernelError::System(format!(
                     "BTF of kernel module `{}` (BTF id {}): {e}",
                     object.name, object.id
                 ))
             })?;
-            Ok(ModuleBtf::new(
-                &object.name,
-                object.fd,
-                KernelFuncs::of(&btf),
-            ))
+            Ok(ModuleBtf::new(&object.name, object.fd, funcs))
         })
         .collect()
+}
+
+/// The functions a module's raw split BTF defines on top of `vmlinux`.
+fn module_funcs(raw: &[u8], vmlinux: &Arc<Btf>) -> Result<KernelFuncs, BtfError> {
+    Btf::parse_split(raw, Arc::clone(vmlinux)).map(|btf| KernelFuncs::of(&btf))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A module-like split BTF on the running kernel's: `FUNC_PROTO void(void)`, then
+    /// `FUNC fake_mod_kfunc` of it and a `FUNC` named with vmlinux's string for
+    /// `bpf_iter_num_new`. Its functions are its own two, numbered after vmlinux's last type.
+    #[test]
+    fn a_module_btf_defines_its_own_functions_after_vmlinux() {
+        let Ok(vmlinux) = running_kernel_btf_shared() else {
+            panic!("this test needs {}", linerate_bpf::core_relo::VMLINUX_BTF);
+        };
+        let (_, iter_new) = vmlinux
+            .types()
+            .find(|(_, t)| vmlinux.name(t).is_ok_and(|n| n == "bpf_iter_num_new"))
+            .expect("bpf_iter_num_new in vmlinux");
+        let start_id = vmlinux.start_id() + vmlinux.len() as u32;
+        let own_name = vmlinux_strings_len();
+        let func = 12 << 24 | 1; // BTF_KIND_FUNC, global linkage
+        let proto = 13 << 24; // BTF_KIND_FUNC_PROTO, no parameters
+        let words = [
+            0,
+            proto,
+            0,
+            own_name,
+            func,
+            start_id,
+            iter_new.name_off,
+            func,
+            start_id,
+        ];
+        let strings = b"fake_mod_kfunc\0";
+        let mut raw = Vec::new();
+        raw.extend_from_slice(&0xeb9fu16.to_le_bytes());
+        raw.extend_from_slice(&[1, 0]);
+        let type_len = (words.len() * 4) as u32;
+        for w in [24, 0, type_len, type_len, strings.len() as u32] {
+            raw.extend_from_slice(&w.to_le_bytes());
+        }
+        for w in words {
+            raw.extend_from_slice(&w.to_le_bytes());
+        }
+        raw.extend_from_slice(strings);
+
+        let funcs = module_funcs(&raw, vmlinux).unwrap();
+        assert_eq!(funcs.id("fake_mod_kfunc"), Some(start_id + 1));
+        assert_eq!(funcs.id("bpf_iter_num_new"), Some(start_id + 2));
+        assert_eq!(funcs.id("bpf_iter_num_next"), None);
+        // A truncated module BTF is an error, not a panic.
+        assert!(module_funcs(&raw[..raw.len() - 20], vmlinux).is_err());
+    }
+
+    /// The length of vmlinux's string section, from its BTF header (`str_len`, bytes 20..24).
+    fn vmlinux_strings_len() -> u32 {
+        let raw = std::fs::read(linerate_bpf::core_relo::VMLINUX_BTF).unwrap();
+        u32::from_le_bytes([raw[20], raw[21], raw[22], raw[23]])
+    }
 
     /// This kernel's BTF objects include vmlinux, flagged as the kernel's, whose raw BTF is
     /// `/sys/kernel/btf/vmlinux`; modules with BTF are exactly the `/sys/kernel/btf` entries
