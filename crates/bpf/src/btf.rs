@@ -7,15 +7,21 @@
 //! type up by id, skipping modifiers and typedefs, resolving a type's size and finding a
 //! `DATASEC` by name.
 //!
+//! Split BTF (a kernel module's, on top of vmlinux) reads too, with [`Btf::parse_split`]: its
+//! type ids and string offsets continue after its base's (see [`split`]).
+//!
 //! Parsing never panics: every read is bounds-checked and every malformed input yields a
 //! [`BtfError`] naming the offending offset or type id. Type-graph walks are depth-limited, so
 //! reference cycles in corrupt input end in an error rather than a hang.
+
+use std::sync::Arc;
 
 /// A BTF type id. Id 0 is `void`; real types are numbered from 1 in section order.
 pub type TypeId = u32;
 
 mod encode;
 mod fixup;
+pub mod split;
 
 pub use fixup::SectionLayout;
 
@@ -218,12 +224,16 @@ impl Type {
 }
 
 /// A parsed BTF section (see [`Btf::to_bytes`] for writing it back and [`Btf::fixed_for_kernel`]
-/// for the fix-ups a loader makes before `BPF_BTF_LOAD`).
+/// for the fix-ups a loader makes before `BPF_BTF_LOAD`), standalone or split on top of a base.
 #[derive(Clone, Debug, PartialEq, Eq, Default)]
 pub struct Btf {
-    /// Types by id minus one (id 0, `void`, is implicit).
+    /// Types by id minus [`Btf::start_id`] (id 0, `void`, is implicit; ids below the start are
+    /// the base's).
     types: Vec<Type>,
+    /// This section's own strings; offsets below [`Btf::start_str_off`] are the base's.
     strings: Vec<u8>,
+    /// The BTF this one is split from (a module's BTF is split from vmlinux's).
+    base: Option<Arc<Btf>>,
 }
 
 /// Bounds-checked little-endian reader over the type section.
@@ -269,6 +279,11 @@ fn sub<'a>(data: &'a [u8], start: u64, len: u32, what: &'static str) -> Result<&
 impl Btf {
     /// Parses a little-endian `.BTF` section.
     pub fn parse(data: &[u8]) -> Result<Btf, BtfError> {
+        Self::parse_on(data, None)
+    }
+
+    /// Parses a standalone section (`base` `None`) or one split from `base`.
+    fn parse_on(data: &[u8], base_btf: Option<Arc<Btf>>) -> Result<Btf, BtfError> {
         let truncated = |what, offset| BtfError::Truncated {
             what,
             offset,
@@ -293,16 +308,24 @@ impl Btf {
         let base = u64::from(hdr_len);
         let type_data = sub(data, base + u64::from(type_off), type_len, "type section")?;
         let strings = sub(data, base + u64::from(str_off), str_len, "string section")?;
+        if base_btf.is_some() {
+            split::check_strings(strings)?;
+        }
         let mut btf = Btf {
             types: Vec::new(),
             strings: strings.to_vec(),
+            base: base_btf,
         };
+        let start_id = btf.start_id();
         let mut r = Reader {
             data: type_data,
             pos: 0,
         };
         while r.pos < type_data.len() {
-            let id = TypeId::try_from(btf.types.len() + 1).unwrap_or(TypeId::MAX);
+            let id = TypeId::try_from(btf.types.len())
+                .ok()
+                .and_then(|n| n.checked_add(start_id))
+                .unwrap_or(TypeId::MAX);
             let ty = Self::parse_type(&mut r, id)?;
             btf.types.push(ty);
         }
@@ -442,7 +465,8 @@ impl Btf {
         })
     }
 
-    /// Number of types, not counting `void`.
+    /// Number of types this section defines, not counting `void` (nor, for split BTF, its
+    /// base's types).
     pub fn len(&self) -> usize {
         self.types.len()
     }
@@ -452,14 +476,20 @@ impl Btf {
         self.types.is_empty()
     }
 
-    /// All types with their ids, in id order.
+    /// The types this section defines with their ids, in id order (for split BTF: its own types,
+    /// numbered from [`Btf::start_id`]; the base's are reachable by id through [`Btf::get`]).
     pub fn types(&self) -> impl Iterator<Item = (TypeId, &Type)> {
-        (1..).zip(self.types.iter())
+        (self.start_id()..).zip(self.types.iter())
     }
 
-    /// The type with this id (`None` for `void` and unknown ids).
+    /// The type with this id, looked up in the base for ids below [`Btf::start_id`] (`None`
+    /// for `void` and unknown ids).
     pub fn get(&self, id: TypeId) -> Option<&Type> {
-        let index = usize::try_from(id).ok()?.checked_sub(1)?;
+        let start = self.start_id();
+        if id < start {
+            return self.base.as_deref()?.get(id);
+        }
+        let index = usize::try_from(id - start).ok()?;
         self.types.get(index)
     }
 
@@ -468,9 +498,17 @@ impl Btf {
         self.get(id).ok_or(BtfError::NoSuchType(id))
     }
 
-    /// The string at `offset` of the string section.
+    /// The string at `offset` of the string section (of the base's, for split BTF and offsets
+    /// below [`Btf::start_str_off`]).
     pub fn str_at(&self, offset: u32) -> Result<&str, BtfError> {
-        let rest = usize::try_from(offset)
+        let start = self.start_str_off();
+        if offset < start {
+            return match self.base.as_deref() {
+                Some(base) => base.str_at(offset),
+                None => Err(BtfError::BadStringOffset(offset)),
+            };
+        }
+        let rest = usize::try_from(offset - start)
             .ok()
             .and_then(|o| self.strings.get(o..))
             .ok_or(BtfError::BadStringOffset(offset))?;

@@ -17,7 +17,7 @@
 //! compared, not by libbpf's full structural match.
 
 use std::collections::HashMap;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use crate::btf::{Btf, Kind, Type, TypeId};
 use crate::btf_ext::{CoreRelo, CoreReloKind};
@@ -73,11 +73,19 @@ impl<'t> CoreTarget<'t> {
 
 /// The running kernel's BTF, read and parsed once per process.
 pub fn running_kernel_btf() -> Result<&'static Btf, String> {
-    static BTF: OnceLock<Result<Btf, String>> = OnceLock::new();
+    running_kernel_btf_shared().map(|btf| &**btf)
+}
+
+/// [`running_kernel_btf`] as a shared base for the kernel modules' split BTF
+/// ([`Btf::parse_split`]).
+pub fn running_kernel_btf_shared() -> Result<&'static Arc<Btf>, String> {
+    static BTF: OnceLock<Result<Arc<Btf>, String>> = OnceLock::new();
     BTF.get_or_init(|| {
         let bytes =
             std::fs::read(VMLINUX_BTF).map_err(|e| format!("cannot read {VMLINUX_BTF}: {e}"))?;
-        Btf::parse(&bytes).map_err(|e| format!("{VMLINUX_BTF}: {e}"))
+        Btf::parse(&bytes)
+            .map(Arc::new)
+            .map_err(|e| format!("{VMLINUX_BTF}: {e}"))
     })
     .as_ref()
     .map_err(Clone::clone)

@@ -1,6 +1,7 @@
 //! Objects calling kernel functions (kfuncs): `inspect` and `cost` work on any of them; `run`
 //! executes the modelled ones and refuses the others at run time naming the kfunc and the
-//! instruction; `run --kernel` refuses a kfunc the running kernel lacks, naming it.
+//! instruction; `run --kernel` refuses a kfunc the running kernel lacks, naming it and the BTF
+//! (vmlinux's, the modules') it was looked for in.
 
 mod common;
 
@@ -53,9 +54,23 @@ fn the_kernel_runner_names_a_kfunc_the_kernel_lacks() {
         "--packet".as_ref(),
         PACKET.as_ref(),
     ]);
+    // The error says which BTF was searched: vmlinux, then every module with BTF (the
+    // `/sys/kernel/btf` entries besides vmlinux).
+    let modules = std::fs::read_dir("/sys/kernel/btf")
+        .unwrap()
+        .filter(|e| e.as_ref().unwrap().file_name() != "vmlinux")
+        .count();
+    let searched = if modules == 0 {
+        "(not in /sys/kernel/btf/vmlinux, and no kernel module has BTF)".to_string()
+    } else {
+        "(not in /sys/kernel/btf/vmlinux nor in the BTF of ".to_string()
+    };
     expect_error(
         &out,
-        &["calls kfunc `bpf_missing_kfunc`, which the running kernel lacks"],
+        &[
+            "calls kfunc `bpf_missing_kfunc`, which the running kernel lacks",
+            &searched,
+        ],
     );
 }
 

@@ -60,9 +60,28 @@ pub enum KernelError {
     /// A program calls a kernel function the running kernel does not have.
     #[error(
         "program `{program}` calls kfunc `{kfunc}`, which the running kernel lacks (not in \
-         /sys/kernel/btf/vmlinux)"
+         /sys/kernel/btf/vmlinux{})",
+        searched_modules(modules)
     )]
-    MissingKfunc { program: String, kfunc: String },
+    MissingKfunc {
+        program: String,
+        kfunc: String,
+        /// The kernel modules whose BTF was searched too (empty: no module has BTF).
+        modules: Vec<String>,
+    },
+}
+
+/// The end of [`KernelError::MissingKfunc`]'s message: which module BTF was searched.
+fn searched_modules(modules: &[String]) -> String {
+    match modules {
+        [] => ", and no kernel module has BTF".to_string(),
+        [one] => format!(" nor in the BTF of module {one}"),
+        more => format!(
+            " nor in the BTF of the {} modules {}",
+            more.len(),
+            more.join(", ")
+        ),
+    }
 }
 
 impl KernelError {

@@ -77,6 +77,7 @@ pub mod drive;
 mod error;
 pub mod kbtf;
 mod map_in_map;
+pub mod module_btf;
 mod object;
 mod queue;
 mod readback;

@@ -4,7 +4,8 @@
 //! Maps are created in [`Object::maps`] order and their file descriptors passed to every
 //! `BPF_PROG_LOAD` as `fd_array`, so the linked instructions' `BPF_PSEUDO_MAP_IDX` /
 //! `BPF_PSEUDO_MAP_IDX_VALUE` immediates (map indices) are resolved by the kernel itself (Linux
-//! 5.14+). kfunc calls get their callee's kernel BTF id first ([`crate::kbtf`]). The object's
+//! 5.14+). kfunc calls get their callee's kernel BTF id first ([`crate::kbtf`]), and the fds of
+//! the module BTF that defines them go after the map fds in `fd_array`. The object's
 //! BTF, when it has one the kernel accepts, goes with its maps and programs (see
 //! [`crate::btf`]); objects without it (legacy `maps` sections, which libbpf 1.x refuses) load
 //! from their plain definitions.
@@ -311,10 +312,14 @@ fn attach_and_flags(prog: &linerate_bpf::Program) -> (u32, u32) {
 /// is tried once more without it; only when that fails too is the program loaded again with BTF
 /// and log level 1, growing the buffer on `ENOSPC` up to 16 MiB, to report the log (headed by
 /// what happened to the BTF, if anything did).
+///
+/// `fd_array` holds the object's `maps` map fds at their indices, then the module BTF fds the
+/// program's kfunc calls name ([`crate::kbtf::fd_array`]).
 fn load_program(
     prog: &linerate_bpf::Program,
     license: &CString,
-    map_fds: &[u32],
+    fd_array: &[u32],
+    maps: usize,
     btf: &ObjectBtfFd,
 ) -> Result<OwnedFd, KernelError> {
     let records = btf.records(prog);
@@ -328,17 +333,17 @@ fn load_program(
         prog_flags: flags,
         prog_name: sys::obj_name(&prog.name),
         expected_attach_type: attach,
-        fd_array: if map_fds.is_empty() {
+        fd_array: if fd_array.is_empty() {
             0
         } else {
-            sys::ptr_u64(map_fds.as_ptr())
+            sys::ptr_u64(fd_array.as_ptr())
         },
         ..Default::default()
     };
 
     // The kernel reads `fd_array[imm]` for every map reference before validating it, so indices
     // past the array must be refused here.
-    check_map_indices(prog, map_fds.len())?;
+    check_map_indices(prog, maps)?;
     let plain = base;
     let mut base = base;
     if let Some(records) = &records {
@@ -346,8 +351,9 @@ fn load_program(
     }
     let mut attr = base;
     // SAFETY: `insns` holds `insn_cnt` 8-byte instructions, `license` is NUL-terminated, and
-    // `fd_array` points at `map_fds`, which covers every map index the instructions name (checked
-    // above); the BTF records point into `records`. All outlive the call.
+    // `fd_array` covers every map index the instructions name (checked above) and every kfunc
+    // call's BTF slot (placed there by `kbtf::resolve_kfuncs`); the BTF records point into
+    // `records`. All outlive the call.
     let first = unsafe { sys::sys_bpf(Cmd::ProgLoad, &mut attr) };
     let first_errno = match first {
         Ok(fd) => return Ok(fd_from_ret(fd)),
@@ -599,10 +605,12 @@ impl LoadedObject {
                 .require_xdp("the kernel runner", "loads XDP programs")
                 .map_err(KernelError::NotXdp)?;
             let fds: Vec<u32> = self.maps.iter().map(|m| m.fd.as_raw_fd() as u32).collect();
+            let resolved = crate::kbtf::resolve_kfuncs(&slot.def, &self.kfuncs, fds.len())?;
             let fd = load_program(
-                &*crate::kbtf::resolve_kfuncs(&slot.def, &self.kfuncs)?,
+                &resolved.program,
                 &self.license,
-                &fds,
+                &crate::kbtf::fd_array(&fds, &resolved.module_fds),
+                fds.len(),
                 &self.btf,
             )?;
             let id = prog_id(&fd).map_err(|errno| {

@@ -24,8 +24,10 @@ pub(crate) enum Cmd {
     ProgTestRun = 10,
     ObjGetInfoByFd = 15,
     BtfLoad = 18,
+    BtfGetFdById = 19,
     MapLookupAndDeleteElem = 21,
     MapFreeze = 22,
+    BtfGetNextId = 23,
     MapLookupBatch = 24,
     MapUpdateBatch = 26,
 }
@@ -43,6 +45,8 @@ impl Cmd {
             Cmd::ProgTestRun => "BPF_PROG_TEST_RUN",
             Cmd::ObjGetInfoByFd => "BPF_OBJ_GET_INFO_BY_FD",
             Cmd::BtfLoad => "BPF_BTF_LOAD",
+            Cmd::BtfGetFdById => "BPF_BTF_GET_FD_BY_ID",
+            Cmd::BtfGetNextId => "BPF_BTF_GET_NEXT_ID",
             Cmd::MapLookupAndDeleteElem => "BPF_MAP_LOOKUP_AND_DELETE_ELEM",
             Cmd::MapFreeze => "BPF_MAP_FREEZE",
             Cmd::MapLookupBatch => "BPF_MAP_LOOKUP_BATCH",
@@ -234,6 +238,34 @@ pub(crate) struct BtfLoadAttr {
 // SAFETY: repr(C), integers only, 32 bytes with no implicit padding (checked below).
 unsafe impl Attr for BtfLoadAttr {}
 
+/// `BPF_BTF_GET_NEXT_ID` (`id` is `start_id`, `next_id` the output) and `BPF_BTF_GET_FD_BY_ID`
+/// (`id` is `btf_id`) attributes.
+#[repr(C)]
+#[derive(Clone, Copy, Default, Debug)]
+pub(crate) struct GetIdAttr {
+    pub id: u32,
+    pub next_id: u32,
+    pub open_flags: u32,
+}
+
+// SAFETY: repr(C), integers only, 12 bytes with no implicit padding (checked below).
+unsafe impl Attr for GetIdAttr {}
+
+/// `struct bpf_btf_info` (include/uapi/linux/bpf.h), filled by `BPF_OBJ_GET_INFO_BY_FD` on a BTF
+/// fd: `btf`/`btf_size` a buffer for the raw BTF (the kernel sets `btf_size` to the whole size),
+/// `name`/`name_len` one for the name (vmlinux or the module's), `kernel_btf` non-zero for the
+/// kernel's own BTF objects (vmlinux and modules) as opposed to BTF loaded by programs.
+#[repr(C)]
+#[derive(Clone, Copy, Default, Debug)]
+pub(crate) struct BtfInfo {
+    pub btf: u64,
+    pub btf_size: u32,
+    pub id: u32,
+    pub name: u64,
+    pub name_len: u32,
+    pub kernel_btf: u32,
+}
+
 /// `struct bpf_func_info` as `BPF_PROG_LOAD` reads it: `insn_off` in instructions.
 #[repr(C)]
 #[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]
@@ -302,6 +334,8 @@ const _: () = {
     assert!(std::mem::size_of::<TestRunAttr>() == 80);
     assert!(std::mem::size_of::<InfoAttr>() == 16);
     assert!(std::mem::size_of::<BtfLoadAttr>() == 32);
+    assert!(std::mem::size_of::<GetIdAttr>() == 12);
+    assert!(std::mem::size_of::<BtfInfo>() == 32);
     assert!(std::mem::size_of::<FuncInfoRec>() == 8);
     assert!(std::mem::size_of::<LineInfoRec>() == 16);
     assert!(std::mem::size_of::<ProgInfoHead>() == 8);

@@ -63,7 +63,11 @@ impl Btf {
     }
 
     /// A copy fixed up for `BPF_BTF_LOAD` (see the module documentation), or why it cannot be.
+    /// Only standalone BTF (an object's) is fixed up; split BTF is the kernel's own.
     pub fn fixed_for_kernel(&self, layout: &SectionLayout) -> Result<Btf, String> {
+        if self.base.is_some() {
+            return Err("split BTF is not fixed up for loading".to_string());
+        }
         let mut btf = self.clone();
         let mut dummy_ksym: Option<TypeId> = None;
         let mut param_name: Option<u32> = None;
