@@ -1,0 +1,149 @@
+//! What the preparation tests share: following an interpreter run through a prepared graph,
+//! pricing a run instruction by instruction, and the graph's longest paths.
+
+#![allow(dead_code)]
+
+use linerate_bound::dag::{EdgeId, PathDag, Step};
+use linerate_bound::prepare::Prepared;
+use linerate_cfg::EdgeKind;
+use linerate_cost::{Cost, ProgramCost};
+use linerate_vm::trace::Step as Executed;
+
+/// The source-to-sink path of `prepared` that the run `steps` (of program `entry`) follows: each
+/// node's piece is the executed instructions in it, and the edge out of it is the one whose step
+/// matches what ran next. An error names where the run leaves the graph.
+pub fn follow(prepared: &Prepared, steps: &[Executed]) -> Result<Vec<EdgeId>, String> {
+    let dag = &prepared.dag;
+    let mut path = Vec::new();
+    let mut node = PathDag::SOURCE;
+    let mut i = 0;
+    while node != dag.sink() {
+        let n = &dag.nodes[node];
+        let program = n.program.expect("only the sink has no program");
+        let range = n.slot..prepared.ends[node];
+        let mut last: Option<Executed> = None;
+        while let Some(s) = steps.get(i) {
+            let fresh = last.is_none_or(|l| s.slot > l.slot);
+            if s.program == program && range.contains(&s.slot) && fresh {
+                last = Some(*s);
+                i += 1;
+            } else {
+                break;
+            }
+        }
+        let next = steps.get(i);
+        let lands = |to: usize, at: Option<&Executed>| {
+            let t = &dag.nodes[to];
+            match (at, t.program) {
+                (Some(s), Some(p)) => s.program == p && s.slot == t.slot,
+                _ => false,
+            }
+        };
+        let mut chosen = None;
+        let mut skip_to = i;
+        for &e in &n.out {
+            let edge = &dag.edges[e];
+            let ok = match edge.step {
+                Step::Flow(kind) => {
+                    let outcome = last.and_then(|l| l.taken);
+                    let kind_ok = match kind {
+                        EdgeKind::Taken => outcome == Some(true),
+                        EdgeKind::NotTaken => outcome == Some(false),
+                        _ => true,
+                    };
+                    kind_ok && lands(edge.to, next)
+                }
+                Step::Call { .. } | Step::Return { .. } | Step::TailCall { .. } => {
+                    lands(edge.to, next)
+                }
+                Step::Exit => next.is_none(),
+                Step::Callbacks { call, .. } => {
+                    // The callback's instructions run in between; the path resumes after the
+                    // helper.
+                    let resume = steps[i..]
+                        .iter()
+                        .position(|s| s.program == program && s.slot == call + 1)
+                        .map(|k| i + k);
+                    match resume {
+                        Some(j) if lands(edge.to, steps.get(j)) => {
+                            skip_to = j;
+                            true
+                        }
+                        _ => false,
+                    }
+                }
+            };
+            if ok {
+                chosen = Some(e);
+                break;
+            }
+        }
+        let Some(e) = chosen else {
+            return Err(format!(
+                "the run leaves the graph at node {node} (program {program}, slots {range:?}, \
+                 calls {:?}, iterations {:?}) before executed step {i} ({next:?})",
+                n.calls, n.iterations
+            ));
+        };
+        if matches!(dag.edges[e].step, Step::Callbacks { .. }) {
+            i = skip_to;
+        }
+        path.push(e);
+        node = dag.edges[e].to;
+    }
+    if i != steps.len() {
+        return Err(format!(
+            "the graph's path ends at step {i} of {}",
+            steps.len()
+        ));
+    }
+    Ok(path)
+}
+
+/// The run priced instruction by instruction (each program's slot charges, a conditional jump's
+/// by its outcome), stalls left out: what every executed instruction costs at least.
+pub fn executed_cost(costs: &[Option<ProgramCost>], steps: &[Executed], n: usize) -> Cost {
+    let mut total = Cost::zero(n);
+    for s in steps {
+        let cost = costs[s.program].as_ref().expect("priced program");
+        if let Some(charge) = cost.slots.get(&s.slot) {
+            match (s.taken, &charge.taken) {
+                (Some(true), Some(taken)) => total.add(taken),
+                _ => total.add(&charge.cost),
+            }
+        }
+    }
+    total
+}
+
+/// For each component, the largest cost of a source-to-sink path.
+pub fn longest(dag: &PathDag) -> Vec<f64> {
+    (0..dag.components.len())
+        .map(|c| {
+            let mut best = vec![f64::NEG_INFINITY; dag.nodes.len()];
+            best[dag.sink()] = 0.0;
+            for v in (0..dag.sink()).rev() {
+                for &e in &dag.nodes[v].out {
+                    let edge = &dag.edges[e];
+                    best[v] = best[v].max(edge.cost.0[c] + best[edge.to]);
+                }
+            }
+            best[PathDag::SOURCE]
+        })
+        .collect()
+}
+
+/// Whether `a` is at least `b` in every component, up to rounding.
+pub fn at_least(a: &Cost, b: &Cost) -> bool {
+    a.0.iter()
+        .zip(&b.0)
+        .all(|(x, y)| *x >= *y - 1e-9 * y.abs().max(1.0))
+}
+
+/// Whether `a` equals `b` in every component, up to rounding.
+pub fn same(a: &[f64], b: &[f64]) -> bool {
+    a.len() == b.len()
+        && a.iter()
+            .zip(b)
+            .all(|(x, y)| (x - y).abs() <= 1e-9 * y.abs().max(1.0))
+}
