@@ -37,8 +37,9 @@
 //! Minimum packet sizes: an edge of the CFG has the shortest packet length the analysis proved
 //! along it (`Analysis::min_packet_len`), never below 14 bytes (`ETH_HLEN`, the shortest packet
 //! `BPF_PROG_TEST_RUN` accepts); every edge then also has at least the least of the edges into its
-//! source node, since each execution through it came through one of them. So along any path the
-//! sizes never decrease, and a path's minimum packet size is that of its last edge. The analysis's
+//! source node, since each execution through it came through one of them (the graph's contexts
+//! tell apart what the analysis, one state per CFG edge, joins). A path's minimum packet size is
+//! the largest of its edges' ([`PathDag::path_min_packet`]). The analysis's
 //! lengths are those of the packet as it is at that point; once `bpf_xdp_adjust_head` or
 //! `bpf_xdp_adjust_tail` may have run on a path to an edge, what it proves there says nothing
 //! about the packet that arrived, so such an edge takes only what held before.

@@ -8,9 +8,10 @@ mod common;
 use std::time::Instant;
 
 use linerate_analysis::Analysis;
+use linerate_bound::dag::Step;
 use linerate_bound::prepare::{prepare, Options, PrepareError};
 use linerate_bpf::contents::MapMode;
-use linerate_cfg::Cfg;
+use linerate_cfg::{Cfg, Decision};
 use linerate_conformance::examples::load_all;
 use linerate_cost::{Callees, CostError, Model, ProgramCost};
 use linerate_vm::drive::Driver;
@@ -161,6 +162,25 @@ fn every_example_prepares_and_covers_its_runs() {
                             trace.0
                         );
                     }
+                    // Outside summarised callbacks, the path decides the run's branches.
+                    let summarised = path
+                        .iter()
+                        .any(|&e| matches!(prepared.dag.edges[e].step, Step::Callbacks { .. }));
+                    if !summarised {
+                        let branches: Vec<Decision> = run
+                            .steps
+                            .iter()
+                            .filter_map(|s| {
+                                s.taken.map(|taken| Decision::Branch { pc: s.slot, taken })
+                            })
+                            .collect();
+                        let decided: Vec<Decision> = prepared
+                            .decisions(&path)
+                            .into_iter()
+                            .filter(|d| matches!(d, Decision::Branch { .. }))
+                            .collect();
+                        assert_eq!(decided, branches, "{what}: decisions");
+                    }
                     let size = prepared.dag.path_min_packet(&path);
                     assert!(
                         size as usize <= packet.bytes.len().max(14),
@@ -177,4 +197,63 @@ fn every_example_prepares_and_covers_its_runs() {
         "only {prepared_count} programs prepared"
     );
     eprintln!("{prepared_count} graphs, {followed} runs followed");
+}
+
+/// `xdp_bpf_loop` calls `bpf_loop` twice: six calls of `skip_ext`, and a count from the packet
+/// (at most 2^23 calls) of `add_index`. Each edge through a helper costs the calls at their worst.
+#[test]
+fn callbacks_are_priced_by_their_summary() {
+    let examples = load_all().expect("example corpus");
+    let example = examples
+        .iter()
+        .find(|e| e.name() == "xdp_bpf_loop.o")
+        .expect("xdp_bpf_loop");
+    let model = Model::builtin("x86").expect("shipped model");
+    let prepared =
+        prepare(&example.object, example.entry, &model, &Options::default()).expect("prepares");
+    let mut calls: Vec<(String, u64)> = prepared
+        .summaries
+        .iter()
+        .map(|s| (s.function.clone(), s.max_calls))
+        .collect();
+    calls.sort();
+    assert_eq!(
+        calls,
+        [
+            ("add_index".to_string(), 1 << 23),
+            ("skip_ext".to_string(), 6)
+        ]
+    );
+    let call_local = model
+        .price(&linerate_cost::Item::CallLocal)
+        .expect("priced")
+        .cost;
+    for (index, s) in prepared.summaries.iter().enumerate() {
+        s.graph.dag.validate().expect("callback graph");
+        let longest = longest(&s.graph.dag);
+        for (c, &most) in longest.iter().enumerate() {
+            assert!(same(&[s.per_call.0[c]], &[call_local.0[c] + most]));
+            assert!(same(
+                &[s.total.0[c]],
+                &[s.per_call.0[c] * s.max_calls as f64]
+            ));
+            // The recorded worst path is a source-to-sink path costing the longest.
+            let path = &s.worst[c];
+            let dag = &s.graph.dag;
+            assert_eq!(dag.edges[path[0]].from, 0);
+            assert_eq!(dag.edges[*path.last().expect("edges")].to, dag.sink());
+            assert!(path
+                .windows(2)
+                .all(|w| dag.edges[w[0]].to == dag.edges[w[1]].from));
+            assert!(same(&[dag.path_cost(path).0[c]], &[most]));
+        }
+        let edges: Vec<_> = prepared
+            .dag
+            .edges
+            .iter()
+            .filter(|e| matches!(e.step, Step::Callbacks { summary, .. } if summary == index))
+            .collect();
+        assert!(!edges.is_empty());
+        assert!(edges.iter().all(|e| e.cost == s.total));
+    }
 }
