@@ -12,6 +12,9 @@
 //! (`linerate_cost::Model::per_packet`) is on no edge; the rate function adds it to a path's
 //! cost.
 //!
+//! A node the [`Step::Loop`] edge leaves has no instructions: it stands for the middle iterations
+//! of a summarised loop, and its slot is the loop header's.
+//!
 //! A block that calls a BPF function, tail-calls or calls a helper with callbacks is split there:
 //! its first node starts at the block's first slot, and the rest of the block after the call at
 //! slot `s` is a node of its own starting at slot `s + 1` (where a return, a failed tail call or
@@ -77,6 +80,12 @@ pub enum Step {
     /// preparing side's list, `linerate_bound::prepare::Prepared::summaries`, which holds the
     /// callback's own path graph and its worst path).
     Callbacks { call: usize, summary: usize },
+    /// The middle iterations of a loop too long to unroll (header at slot `header`), priced by a
+    /// summary: the edge's cost is the most of them a run makes times one iteration's worst path
+    /// (entry `summary` of `linerate_bound::prepare::Prepared::loops`, which holds the
+    /// iteration's own path graph and its worst path). It leads from the node standing for them
+    /// (after the first iteration's back edge) to the loop's last iteration.
+    Loop { header: usize, summary: usize },
 }
 
 /// An edge between two block copies.

@@ -7,14 +7,22 @@
 //! - **Calls** are inlined: a node per block per call context (the chain of call sites), the
 //!   callee's exits returning to the rest of the calling block.
 //! - **Loops** are unrolled: a node per block per iteration of every enclosing loop, as many
-//!   iterations as the analysis's trip bound ([`linerate_analysis::LoopBound`]) allows; the back
-//!   edge out of the last allowed iteration is not in the graph. A loop the analysis cannot bound
-//!   is an error naming its header, unless [`Options::max_unroll`] gives `N`: the loop is then
-//!   unrolled `N` times, and the graph covers only the runs in which it runs at most `N` times
-//!   ([`Prepared::assumed`] lists such loops, so a report can say what the guarantee assumes). A
-//!   loop bounded above `N` is refused rather than cut short (unrolling fewer iterations than a
-//!   run can make would drop paths from the guarantee). `may_goto` loops bounded only by the
-//!   kernel's loop budget are such loops: the budget (millions of iterations) is not unrolled.
+//!   iterations as the loop's trip bound allows; the back edge out of the last allowed iteration
+//!   is not in the graph. The bound is the analysis's ([`linerate_analysis::LoopBound`]), or, for
+//!   a loop every iteration of which runs a `may_goto`, the kernel's loop budget
+//!   (`BPF_MAX_LOOPS`, [`linerate_bpf::facts::limits::MAX_LOOPS`]). A loop without either is an
+//!   error naming its header, unless [`Options::max_unroll`] gives `N`: the loop is then unrolled
+//!   `N` times, and the graph covers only the runs in which it runs at most `N` times
+//!   ([`Prepared::assumed`] lists such loops, so a report can say what the guarantee assumes).
+//! - **Loops too long to unroll** — bounded above `--max-unroll` ([`DEFAULT_MAX_UNROLL`] without
+//!   it), `may_goto` loops with their budget of millions — are summarised: the first iteration
+//!   is unrolled, its back edges lead to a node standing for the middle iterations, whose one
+//!   [`Step::Loop`] edge costs the most of them a run makes (the bound less two) times one
+//!   iteration's worst, and leads to a copy of the last iteration, whose back edges go nowhere.
+//!   Every run is covered: one iteration exits from the first copy, more go through the middle
+//!   (priced for the most) and exit from the last. One iteration's worst is, per component, the
+//!   largest cost of a path from the header back to it on the loop's own prepared graph (edges
+//!   leaving the loop cut), kept in [`Prepared::loops`] with its worst paths for a witness.
 //! - **Callbacks** of `bpf_loop` and `bpf_for_each_map_elem` are not unrolled: the edge through
 //!   the helper costs the most calls one execution makes (the analysis's
 //!   [`linerate_analysis::Fact::Callback`]: the helper's count argument, or the map's
@@ -57,12 +65,16 @@ use linerate_cost::{Callees, Cost, CostError, Model, ProgramCost};
 
 use crate::dag::{EdgeId, PathDag, Step};
 
+/// Iterations a loop with a proven bound is unrolled to without `--max-unroll`; a loop bounded
+/// above is summarised.
+pub const DEFAULT_MAX_UNROLL: u32 = 1024;
+
 /// How the graph is prepared.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Options {
-    /// `--max-unroll N`: at most `N` iterations of any loop are unrolled, and a loop the analysis
-    /// cannot bound is assumed to run at most `N` times (listed in [`Prepared::assumed`]).
-    /// `None`: loops are unrolled as often as their bound says, and an unbounded loop is an error.
+    /// `--max-unroll N`: loops bounded above `N` iterations are summarised, and a loop without a
+    /// bound is assumed to run at most `N` times (listed in [`Prepared::assumed`]). `None`: the
+    /// limit is [`DEFAULT_MAX_UNROLL`], and a loop without a bound is an error.
     pub max_unroll: Option<u32>,
     /// Most nodes the graph may have (of the program and of each callback's own graph); a larger
     /// graph is refused rather than built.
@@ -106,17 +118,6 @@ pub enum PrepareError {
         program: String,
         function: String,
         slot: usize,
-    },
-    #[error(
-        "program `{program}`, function `{function}`: the loop with header at slot {slot} may run \
-         {bound} times, more than the {max_unroll} iterations `--max-unroll` allows to unroll"
-    )]
-    LoopTooLong {
-        program: String,
-        function: String,
-        slot: usize,
-        bound: u64,
-        max_unroll: u32,
     },
     #[error(
         "program `{program}`, function `{function}`: control flow entering a cycle at slot {slot} \
@@ -173,6 +174,24 @@ pub struct Summary {
     pub worst: Vec<Vec<EdgeId>>,
 }
 
+/// The summary of a loop too long to unroll: what [`Step::Loop`] edges refer to.
+#[derive(Clone, Debug)]
+pub struct LoopSummary {
+    pub program: usize,
+    /// First slot of the loop's header, and the function holding it.
+    pub header_slot: usize,
+    pub function: String,
+    /// The most times the header runs per entry of the loop.
+    pub max_header_runs: u64,
+    /// Cost of one iteration at its worst: per component, the largest cost of a path of `graph`.
+    pub per_iteration: Cost,
+    /// One iteration as a graph of its own: from the header to the sink, which the loop's back
+    /// edges lead to.
+    pub graph: Box<Prepared>,
+    /// Per component, a path of `graph` with the largest cost in that component.
+    pub worst: Vec<Vec<EdgeId>>,
+}
+
 /// Sizes and work of a preparation, for reports.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Stats {
@@ -193,6 +212,8 @@ pub struct Prepared {
     pub ends: Vec<usize>,
     /// Summaries of callbacks, as [`Step::Callbacks`] edges refer to them.
     pub summaries: Vec<Summary>,
+    /// Summaries of loops too long to unroll, as [`Step::Loop`] edges refer to them.
+    pub loops: Vec<LoopSummary>,
     /// Loops unrolled by assumption (`--max-unroll`), not by a proven bound.
     pub assumed: Vec<AssumedBound>,
     pub stats: Stats,
@@ -211,7 +232,8 @@ impl Prepared {
 
     /// The choices along `path` (edges from the source, in order) that the instructions do not
     /// fix: each conditional jump's outcome and each tail call's target, in execution order
-    /// (branches inside summarised callbacks are not among them: the path does not fix them).
+    /// (branches inside summarised callbacks and a summarised loop's middle iterations are not
+    /// among them: the path does not fix them).
     pub fn decisions(&self, path: &[EdgeId]) -> Vec<Decision> {
         let mut out = Vec::new();
         for &e in path {
@@ -327,5 +349,5 @@ pub fn prepare(
         let f = &inputs.cfg.functions()[0];
         (f.entry, f.start)
     };
-    expand::build(&mut programs, options, program, entry, 0)
+    expand::build(&mut programs, options, program, entry, 0, false)
 }

@@ -10,8 +10,9 @@ use linerate_bound::dag::{EdgeId, Step};
 use linerate_bound::prepare::{prepare, Options, PrepareError, Prepared};
 use linerate_bpf::contents::{MapMode, MapSeed};
 use linerate_bpf::facts::helper;
+use linerate_bpf::facts::limits::MAX_LOOPS;
 use linerate_bpf::insn::build::{
-    add64, alu64, call_helper, call_local, exit, jmp, jmp_reg, ld_map, ldx, mov64, mov64_reg,
+    add64, alu64, call_helper, call_local, exit, ja, jmp, jmp_reg, ld_map, ldx, mov64, mov64_reg,
 };
 use linerate_bpf::insn::{AluOp, Cond, Instruction, Size};
 use linerate_bpf::program::{Function, MapDef, MapType, Object, Program};
@@ -57,6 +58,16 @@ fn check_runs(
         let priced = prepared.dag.path_cost(&path);
         let executed = executed_cost(&costs, &run.steps, model.components().len());
         assert!(at_least(&priced, &executed), "{priced:?} < {executed:?}");
+        paths.push(path.clone());
+        let summarised = path.iter().any(|&e| {
+            matches!(
+                prepared.dag.edges[e].step,
+                Step::Callbacks { .. } | Step::Loop { .. }
+            )
+        });
+        if summarised {
+            continue;
+        }
         let branches: Vec<Decision> = run
             .steps
             .iter()
@@ -68,7 +79,6 @@ fn check_runs(
             .filter(|d| matches!(d, Decision::Branch { .. }))
             .collect();
         assert_eq!(decided, branches, "decisions against the run's branches");
-        paths.push(path);
     }
     (prepared, paths)
 }
@@ -138,25 +148,93 @@ fn nested_loops_unroll_to_their_bounds() {
 }
 
 #[test]
-fn loop_bounds_beyond_max_unroll_are_refused() {
+fn loops_bounded_beyond_max_unroll_are_summarised() {
     let options = Options {
         max_unroll: Some(3),
         ..Options::default()
     };
-    match prepare(&nested_loops(), 0, &x86(), &options) {
-        Err(
-            e @ PrepareError::LoopTooLong {
-                slot: 2, bound: 4, ..
-            },
-        ) => {
-            let message = e.to_string();
-            assert!(
-                message.contains("slot 2") && message.contains("--max-unroll"),
-                "{message}"
-            );
-        }
-        other => panic!("expected the inner loop refused, got {other:?}"),
+    let object = nested_loops();
+    let (prepared, paths) = check_runs(&object, 0, &options, &[vec![0; 14]]);
+    // The inner loop (4 runs) is summarised, the outer one (3 runs) unrolled.
+    assert_eq!(prepared.loops.len(), 1);
+    let summary = &prepared.loops[0];
+    assert_eq!((summary.header_slot, summary.max_header_runs), (2, 4));
+    summary.graph.dag.validate().expect("iteration graph");
+    let dag = &prepared.dag;
+    let loops: Vec<&linerate_bound::dag::Edge> = dag
+        .edges
+        .iter()
+        .filter(|e| {
+            matches!(
+                e.step,
+                Step::Loop {
+                    header: 2,
+                    summary: 0
+                }
+            )
+        })
+        .collect();
+    assert_eq!(loops.len(), 3, "one per outer iteration");
+    // One iteration is the header block leaving by its back edge: twice that for the middle.
+    let model = x86();
+    let cfg = Cfg::build(&object.programs[0]).expect("cfg");
+    let analysis = Analysis::run(&object, &cfg);
+    let cost = ProgramCost::with_callees(&object, &cfg, &analysis, &model, Callees::Apart)
+        .expect("priced");
+    let back = cfg
+        .edges()
+        .iter()
+        .position(|e| e.from == cfg.block_of(3).expect("block") && e.kind == EdgeKind::Taken)
+        .expect("inner back edge");
+    assert_eq!(summary.per_iteration, cost.edges[back].cost);
+    for e in &loops {
+        let twice: Vec<f64> = cost.edges[back].cost.0.iter().map(|c| 2.0 * c).collect();
+        assert_eq!(e.cost.0, twice);
     }
+    // The run goes through the middle of every outer iteration.
+    let through = paths[0]
+        .iter()
+        .filter(|&&e| matches!(dag.edges[e].step, Step::Loop { .. }))
+        .count();
+    assert_eq!(through, 3);
+}
+
+/// `for (i = 0; i < ctx->ingress_ifindex && can_loop; i++) ;`: bounded by the `may_goto`
+/// budget only.
+#[test]
+fn may_goto_loops_are_summarised_with_the_kernels_budget() {
+    let object = object(
+        &[
+            ldx(Size::W, 7, 1, 12),
+            mov64(6, 0),
+            Instruction::MayGoto { off: 3 }, // 2: header; exhausted: to 6
+            jmp_reg(Cond::Ge, 6, 7, 2),      // 3: done: to 6
+            add64(6, 1),
+            ja(-4), // 5: back edge to 2
+            mov64(0, 2),
+            exit(),
+        ],
+        &[],
+    );
+    let (prepared, paths) = check_runs(&object, 0, &Options::default(), &[vec![0; 14]]);
+    assert!(prepared.assumed.is_empty());
+    assert_eq!(prepared.loops.len(), 1);
+    let summary = &prepared.loops[0];
+    assert_eq!(summary.header_slot, 2);
+    assert_eq!(summary.max_header_runs, MAX_LOOPS + 1);
+    let middle = prepared
+        .dag
+        .edges
+        .iter()
+        .find(|e| matches!(e.step, Step::Loop { .. }))
+        .expect("the middle iterations");
+    for (c, per) in middle.cost.0.iter().zip(&summary.per_iteration.0) {
+        assert_eq!(*c, per * (MAX_LOOPS - 1) as f64);
+    }
+    // Ingress ifindex 1: two header runs, the first and the last copy, no middle one.
+    assert!(paths[0]
+        .iter()
+        .any(|&e| matches!(prepared.dag.edges[e].step, Step::Loop { .. })));
 }
 
 /// `for (n = ctx->ingress_ifindex; n != 0; n--) ;`: no bound the analysis can prove.

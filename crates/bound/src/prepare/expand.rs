@@ -7,14 +7,17 @@
 use std::collections::HashMap;
 
 use linerate_bpf::facts::helper;
-use linerate_bpf::facts::limits::MAX_TAIL_CALLS;
+use linerate_bpf::facts::limits::{MAX_LOOPS, MAX_TAIL_CALLS};
 use linerate_bpf::insn::{CallTarget, Instruction};
 use linerate_bpf::ProgramKind;
-use linerate_cfg::{BlockId, CallKind};
+use linerate_cfg::{BlockId, CallKind, Cfg};
 use linerate_cost::{Cost, Item};
 
 use super::finish::{finish, Raw, RawEdge};
-use super::{AssumedBound, Inputs, Options, PrepareError, Prepared, Programs, Summary};
+use super::{
+    AssumedBound, Inputs, LoopSummary, Options, PrepareError, Prepared, Programs, Summary,
+    DEFAULT_MAX_UNROLL,
+};
 use crate::dag::Step;
 
 /// Where a piece of a block sits in the expansion.
@@ -31,6 +34,32 @@ pub(super) struct Key {
     pub block: BlockId,
     /// First slot of the piece.
     pub start: usize,
+    /// Whether the node stands for the summarised middle iterations of the innermost loop of
+    /// `iterations` (whose header is `block`): no instructions of its own, one
+    /// [`Step::Loop`] edge out, to the loop's last iteration.
+    pub middle: bool,
+}
+
+/// What following a CFG edge leads to, as far as loops go.
+enum Next {
+    /// The edge cannot be taken here.
+    Drop,
+    /// The block at these iterations.
+    Go(Vec<(BlockId, u32)>),
+    /// The summarised middle iterations of the loop it closes (at these iterations).
+    Middle(Vec<(BlockId, u32)>),
+    /// The end of one iteration of the loop a cycle graph measures: its sink.
+    Sink,
+}
+
+/// How a loop is expanded.
+#[derive(Clone, Copy)]
+enum Plan {
+    /// Every iteration a copy: the header runs at most this often per entry.
+    Unroll(u64),
+    /// A first and a last iteration, and a summary of the ones between; the header runs at most
+    /// this often per entry.
+    Summarise(u64),
 }
 
 struct Builder<'p, 'a> {
@@ -44,8 +73,15 @@ struct Builder<'p, 'a> {
     /// Summary index of each helper call already summarised, by (program, slot).
     summarised: HashMap<(usize, usize), usize>,
     assumed: Vec<AssumedBound>,
+    loops: Vec<LoopSummary>,
+    /// Summary index of each loop already summarised, by (program, header block); `None` for
+    /// a loop whose body cannot complete an iteration.
+    loops_summarised: HashMap<(usize, BlockId), Option<usize>>,
     impossible: usize,
     tail_calls: usize,
+    /// When the graph is one iteration of a summarised loop: its header (the outermost loop of
+    /// every node); back edges to it lead to the sink, edges leaving it and exits nowhere.
+    cycle: Option<BlockId>,
     /// Name of the program being prepared, for errors.
     name: String,
 }
@@ -54,15 +90,18 @@ struct Builder<'p, 'a> {
 pub(super) const MIN_PACKET: u32 = linerate_bpf::facts::test_run_buffer::ETH_HLEN as u32;
 
 /// Builds the prepared graph of the code of `program` starting at block `entry.0` (slot
-/// `entry.1`), a program's entry or a callback's, with `tail` tail calls made before.
+/// `entry.1`), a program's entry or a callback's, with `tail` tail calls made before; with
+/// `cycle`, the graph of one iteration of the loop whose header is `entry.0`.
 pub(super) fn build(
     programs: &mut Programs<'_>,
     options: &Options,
     program: usize,
     entry: (BlockId, usize),
     tail: u32,
+    cycle: bool,
 ) -> Result<Prepared, PrepareError> {
     let name = programs.name(program);
+    let cycle = cycle.then_some(entry.0);
     let mut b = Builder {
         programs,
         options,
@@ -73,8 +112,11 @@ pub(super) fn build(
         summaries: Vec::new(),
         summarised: HashMap::new(),
         assumed: Vec::new(),
+        loops: Vec::new(),
+        loops_summarised: HashMap::new(),
         impossible: 0,
         tail_calls: 0,
+        cycle,
         name,
     };
     // Raw node 0 is the sink; the source is the first key.
@@ -83,9 +125,10 @@ pub(super) fn build(
         tail,
         program,
         frames: Vec::new(),
-        iterations: Vec::new(),
+        iterations: cycle.map(|h| (h, 0)).into_iter().collect(),
         block: entry.0,
         start: entry.1,
+        middle: false,
     })?;
     while let Some(n) = b.pending.pop() {
         b.expand(n)?;
@@ -102,6 +145,7 @@ pub(super) fn build(
         b.edges,
         source,
         b.summaries,
+        b.loops,
         b.assumed,
         stats,
     )
@@ -150,6 +194,9 @@ impl Builder<'_, '_> {
     /// Adds the edges leaving node `n` (and the nodes they lead to).
     fn expand(&mut self, n: usize) -> Result<(), PrepareError> {
         let key = self.raw[n].key.clone().expect("the sink is never expanded");
+        if key.middle {
+            return self.middle(n, &key);
+        }
         let zero = Cost::zero(self.programs.model.components().len());
         let inputs = self.inputs(key.program)?;
         let block = &inputs.cfg.blocks()[key.block];
@@ -206,7 +253,10 @@ impl Builder<'_, '_> {
         if succs.is_empty() {
             // An exit: out of the program, or back to the caller.
             let Some((&(call, caller_iterations), outer)) = key.frames.split_last() else {
-                self.edge(n, 0, Step::Exit, block_cost, 0);
+                // Leaving the program ends no iteration of a measured loop.
+                if self.cycle.is_none() {
+                    self.edge(n, 0, Step::Exit, block_cost, 0);
+                }
                 return Ok(());
             };
             let caller = inputs
@@ -220,6 +270,7 @@ impl Builder<'_, '_> {
                 iterations: key.iterations[..caller_iterations].to_vec(),
                 block: caller,
                 start: call + 1,
+                middle: false,
             })?;
             self.edge(n, to, Step::Return { call }, block_cost, 0);
             return Ok(());
@@ -232,10 +283,17 @@ impl Builder<'_, '_> {
             };
             let edge = inputs.cfg.edges()[e];
             let cost = inputs.cost.edges[e].cost.clone();
-            let Some(iterations) = self.loops_after(key, e)? else {
-                continue;
+            let start = inputs.cfg.blocks()[edge.to].first;
+            let min = u32::try_from(min).unwrap_or(u32::MAX);
+            let (iterations, middle) = match self.loops_after(key, e)? {
+                Next::Drop => continue,
+                Next::Sink => {
+                    self.edge(n, 0, Step::Flow(edge.kind), cost, min);
+                    continue;
+                }
+                Next::Go(iterations) => (iterations, false),
+                Next::Middle(iterations) => (iterations, true),
             };
-            let start = self.programs.get(key.program)?.cfg.blocks()[edge.to].first;
             let to = self.node(Key {
                 tail: key.tail,
                 program: key.program,
@@ -243,27 +301,19 @@ impl Builder<'_, '_> {
                 iterations,
                 block: edge.to,
                 start,
+                middle,
             })?;
-            self.edge(
-                n,
-                to,
-                Step::Flow(edge.kind),
-                cost,
-                u32::try_from(min).unwrap_or(u32::MAX),
-            );
+            self.edge(n, to, Step::Flow(edge.kind), cost, min);
         }
         Ok(())
     }
 
-    /// The loop iterations after CFG edge `e` from the block of `key`: loops it leaves dropped,
-    /// a loop it enters at iteration 0, a back edge's loop one iteration on; `None` where the
-    /// edge cannot be taken (a back edge out of the last iteration the loop's bound allows, the
-    /// entry of a loop that never runs).
-    fn loops_after(
-        &mut self,
-        key: &Key,
-        e: linerate_cfg::EdgeId,
-    ) -> Result<Option<Vec<(BlockId, u32)>>, PrepareError> {
+    /// Where CFG edge `e` from the block of `key` leads, as far as loops go: loops it leaves
+    /// dropped, a loop it enters at iteration 0, a back edge's loop one iteration on (or, for a
+    /// summarised loop, from the first iteration to the summary of the middle ones); nowhere for
+    /// a back edge out of the last iteration a loop's bound allows, the entry of a loop that
+    /// never runs, and, in a cycle graph, an edge leaving the measured loop.
+    fn loops_after(&mut self, key: &Key, e: linerate_cfg::EdgeId) -> Result<Next, PrepareError> {
         let name = self.programs.name(key.program);
         let inputs = self.programs.get(key.program)?;
         let cfg = &inputs.cfg;
@@ -286,8 +336,11 @@ impl Builder<'_, '_> {
             }
             iterations.pop();
         }
+        if self.cycle.is_some() && iterations.is_empty() {
+            return Ok(Next::Drop);
+        }
         let Some(header) = func.loops().iter().find(|l| l.header == edge.to) else {
-            return Ok(Some(iterations));
+            return Ok(Next::Go(iterations));
         };
         let back = header.back_edges.contains(&e);
         let irreducible = PrepareError::Irreducible {
@@ -298,31 +351,51 @@ impl Builder<'_, '_> {
         if !back && func.retreating_edges().contains(&e) {
             return Err(irreducible);
         }
-        let bound = self.bound(key.program, edge.to)?;
-        if back {
-            let current = iterations.len() > base;
-            match iterations.last_mut() {
-                Some((h, i)) if current && *h == edge.to => {
-                    let next = *i + 1;
-                    if u64::from(next) >= bound {
-                        return Ok(None);
-                    }
-                    *i = next;
-                }
-                _ => return Err(irreducible),
-            }
-        } else {
-            if bound == 0 {
-                return Ok(None);
+        if back && iterations.len() == 1 && self.cycle == Some(edge.to) {
+            return Ok(Next::Sink);
+        }
+        let plan = self.plan(key.program, edge.to)?;
+        if !back {
+            let runs = match plan {
+                Plan::Unroll(runs) | Plan::Summarise(runs) => runs,
+            };
+            if runs == 0 {
+                return Ok(Next::Drop);
             }
             iterations.push((edge.to, 0));
+            return Ok(Next::Go(iterations));
         }
-        Ok(Some(iterations))
+        let current = iterations.len() > base;
+        let Some((h, i)) = iterations
+            .last_mut()
+            .filter(|(h, _)| current && *h == edge.to)
+        else {
+            return Err(irreducible);
+        };
+        debug_assert_eq!(*h, edge.to);
+        match plan {
+            Plan::Unroll(runs) => {
+                let next = *i + 1;
+                if u64::from(next) >= runs {
+                    return Ok(Next::Drop);
+                }
+                *i = next;
+                Ok(Next::Go(iterations))
+            }
+            // The first iteration's back edges lead to the middle, the last one's nowhere.
+            Plan::Summarise(_) if *i == 0 => {
+                *i = 1;
+                Ok(Next::Middle(iterations))
+            }
+            Plan::Summarise(_) => Ok(Next::Drop),
+        }
     }
 
-    /// How often the header of the loop at `header` may run per entry: the analysis's bound, or
-    /// the user's `--max-unroll` where it has none.
-    fn bound(&mut self, program: usize, header: BlockId) -> Result<u64, PrepareError> {
+    /// How the loop at `header` is expanded. Its bound: the analysis's; for a loop every
+    /// iteration of which runs a `may_goto`, the kernel's loop budget; else the user's
+    /// `--max-unroll`, by assumption. Loops bounded above `--max-unroll` (or
+    /// [`DEFAULT_MAX_UNROLL`]) are summarised.
+    fn plan(&mut self, program: usize, header: BlockId) -> Result<Plan, PrepareError> {
         let max_unroll = self.options.max_unroll;
         let name = self.programs.name(program);
         let inputs = self.programs.get(program)?;
@@ -331,15 +404,16 @@ impl Builder<'_, '_> {
             .cfg
             .function_of(header)
             .map_or_else(String::new, |f| f.name.clone());
-        match (inputs.bounds.get(&header).copied().flatten(), max_unroll) {
-            (Some(bound), Some(max)) if bound > u64::from(max) => Err(PrepareError::LoopTooLong {
-                program: name,
-                function,
-                slot,
-                bound,
-                max_unroll: max,
-            }),
-            (Some(bound), _) => Ok(bound),
+        let proven = inputs
+            .bounds
+            .get(&header)
+            .copied()
+            .flatten()
+            .or_else(|| budgeted(&inputs.cfg, header).then_some(MAX_LOOPS + 1));
+        let limit = u64::from(max_unroll.unwrap_or(DEFAULT_MAX_UNROLL)).max(2);
+        match (proven, max_unroll) {
+            (Some(runs), _) if runs > limit => Ok(Plan::Summarise(runs)),
+            (Some(runs), _) => Ok(Plan::Unroll(runs)),
             (None, Some(max)) => {
                 let assumed = AssumedBound {
                     program,
@@ -350,7 +424,7 @@ impl Builder<'_, '_> {
                 if !self.assumed.contains(&assumed) {
                     self.assumed.push(assumed);
                 }
-                Ok(u64::from(max))
+                Ok(Plan::Unroll(u64::from(max)))
             }
             (None, None) => Err(PrepareError::UnboundedLoop {
                 program: name,
@@ -358,6 +432,96 @@ impl Builder<'_, '_> {
                 slot,
             }),
         }
+    }
+
+    /// The edge out of a node standing for a summarised loop's middle iterations: the most of
+    /// them a run makes (the bound less the first and the last) at one iteration's worst each,
+    /// to the loop's last iteration.
+    fn middle(&mut self, n: usize, key: &Key) -> Result<(), PrepareError> {
+        let Plan::Summarise(runs) = self.plan(key.program, key.block)? else {
+            unreachable!("only summarised loops have middle iterations");
+        };
+        let Some(summary) = self.summarise_loop(key.program, key.block)? else {
+            // No iteration can complete: no run reaches the middle.
+            return Ok(());
+        };
+        let middle = runs.saturating_sub(2);
+        let cost = Cost(
+            self.loops[summary]
+                .per_iteration
+                .0
+                .iter()
+                .map(|c| c * middle as f64)
+                .collect(),
+        );
+        let mut iterations = key.iterations.clone();
+        if let Some((_, i)) = iterations.last_mut() {
+            *i = u32::try_from(runs - 1).unwrap_or(u32::MAX);
+        }
+        let to = self.node(Key {
+            iterations,
+            middle: false,
+            ..key.clone()
+        })?;
+        let header = self.loops[summary].header_slot;
+        self.edge(n, to, Step::Loop { header, summary }, cost, 0);
+        Ok(())
+    }
+
+    /// Prepares one iteration of the loop at `header` as a graph of its own and summarises it;
+    /// `None` if no iteration can complete.
+    fn summarise_loop(
+        &mut self,
+        program: usize,
+        header: BlockId,
+    ) -> Result<Option<usize>, PrepareError> {
+        if let Some(&done) = self.loops_summarised.get(&(program, header)) {
+            return Ok(done);
+        }
+        let Plan::Summarise(runs) = self.plan(program, header)? else {
+            unreachable!("only summarised loops are measured");
+        };
+        let inputs = self.programs.get(program)?;
+        let header_slot = inputs.cfg.blocks()[header].first;
+        let function = inputs
+            .cfg
+            .function_of(header)
+            .map_or_else(String::new, |f| f.name.clone());
+        // A measured iteration's tail calls only fall through: they leave the loop otherwise.
+        let graph = match build(
+            self.programs,
+            self.options,
+            program,
+            (header, header_slot),
+            MAX_TAIL_CALLS,
+            true,
+        ) {
+            Ok(graph) => graph,
+            Err(PrepareError::NoPath { .. }) => {
+                self.loops_summarised.insert((program, header), None);
+                return Ok(None);
+            }
+            Err(e) => return Err(e),
+        };
+        let worst = super::finish::worst_paths(&graph.dag);
+        let components = self.programs.model.components().len();
+        let per_iteration = Cost(
+            (0..components)
+                .map(|c| graph.dag.path_cost(&worst[c]).0[c])
+                .collect(),
+        );
+        let index = self.loops.len();
+        self.loops.push(LoopSummary {
+            program,
+            header_slot,
+            function,
+            max_header_runs: runs,
+            per_iteration,
+            graph: Box::new(graph),
+            worst,
+        });
+        self.loops_summarised.insert((program, header), Some(index));
+        Ok(Some(index))
     }
 
     /// A BPF-to-BPF call at `slot`: into the callee's entry, in a new frame.
@@ -385,6 +549,7 @@ impl Builder<'_, '_> {
             iterations: key.iterations.clone(),
             block: entry,
             start,
+            middle: false,
         })?;
         self.edge(n, to, Step::Call { call: slot }, zero, 0);
         Ok(())
@@ -432,6 +597,7 @@ impl Builder<'_, '_> {
                     iterations: Vec::new(),
                     block: entry,
                     start,
+                    middle: false,
                 })?;
                 self.tail_calls += 1;
                 let step = Step::TailCall {
@@ -537,6 +703,7 @@ impl Builder<'_, '_> {
             program,
             (entry, start),
             MAX_TAIL_CALLS,
+            false,
         )?;
         let worst = super::finish::worst_paths(&graph.dag);
         let mut per_call = call_local;
@@ -560,6 +727,26 @@ impl Builder<'_, '_> {
         self.summarised.insert((program, slot), index);
         Ok(Some(index))
     }
+}
+
+/// Whether every iteration of the loop with header `header` runs a `may_goto`: a block of the
+/// loop ending in one dominates every back edge, so the kernel's budget bounds the loop.
+fn budgeted(cfg: &Cfg, header: BlockId) -> bool {
+    let Some(l) = cfg
+        .function_of(header)
+        .and_then(|f| f.loops().iter().find(|l| l.header == header))
+    else {
+        return false;
+    };
+    l.body.iter().any(|&b| {
+        matches!(
+            cfg.block_instructions(b).last(),
+            Some((_, Instruction::MayGoto { .. }))
+        ) && l
+            .back_edges
+            .iter()
+            .all(|&e| cfg.dominates(b, cfg.edges()[e].from))
+    })
 }
 
 /// The last instruction of block `b`.

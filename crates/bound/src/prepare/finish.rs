@@ -5,7 +5,7 @@
 use linerate_cost::Cost;
 
 use super::expand::{Key, MIN_PACKET};
-use super::{AssumedBound, PrepareError, Prepared, Programs, Stats, Summary};
+use super::{AssumedBound, LoopSummary, PrepareError, Prepared, Programs, Stats, Summary};
 use crate::dag::{Edge, EdgeId, Node, NodeId, PathDag, Step};
 
 /// A node as the expansion builds it.
@@ -58,6 +58,7 @@ pub(super) fn finish(
     edges: Vec<RawEdge>,
     source: usize,
     summaries: Vec<Summary>,
+    loops: Vec<LoopSummary>,
     assumed: Vec<AssumedBound>,
     mut stats: Stats,
 ) -> Result<Prepared, PrepareError> {
@@ -213,6 +214,7 @@ pub(super) fn finish(
         dag,
         ends,
         summaries,
+        loops,
         assumed,
         stats,
         branch_pc,
