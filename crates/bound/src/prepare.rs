@@ -34,7 +34,9 @@
 //!   (`initial_programs`), or, where the analysis does not know the array or the array declares no
 //!   programs (user space fills it at run time), every XDP program of the object. A chain is at
 //!   most the kernel's 33 tail calls long (`MAX_TAIL_CALL_CNT`): the 34th program in a run only
-//!   falls through. Copies of a program entered at the same tail-call depth are shared.
+//!   falls through. Copies of a program entered at the same tail-call depth are shared. A tail
+//!   call inside a callback is refused ([`PrepareError::TailCallInCallback`]): the summary has no
+//!   way to end the program from inside the helper.
 //! - **Impossible edges** — those the analysis finds no state for — are left out, and so is
 //!   everything only they lead to.
 //!
@@ -138,6 +140,11 @@ pub enum PrepareError {
          inlined, tail calls followed); `--max-unroll N` refuses long loops early"
     )]
     TooLarge { program: String, limit: usize },
+    #[error(
+        "program `{program}`, slot {slot}: a tail call inside a callback (bpf_loop, \
+         bpf_for_each_map_elem) is not supported by the path graph"
+    )]
+    TailCallInCallback { program: String, slot: usize },
     #[error("program `{program}`: no path through it can exit (every path is impossible)")]
     NoPath { program: String },
 }
@@ -349,5 +356,11 @@ pub fn prepare(
         let f = &inputs.cfg.functions()[0];
         (f.entry, f.start)
     };
-    expand::build(&mut programs, options, program, entry, 0, false)
+    expand::build(
+        &mut programs,
+        options,
+        program,
+        entry,
+        expand::Root::Program,
+    )
 }

@@ -82,6 +82,7 @@ struct Builder<'p, 'a> {
     /// When the graph is one iteration of a summarised loop: its header (the outermost loop of
     /// every node); back edges to it lead to the sink, edges leaving it and exits nowhere.
     cycle: Option<BlockId>,
+    root: Root,
     /// Name of the program being prepared, for errors.
     name: String,
 }
@@ -89,19 +90,35 @@ struct Builder<'p, 'a> {
 /// The smallest packet an edge is given (`ETH_HLEN`, the shortest `BPF_PROG_TEST_RUN` takes).
 pub(super) const MIN_PACKET: u32 = linerate_bpf::facts::test_run_buffer::ETH_HLEN as u32;
 
+/// What a graph is of.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Root {
+    /// A program, from its entry.
+    Program,
+    /// A callback function, from its entry to its exits. A tail call in it is refused: a
+    /// successful one would end the program from inside the helper's summary.
+    Callback,
+    /// One iteration of a summarised loop, from its header (the entry) back to it. Tail calls
+    /// only fall through: a successful one ends the iteration, which the graph does not count.
+    Iteration,
+}
+
 /// Builds the prepared graph of the code of `program` starting at block `entry.0` (slot
-/// `entry.1`), a program's entry or a callback's, with `tail` tail calls made before; with
-/// `cycle`, the graph of one iteration of the loop whose header is `entry.0`.
+/// `entry.1`).
 pub(super) fn build(
     programs: &mut Programs<'_>,
     options: &Options,
     program: usize,
     entry: (BlockId, usize),
-    tail: u32,
-    cycle: bool,
+    root: Root,
 ) -> Result<Prepared, PrepareError> {
     let name = programs.name(program);
-    let cycle = cycle.then_some(entry.0);
+    let cycle = (root == Root::Iteration).then_some(entry.0);
+    let tail = if root == Root::Program {
+        0
+    } else {
+        MAX_TAIL_CALLS
+    };
     let mut b = Builder {
         programs,
         options,
@@ -117,6 +134,7 @@ pub(super) fn build(
         impossible: 0,
         tail_calls: 0,
         cycle,
+        root,
         name,
     };
     // Raw node 0 is the sink; the source is the first key.
@@ -445,6 +463,9 @@ impl Builder<'_, '_> {
             // No iteration can complete: no run reaches the middle.
             return Ok(());
         };
+        if self.loops[summary].graph.moves_packet() {
+            self.raw[n].moves_packet = true;
+        }
         let middle = runs.saturating_sub(2);
         let cost = Cost(
             self.loops[summary]
@@ -487,14 +508,12 @@ impl Builder<'_, '_> {
             .cfg
             .function_of(header)
             .map_or_else(String::new, |f| f.name.clone());
-        // A measured iteration's tail calls only fall through: they leave the loop otherwise.
         let graph = match build(
             self.programs,
             self.options,
             program,
             (header, header_slot),
-            MAX_TAIL_CALLS,
-            true,
+            Root::Iteration,
         ) {
             Ok(graph) => graph,
             Err(PrepareError::NoPath { .. }) => {
@@ -566,6 +585,12 @@ impl Builder<'_, '_> {
         zero: Cost,
     ) -> Result<(), PrepareError> {
         let object = self.programs.object;
+        if self.root == Root::Callback {
+            return Err(PrepareError::TailCallInCallback {
+                program: self.programs.name(key.program),
+                slot,
+            });
+        }
         if key.tail < MAX_TAIL_CALLS {
             let fact = self.programs.get(key.program)?.analysis.fact(slot);
             let declared: Vec<usize> = match fact {
@@ -696,14 +721,12 @@ impl Builder<'_, '_> {
                 }),
             })?
             .cost;
-        // A callback's own tail calls only fall through: the count is at the limit.
         let graph = build(
             self.programs,
             self.options,
             program,
             (entry, start),
-            MAX_TAIL_CALLS,
-            false,
+            Root::Callback,
         )?;
         let worst = super::finish::worst_paths(&graph.dag);
         let mut per_call = call_local;
