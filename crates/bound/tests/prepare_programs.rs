@@ -467,3 +467,43 @@ fn impossible_edges_are_left_out() {
         .all(|e| e.step != Step::Flow(EdgeKind::Taken)));
     assert_eq!(prepared.dag.nodes.len(), 3, "entry, pass, sink");
 }
+
+/// A program array the object declares empty (user space fills it): a tail call may reach every
+/// XDP program of the object, or fall through.
+#[test]
+fn tail_calls_into_undeclared_arrays_reach_every_program() {
+    let progs = MapDef::new("progs", MapType::PROG_ARRAY, 4, 4, 2);
+    let caller = Program::from_instructions(
+        "caller",
+        "xdp",
+        &[
+            ld_map(2, 0),
+            mov64(3, 1),
+            call_helper(helper::TAIL_CALL),
+            mov64(0, 2),
+            exit(),
+        ],
+    );
+    let other = Program::from_instructions("other", "xdp", &[mov64(0, 1), exit()]);
+    let object = Object::with_programs("pair", vec![caller, other], vec![progs]);
+    let (prepared, _) = check_runs(&object, 0, &Options::default(), &[vec![0; 14]]);
+    let dag = &prepared.dag;
+    let mut targets: Vec<Option<usize>> = dag.nodes[0]
+        .out
+        .iter()
+        .filter_map(|&e| match dag.edges[e].step {
+            Step::TailCall { program, .. } => Some(program),
+            _ => None,
+        })
+        .collect();
+    targets.sort();
+    assert_eq!(targets, [None, Some(0), Some(1)]);
+    // The caller at every depth from 0 to 33, the other program at every depth from 1 to 33.
+    let copies = |p: usize| {
+        dag.nodes
+            .iter()
+            .filter(|n| n.program == Some(p) && n.slot == 0)
+            .count()
+    };
+    assert_eq!((copies(0), copies(1)), (34, 33));
+}
