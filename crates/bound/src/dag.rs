@@ -18,7 +18,8 @@
 //! A block that calls a BPF function, tail-calls or calls a helper with callbacks is split there:
 //! its first node starts at the block's first slot, and the rest of the block after the call at
 //! slot `s` is a node of its own starting at slot `s + 1` (where a return, a failed tail call or
-//! the summarised callbacks lead). The block's cost is on the edges that leave the block: the
+//! the summarised callbacks lead; when the call ends its block, that node has no instructions and
+//! its slot is the next block's). The block's cost is on the edges that leave the block: the
 //! last piece's control-flow, return and exit edges, and a successful tail call's edge.
 
 use serde::Serialize;
