@@ -7,6 +7,20 @@
 //! `min_packet` of its edges. Costs are over-approximated and packet sizes under-approximated per
 //! edge, so a path's throughput computed from them is a valid lower bound for every execution
 //! that follows it.
+//!
+//! Edge costs are the program's own work: the model's per-packet work outside the program
+//! (`linerate_cost::Model::per_packet`) is on no edge; the rate function adds it to a path's
+//! cost.
+//!
+//! A node the [`Step::Loop`] edge leaves has no instructions: it stands for the middle iterations
+//! of a summarised loop, and its slot is the loop header's.
+//!
+//! A block that calls a BPF function, tail-calls or calls a helper with callbacks is split there:
+//! its first node starts at the block's first slot, and the rest of the block after the call at
+//! slot `s` is a node of its own starting at slot `s + 1` (where a return, a failed tail call or
+//! the summarised callbacks lead; when the call ends its block, that node has no instructions and
+//! its slot is the next block's). The block's cost is on the edges that leave the block: the
+//! last piece's control-flow, return and exit edges, and a successful tail call's edge.
 
 use serde::Serialize;
 
@@ -61,6 +75,18 @@ pub enum Step {
     TailCall { call: usize, program: Option<usize> },
     /// The program exits (`exit` at the outermost level): the edge into the sink.
     Exit,
+    /// The helper at slot `call` (`bpf_loop`, `bpf_for_each_map_elem`) calls its callback,
+    /// priced by a summary instead of the callback's paths: the edge's cost is the most calls one
+    /// execution of the helper makes times one call's worst path (entry `summary` of the
+    /// preparing side's list, `linerate_bound::prepare::Prepared::summaries`, which holds the
+    /// callback's own path graph and its worst path).
+    Callbacks { call: usize, summary: usize },
+    /// The middle iterations of a loop too long to unroll (header at slot `header`), priced by a
+    /// summary: the edge's cost is the most of them a run makes times one iteration's worst path
+    /// (entry `summary` of `linerate_bound::prepare::Prepared::loops`, which holds the
+    /// iteration's own path graph and its worst path). It leads from the node standing for them
+    /// (after the first iteration's back edge) to the loop's last iteration.
+    Loop { header: usize, summary: usize },
 }
 
 /// An edge between two block copies.
@@ -93,6 +119,80 @@ impl PathDag {
             total.add(&self.edges[e].cost);
         }
         total
+    }
+
+    /// Checks the invariants: edges between existing nodes, from a lower id to a higher one, each
+    /// listed once in its source's `out`; one source (node 0, no edges in) and one sink (the last
+    /// node, no edges out); every node on a source-to-sink path; every cost vector of the
+    /// components' length, finite and not negative. The first violation found, described.
+    pub fn validate(&self) -> Result<(), String> {
+        let n = self.nodes.len();
+        if n < 2 {
+            return Err(format!(
+                "{n} nodes: a graph has at least a source and a sink"
+            ));
+        }
+        let mut into = vec![0usize; n];
+        let mut listed = vec![0usize; self.edges.len()];
+        for (id, node) in self.nodes.iter().enumerate() {
+            for &e in &node.out {
+                let edge = self
+                    .edges
+                    .get(e)
+                    .ok_or_else(|| format!("node {id} lists edge {e}, which does not exist"))?;
+                if edge.from != id {
+                    return Err(format!(
+                        "node {id} lists edge {e}, which leaves node {}",
+                        edge.from
+                    ));
+                }
+                listed[e] += 1;
+            }
+        }
+        for (id, edge) in self.edges.iter().enumerate() {
+            if edge.to >= n || edge.from >= edge.to {
+                return Err(format!(
+                    "edge {id} goes from node {} to node {}: not forward in {n} nodes",
+                    edge.from, edge.to
+                ));
+            }
+            if listed[id] != 1 {
+                return Err(format!(
+                    "edge {id} is listed {} times in its source's out",
+                    listed[id]
+                ));
+            }
+            if edge.cost.0.len() != self.components.len() {
+                return Err(format!(
+                    "edge {id} has {} cost components, the graph {}",
+                    edge.cost.0.len(),
+                    self.components.len()
+                ));
+            }
+            if edge.cost.0.iter().any(|c| !c.is_finite() || *c < 0.0) {
+                return Err(format!("edge {id} has cost {:?}", edge.cost.0));
+            }
+            into[edge.to] += 1;
+        }
+        if into[Self::SOURCE] != 0 {
+            return Err("the source has edges into it".into());
+        }
+        if !self.nodes[self.sink()].out.is_empty() {
+            return Err("the sink has edges out of it".into());
+        }
+        for (id, &count) in into.iter().enumerate().skip(1) {
+            if count == 0 {
+                return Err(format!("node {id} is not reachable from the source"));
+            }
+        }
+        for (id, node) in self.nodes.iter().enumerate().take(n - 1) {
+            if node.out.is_empty() {
+                return Err(format!("node {id} does not reach the sink"));
+            }
+        }
+        // With edges forward only, every node but the sink having an edge out and every node
+        // but the source an edge in puts every node on a source-to-sink path.
+        Ok(())
     }
 
     /// Minimum packet size of `path`: the largest of its edges'.

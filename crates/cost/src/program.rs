@@ -96,6 +96,23 @@ struct Pricer<'a> {
     object: &'a Object,
     cfg: &'a Cfg,
     analysis: &'a Analysis,
+    /// Whether a local call and a helper calling callbacks include what they call.
+    callees: Callees,
+}
+
+/// What a local call and a helper calling callbacks (`bpf_loop`, `bpf_for_each_map_elem`) are
+/// charged.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Callees {
+    /// Their own price plus the callee's worst case (as many times as the helper calls it): every
+    /// block's cost is complete, and a callee with a loop is refused (its worst case needs the
+    /// loop unrolled).
+    Included,
+    /// Their own price only (`call.local`, the helper's item): for a caller that prices the
+    /// callees' paths itself (the prepared path graph of `linerate-bound` inlines calls and
+    /// summarises callbacks). Callees with loops are priced like any function, and
+    /// [`ProgramCost::function_worst`] of a function with calls lacks its callees.
+    Apart,
 }
 
 impl Pricer<'_> {
@@ -294,11 +311,23 @@ impl ProgramCost {
         analysis: &Analysis,
         model: &Model,
     ) -> Result<ProgramCost, CostError> {
+        ProgramCost::with_callees(object, cfg, analysis, model, Callees::Included)
+    }
+
+    /// [`ProgramCost::with_analysis`] with calls and callbacks charged as `callees` says.
+    pub fn with_callees(
+        object: &Object,
+        cfg: &Cfg,
+        analysis: &Analysis,
+        model: &Model,
+        callees: Callees,
+    ) -> Result<ProgramCost, CostError> {
         let pricer = Pricer {
             model,
             object,
             cfg,
             analysis,
+            callees,
         };
         let n = model.components().len();
         let mut out = ProgramCost {
@@ -444,7 +473,11 @@ impl ProgramCost {
                         items: items.clone(),
                     },
                 );
-                if let Instruction::Call(CallTarget::Local(_)) = insn {
+                if let (Instruction::Call(CallTarget::Local(_)), Callees::Apart) = (insn, p.callees)
+                {
+                    // The callee's blocking operations are not tracked across the call.
+                    charge.forgets_history = true;
+                } else if let Instruction::Call(CallTarget::Local(_)) = insn {
                     let callee = cfg
                         .calls()
                         .iter()
@@ -468,7 +501,9 @@ impl ProgramCost {
                     helper::LOOP | helper::FOR_EACH_MAP_ELEM,
                 )) = insn
                 {
-                    charge.cost = self.callback_calls(p, *slot, &charge.cost)?;
+                    if p.callees == Callees::Included {
+                        charge.cost = self.callback_calls(p, *slot, &charge.cost)?;
+                    }
                     charge.forgets_history = true;
                 }
                 list.push(charge);
