@@ -225,7 +225,7 @@ impl<'d, R: Rates> Enumerator<'d, R> {
     }
 
     /// The throughput of `edges` as a path, with its slowest component.
-    pub fn rank(&self, edges: Vec<EdgeId>) -> RankedPath {
+    fn rank(&self, edges: Vec<EdgeId>) -> RankedPath {
         let cost = self.dag.path_cost(&edges);
         let min_packet = self.dag.path_min_packet(&edges);
         let mut component = 0;
