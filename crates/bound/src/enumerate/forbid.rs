@@ -1,0 +1,116 @@
+//! Learned conflicts: sets of edges that no path produced from now on may contain all of (an
+//! unsatisfiable core's branch decisions). Single edges are the common case and are a flag per
+//! edge; a search also removes them from its graph, so that its suffix bounds stay exact.
+
+use crate::dag::EdgeId;
+
+/// The forbidden edge sets of one enumeration.
+#[derive(Clone, Debug, Default)]
+pub struct Forbidden {
+    /// Edges forbidden on their own.
+    single: Vec<bool>,
+    /// Sets of two or more edges, each sorted and without repeats.
+    sets: Vec<Vec<EdgeId>>,
+    /// For each edge, the sets of [`Forbidden::sets`] it belongs to.
+    by_edge: Vec<Vec<u32>>,
+    /// Scratch for [`Forbidden::first_violation`]: edges of each set seen so far on the path.
+    hits: Vec<u32>,
+    /// Scratch: the sets `hits` counts something for, to reset them.
+    touched: Vec<u32>,
+    /// The empty set was forbidden: every path contains it.
+    everything: bool,
+}
+
+impl Forbidden {
+    /// No conflicts, for a graph of `edges` edges.
+    pub fn new(edges: usize) -> Forbidden {
+        Forbidden {
+            single: vec![false; edges],
+            by_edge: vec![Vec::new(); edges],
+            ..Forbidden::default()
+        }
+    }
+
+    /// Adds a conflict; `edges` are checked to exist by the caller. Returns the edge when the
+    /// set is a single edge (newly forbidden), so that searches can remove it.
+    pub(crate) fn add(&mut self, mut edges: Vec<EdgeId>) -> Option<EdgeId> {
+        edges.sort_unstable();
+        edges.dedup();
+        if edges.iter().any(|&e| self.single[e]) || self.everything {
+            return None;
+        }
+        match edges.as_slice() {
+            [] => {
+                self.everything = true;
+                None
+            }
+            [e] => {
+                self.single[*e] = true;
+                Some(*e)
+            }
+            _ => {
+                let id = self.sets.len() as u32;
+                for &e in &edges {
+                    self.by_edge[e].push(id);
+                }
+                self.sets.push(edges);
+                self.hits.push(0);
+                None
+            }
+        }
+    }
+
+    /// Whether every path is forbidden (the empty set was).
+    pub fn everything(&self) -> bool {
+        self.everything
+    }
+
+    /// Whether `edge` is forbidden on its own.
+    pub fn is_single(&self, edge: EdgeId) -> bool {
+        self.single[edge]
+    }
+
+    /// The first position `i` such that `path[..=i]` contains a whole forbidden set: every path
+    /// starting with that prefix is forbidden. `None` when `path` is allowed.
+    pub fn first_violation(&mut self, path: &[EdgeId]) -> Option<usize> {
+        if self.everything {
+            return Some(0);
+        }
+        let mut found = None;
+        'path: for (i, &e) in path.iter().enumerate() {
+            if self.single[e] {
+                found = Some(i);
+                break;
+            }
+            for &s in &self.by_edge[e] {
+                let hits = &mut self.hits[s as usize];
+                if *hits == 0 {
+                    self.touched.push(s);
+                }
+                *hits += 1;
+                if *hits as usize == self.sets[s as usize].len() {
+                    found = Some(i);
+                    break 'path;
+                }
+            }
+        }
+        for s in self.touched.drain(..) {
+            self.hits[s as usize] = 0;
+        }
+        found
+    }
+
+    /// Approximate bytes held.
+    pub fn memory_bytes(&self) -> usize {
+        self.single.capacity()
+            + self.by_edge.capacity() * std::mem::size_of::<Vec<u32>>()
+            + self.by_edge.iter().map(|v| v.capacity() * 4).sum::<usize>()
+            + self.sets.capacity() * std::mem::size_of::<Vec<EdgeId>>()
+            + self
+                .sets
+                .iter()
+                .map(|s| s.capacity() * std::mem::size_of::<EdgeId>())
+                .sum::<usize>()
+            + (self.hits.capacity() + self.touched.capacity()) * 4
+    }
+}
