@@ -678,15 +678,18 @@ impl Builder<'_, '_> {
     }
 
     /// Prepares the callback of the helper at `slot` and summarises it; `None` if the analysis
-    /// never reaches the helper.
+    /// never reaches the helper. Where the call site may pass several functions (clang merging
+    /// the helper calls of a switch), each is prepared: the summary's per-call cost is their
+    /// component-wise worst, and its graph and worst paths those of the dearest in the first
+    /// component.
     fn summarise(&mut self, program: usize, slot: usize) -> Result<Option<usize>, PrepareError> {
         let name = self.programs.name(program);
         let inputs = self.programs.get(program)?;
-        let (start, max_calls) = match inputs.analysis.fact(slot) {
+        let ((lo, hi), max_calls) = match inputs.analysis.fact(slot) {
             Some(linerate_analysis::Fact::Callback {
-                function: Some(start),
+                starts: Some(starts),
                 max_calls,
-            }) => (start, max_calls),
+            }) => (starts, max_calls),
             None => return Ok(None),
             Some(_) => {
                 return Err(PrepareError::UnknownCallback {
@@ -695,45 +698,71 @@ impl Builder<'_, '_> {
                 })
             }
         };
-        let Some(f) = inputs
+        let candidates: Vec<(BlockId, usize, String)> = inputs
             .cfg
-            .block_of(start)
-            .and_then(|b| inputs.cfg.function_of(b))
-            .filter(|f| f.start == start)
+            .functions()
+            .iter()
+            .filter(|f| (lo..=hi).contains(&f.start))
+            .map(|f| (f.entry, f.start, f.name.clone()))
+            .collect();
+        if candidates.is_empty() {
+            return Err(PrepareError::UnknownCallback {
+                program: name,
+                slot,
+            });
+        }
+        let model = self.programs.model;
+        /// The callback dearest in the first component so far: per-call cost, start slot, name,
+        /// graph and worst paths.
+        struct Dearest(Cost, usize, String, Prepared, Vec<Vec<crate::dag::EdgeId>>);
+        let mut dearest: Option<Dearest> = None;
+        let mut per_call_worst: Option<Cost> = None;
+        for (entry, start, function) in candidates {
+            let call_local = model
+                .price(&Item::CallLocal)
+                .map_err(|reason| PrepareError::Cost {
+                    program: name.clone(),
+                    source: Box::new(linerate_cost::CostError::Unsupported {
+                        target: model.target().into(),
+                        function: function.clone(),
+                        slot,
+                        item: Item::CallLocal.to_string(),
+                        reason,
+                    }),
+                })?
+                .cost;
+            let graph = build(
+                self.programs,
+                self.options,
+                program,
+                (entry, start),
+                Root::Callback,
+            )?;
+            let worst = super::finish::worst_paths(&graph.dag);
+            let mut per_call = call_local;
+            let components = per_call.0.len();
+            for (c, path) in worst.iter().enumerate().take(components) {
+                per_call.0[c] += graph.dag.path_cost(path).0[c];
+            }
+            match &mut per_call_worst {
+                Some(w) => w.max_with(&per_call),
+                None => per_call_worst = Some(per_call.clone()),
+            }
+            let dearer = dearest
+                .as_ref()
+                .is_none_or(|Dearest(cost, ..)| per_call.0.first() > cost.0.first());
+            if dearer {
+                dearest = Some(Dearest(per_call, start, function, graph, worst));
+            }
+        }
+        let (Some(per_call), Some(Dearest(_, start, function, graph, worst))) =
+            (per_call_worst, dearest)
         else {
             return Err(PrepareError::UnknownCallback {
                 program: name,
                 slot,
             });
         };
-        let (entry, function) = (f.entry, f.name.clone());
-        let model = self.programs.model;
-        let call_local = model
-            .price(&Item::CallLocal)
-            .map_err(|reason| PrepareError::Cost {
-                program: name.clone(),
-                source: Box::new(linerate_cost::CostError::Unsupported {
-                    target: model.target().into(),
-                    function: function.clone(),
-                    slot,
-                    item: Item::CallLocal.to_string(),
-                    reason,
-                }),
-            })?
-            .cost;
-        let graph = build(
-            self.programs,
-            self.options,
-            program,
-            (entry, start),
-            Root::Callback,
-        )?;
-        let worst = super::finish::worst_paths(&graph.dag);
-        let mut per_call = call_local;
-        let components = per_call.0.len();
-        for (c, path) in worst.iter().enumerate().take(components) {
-            per_call.0[c] += graph.dag.path_cost(path).0[c];
-        }
         let total = Cost(per_call.0.iter().map(|c| c * max_calls as f64).collect());
         let index = self.summaries.len();
         self.summaries.push(Summary {
