@@ -8,7 +8,10 @@
 //!   device model's block and edge costs (§5.2).
 //! - [`enumerate`]: paths of the graph in order of throughput, slowest first, each once at its
 //!   bottleneck component and its own minimum packet size (§5.1, §5.3, §5.4).
+//! - [`ssp`]: the slowest satisfiable paths: enumerated paths checked in parallel, in order,
+//!   with an anytime bound and pruning by unsatisfiable cores (§5.5 and its §7 future work).
 
 pub mod dag;
 pub mod enumerate;
 pub mod prepare;
+pub mod ssp;

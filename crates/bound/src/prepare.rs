@@ -242,20 +242,26 @@ impl Prepared {
     /// (branches inside summarised callbacks and a summarised loop's middle iterations are not
     /// among them: the path does not fix them).
     pub fn decisions(&self, path: &[EdgeId]) -> Vec<Decision> {
+        self.decision_edges(path)
+            .into_iter()
+            .map(|(d, _)| d)
+            .collect()
+    }
+
+    /// [`Prepared::decisions`], each with the edge of `path` that makes it.
+    pub fn decision_edges(&self, path: &[EdgeId]) -> Vec<(Decision, EdgeId)> {
         let mut out = Vec::new();
         for &e in path {
             let edge = &self.dag.edges[e];
             match edge.step {
                 Step::Flow(kind @ (EdgeKind::Taken | EdgeKind::NotTaken)) => {
                     if let Some(pc) = self.branch_pc[edge.from] {
-                        out.push(Decision::Branch {
-                            pc,
-                            taken: kind == EdgeKind::Taken,
-                        });
+                        let taken = kind == EdgeKind::Taken;
+                        out.push((Decision::Branch { pc, taken }, e));
                     }
                 }
                 Step::TailCall { call, program } => {
-                    out.push(Decision::TailCall { pc: call, program })
+                    out.push((Decision::TailCall { pc: call, program }, e))
                 }
                 _ => {}
             }

@@ -36,7 +36,10 @@ fn enumeration_matches_brute_force_on_every_example() {
                     let first: Vec<_> = (&mut enumerator).take(FIRST).collect();
                     assert!(!first.is_empty(), "{name}: no path");
                     for w in first.windows(2) {
-                        assert!(w[0].rate <= w[1].rate * (1.0 + 1e-12), "{name}: out of order");
+                        assert!(
+                            w[0].rate <= w[1].rate * (1.0 + 1e-12),
+                            "{name}: out of order"
+                        );
                     }
                     let mut all: Vec<f64> = Exhaustive::new(dag)
                         .expect(&name)
@@ -56,7 +59,11 @@ fn enumeration_matches_brute_force_on_every_example() {
                     assert_eq!(first.len(), all.len().min(FIRST), "{name}: path count");
                     for (i, (path, expected)) in first.iter().zip(&all).enumerate() {
                         let relative = (path.rate - expected).abs() / expected.max(1e-300);
-                        assert!(relative < 1e-9, "{name}: path {i}: {} vs {expected}", path.rate);
+                        assert!(
+                            relative < 1e-9,
+                            "{name}: path {i}: {} vs {expected}",
+                            path.rate
+                        );
                     }
                     compared += 1;
                 }

@@ -1,0 +1,368 @@
+//! The slowest satisfiable path (paper 000 §5.5): paths of the prepared graph in order of
+//! throughput, each checked for satisfiability, until the first satisfiable one.
+//!
+//! Checks run in parallel on worker threads, each with its own checker (a Z3 context lives in
+//! one thread); the enumeration stays on the calling thread and hands paths out in order. A
+//! verdict becomes final only in enumeration order: a satisfiable path checked ahead of slower
+//! candidates waits until every one of them is refuted. Every refuted prefix of the order proves
+//! a bound: no satisfiable path is slower than the first path not yet refuted, so the bound
+//! improves with each impossible path ([`Outcome::improvements`]) and stays valid when the search
+//! stops early (time or memory cap: [`Outcome::complete`] is then false).
+//!
+//! An unsatisfiable path's core — the decisions that conflict — prunes later paths: every path
+//! that starts with the same edges up to the core's last decision executes the same instructions
+//! on the same symbolic state up to there, so it is unsatisfiable too and the enumeration drops
+//! it ([`crate::enumerate::Enumerator::forbid`] of that prefix: a path holding every edge of a
+//! prefix from the source starts with that prefix). A check that gives no verdict (a timeout, a
+//! program part the checker cannot follow) counts as satisfiable without a witness: the bound
+//! stays sound, and the report says the path was not confirmed.
+
+use std::collections::BTreeMap;
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use linerate_cfg::Decision;
+use linerate_cost::Model;
+
+use crate::dag::EdgeId;
+use crate::enumerate::{EnumerateError, Enumerator, Metric, RankedPath};
+use crate::prepare::Prepared;
+
+/// What a checker says about one path.
+#[derive(Clone, Debug)]
+pub enum Verdict<W> {
+    /// Some input takes the path; `W` shows one.
+    Sat(W),
+    /// No input takes the path; `core` holds indices into the decision list of a subset that
+    /// already conflicts.
+    Unsat { core: Vec<usize> },
+    /// No verdict (why).
+    Unknown(String),
+}
+
+/// Checks paths given as decision lists. One checker per worker thread; it may keep state
+/// between calls (solver scopes of a shared prefix).
+pub trait PathChecker {
+    /// What a satisfiable path's check yields.
+    type Witness: Send;
+    fn check(&mut self, decisions: &[Decision]) -> Verdict<Self::Witness>;
+}
+
+/// How far to search.
+#[derive(Clone, Debug)]
+pub struct Options {
+    pub metric: Metric,
+    /// Satisfiable paths to find, slowest first (`--paths N`; 1: the SSP).
+    pub paths: usize,
+    /// Stop with the best bound so far after this long.
+    pub timeout: Option<Duration>,
+    /// Stop with the best bound so far when the enumeration holds this many bytes.
+    pub max_memory: usize,
+    /// Worker threads checking paths.
+    pub threads: usize,
+}
+
+impl Default for Options {
+    fn default() -> Options {
+        Options {
+            metric: Metric::PacketRate,
+            paths: 1,
+            timeout: None,
+            max_memory: 1 << 30,
+            threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
+        }
+    }
+}
+
+/// A path found satisfiable (or left without a verdict).
+#[derive(Clone, Debug)]
+pub struct Found<W> {
+    pub path: RankedPath,
+    pub decisions: Vec<Decision>,
+    /// The witness, or why the checker gave no verdict.
+    pub witness: Result<W, String>,
+}
+
+/// The bound after some refuted paths: `rate` (packets/s or bits/s, as the metric) at `t_s`
+/// seconds into the search.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Improvement {
+    pub t_s: f64,
+    pub rate: f64,
+}
+
+/// Why the search ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stop {
+    /// Found the paths asked for.
+    Found,
+    /// No more paths: fewer satisfiable paths exist than asked for.
+    Exhausted,
+    Timeout,
+    MemoryCap,
+}
+
+/// What the search found.
+#[derive(Clone, Debug)]
+pub struct Outcome<W> {
+    /// The slowest path of the graph, satisfiable or not.
+    pub naive: Option<RankedPath>,
+    /// Satisfiable paths, slowest first.
+    pub found: Vec<Found<W>>,
+    /// A rate no satisfiable path beyond `found` falls below (the rate of the first path not
+    /// refuted), `None` when no path remains.
+    pub bound: Option<f64>,
+    pub complete: bool,
+    pub stop: Stop,
+    pub paths_checked: u64,
+    pub improvements: Vec<Improvement>,
+    pub elapsed: Duration,
+    /// Largest enumeration memory seen, bytes.
+    pub peak_memory: usize,
+}
+
+/// Progress the search reports as it goes.
+#[derive(Clone, Copy, Debug)]
+pub enum Event {
+    /// The bound rose to `rate` after `checked` paths.
+    Improved { rate: f64, checked: u64 },
+}
+
+/// An enumerated path with its decisions, each with the edge that makes it.
+type Candidate = (RankedPath, Vec<(Decision, EdgeId)>);
+
+/// A path handed to a worker: its place in the order, its decisions.
+struct Job {
+    seq: u64,
+    decisions: Vec<Decision>,
+}
+
+/// Searches `prepared`'s graph for its slowest satisfiable paths under `model`.
+pub fn search<C: PathChecker>(
+    prepared: &Prepared,
+    model: &Model,
+    options: &Options,
+    make_checker: &(dyn Fn() -> C + Sync),
+    mut progress: impl FnMut(Event),
+) -> Result<Outcome<C::Witness>, EnumerateError> {
+    let started = Instant::now();
+    let naive = Enumerator::with_model(&prepared.dag, model, options.metric)?.next_path();
+    let mut enumerator = Enumerator::with_model(&prepared.dag, model, options.metric)?;
+    let threads = options.threads.max(1);
+    let (job_tx, job_rx) = mpsc::channel::<Job>();
+    let job_rx = std::sync::Mutex::new(job_rx);
+    let (verdict_tx, verdict_rx) = mpsc::channel::<(u64, Verdict<C::Witness>)>();
+    std::thread::scope(|scope| {
+        for _ in 0..threads {
+            let verdict_tx = verdict_tx.clone();
+            let job_rx = &job_rx;
+            scope.spawn(move || {
+                let mut checker = make_checker();
+                loop {
+                    let job = match job_rx.lock() {
+                        Ok(rx) => rx.recv(),
+                        Err(_) => return,
+                    };
+                    let Ok(job) = job else { return };
+                    let verdict = checker.check(&job.decisions);
+                    if verdict_tx.send((job.seq, verdict)).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+        drop(verdict_tx);
+        let mut driver = Driver {
+            prepared,
+            options,
+            started,
+            enumerator: &mut enumerator,
+            in_flight: BTreeMap::new(),
+            done: BTreeMap::new(),
+            next_seq: 0,
+            next_final: 0,
+            exhausted: false,
+            outcome: Outcome {
+                naive,
+                found: Vec::new(),
+                bound: None,
+                complete: true,
+                stop: Stop::Exhausted,
+                paths_checked: 0,
+                improvements: Vec::new(),
+                elapsed: Duration::ZERO,
+                peak_memory: 0,
+            },
+        };
+        let result = driver.run(&job_tx, &verdict_rx, threads, &mut progress);
+        drop(job_tx);
+        let mut outcome = driver.outcome;
+        outcome.elapsed = started.elapsed();
+        result.map(|()| outcome)
+    })
+}
+
+/// The search's state on the calling thread.
+struct Driver<'a, 'd, W> {
+    prepared: &'a Prepared,
+    options: &'a Options,
+    started: Instant,
+    enumerator: &'a mut Enumerator<'d, crate::enumerate::ModelRates<'a>>,
+    /// Paths handed out and not yet answered, by sequence number.
+    in_flight: BTreeMap<u64, Candidate>,
+    /// Answered paths waiting for every earlier one.
+    done: BTreeMap<u64, (Candidate, Verdict<W>)>,
+    next_seq: u64,
+    /// Sequence number of the first path whose verdict is not final.
+    next_final: u64,
+    exhausted: bool,
+    outcome: Outcome<W>,
+}
+
+impl<W> Driver<'_, '_, W> {
+    fn run(
+        &mut self,
+        jobs: &mpsc::Sender<Job>,
+        verdicts: &mpsc::Receiver<(u64, Verdict<W>)>,
+        threads: usize,
+        progress: &mut impl FnMut(Event),
+    ) -> Result<(), EnumerateError> {
+        // Enough paths in flight to keep every worker busy while verdicts come back.
+        let window = 2 * threads;
+        loop {
+            while !self.exhausted && self.in_flight.len() + self.done.len() < window {
+                let Some(path) = self.enumerator.next_path() else {
+                    self.exhausted = true;
+                    break;
+                };
+                let decisions = self.prepared.decision_edges(&path.edges);
+                let job = Job {
+                    seq: self.next_seq,
+                    decisions: decisions.iter().map(|(d, _)| *d).collect(),
+                };
+                self.in_flight.insert(self.next_seq, (path, decisions));
+                self.next_seq += 1;
+                if jobs.send(job).is_err() {
+                    return Ok(());
+                }
+            }
+            self.outcome.peak_memory = self.outcome.peak_memory.max(self.enumerator.memory_bytes());
+            if self.in_flight.is_empty() {
+                self.outcome.stop = Stop::Exhausted;
+                self.outcome.bound = None;
+                return Ok(());
+            }
+            if let Some(stop) = self.limit_reached() {
+                self.outcome.stop = stop;
+                self.outcome.complete = false;
+                self.outcome.bound = self.first_open_rate();
+                return Ok(());
+            }
+            let wait = Duration::from_millis(100);
+            let (seq, verdict) = match verdicts.recv_timeout(wait) {
+                Ok(answer) => answer,
+                Err(mpsc::RecvTimeoutError::Timeout) => continue,
+                Err(mpsc::RecvTimeoutError::Disconnected) => return Ok(()),
+            };
+            self.outcome.paths_checked += 1;
+            if let Some((path, decisions)) = self.in_flight.remove(&seq) {
+                if let Verdict::Unsat { core } = &verdict {
+                    self.prune(&path, &decisions, core)?;
+                }
+                self.done.insert(seq, ((path, decisions), verdict));
+            }
+            if self.finalize(progress) {
+                self.outcome.stop = Stop::Found;
+                self.outcome.bound = self.first_open_rate();
+                return Ok(());
+            }
+        }
+    }
+
+    /// Time or memory cap reached.
+    fn limit_reached(&self) -> Option<Stop> {
+        if self
+            .options
+            .timeout
+            .is_some_and(|t| self.started.elapsed() >= t)
+        {
+            return Some(Stop::Timeout);
+        }
+        (self.enumerator.memory_bytes() > self.options.max_memory).then_some(Stop::MemoryCap)
+    }
+
+    /// Drops from the enumeration every path that starts like `path` up to the last decision of
+    /// `core`.
+    fn prune(
+        &mut self,
+        path: &RankedPath,
+        decisions: &[(Decision, EdgeId)],
+        core: &[usize],
+    ) -> Result<(), EnumerateError> {
+        let Some(last) = core
+            .iter()
+            .filter_map(|&i| decisions.get(i))
+            .map(|d| d.1)
+            .max_by_key(|edge| path.edges.iter().position(|e| e == edge))
+        else {
+            return Ok(());
+        };
+        let Some(end) = path.edges.iter().position(|&e| e == last) else {
+            return Ok(());
+        };
+        self.enumerator.forbid(path.edges[..=end].to_vec())
+    }
+
+    /// Makes verdicts final in order; true when the paths asked for are found.
+    fn finalize(&mut self, progress: &mut impl FnMut(Event)) -> bool {
+        let mut improved = false;
+        while let Some(((path, decisions), verdict)) = self.done.remove(&self.next_final) {
+            self.next_final += 1;
+            let decisions = decisions.into_iter().map(|(d, _)| d).collect();
+            match verdict {
+                Verdict::Unsat { .. } => improved = true,
+                Verdict::Sat(w) => self.outcome.found.push(Found {
+                    path,
+                    decisions,
+                    witness: Ok(w),
+                }),
+                Verdict::Unknown(why) => self.outcome.found.push(Found {
+                    path,
+                    decisions,
+                    witness: Err(why),
+                }),
+            }
+            if self.outcome.found.len() >= self.options.paths {
+                return true;
+            }
+        }
+        if improved && self.outcome.found.is_empty() {
+            let before = self.outcome.improvements.last().map(|i| i.rate);
+            let rose = |rate: &f64| before.is_none_or(|b| *rate > b);
+            if let Some(rate) = self.first_open_rate().filter(rose) {
+                let t_s = self.started.elapsed().as_secs_f64();
+                self.outcome.improvements.push(Improvement { t_s, rate });
+                progress(Event::Improved {
+                    rate,
+                    checked: self.outcome.paths_checked,
+                });
+            }
+        }
+        false
+    }
+
+    /// The rate of the first path whose verdict is not final (or, with none handed out, the
+    /// enumeration's lower bound on the paths to come): every path not yet refuted is at least
+    /// this fast. Never below a bound reported before, which stays valid.
+    fn first_open_rate(&mut self) -> Option<f64> {
+        let open = self
+            .in_flight
+            .values()
+            .map(|(p, _)| p.rate)
+            .chain(self.done.values().map(|((p, _), _)| p.rate))
+            .min_by(f64::total_cmp)
+            .or_else(|| self.enumerator.next_bound())?;
+        let before = self.outcome.improvements.last().map(|i| i.rate);
+        Some(before.map_or(open, |b| b.max(open)))
+    }
+}
