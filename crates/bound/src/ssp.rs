@@ -25,7 +25,9 @@ use linerate_cfg::Decision;
 use linerate_cost::Model;
 
 use crate::dag::EdgeId;
-use crate::enumerate::{EnumerateError, Enumerator, Metric, RankedPath};
+use crate::enumerate::{
+    rank, EnumerateError, Enumerator, Exhaustive, Metric, ModelRates, RankedPath,
+};
 use crate::prepare::Prepared;
 
 /// What a checker says about one path.
@@ -137,23 +139,18 @@ struct Job {
     decisions: Vec<Decision>,
 }
 
-/// Searches `prepared`'s graph for its slowest satisfiable paths under `model`.
-pub fn search<C: PathChecker>(
-    prepared: &Prepared,
-    model: &Model,
-    options: &Options,
+/// Runs `body` with `threads` worker threads, each checking the jobs it receives with its own
+/// checker from `make_checker` and sending back `(seq, verdict)`.
+fn with_workers<C: PathChecker, T>(
+    threads: usize,
     make_checker: &(dyn Fn() -> C + Sync),
-    mut progress: impl FnMut(Event),
-) -> Result<Outcome<C::Witness>, EnumerateError> {
-    let started = Instant::now();
-    let naive = Enumerator::with_model(&prepared.dag, model, options.metric)?.next_path();
-    let mut enumerator = Enumerator::with_model(&prepared.dag, model, options.metric)?;
-    let threads = options.threads.max(1);
+    body: impl FnOnce(&mpsc::Sender<Job>, &mpsc::Receiver<(u64, Verdict<C::Witness>)>) -> T,
+) -> T {
     let (job_tx, job_rx) = mpsc::channel::<Job>();
     let job_rx = std::sync::Mutex::new(job_rx);
     let (verdict_tx, verdict_rx) = mpsc::channel::<(u64, Verdict<C::Witness>)>();
     std::thread::scope(|scope| {
-        for _ in 0..threads {
+        for _ in 0..threads.max(1) {
             let verdict_tx = verdict_tx.clone();
             let job_rx = &job_rx;
             scope.spawn(move || {
@@ -172,6 +169,40 @@ pub fn search<C: PathChecker>(
             });
         }
         drop(verdict_tx);
+        let result = body(&job_tx, &verdict_rx);
+        // Workers end when the job channel closes.
+        drop(job_tx);
+        result
+    })
+}
+
+fn empty_outcome<W>(naive: Option<RankedPath>) -> Outcome<W> {
+    Outcome {
+        naive,
+        found: Vec::new(),
+        bound: None,
+        complete: true,
+        stop: Stop::Exhausted,
+        paths_checked: 0,
+        improvements: Vec::new(),
+        elapsed: Duration::ZERO,
+        peak_memory: 0,
+    }
+}
+
+/// Searches `prepared`'s graph for its slowest satisfiable paths under `model`.
+pub fn search<C: PathChecker>(
+    prepared: &Prepared,
+    model: &Model,
+    options: &Options,
+    make_checker: &(dyn Fn() -> C + Sync),
+    mut progress: impl FnMut(Event),
+) -> Result<Outcome<C::Witness>, EnumerateError> {
+    let started = Instant::now();
+    let naive = Enumerator::with_model(&prepared.dag, model, options.metric)?.next_path();
+    let mut enumerator = Enumerator::with_model(&prepared.dag, model, options.metric)?;
+    let threads = options.threads.max(1);
+    with_workers(threads, make_checker, |jobs, verdicts| {
         let mut driver = Driver {
             prepared,
             options,
@@ -182,23 +213,87 @@ pub fn search<C: PathChecker>(
             next_seq: 0,
             next_final: 0,
             exhausted: false,
-            outcome: Outcome {
-                naive,
-                found: Vec::new(),
-                bound: None,
-                complete: true,
-                stop: Stop::Exhausted,
-                paths_checked: 0,
-                improvements: Vec::new(),
-                elapsed: Duration::ZERO,
-                peak_memory: 0,
-            },
+            outcome: empty_outcome(naive),
         };
-        let result = driver.run(&job_tx, &verdict_rx, threads, &mut progress);
-        drop(job_tx);
+        let result = driver.run(jobs, verdicts, threads, &mut progress);
         let mut outcome = driver.outcome;
         outcome.elapsed = started.elapsed();
         result.map(|()| outcome)
+    })
+}
+
+/// Checks every path of the graph, in no particular order, and keeps the `options.paths`
+/// slowest satisfiable ones: the baseline the ordered search is measured against
+/// (`--exhaustive`). A path without a verdict counts as satisfiable, as in [`search`].
+pub fn exhaustive<C: PathChecker>(
+    prepared: &Prepared,
+    model: &Model,
+    options: &Options,
+    make_checker: &(dyn Fn() -> C + Sync),
+) -> Result<Outcome<C::Witness>, EnumerateError> {
+    let started = Instant::now();
+    let rates = ModelRates::new(model, options.metric);
+    rates.check(&prepared.dag)?;
+    let naive = Enumerator::with_model(&prepared.dag, model, options.metric)?.next_path();
+    let mut paths = Exhaustive::new(&prepared.dag)?;
+    let threads = options.threads.max(1);
+    with_workers(threads, make_checker, |jobs, verdicts| {
+        let mut outcome = empty_outcome(naive);
+        let mut in_flight: BTreeMap<u64, Candidate> = BTreeMap::new();
+        let mut next_seq = 0u64;
+        loop {
+            while in_flight.len() < 2 * threads {
+                let Some(edges) = paths.next() else { break };
+                let path = rank(&prepared.dag, &rates, edges);
+                let decisions = prepared.decision_edges(&path.edges);
+                let job = Job {
+                    seq: next_seq,
+                    decisions: decisions.iter().map(|(d, _)| *d).collect(),
+                };
+                in_flight.insert(next_seq, (path, decisions));
+                next_seq += 1;
+                if jobs.send(job).is_err() {
+                    break;
+                }
+            }
+            if in_flight.is_empty() {
+                break;
+            }
+            if options.timeout.is_some_and(|t| started.elapsed() >= t) {
+                outcome.stop = Stop::Timeout;
+                outcome.complete = false;
+                break;
+            }
+            let (seq, verdict) = match verdicts.recv_timeout(Duration::from_millis(100)) {
+                Ok(answer) => answer,
+                Err(mpsc::RecvTimeoutError::Timeout) => continue,
+                Err(mpsc::RecvTimeoutError::Disconnected) => break,
+            };
+            outcome.paths_checked += 1;
+            let Some((path, decisions)) = in_flight.remove(&seq) else {
+                continue;
+            };
+            let witness = match verdict {
+                Verdict::Unsat { .. } => continue,
+                Verdict::Sat(w) => Ok(w),
+                Verdict::Unknown(why) => Err(why),
+            };
+            let decisions = decisions.into_iter().map(|(d, _)| d).collect();
+            outcome.found.push(Found {
+                path,
+                decisions,
+                witness,
+            });
+            outcome
+                .found
+                .sort_by(|a, b| a.path.rate.total_cmp(&b.path.rate));
+            outcome.found.truncate(options.paths.max(1));
+        }
+        if outcome.complete && !outcome.found.is_empty() {
+            outcome.stop = Stop::Found;
+        }
+        outcome.elapsed = started.elapsed();
+        Ok(outcome)
     })
 }
 

@@ -7,7 +7,7 @@ use std::collections::HashSet;
 
 use linerate_bound::enumerate::{Exhaustive, Metric, ModelRates, Rates};
 use linerate_bound::prepare::{prepare, Options as PrepareOptions, Prepared};
-use linerate_bound::ssp::{search, Options, PathChecker, Stop, Verdict};
+use linerate_bound::ssp::{exhaustive, search, Options, PathChecker, Stop, Verdict};
 use linerate_cfg::Decision;
 use linerate_conformance::examples::load_all;
 use linerate_cost::Model;
@@ -103,6 +103,14 @@ fn search_finds_the_slowest_path_that_avoids_refuted_decisions() {
                 last = step.rate;
             }
             assert!(outcome.complete);
+            let baseline = exhaustive(&prepared, &model, &options, &make).expect(name);
+            assert_eq!(baseline.paths_checked as usize, paths.len(), "{name}");
+            assert_eq!(
+                baseline.found.first().map(|f| f.path.rate),
+                expected,
+                "{name}: exhaustive"
+            );
+            assert!(outcome.paths_checked <= baseline.paths_checked);
             searched += 1;
         }
     }

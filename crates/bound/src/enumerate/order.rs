@@ -226,26 +226,7 @@ impl<'d, R: Rates> Enumerator<'d, R> {
 
     /// The throughput of `edges` as a path, with its slowest component.
     fn rank(&self, edges: Vec<EdgeId>) -> RankedPath {
-        let cost = self.dag.path_cost(&edges);
-        let min_packet = self.dag.path_min_packet(&edges);
-        let mut component = 0;
-        let mut rate = f64::INFINITY;
-        for (c, &amount) in cost.0.iter().enumerate() {
-            let r = self.rates.component_rate(c, amount, min_packet);
-            if r < rate {
-                rate = r;
-                component = c;
-            }
-        }
-        let limit = self.rates.limit(min_packet);
-        RankedPath {
-            edges,
-            cost,
-            min_packet,
-            rate: rate.min(limit),
-            component,
-            limited: limit < rate,
-        }
+        rank(self.dag, &self.rates, edges)
     }
 
     /// Lowest figure of instance `i`: its pending path's rate, or the bound on its next kept
@@ -360,4 +341,29 @@ impl<R: Rates> Iterator for Enumerator<'_, R> {
 /// `None` when the graph has no path.
 pub fn naive<R: Rates>(dag: &PathDag, rates: R) -> Result<Option<RankedPath>, EnumerateError> {
     Ok(Enumerator::new(dag, rates)?.next_path())
+}
+
+/// The throughput of `edges`, a source-to-sink path of `dag`, under `rates`, with its slowest
+/// component: as the enumeration ranks the paths it produces.
+pub fn rank<R: Rates>(dag: &PathDag, rates: &R, edges: Vec<EdgeId>) -> RankedPath {
+    let cost = dag.path_cost(&edges);
+    let min_packet = dag.path_min_packet(&edges);
+    let mut component = 0;
+    let mut rate = f64::INFINITY;
+    for (c, &amount) in cost.0.iter().enumerate() {
+        let r = rates.component_rate(c, amount, min_packet);
+        if r < rate {
+            rate = r;
+            component = c;
+        }
+    }
+    let limit = rates.limit(min_packet);
+    RankedPath {
+        edges,
+        cost,
+        min_packet,
+        rate: rate.min(limit),
+        component,
+        limited: limit < rate,
+    }
 }
