@@ -1,0 +1,294 @@
+//! Path checks: is a path (a list of decisions) taken by some input, and by which?
+//!
+//! A [`PathChecker`] is a session on one program of an object. Each [`PathChecker::check`]
+//! executes the path symbolically and asks the solver whether its decisions can all hold, with
+//! one assumption literal per decision: a satisfiable path yields a [`Witness`] (the shortest
+//! packet that takes it, the context, the map entries to install, the action), an impossible one
+//! the indices of a small set of decisions that conflict (an unsatisfiable core, shrunk by
+//! dropping decisions one at a time while it stays unsatisfiable). Consecutive checks share the
+//! work of their common prefix: the session keeps the machine state and a solver scope after
+//! every decision and goes back to the longest prefix the new path shares with the previous one.
+//! Z3 contexts are per thread, so each worker thread owns its own checker.
+
+use std::rc::Rc;
+use std::time::Duration;
+
+use linerate_bpf::contents::MapSeed;
+use linerate_bpf::facts::test_run_buffer::{ETH_HLEN, HEADROOM};
+use linerate_bpf::Object;
+use linerate_cfg::{Cfg, Decision};
+use z3::ast::{Bool, BV};
+use z3::Model;
+
+use crate::error::SmtError;
+use crate::machine::{Env, Exec, State};
+use crate::session::{Answer, Session};
+
+/// Settings of a checker.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// Time the solver may take for one check (`None`: unlimited); a check that runs out gives
+    /// [`Verdict::Unknown`].
+    pub timeout: Option<Duration>,
+    /// Whether to shrink unsatisfiable cores (one solver check per decision in Z3's core).
+    pub minimise_cores: bool,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            timeout: Some(Duration::from_secs(10)),
+            minimise_cores: true,
+        }
+    }
+}
+
+/// A block the path executed: the slot it starts at in program `program` of the object.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+pub struct BlockRef {
+    pub program: usize,
+    pub slot: usize,
+}
+
+/// Inputs under which the program takes the path, and what it then does.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Witness {
+    /// The packet: the shortest that takes the path (at least the 14 bytes test_run accepts).
+    pub packet: Vec<u8>,
+    /// Metadata in front of the packet: always empty (the engine starts with `data_meta ==
+    /// data`, as a run without metadata does).
+    pub meta: Vec<u8>,
+    /// `xdp_md.ingress_ifindex` and `rx_queue_index` to give `BPF_PROG_TEST_RUN`.
+    pub ingress_ifindex: u32,
+    pub rx_queue_index: u32,
+    /// Map entries (and global data) to install before the run, as `run --maps` takes them.
+    pub maps: MapSeed,
+    /// The low 32 bits of r0 at exit, and its name as `run` prints it (`XDP_DROP`, ...).
+    pub return_value: u64,
+    pub action: &'static str,
+    /// Blocks executed, in order, across tail calls.
+    pub blocks: Vec<BlockRef>,
+    /// Values from outside the program the path relies on (time, random numbers, routes,
+    /// the CPU), which a kernel run cannot be made to repeat: `"bpf_get_prandom_u32 at insn 7
+    /// = 5"`. Empty where the packet, context and maps alone decide the path.
+    pub unrepeatable: Vec<String>,
+}
+
+/// The answer for one path.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    /// Some input takes the path.
+    Sat(Box<Witness>),
+    /// No input does; `core`: indices into the decision list of decisions that cannot all hold.
+    Unsat { core: Vec<usize> },
+    /// The solver gave up (timeout).
+    Unknown,
+}
+
+/// A session checking paths through one program of an object.
+pub struct PathChecker {
+    env: Env,
+    options: Options,
+    session: Session,
+    /// The decisions of the previous check (their prefix is what the snapshots hold).
+    previous: Vec<Decision>,
+}
+
+impl PathChecker {
+    /// A checker for program `program` of `object`.
+    pub fn new(object: &Object, program: usize, options: Options) -> Result<PathChecker, SmtError> {
+        if program >= object.programs.len() {
+            return Err(SmtError::NoSuchProgram(program));
+        }
+        let mut slots = Vec::new();
+        let mut cfgs = Vec::new();
+        for p in &object.programs {
+            let mut decoded = vec![None; p.insns.len()];
+            for (i, insn) in p.decode().map_err(|e| SmtError::Decode {
+                program: p.name.clone(),
+                reason: e.to_string(),
+            })? {
+                decoded[i] = Some(insn);
+            }
+            slots.push(Rc::from(decoded));
+            cfgs.push(Cfg::build(p).map_err(|e| format!("program `{}`: {e}", p.name)));
+        }
+        let env = Env {
+            object: object.clone(),
+            slots,
+            cfgs,
+            devices: crate::host::devices(),
+            cpus: crate::host::cpus(),
+        };
+        let timeout = options
+            .timeout
+            .map(|t| t.as_millis().clamp(1, u128::from(u32::MAX)) as u32);
+        let mut session = Session::new(timeout);
+        let entry = State::entry(&env, program, &mut session);
+        session.snapshots.push(entry);
+        Ok(PathChecker {
+            env,
+            options,
+            session,
+            previous: Vec::new(),
+        })
+    }
+
+    /// Solver checks made so far.
+    pub fn solver_checks(&self) -> u64 {
+        self.session.checks
+    }
+
+    /// Checks the path `decisions` (in execution order).
+    pub fn check(&mut self, decisions: &[Decision]) -> Result<Verdict, SmtError> {
+        let common = self
+            .previous
+            .iter()
+            .zip(decisions)
+            .take_while(|(a, b)| a == b)
+            .count();
+        let state = self.session.rewind(common.min(self.session.depth()));
+        self.previous = decisions.to_vec();
+        let mut exec = Exec {
+            env: &self.env,
+            session: &mut self.session,
+            decisions,
+            s: state,
+        };
+        let finished = exec.run()?;
+        let state = exec.s;
+        if state.next != decisions.len() {
+            return Err(SmtError::PathTooLong {
+                used: state.next,
+                given: decisions.len(),
+            });
+        }
+        let mut assumptions = self.session.lits.clone();
+        assumptions.extend(state.choices.iter().cloned());
+        match self.session.check(&assumptions) {
+            Answer::Unknown => Ok(Verdict::Unknown),
+            Answer::Unsat(core) => Ok(Verdict::Unsat {
+                core: self.core(&assumptions, decisions.len(), core),
+            }),
+            Answer::Sat(model) => {
+                let model = self.shortest(&assumptions, &state, model);
+                Ok(Verdict::Sat(Box::new(self.witness(
+                    &state,
+                    &finished.r0,
+                    &model,
+                ))))
+            }
+        }
+    }
+
+    /// Decision indices of an unsatisfiable core, shrunk where the options say so. A core that
+    /// involves an outcome chosen inside a helper is widened to every decision: that choice was
+    /// the machine's, not the path's, so only the whole path is known to be impossible.
+    fn core(&mut self, assumptions: &[Bool], decisions: usize, core: Vec<usize>) -> Vec<usize> {
+        if core.iter().any(|&i| i >= decisions) {
+            return (0..decisions).collect();
+        }
+        let mut core = core;
+        if self.options.minimise_cores {
+            let mut i = 0;
+            while i < core.len() {
+                let trial: Vec<Bool> = core
+                    .iter()
+                    .enumerate()
+                    .filter(|&(j, _)| j != i)
+                    .map(|(_, &d)| assumptions[d].clone())
+                    .collect();
+                match self.session.check(&trial) {
+                    Answer::Unsat(_) => {
+                        core.remove(i);
+                    }
+                    _ => i += 1,
+                }
+            }
+        }
+        core
+    }
+
+    /// A model of the path whose packet is as short as possible (binary search on the length).
+    fn shortest(&mut self, assumptions: &[Bool], state: &State, model: Model) -> Model {
+        let len = &state.inputs.packet_len;
+        let length = |m: &Model| {
+            m.eval(len, true)
+                .and_then(|v| v.as_u64())
+                .unwrap_or(ETH_HLEN)
+        };
+        let (mut lo, mut best) = (ETH_HLEN, model);
+        let mut hi = length(&best);
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            let mut trial = assumptions.to_vec();
+            trial.push(len.bvule(BV::from_u64(mid, 64)));
+            match self.session.check(&trial) {
+                Answer::Sat(m) => {
+                    hi = length(&m).min(mid);
+                    best = m;
+                }
+                Answer::Unsat(_) => lo = mid + 1,
+                Answer::Unknown => break,
+            }
+        }
+        best
+    }
+
+    fn witness(&self, state: &State, r0: &crate::value::SymValue, model: &Model) -> Witness {
+        let value = |bv: &BV| model.eval(bv, true).and_then(|v| v.as_u64()).unwrap_or(0);
+        let len = value(&state.inputs.packet_len);
+        let packet = (0..len)
+            .map(|i| {
+                let byte = state
+                    .inputs
+                    .packet
+                    .base()
+                    .select(&BV::from_u64(HEADROOM + i, 64));
+                model
+                    .eval(&byte, true)
+                    .and_then(|b| b.as_bv())
+                    .and_then(|b| b.as_u64())
+                    .unwrap_or(0) as u8
+            })
+            .collect();
+        let mut maps = MapSeed::new();
+        for (i, map) in state.maps.iter().enumerate() {
+            for (key, val) in map.witness(&self.env.object.maps[i], model) {
+                maps.push(i, key, val);
+            }
+        }
+        let return_value = value(&r0.bits.bv()) & 0xffff_ffff;
+        let unrepeatable = state
+            .sources
+            .iter()
+            .map(|s| format!("{} at insn {} = {}", s.what, s.pc, value(&s.bv)))
+            .collect();
+        Witness {
+            packet,
+            meta: Vec::new(),
+            ingress_ifindex: value(&state.inputs.ingress_ifindex) as u32,
+            rx_queue_index: value(&state.inputs.rx_queue_index) as u32,
+            maps,
+            return_value,
+            action: linerate_bpf::facts::xdp::action_name(return_value),
+            blocks: state
+                .blocks
+                .iter()
+                .map(|&(program, slot)| BlockRef { program, slot })
+                .collect(),
+            unrepeatable,
+        }
+    }
+}
+
+/// Checks one path of program `program` of `object` in a fresh session (see [`PathChecker`] to
+/// check many).
+pub fn check(
+    object: &Object,
+    program: usize,
+    decisions: &[Decision],
+    options: &Options,
+) -> Result<Verdict, SmtError> {
+    PathChecker::new(object, program, options.clone())?.check(decisions)
+}
