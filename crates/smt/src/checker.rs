@@ -32,6 +32,9 @@ pub struct Options {
     pub timeout: Option<Duration>,
     /// Whether to shrink unsatisfiable cores (one solver check per decision in Z3's core).
     pub minimise_cores: bool,
+    /// Fixes the input packet (bytes and length) instead of leaving it symbolic: checks whether
+    /// this packet takes the path, and what the program then computes.
+    pub packet: Option<Vec<u8>>,
 }
 
 impl Default for Options {
@@ -39,6 +42,7 @@ impl Default for Options {
         Options {
             timeout: Some(Duration::from_secs(10)),
             minimise_cores: true,
+            packet: None,
         }
     }
 }
@@ -66,6 +70,8 @@ pub struct Witness {
     /// The low 32 bits of r0 at exit, and its name as `run` prints it (`XDP_DROP`, ...).
     pub return_value: u64,
     pub action: &'static str,
+    /// The packet after the program's changes (`data .. data_end` at exit).
+    pub output_packet: Vec<u8>,
     /// Blocks executed, in order, across tail calls.
     pub blocks: Vec<BlockRef>,
     /// Values from outside the program the path relies on (time, random numbers, routes,
@@ -125,6 +131,9 @@ impl PathChecker {
             .map(|t| t.as_millis().clamp(1, u128::from(u32::MAX)) as u32);
         let mut session = Session::new(timeout);
         let entry = State::entry(&env, program, &mut session);
+        if let Some(packet) = &options.packet {
+            entry.inputs.fix_packet(&mut session, packet);
+        }
         session.snapshots.push(entry);
         Ok(PathChecker {
             env,
@@ -163,15 +172,24 @@ impl PathChecker {
                 given: decisions.len(),
             });
         }
+        let trace = std::env::var("SMT_TRACE").is_ok();
+        let t = std::time::Instant::now();
         let mut assumptions = self.session.lits.clone();
         assumptions.extend(state.choices.iter().cloned());
-        match self.session.check(&assumptions) {
+        let answer = self.session.check(&assumptions);
+        if trace {
+            eprintln!("  run+check {:?}", t.elapsed());
+        }
+        match answer {
             Answer::Unknown => Ok(Verdict::Unknown),
             Answer::Unsat(core) => Ok(Verdict::Unsat {
                 core: self.core(&assumptions, decisions.len(), core),
             }),
             Answer::Sat(model) => {
                 let model = self.shortest(&assumptions, &state, model);
+                if trace {
+                    eprintln!("  shortest {:?}", t.elapsed());
+                }
                 Ok(Verdict::Sat(Box::new(self.witness(
                     &state,
                     &finished.r0,
@@ -252,6 +270,18 @@ impl PathChecker {
                     .unwrap_or(0) as u8
             })
             .collect();
+        let mut memory = state.packet.clone();
+        let (data, end) = (
+            value(&state.bounds.data.bits.bv()),
+            value(&state.bounds.data_end.bits.bv()),
+        );
+        let output_packet = (data..end.max(data))
+            .map(|o| match memory.byte(&crate::value::Bits::Const(o)) {
+                crate::memory::Byte::Const(b) => b,
+                crate::memory::Byte::Sym(bv) => value(&bv) as u8,
+                crate::memory::Byte::Pointer { .. } => 0,
+            })
+            .collect();
         let mut maps = MapSeed::new();
         for (i, map) in state.maps.iter().enumerate() {
             for (key, val) in map.witness(&self.env.object.maps[i], model) {
@@ -272,6 +302,7 @@ impl PathChecker {
             maps,
             return_value,
             action: linerate_bpf::facts::xdp::action_name(return_value),
+            output_packet,
             blocks: state
                 .blocks
                 .iter()

@@ -58,6 +58,20 @@ pub(crate) struct Inputs {
     pub rx_queue_index: BV,
 }
 
+impl Inputs {
+    /// Constrains the packet to be `packet`.
+    pub fn fix_packet(&self, session: &mut Session, packet: &[u8]) {
+        let c = |v: u64| BV::from_u64(v, 64);
+        session.assert(&self.packet_len.eq(c(packet.len() as u64)));
+        for (i, b) in packet.iter().enumerate() {
+            let byte = self.packet.base().select(&c(HEADROOM + i as u64));
+            if let Some(byte) = byte.as_bv() {
+                session.assert(&byte.eq(BV::from_u64(u64::from(*b), 8)));
+            }
+        }
+    }
+}
+
 /// Everything that changes along a path; cloned as a snapshot after every decision.
 #[derive(Clone, Debug)]
 pub(crate) struct State {
@@ -239,7 +253,15 @@ impl Exec<'_> {
                     let Decision::Branch { taken: go, .. } = decision else {
                         return Err(self.mismatch(index, pc, "a conditional jump"));
                     };
-                    let holds = if go { cond } else { cond.not() };
+                    // A jump to the next slot goes there either way: its condition does not
+                    // constrain the path (the interpreter records it as not taken).
+                    let holds = if taken == fallthrough {
+                        Bool::from_bool(true)
+                    } else if go {
+                        cond
+                    } else {
+                        cond.not()
+                    };
                     self.session.decide(index, &holds);
                     self.s.next = index + 1;
                     self.s.pc = if go { taken } else { fallthrough };
@@ -367,14 +389,16 @@ impl Exec<'_> {
                 let size = u64::from(def.value_size);
                 match off {
                     Bits::Const(o) if (o & 0xffff_ffff) + len <= size => {}
-                    Bits::Const(o) => return Err(self.fault(
-                        pc,
-                        format!(
+                    Bits::Const(o) => {
+                        return Err(self.fault(
+                            pc,
+                            format!(
                             "{len}-byte access at offset {} of a value of map `{}` ({size} bytes)",
                             o & 0xffff_ffff,
                             def.name
                         ),
-                    )),
+                        ))
+                    }
                     Bits::Sym(ref o) => {
                         let low = o.extract(31, 0).zero_ext(32);
                         self.session.assert(&low.bvadd(c(len)).bvule(c(size)));

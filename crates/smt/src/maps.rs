@@ -55,6 +55,8 @@ pub struct SymMap {
     index: usize,
     kind: Kind,
     pub memory: Memory,
+    /// The contents before the run (the input array; `None` for a frozen section).
+    initial: Option<z3::ast::Array>,
     records: Vec<Record>,
     /// Array indices accessed (for the witness).
     touched: Vec<Bits>,
@@ -136,10 +138,12 @@ impl SymMap {
         } else {
             Memory::input(&format!("map{index}_values"))
         };
+        let initial = (!frozen).then(|| memory.base().clone());
         SymMap {
             index,
             kind,
             memory,
+            initial,
             records: Vec::new(),
             touched: Vec::new(),
             next_slot: 0,
@@ -395,13 +399,13 @@ impl SymMap {
     /// the path saw that was present initially (for arrays and global data, every index it
     /// touched), with the value it held then.
     pub fn witness(&self, def: &MapDef, model: &z3::Model) -> Vec<(Vec<u8>, Vec<u8>)> {
+        let Some(initial) = &self.initial else {
+            return Vec::new();
+        };
         let value_of = |slot: u64| -> Vec<u8> {
             (0..u64::from(def.value_size))
                 .map(|i| {
-                    let sel = self
-                        .memory
-                        .base()
-                        .select(&BV::from_u64((slot << 32) | i, 64));
+                    let sel = initial.select(&BV::from_u64((slot << 32) | i, 64));
                     model
                         .eval(&sel, true)
                         .and_then(|v| v.as_bv())

