@@ -24,6 +24,9 @@ use crate::error::SmtError;
 use crate::machine::{Env, Exec, State};
 use crate::session::{Answer, Session};
 
+/// Outcomes inside helpers tried the other way before a path counts as impossible.
+const MAX_FLIPS: usize = 16;
+
 /// Settings of a checker.
 #[derive(Clone, Debug)]
 pub struct Options {
@@ -59,6 +62,9 @@ pub struct BlockRef {
 pub struct Witness {
     /// The packet: the shortest that takes the path (at least the 14 bytes test_run accepts).
     pub packet: Vec<u8>,
+    /// Whether no shorter packet takes the path (false where a check of the search for the
+    /// shortest ran out of time: the packet is then the shortest found).
+    pub minimal: bool,
     /// Metadata in front of the packet: always empty (the engine starts with `data_meta ==
     /// data`, as a run without metadata does).
     pub meta: Vec<u8>,
@@ -96,6 +102,8 @@ pub struct PathChecker {
     env: Env,
     options: Options,
     session: Session,
+    program: usize,
+    restarts: u64,
     /// The decisions of the previous check (their prefix is what the snapshots hold).
     previous: Vec<Decision>,
 }
@@ -126,21 +134,20 @@ impl PathChecker {
             devices: crate::host::devices(),
             cpus: crate::host::cpus(),
         };
-        let timeout = options
-            .timeout
-            .map(|t| t.as_millis().clamp(1, u128::from(u32::MAX)) as u32);
-        let mut session = Session::new(timeout);
-        let entry = State::entry(&env, program, &mut session);
-        if let Some(packet) = &options.packet {
-            entry.inputs.fix_packet(&mut session, packet);
-        }
-        session.snapshots.push(entry);
+        let session = fresh_session(&env, program, &options, false);
         Ok(PathChecker {
             env,
             options,
             session,
+            program,
             previous: Vec::new(),
+            restarts: 0,
         })
+    }
+
+    /// Times an unknown answer made the checker retry in a fresh solver.
+    pub fn restarts(&self) -> u64 {
+        self.restarts
     }
 
     /// Solver checks made so far.
@@ -150,53 +157,88 @@ impl PathChecker {
 
     /// Checks the path `decisions` (in execution order).
     pub fn check(&mut self, decisions: &[Decision]) -> Result<Verdict, SmtError> {
+        let verdict = self.check_in_session(decisions)?;
+        if verdict != Verdict::Unknown {
+            return Ok(verdict);
+        }
+        // The incremental solver's state sometimes sends its search astray where a fresh solver
+        // answers at once, and the array solver gives up on array lambdas: retry once from
+        // scratch with the general solver before giving up.
+        let checks = self.session.checks;
+        self.session = fresh_session(&self.env, self.program, &self.options, true);
+        self.session.checks += checks;
+        self.previous.clear();
+        self.restarts += 1;
+        let verdict = self.check_in_session(decisions);
+        let checks = self.session.checks;
+        self.session = fresh_session(&self.env, self.program, &self.options, false);
+        self.session.checks += checks;
+        self.previous.clear();
+        verdict
+    }
+
+    fn check_in_session(&mut self, decisions: &[Decision]) -> Result<Verdict, SmtError> {
         let common = self
             .previous
             .iter()
             .zip(decisions)
             .take_while(|(a, b)| a == b)
             .count();
-        let state = self.session.rewind(common.min(self.session.depth()));
         self.previous = decisions.to_vec();
-        let mut exec = Exec {
-            env: &self.env,
-            session: &mut self.session,
-            decisions,
-            s: state,
-        };
-        let finished = exec.run()?;
-        let state = exec.s;
-        if state.next != decisions.len() {
-            return Err(SmtError::PathTooLong {
-                used: state.next,
-                given: decisions.len(),
-            });
-        }
-        let trace = std::env::var("SMT_TRACE").is_ok();
-        let t = std::time::Instant::now();
-        let mut assumptions = self.session.lits.clone();
-        assumptions.extend(state.choices.iter().cloned());
-        let answer = self.session.check(&assumptions);
-        if trace {
-            eprintln!("  run+check {:?}", t.elapsed());
-        }
-        match answer {
-            Answer::Unknown => Ok(Verdict::Unknown),
-            Answer::Unsat(core) => Ok(Verdict::Unsat {
-                core: self.core(&assumptions, decisions.len(), core),
-            }),
-            Answer::Sat(model) => {
-                let model = self.shortest(&assumptions, &state, model);
-                if trace {
-                    eprintln!("  shortest {:?}", t.elapsed());
+        let mut start = common.min(self.session.depth());
+        let (mut forced, mut flipped): (Vec<bool>, Vec<bool>) = (Vec::new(), Vec::new());
+        for _ in 0..MAX_FLIPS {
+            let state = self.session.rewind(start);
+            let mut exec = Exec {
+                env: &self.env,
+                session: &mut self.session,
+                decisions,
+                forced: &forced,
+                s: state,
+            };
+            let finished = exec.run()?;
+            let state = exec.s;
+            if state.next != decisions.len() {
+                return Err(SmtError::PathTooLong {
+                    used: state.next,
+                    given: decisions.len(),
+                });
+            }
+            let mut assumptions = self.session.lits.clone();
+            assumptions.extend(state.choices.iter().cloned());
+            match self.session.check(&assumptions) {
+                Answer::Unknown => return Ok(Verdict::Unknown),
+                Answer::Sat(model) => {
+                    let (model, minimal) = self.shortest(&assumptions, &state, model);
+                    let mut witness = self.witness(&state, &finished.r0, &model);
+                    witness.minimal = minimal;
+                    return Ok(Verdict::Sat(Box::new(witness)));
                 }
-                Ok(Verdict::Sat(Box::new(self.witness(
-                    &state,
-                    &finished.r0,
-                    &model,
-                ))))
+                Answer::Unsat(core) => {
+                    // An outcome chosen inside a helper is in the conflict: try the other
+                    // outcome of the latest such choice not tried both ways yet.
+                    let choice = core
+                        .iter()
+                        .filter_map(|&i| i.checked_sub(decisions.len()))
+                        .filter(|&j| !flipped.get(j).copied().unwrap_or(false))
+                        .max();
+                    let Some(j) = choice else {
+                        return Ok(Verdict::Unsat {
+                            core: self.core(&assumptions, decisions.len(), core),
+                        });
+                    };
+                    forced = state.chosen[..j].iter().map(|c| c.0).collect();
+                    forced.push(!state.chosen[j].0);
+                    flipped.resize(j, false);
+                    flipped.push(true);
+                    start = state.chosen[j].1.min(start);
+                }
             }
         }
+        // Out of choices to try: only the whole path is known to be impossible.
+        Ok(Verdict::Unsat {
+            core: (0..decisions.len()).collect(),
+        })
     }
 
     /// Decision indices of an unsatisfiable core, shrunk where the options say so. A core that
@@ -227,30 +269,42 @@ impl PathChecker {
         core
     }
 
-    /// A model of the path whose packet is as short as possible (binary search on the length).
-    fn shortest(&mut self, assumptions: &[Bool], state: &State, model: Model) -> Model {
+    /// A model of the path whose packet is as short as possible, and whether that is proven
+    /// (a check ran out of time otherwise). The first guess is the end of the furthest packet
+    /// access under the first model (the length usually matters through bounds checks alone),
+    /// then one check that a byte less is impossible, then binary search if it was not.
+    fn shortest(&mut self, assumptions: &[Bool], state: &State, model: Model) -> (Model, bool) {
         let len = &state.inputs.packet_len;
-        let length = |m: &Model| {
-            m.eval(len, true)
-                .and_then(|v| v.as_u64())
-                .unwrap_or(ETH_HLEN)
-        };
-        let (mut lo, mut best) = (ETH_HLEN, model);
-        let mut hi = length(&best);
-        while lo < hi {
-            let mid = lo + (hi - lo) / 2;
+        let eval = |m: &Model, bv: &BV| m.eval(bv, true).and_then(|v| v.as_u64());
+        let length = |m: &Model| eval(m, len).unwrap_or(ETH_HLEN);
+        let (mut lo, mut hi) = (ETH_HLEN, length(&model));
+        let guess = state
+            .packet_ends
+            .iter()
+            .filter_map(|end| eval(&model, end))
+            .max()
+            .map_or(lo, |end| end.saturating_sub(HEADROOM).max(lo));
+        let mut best = model;
+        let mut trials = vec![guess, hi.saturating_sub(1)];
+        loop {
+            let mid = match trials.pop() {
+                _ if lo >= hi => return (best, true),
+                Some(t) if t >= lo && t < hi => t,
+                Some(_) => continue,
+                None => lo + (hi - lo) / 2,
+            };
             let mut trial = assumptions.to_vec();
             trial.push(len.bvule(BV::from_u64(mid, 64)));
             match self.session.check(&trial) {
                 Answer::Sat(m) => {
                     hi = length(&m).min(mid);
                     best = m;
+                    trials.push(hi.saturating_sub(1));
                 }
                 Answer::Unsat(_) => lo = mid + 1,
-                Answer::Unknown => break,
+                Answer::Unknown => return (best, false),
             }
         }
-        best
     }
 
     fn witness(&self, state: &State, r0: &crate::value::SymValue, model: &Model) -> Witness {
@@ -296,6 +350,7 @@ impl PathChecker {
             .collect();
         Witness {
             packet,
+            minimal: true,
             meta: Vec::new(),
             ingress_ifindex: value(&state.inputs.ingress_ifindex) as u32,
             rx_queue_index: value(&state.inputs.rx_queue_index) as u32,
@@ -311,6 +366,20 @@ impl PathChecker {
             unrepeatable,
         }
     }
+}
+
+/// A solver session at the entry of `program`, its inputs constrained.
+fn fresh_session(env: &Env, program: usize, options: &Options, general: bool) -> Session {
+    let timeout = options
+        .timeout
+        .map(|t| t.as_millis().clamp(1, u128::from(u32::MAX)) as u32);
+    let mut session = Session::new(timeout, general);
+    let entry = State::entry(env, program, &mut session);
+    if let Some(packet) = &options.packet {
+        entry.inputs.fix_packet(&mut session, packet);
+    }
+    session.snapshot(&entry);
+    session
 }
 
 /// Checks one path of program `program` of `object` in a fresh session (see [`PathChecker`] to

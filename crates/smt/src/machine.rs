@@ -93,6 +93,13 @@ pub(crate) struct State {
     pub sources: Vec<SourceVar>,
     /// Assumption literals of outcomes chosen inside helpers ([`HelperMachine::decide`]).
     pub choices: Vec<Bool>,
+    /// For each choice, its outcome and the number of decisions taken before it.
+    pub chosen: Vec<(bool, usize)>,
+    /// Where each packet access ends (buffer offsets), for a first guess at the shortest packet.
+    pub packet_ends: Vec<BV>,
+    /// Lowest buffer offset the packet (or its metadata) has started at: the buffer in front of
+    /// it has never been uncovered.
+    pub headroom_clean: u64,
     pub last_time: [Option<BV>; 2],
     pub fresh: u64,
     /// A tail call's decision, taken inside the helper and handed to the session after the
@@ -130,9 +137,11 @@ impl State {
             })
             .collect();
         session.assert(&Bool::or(&devices));
+        // The packet's bytes are the input; the buffer around them reads as zero, which the
+        // bounds moves make visible ([`HelperMachine::set_packet_bounds`]).
         let input = Memory::input("packet");
         let end = c(HEADROOM).bvadd(&packet_len);
-        let packet = input.window(&c(HEADROOM), &end);
+        let packet = input.clone();
         let inputs = Inputs {
             packet: input,
             packet_len: packet_len.clone(),
@@ -165,6 +174,9 @@ impl State {
             blocks: Vec::new(),
             sources: Vec::new(),
             choices: Vec::new(),
+            chosen: Vec::new(),
+            packet_ends: Vec::new(),
+            headroom_clean: HEADROOM,
             last_time: [None, None],
             fresh: 0,
             pending: None,
@@ -188,6 +200,8 @@ pub(crate) struct Exec<'a> {
     pub env: &'a Env,
     pub session: &'a mut Session,
     pub decisions: &'a [Decision],
+    /// Outcomes imposed on the first choices inside helpers (the checker's backtracking).
+    pub forced: &'a [bool],
     pub s: State,
 }
 
@@ -358,6 +372,7 @@ impl Exec<'_> {
                 let hi = self.s.bounds.data_end.bits.bv();
                 let o = off.bv();
                 let end = o.bvadd(c(len));
+                self.s.packet_ends.push(end.clone());
                 self.session.assert(&Bool::and(&[
                     &lo.bvule(&o),
                     &end.bvule(&hi),
@@ -542,10 +557,11 @@ impl Machine for Exec<'_> {
                 Bits::Const(0),
             )),
             Imm64::MapValue { map, offset } if (map as usize) < maps => {
-                self.s.maps[map as usize].touch_global();
+                let def = &self.env.object.maps[map as usize];
+                let slot = self.s.maps[map as usize].global_slot(def);
                 Ok(SymValue::pointer(
                     Region::MapValue(map as usize),
-                    value_offset(&Bits::Const(0), u64::from(offset)),
+                    value_offset(&slot, u64::from(offset)),
                 ))
             }
             _ => Err(self.fault(
@@ -593,11 +609,16 @@ impl HelperMachine for Exec<'_> {
             return Ok(b);
         }
         let _ = pc;
-        let holds = self.session.possible(cond, &self.s.choices);
+        let index = self.s.choices.len();
+        let holds = match self.forced.get(index) {
+            Some(&forced) => forced,
+            None => self.session.possible(cond, &self.s.choices),
+        };
         let chosen = if holds { cond.clone() } else { cond.not() };
         let literal = Bool::new_const(format!("choice{}", self.s.choices.len()));
         self.session.assert(&literal.implies(&chosen));
         self.s.choices.push(literal);
+        self.s.chosen.push((holds, self.s.next));
         Ok(holds)
     }
 
@@ -726,12 +747,21 @@ impl HelperMachine for Exec<'_> {
 
     fn set_packet_bounds(
         &mut self,
-        _pc: usize,
+        pc: usize,
         bounds: PacketBounds<SymValue>,
     ) -> Result<(), SmtError> {
         // Bytes `data_end` grows over read as zero.
         let (old, new) = (self.s.bounds.data_end.bits.bv(), bounds.data_end.bits.bv());
         self.s.packet.zero_range(&old, &new);
+        // So does the headroom in front of the packet the first time it is uncovered.
+        let Some(start) = bounds.data_meta.bits.as_const() else {
+            return Err(self.unsupported(pc, "moving the packet's start by a symbolic amount"));
+        };
+        if start < self.s.headroom_clean {
+            let n = (self.s.headroom_clean - start) as usize;
+            self.s.packet.fill(start, &vec![0; n]);
+            self.s.headroom_clean = start;
+        }
         self.s.bounds = bounds;
         Ok(())
     }
@@ -848,9 +878,9 @@ impl HelperMachine for Exec<'_> {
                 Ok(HelperOutcome::TailCall)
             }
             None => {
-                let none = number.bvuge(BV::from_u64(programs, 64));
-                let cond = Bool::or(&[&go.not(), &none]);
-                self.s.pending = Some((index, cond));
+                // A program array holds programs of the object only (the kernel checks what
+                // user space puts there): the call falls through where the slot is empty.
+                self.s.pending = Some((index, go.not()));
                 Ok(HelperOutcome::Return)
             }
         }

@@ -58,10 +58,13 @@ pub struct SymMap {
     /// The contents before the run (the input array; `None` for a frozen section).
     initial: Option<z3::ast::Array>,
     records: Vec<Record>,
-    /// Array indices accessed (for the witness).
-    touched: Vec<Bits>,
     next_slot: u64,
 }
+
+/// First slot of array elements reached through symbolic indices (element `i` reached through
+/// a constant index lives in slot `i`; arrays of more than 2^31 elements are not modelled
+/// apart).
+const FRESH_ARRAY_SLOTS: u64 = 1 << 31;
 
 /// A map operation on a map type the engine does not model.
 pub struct Unmodelled(pub String);
@@ -145,7 +148,6 @@ impl SymMap {
             memory,
             initial,
             records: Vec::new(),
-            touched: Vec::new(),
             next_slot: 0,
         }
     }
@@ -212,14 +214,31 @@ impl SymMap {
                 return (r.slot.clone(), r.present.clone());
             }
         }
-        let fresh_slot = self.next_slot;
-        self.next_slot += 1;
-        let mut initially_present =
-            Bool::new_const(format!("map{}_present{}", self.index, fresh_slot));
-        if let Kind::Keyed { sparse_array: true } = self.kind {
-            let index = SymMap::index_of(key);
-            initially_present = Bool::and(&[&initially_present, &SymMap::in_range(def, &index)]);
-        }
+        let (fresh_slot, initially_present) = match self.kind {
+            // An array's element `i` lives in slot `i`, unless an earlier access with a
+            // symbolic index that turns out equal gave it a slot of its own.
+            Kind::Array | Kind::Frozen => {
+                let index = SymMap::index_of(key);
+                let in_range = SymMap::in_range(def, &index);
+                match index {
+                    Bits::Const(i) => (i, in_range),
+                    Bits::Sym(_) => {
+                        self.next_slot += 1;
+                        (FRESH_ARRAY_SLOTS + self.next_slot, in_range)
+                    }
+                }
+            }
+            Kind::Keyed { sparse_array } => {
+                self.next_slot += 1;
+                let mut present =
+                    Bool::new_const(format!("map{}_present{}", self.index, self.next_slot));
+                if sparse_array {
+                    let index = SymMap::index_of(key);
+                    present = Bool::and(&[&present, &SymMap::in_range(def, &index)]);
+                }
+                (self.next_slot, present)
+            }
+        };
         let mut slot = Bits::Const(fresh_slot);
         let mut present = initially_present.clone();
         for r in self.records.iter().rev() {
@@ -240,15 +259,7 @@ impl SymMap {
 
     /// `bpf_map_lookup_elem`: a pointer to the key's value, NULL where it is absent.
     pub fn lookup(&mut self, def: &MapDef, key: &[SymValue]) -> SymValue {
-        let (slot, present) = match self.kind {
-            Kind::Array | Kind::Frozen => {
-                let index = SymMap::index_of(key);
-                self.touched.push(index.clone());
-                let in_range = SymMap::in_range(def, &index);
-                (index, in_range)
-            }
-            Kind::Keyed { .. } => self.resolve(def, key),
-        };
+        let (slot, present) = self.resolve(def, key);
         SymValue {
             tag: crate::value::Tag::Ptr {
                 region: Region::MapValue(self.index),
@@ -266,9 +277,10 @@ impl SymMap {
         self.kind == Kind::Frozen
     }
 
-    /// Records an access to element 0 of a global data section (`MapValue` immediates).
-    pub fn touch_global(&mut self) {
-        self.touched.push(Bits::Const(0));
+    /// The slot of element 0 of a global data section, which `MapValue` immediates point into.
+    pub fn global_slot(&mut self, def: &MapDef) -> Bits {
+        let zero = vec![SymValue::constant(0); def.key_size as usize];
+        self.resolve(def, &zero).0
     }
 
     /// Writes `value` into `slot` where `ok` holds.
@@ -319,8 +331,8 @@ impl SymMap {
             }
             Kind::Array => {
                 let index = SymMap::index_of(key);
-                self.touched.push(index.clone());
                 let in_range = SymMap::in_range(def, &index);
+                let (index, _) = self.resolve(def, key);
                 let result = bad_flags.ite(
                     &errno(EINVAL),
                     &in_range.not().ite(
@@ -418,22 +430,19 @@ impl SymMap {
         match self.kind {
             Kind::Frozen => {}
             Kind::Array => {
-                for index in &self.touched {
-                    let i = match index {
-                        Bits::Const(i) => *i,
-                        Bits::Sym(bv) => model
-                            .eval(bv, true)
-                            .and_then(|v| v.as_u64())
-                            .unwrap_or(u64::MAX),
+                for r in &self.records {
+                    let Some(key) = model.eval(&r.key, true).map(|k| bytes_of(&k, def.key_size))
+                    else {
+                        continue;
                     };
-                    if i >= u64::from(def.max_entries) {
-                        continue;
+                    let mut word = [0u8; 8];
+                    for (w, b) in word.iter_mut().zip(&key) {
+                        *w = *b;
                     }
-                    let key = (i as u32).to_le_bytes()[..def.key_size.min(4) as usize].to_vec();
-                    if out.iter().any(|(k, _)| *k == key) {
-                        continue;
+                    let in_range = u64::from_le_bytes(word) < u64::from(def.max_entries);
+                    if in_range && !out.iter().any(|(k, _)| *k == key) {
+                        out.push((key, value_of(r.fresh_slot)));
                     }
-                    out.push((key, value_of(i)));
                 }
             }
             Kind::Keyed { .. } => {

@@ -9,8 +9,9 @@
 
 use std::collections::BTreeMap;
 
+use linerate_sem::Concrete;
 use z3::ast::{lambda_const, Array, Ast, Bool, Dynamic, BV};
-use z3::Sort;
+use z3::{DeclKind, Sort};
 
 use crate::value::{Bits, SymValue};
 
@@ -86,18 +87,6 @@ impl Memory {
         }
     }
 
-    /// This memory seen through a window: offsets in `lo..hi` hold what this memory holds,
-    /// the others zero (the packet buffer around the packet).
-    pub fn window(&self, lo: &BV, hi: &BV) -> Memory {
-        let i = BV::new_const("window_index", 64);
-        let inside = Bool::and(&[&lo.bvule(&i), &i.bvult(hi)]);
-        let body = inside.ite(&self.select(&i), &BV::from_u64(0, 8));
-        Memory {
-            base: lambda_const(&[&i], &Dynamic::from_ast(&body)),
-            cells: BTreeMap::new(),
-        }
-    }
-
     /// Makes offsets in `from..to` hold zero (nothing where `to <= from`).
     pub fn zero_range(&mut self, from: &BV, to: &BV) {
         if let (Some(f), Some(t)) = (from.as_u64(), to.as_u64()) {
@@ -105,6 +94,19 @@ impl Memory {
                 self.cells.insert(o, Byte::Const(0));
             }
             return;
+        }
+        // A constant growth (`bpf_xdp_adjust_tail(ctx, 8)`) is a few stores; only a growth by
+        // a symbolic amount needs an array term (where Z3's array theory may answer unknown).
+        if let Some(delta) = to.bvsub(from).simplify().as_u64() {
+            if delta <= 1 << 16 || delta > u64::MAX - (1 << 16) {
+                // A shrink (a negative delta) zeroes nothing.
+                if delta <= 1 << 16 {
+                    for k in 0..delta {
+                        self.set_byte(&add(&Bits::Sym(from.clone()), k), Byte::Const(0));
+                    }
+                }
+                return;
+            }
         }
         self.flush();
         let i = BV::new_const("zero_index", 64);
@@ -146,10 +148,26 @@ impl Memory {
                 None => Byte::Sym(self.select(&BV::from_u64(*o, 64))),
             },
             Bits::Sym(bv) => {
+                if let Some(byte) = leaves(bv).and_then(|l| self.byte_of_choice(&l)) {
+                    return byte;
+                }
                 self.flush();
                 Byte::Sym(self.select(bv))
             }
         }
+    }
+
+    /// The byte at whichever of the constant offsets holds (the conditions are exhaustive):
+    /// no array term for an offset that is one of a few constants (a map value's slot chosen by
+    /// comparing keys).
+    fn byte_of_choice(&mut self, choice: &[(Bool, u64)]) -> Option<Byte> {
+        let (_, last) = choice.last()?;
+        let mut acc = self.byte(&Bits::Const(*last)).bv()?;
+        for (cond, o) in choice.iter().rev().skip(1) {
+            let b = self.byte(&Bits::Const(*o)).bv()?;
+            acc = cond.ite(&b, &acc);
+        }
+        Some(Byte::Sym(acc))
     }
 
     fn select(&self, index: &BV) -> BV {
@@ -166,8 +184,22 @@ impl Memory {
                 self.cells.insert(*o, byte);
             }
             Bits::Sym(bv) => {
-                self.flush();
                 let value = byte.bv().unwrap_or_else(|| BV::from_u64(0, 8));
+                if let Some(choice) = leaves(bv) {
+                    for (cond, o) in choice {
+                        let at = Bits::Const(o);
+                        if let Some(old) = self.byte(&at).bv() {
+                            self.cells.insert(o, Byte::Sym(cond.ite(&value, &old)));
+                            continue;
+                        }
+                        // A spilled pointer in the way: the array takes the store.
+                        self.flush();
+                        self.base = self.base.store(bv, &value);
+                        return;
+                    }
+                    return;
+                }
+                self.flush();
                 self.base = self.base.store(bv, &value);
             }
         }
@@ -261,4 +293,59 @@ pub fn add(offset: &Bits, n: u64) -> Bits {
         Bits::Sym(_) if n == 0 => offset.clone(),
         Bits::Sym(bv) => Bits::Sym(bv.bvadd(BV::from_u64(n, 64))),
     }
+}
+
+/// Most constants a symbolic offset is split into ([`leaves`]).
+const MAX_LEAVES: usize = 32;
+
+/// The offset as `(condition, constant)` pairs whose conditions are exhaustive and exclusive,
+/// where it is an if-then-else tree of constants (through additions, ors and shifts by
+/// constants); `None` otherwise.
+fn leaves(bv: &BV) -> Option<Vec<(Bool, u64)>> {
+    if let Some(v) = bv.as_u64() {
+        return Some(vec![(Bool::from_bool(true), v)]);
+    }
+    if bv.get_size() != 64 || !bv.is_app() || bv.num_children() > 3 {
+        return None;
+    }
+    let children = bv.children();
+    let out: Vec<(Bool, u64)> = match bv.decl().kind() {
+        DeclKind::Ite => {
+            let cond = children[0].as_bool()?;
+            let a = leaves(&children[1].as_bv()?)?;
+            let b = leaves(&children[2].as_bv()?)?;
+            let not = cond.not();
+            let both = |c: &Bool, x: &Bool| match x.as_bool() {
+                Some(true) => c.clone(),
+                _ => Bool::and(&[c, x]),
+            };
+            a.iter()
+                .map(|(c, v)| (both(&cond, c), *v))
+                .chain(b.iter().map(|(c, v)| (both(&not, c), *v)))
+                .collect()
+        }
+        kind @ (DeclKind::Badd | DeclKind::Bor | DeclKind::Bshl) if children.len() == 2 => {
+            let op = match kind {
+                DeclKind::Badd => linerate_sem::BinOp::Add,
+                DeclKind::Bor => linerate_sem::BinOp::Or,
+                _ => linerate_sem::BinOp::Shl,
+            };
+            let (x, y) = (children[0].as_bv()?, children[1].as_bv()?);
+            match (x.as_u64(), y.as_u64()) {
+                // Z3 shifts by 64 or more to zero, the interpreter's primitive modulo 64.
+                (_, Some(k)) if op == linerate_sem::BinOp::Shl && k >= 64 => return None,
+                (_, Some(k)) => leaves(&x)?
+                    .into_iter()
+                    .map(|(c, v)| (c, Concrete::eval_binary(op, v, k)))
+                    .collect(),
+                (Some(k), None) if op != linerate_sem::BinOp::Shl => leaves(&y)?
+                    .into_iter()
+                    .map(|(c, v)| (c, Concrete::eval_binary(op, k, v)))
+                    .collect(),
+                _ => return None,
+            }
+        }
+        _ => return None,
+    };
+    (out.len() <= MAX_LEAVES).then_some(out)
 }

@@ -22,20 +22,29 @@ pub(crate) enum Answer {
 pub(crate) struct Session {
     solver: Solver,
     /// `lits[i]`: the assumption literal of decision `i`; `lits[i] => condition of decision i`
-    /// is asserted in scope `i + 1`.
+    /// is asserted in scope `2 i + 2`.
     pub lits: Vec<Bool>,
     /// `snapshots[k]`: the machine state right after decision `k - 1` was taken (`snapshots[0]`:
-    /// at the entry). The solver's scope depth is `snapshots.len() - 1`.
+    /// at the entry). Taking one opens scope `2 k + 1`, which holds what the execution asserts
+    /// after it, so that going back to it forgets what the previous continuation asserted.
     pub snapshots: Vec<State>,
+    /// The solver's scope depth.
+    level: u32,
     /// Checks made, for statistics.
     pub checks: u64,
 }
 
 impl Session {
-    pub fn new(timeout_ms: Option<u32>) -> Session {
-        // The solver Z3 builds for arrays and bit-vectors is several times faster on these
-        // formulas than its general-purpose one (count-min sketch paths: 2 s against 11 s).
-        let solver = Solver::new_for_logic("QF_ABV").unwrap_or_else(Solver::new);
+    /// A session with Z3's solver for arrays and bit-vectors (`general`: its general-purpose
+    /// one). The former is several times faster on these formulas (count-min sketch paths: 2 s
+    /// against 11 s) but incomplete where a packet grows by a symbolic amount (an array
+    /// `lambda`), where it answers unknown at once.
+    pub fn new(timeout_ms: Option<u32>, general: bool) -> Session {
+        let solver = if general {
+            Solver::new()
+        } else {
+            Solver::new_for_logic("QF_ABV").unwrap_or_else(Solver::new)
+        };
         if let Some(ms) = timeout_ms {
             let mut params = Params::new();
             params.set_u32("timeout", ms);
@@ -45,6 +54,7 @@ impl Session {
             solver,
             lits: Vec::new(),
             snapshots: Vec::new(),
+            level: 0,
             checks: 0,
         }
     }
@@ -59,7 +69,7 @@ impl Session {
     /// Opens the scope of decision `index` and asserts that its literal implies `cond`.
     pub fn decide(&mut self, index: usize, cond: &Bool) {
         debug_assert_eq!(index, self.lits.len());
-        self.solver.push();
+        self.push();
         let literal = Bool::new_const(format!("decision{index}"));
         self.solver.assert(literal.implies(cond));
         self.lits.push(literal);
@@ -69,15 +79,25 @@ impl Session {
     pub fn snapshot(&mut self, state: &State) {
         debug_assert_eq!(self.snapshots.len(), self.lits.len());
         self.snapshots.push(state.clone());
+        self.push();
+    }
+
+    fn push(&mut self) {
+        self.solver.push();
+        self.level += 1;
     }
 
     /// Goes back to the state after the first `prefix` decisions of the current path.
     pub fn rewind(&mut self, prefix: usize) -> State {
         let depth = self.snapshots.len().saturating_sub(1);
         let prefix = prefix.min(depth);
-        if depth > prefix {
-            self.solver.pop((depth - prefix) as u32);
+        // Snapshot `prefix` was taken at depth `2 prefix`; reopen its continuation scope.
+        let level = 2 * prefix as u32;
+        if self.level > level {
+            self.solver.pop(self.level - level);
+            self.level = level;
         }
+        self.push();
         self.snapshots.truncate(prefix + 1);
         self.lits.truncate(prefix);
         self.snapshots[prefix].clone()

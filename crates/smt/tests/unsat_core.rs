@@ -8,25 +8,27 @@ use linerate_bpf::insn::{Cond, Size};
 use linerate_bpf::Object;
 use linerate_smt::{check, Decision, Options, PathChecker, Verdict};
 
-/// `if (len < 14) PASS; b = pkt[12]; if (b == 8) {..} ; if (pkt[13] == 1) {..}; if (b != 8)
+/// `if (len < 14) PASS; b = pkt[12]; if (b == 8) {..}; if (pkt[13] == 1) {..}; if (b != 8)
 /// DROP; PASS`.
 fn program() -> Object {
     let insns = [
-        ldx(Size::W, 2, 1, 0),      // 0: r2 = data
-        ldx(Size::W, 3, 1, 4),      // 1: r3 = data_end
-        mov64_reg(4, 2),            // 2
-        add64(4, 14),               // 3: r4 = data + 14
-        mov64(0, 2),                // 4: r0 = XDP_PASS
-        jmp_reg(Cond::Gt, 4, 3, 8), // 5: if r4 > r3 goto 14 (exit)
-        ldx(Size::B, 5, 2, 12),     // 6: r5 = pkt[12]
-        ldx(Size::B, 6, 2, 13),     // 7: r6 = pkt[13]
-        jmp(Cond::Eq, 5, 8, 0),     // 8: if r5 == 8 (both ways continue at 9)
-        jmp(Cond::Eq, 6, 1, 0),     // 9: if r6 == 1 (both ways continue at 10)
-        jmp(Cond::Ne, 5, 8, 1),     // 10: if r5 != 8 goto 12
-        exit(),                     // 11: PASS
-        mov64(0, 1),                // 12: r0 = XDP_DROP
-        exit(),                     // 13
-        exit(),                     // 14
+        ldx(Size::W, 2, 1, 0),       // 0: r2 = data
+        ldx(Size::W, 3, 1, 4),       // 1: r3 = data_end
+        mov64_reg(4, 2),             // 2
+        add64(4, 14),                // 3: r4 = data + 14
+        mov64(0, 2),                 // 4: r0 = XDP_PASS
+        jmp_reg(Cond::Gt, 4, 3, 10), // 5: if r4 > r3 goto 16
+        ldx(Size::B, 5, 2, 12),      // 6: r5 = pkt[12]
+        ldx(Size::B, 6, 2, 13),      // 7: r6 = pkt[13]
+        jmp(Cond::Eq, 5, 8, 1),      // 8: if r5 == 8 goto 10
+        mov64(7, 1),                 // 9
+        jmp(Cond::Eq, 6, 1, 1),      // 10: if r6 == 1 goto 12
+        mov64(7, 2),                 // 11
+        jmp(Cond::Ne, 5, 8, 1),      // 12: if r5 != 8 goto 14
+        exit(),                      // 13: PASS
+        mov64(0, 1),                 // 14: r0 = XDP_DROP
+        exit(),                      // 15
+        exit(),                      // 16
     ];
     Object::single("contradiction", &insns, Vec::new())
 }
@@ -42,11 +44,11 @@ fn path(first: bool, middle: bool, last: bool) -> Vec<Decision> {
             taken: first,
         },
         Decision::Branch {
-            pc: 9,
+            pc: 10,
             taken: middle,
         },
         Decision::Branch {
-            pc: 10,
+            pc: 12,
             taken: last,
         },
     ]
