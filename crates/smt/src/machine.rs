@@ -359,7 +359,7 @@ impl Exec<'_> {
     ) -> Result<(Region, Bits), SmtError> {
         let region = match &addr.tag {
             Tag::Ptr { region, .. } => *region,
-            Tag::Scalar => {
+            Tag::Scalar | Tag::Low32 => {
                 return Err(self.fault(pc, format!("{len}-byte access through a scalar")))
             }
             Tag::Invalid(why) => return Err(self.unsupported(pc, *why)),

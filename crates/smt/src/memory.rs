@@ -250,7 +250,10 @@ impl Memory {
     /// Writes the low `len` bytes of `value` at `offset`.
     pub fn store(&mut self, offset: &Bits, len: u32, value: &SymValue) -> Result<(), &'static str> {
         match value.tag {
-            crate::value::Tag::Scalar => {
+            crate::value::Tag::Low32 if len > 4 => {
+                Err("a store of a value whose high half is undefined")
+            }
+            crate::value::Tag::Scalar | crate::value::Tag::Low32 => {
                 for i in 0..len {
                     self.set_byte(&add(offset, u64::from(i)), Byte::of_scalar(&value.bits, i));
                 }

@@ -66,6 +66,11 @@ pub enum Tag {
         region: Region,
         null: Option<Bool>,
     },
+    /// A value of which only the low 32 bits are defined: arithmetic mixing a packet or stack
+    /// pointer into a 32-bit operation (`w6 = w2; w6 -= w4` on `data_end` and `data`). The
+    /// high half is a kernel address's in the kernel, a region tag's in the interpreter; the
+    /// 32-bit operation's zero extension makes it a scalar again.
+    Low32,
     /// The result of an operation the verifier forbids on pointers; using it is an error.
     Invalid(&'static str),
 }
@@ -128,6 +133,20 @@ impl SymValue {
 pub struct SymDomain {
     /// The first forbidden comparison since the machine last looked.
     pub fault: Option<&'static str>,
+}
+
+/// Whether a value's low 32 bits are defined as a number: a scalar, a [`Tag::Low32`], or a
+/// packet or stack pointer (its offset, as the interpreter's low half).
+fn low_half(tag: &Tag) -> bool {
+    matches!(
+        tag,
+        Tag::Scalar
+            | Tag::Low32
+            | Tag::Ptr {
+                region: Region::Packet | Region::Stack,
+                ..
+            }
+    )
 }
 
 /// `a op b` on formulas.
@@ -260,6 +279,27 @@ impl Domain for SymDomain {
                 ) =>
             {
                 a.clone()
+            }
+            // The low half of a packet or stack pointer (a 32-bit move of it): its offset, as in
+            // the interpreter, whose offsets in these regions are the same as here; differences
+            // of such halves are then exact.
+            (ta, tb) if low_half(ta) && low_half(tb) => {
+                let bits = bits_binary(op, &a.bits, &b.bits);
+                match (op, b.bits.as_const()) {
+                    (BinOp::And, Some(mask))
+                        if mask <= 0xffff_ffff && matches!(tb, Tag::Scalar) =>
+                    {
+                        SymValue::scalar(bits)
+                    }
+                    (BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::And | BinOp::Or, _)
+                    | (BinOp::Xor | BinOp::Shl, _) => SymValue {
+                        tag: Tag::Low32,
+                        bits,
+                    },
+                    _ => SymValue::invalid(
+                        "arithmetic on a pointer other than adding or subtracting",
+                    ),
+                }
             }
             _ => SymValue::invalid("arithmetic on a pointer other than adding or subtracting"),
         }
