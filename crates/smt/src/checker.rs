@@ -13,7 +13,7 @@
 use std::rc::Rc;
 use std::time::Duration;
 
-use linerate_bpf::contents::MapSeed;
+use linerate_bpf::contents::{MapContents, MapSeed};
 use linerate_bpf::facts::test_run_buffer::{ETH_HLEN, HEADROOM};
 use linerate_bpf::Object;
 use linerate_cfg::{Cfg, Decision};
@@ -84,6 +84,20 @@ pub struct Witness {
     /// the CPU), which a kernel run cannot be made to repeat: `"bpf_get_prandom_u32 at insn 7
     /// = 5"`. Empty where the packet, context and maps alone decide the path.
     pub unrepeatable: Vec<String>,
+}
+
+impl Witness {
+    /// The map entries per map, in `Object::maps` order (`maps` of them), as
+    /// `linerate_io::encode_maps` writes them in the `run --maps` JSON shape.
+    pub fn map_contents(&self, maps: usize) -> MapContents {
+        let mut out: MapContents = vec![Vec::new(); maps];
+        for e in self.maps.entries() {
+            if let Some(entries) = out.get_mut(e.map) {
+                entries.push((e.key.clone(), e.value.clone()));
+            }
+        }
+        out
+    }
 }
 
 /// The answer for one path.
@@ -210,6 +224,7 @@ impl PathChecker {
                 Answer::Unknown => return Ok(Verdict::Unknown),
                 Answer::Sat(model) => {
                     let (model, minimal) = self.shortest(&assumptions, &state, model);
+                    let model = self.plain_context(&assumptions, &state, model);
                     let mut witness = self.witness(&state, &finished.r0, &model);
                     witness.minimal = minimal;
                     return Ok(Verdict::Sat(Box::new(witness)));
@@ -304,6 +319,29 @@ impl PathChecker {
                 Answer::Unsat(_) => lo = mid + 1,
                 Answer::Unknown => return (best, false),
             }
+        }
+    }
+
+    /// The model with the context of a run without one (the loopback device, queue 0; what
+    /// `linerate run` and `BPF_PROG_TEST_RUN` give by default) where the path allows it, with
+    /// the packet no longer.
+    fn plain_context(&mut self, assumptions: &[Bool], state: &State, model: Model) -> Model {
+        let inputs = &state.inputs;
+        let c = |v: u64| BV::from_u64(v, 64);
+        let Some(len) = model.eval(&inputs.packet_len, true) else {
+            return model;
+        };
+        let mut trial = assumptions.to_vec();
+        trial.push(
+            inputs
+                .ingress_ifindex
+                .eq(c(crate::host::LOOPBACK_IFINDEX.into())),
+        );
+        trial.push(inputs.rx_queue_index.eq(c(0)));
+        trial.push(inputs.packet_len.eq(&len));
+        match self.session.check(&trial) {
+            Answer::Sat(m) => m,
+            _ => model,
         }
     }
 

@@ -8,7 +8,7 @@
 use std::path::Path;
 
 /// The loopback device's ifindex (`LOOPBACK_IFINDEX`, include/net/net_namespace.h).
-const LOOPBACK_IFINDEX: u32 = 1;
+pub const LOOPBACK_IFINDEX: u32 = 1;
 
 /// `(ifindex, receive queues)` of every network device of this namespace, from
 /// `/sys/class/net`; the loopback device alone where that cannot be read.

@@ -43,7 +43,7 @@ impl Session {
         let solver = if general {
             Solver::new()
         } else {
-            Solver::new_for_logic("QF_ABV").unwrap_or_else(Solver::new)
+            Solver::new_for_logic("QF_ABV").unwrap_or_default()
         };
         if let Some(ms) = timeout_ms {
             let mut params = Params::new();
