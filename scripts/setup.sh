@@ -5,7 +5,7 @@ set -euo pipefail
 
 # libbpf-dev: <bpf/bpf_helpers.h> for rebuilding examples/ (make -C examples).
 # clang-13/llvm-13: rebuilding the LLVM 13 objdump fixtures (crates/bpf/tests/fixtures/objdump).
-packages=(clang-13 llvm-13 clang-14 clang-19 llvm-19 bpftool pkg-config libbpf-dev)
+packages=(clang-13 llvm-13 clang-14 clang-19 llvm-19 bpftool pkg-config libbpf-dev libz3-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -127,6 +127,10 @@ pub mod kfunc {
 pub mod update {
     /// `BPF_ANY`: create or overwrite.
     pub const ANY: u64 = 0;
+    /// `BPF_NOEXIST`: create only; an existing key fails with `-EEXIST`.
+    pub const NOEXIST: u64 = 1;
+    /// `BPF_F_LOCK`: update under the value's spin lock.
+    pub const F_LOCK: u64 = 4;
     /// `BPF_EXIST`: for a full queue or stack, `bpf_map_push_elem` overwrites the oldest element
     /// instead of failing (kernel/bpf/queue_stack_maps.c `queue_stack_map_push_elem`).
     pub const EXIST: u64 = 2;

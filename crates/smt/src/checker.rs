@@ -1,0 +1,432 @@
+//! Path checks: is a path (a list of decisions) taken by some input, and by which?
+//!
+//! A [`PathChecker`] is a session on one program of an object. Each [`PathChecker::check`]
+//! executes the path symbolically and asks the solver whether its decisions can all hold, with
+//! one assumption literal per decision: a satisfiable path yields a [`Witness`] (the shortest
+//! packet that takes it, the context, the map entries to install, the action), an impossible one
+//! the indices of a small set of decisions that conflict (an unsatisfiable core, shrunk by
+//! dropping decisions one at a time while it stays unsatisfiable). Consecutive checks share the
+//! work of their common prefix: the session keeps the machine state and a solver scope after
+//! every decision and goes back to the longest prefix the new path shares with the previous one.
+//! Z3 contexts are per thread, so each worker thread owns its own checker.
+
+use std::rc::Rc;
+use std::time::Duration;
+
+use linerate_bpf::contents::{MapContents, MapSeed};
+use linerate_bpf::facts::test_run_buffer::{ETH_HLEN, HEADROOM};
+use linerate_bpf::Object;
+use linerate_cfg::{Cfg, Decision};
+use z3::ast::{Bool, BV};
+use z3::Model;
+
+use crate::error::SmtError;
+use crate::machine::{Env, Exec, State};
+use crate::session::{Answer, Session};
+
+/// Outcomes inside helpers tried the other way before a path counts as impossible.
+const MAX_FLIPS: usize = 16;
+
+/// Settings of a checker.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// Time the solver may take for one check (`None`: unlimited); a check that runs out gives
+    /// [`Verdict::Unknown`].
+    pub timeout: Option<Duration>,
+    /// Whether to shrink unsatisfiable cores (one solver check per decision in Z3's core).
+    pub minimise_cores: bool,
+    /// Fixes the input packet (bytes and length) instead of leaving it symbolic: checks whether
+    /// this packet takes the path, and what the program then computes.
+    pub packet: Option<Vec<u8>>,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            timeout: Some(Duration::from_secs(10)),
+            minimise_cores: true,
+            packet: None,
+        }
+    }
+}
+
+/// A block the path executed: the slot it starts at in program `program` of the object.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+pub struct BlockRef {
+    pub program: usize,
+    pub slot: usize,
+}
+
+/// Inputs under which the program takes the path, and what it then does.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Witness {
+    /// The packet: the shortest that takes the path (at least the 14 bytes test_run accepts).
+    pub packet: Vec<u8>,
+    /// Whether no shorter packet takes the path (false where a check of the search for the
+    /// shortest ran out of time: the packet is then the shortest found).
+    pub minimal: bool,
+    /// Metadata in front of the packet: always empty (the engine starts with `data_meta ==
+    /// data`, as a run without metadata does).
+    pub meta: Vec<u8>,
+    /// `xdp_md.ingress_ifindex` and `rx_queue_index` to give `BPF_PROG_TEST_RUN`.
+    pub ingress_ifindex: u32,
+    pub rx_queue_index: u32,
+    /// Map entries (and global data) to install before the run, as `run --maps` takes them.
+    pub maps: MapSeed,
+    /// The low 32 bits of r0 at exit, and its name as `run` prints it (`XDP_DROP`, ...).
+    pub return_value: u64,
+    pub action: &'static str,
+    /// The packet after the program's changes (`data .. data_end` at exit).
+    pub output_packet: Vec<u8>,
+    /// Blocks executed, in order, across tail calls.
+    pub blocks: Vec<BlockRef>,
+    /// Values from outside the program the path relies on (time, random numbers, routes,
+    /// the CPU), which a kernel run cannot be made to repeat: `"bpf_get_prandom_u32 at insn 7
+    /// = 5"`. Empty where the packet, context and maps alone decide the path.
+    pub unrepeatable: Vec<String>,
+}
+
+impl Witness {
+    /// The map entries per map, in `Object::maps` order (`maps` of them), as
+    /// `linerate_io::encode_maps` writes them in the `run --maps` JSON shape.
+    pub fn map_contents(&self, maps: usize) -> MapContents {
+        let mut out: MapContents = vec![Vec::new(); maps];
+        for e in self.maps.entries() {
+            if let Some(entries) = out.get_mut(e.map) {
+                entries.push((e.key.clone(), e.value.clone()));
+            }
+        }
+        out
+    }
+}
+
+/// The answer for one path.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    /// Some input takes the path.
+    Sat(Box<Witness>),
+    /// No input does; `core`: indices into the decision list of decisions that cannot all hold.
+    Unsat { core: Vec<usize> },
+    /// The solver gave up (timeout).
+    Unknown,
+}
+
+/// A session checking paths through one program of an object.
+pub struct PathChecker {
+    env: Env,
+    options: Options,
+    session: Session,
+    program: usize,
+    restarts: u64,
+    /// The decisions of the previous check (their prefix is what the snapshots hold).
+    previous: Vec<Decision>,
+}
+
+impl PathChecker {
+    /// A checker for program `program` of `object`.
+    pub fn new(object: &Object, program: usize, options: Options) -> Result<PathChecker, SmtError> {
+        if program >= object.programs.len() {
+            return Err(SmtError::NoSuchProgram(program));
+        }
+        let mut slots = Vec::new();
+        let mut cfgs = Vec::new();
+        for p in &object.programs {
+            let mut decoded = vec![None; p.insns.len()];
+            for (i, insn) in p.decode().map_err(|e| SmtError::Decode {
+                program: p.name.clone(),
+                reason: e.to_string(),
+            })? {
+                decoded[i] = Some(insn);
+            }
+            slots.push(Rc::from(decoded));
+            cfgs.push(Cfg::build(p).map_err(|e| format!("program `{}`: {e}", p.name)));
+        }
+        let env = Env {
+            object: object.clone(),
+            slots,
+            cfgs,
+            devices: crate::host::devices(),
+            cpus: crate::host::cpus(),
+        };
+        let session = fresh_session(&env, program, &options, false);
+        Ok(PathChecker {
+            env,
+            options,
+            session,
+            program,
+            previous: Vec::new(),
+            restarts: 0,
+        })
+    }
+
+    /// Times an unknown answer made the checker retry in a fresh solver.
+    pub fn restarts(&self) -> u64 {
+        self.restarts
+    }
+
+    /// Solver checks made so far.
+    pub fn solver_checks(&self) -> u64 {
+        self.session.checks
+    }
+
+    /// Checks the path `decisions` (in execution order).
+    pub fn check(&mut self, decisions: &[Decision]) -> Result<Verdict, SmtError> {
+        let verdict = self.check_in_session(decisions)?;
+        if verdict != Verdict::Unknown {
+            return Ok(verdict);
+        }
+        // The incremental solver's state sometimes sends its search astray where a fresh solver
+        // answers at once, and the array solver gives up on array lambdas: retry once from
+        // scratch with the general solver before giving up.
+        let checks = self.session.checks;
+        self.session = fresh_session(&self.env, self.program, &self.options, true);
+        self.session.checks += checks;
+        self.previous.clear();
+        self.restarts += 1;
+        let verdict = self.check_in_session(decisions);
+        let checks = self.session.checks;
+        self.session = fresh_session(&self.env, self.program, &self.options, false);
+        self.session.checks += checks;
+        self.previous.clear();
+        verdict
+    }
+
+    fn check_in_session(&mut self, decisions: &[Decision]) -> Result<Verdict, SmtError> {
+        let common = self
+            .previous
+            .iter()
+            .zip(decisions)
+            .take_while(|(a, b)| a == b)
+            .count();
+        self.previous = decisions.to_vec();
+        let mut start = common.min(self.session.depth());
+        let (mut forced, mut flipped): (Vec<bool>, Vec<bool>) = (Vec::new(), Vec::new());
+        for _ in 0..MAX_FLIPS {
+            let state = self.session.rewind(start);
+            let mut exec = Exec {
+                env: &self.env,
+                session: &mut self.session,
+                decisions,
+                forced: &forced,
+                s: state,
+            };
+            let finished = exec.run()?;
+            let state = exec.s;
+            if state.next != decisions.len() {
+                return Err(SmtError::PathTooLong {
+                    used: state.next,
+                    given: decisions.len(),
+                });
+            }
+            let mut assumptions = self.session.lits.clone();
+            assumptions.extend(state.choices.iter().cloned());
+            match self.session.check(&assumptions) {
+                Answer::Unknown => return Ok(Verdict::Unknown),
+                Answer::Sat(model) => {
+                    let (model, minimal) = self.shortest(&assumptions, &state, model);
+                    let model = self.plain_context(&assumptions, &state, model);
+                    let mut witness = self.witness(&state, &finished.r0, &model);
+                    witness.minimal = minimal;
+                    return Ok(Verdict::Sat(Box::new(witness)));
+                }
+                Answer::Unsat(core) => {
+                    // An outcome chosen inside a helper is in the conflict: try the other
+                    // outcome of the latest such choice not tried both ways yet.
+                    let choice = core
+                        .iter()
+                        .filter_map(|&i| i.checked_sub(decisions.len()))
+                        .filter(|&j| !flipped.get(j).copied().unwrap_or(false))
+                        .max();
+                    let Some(j) = choice else {
+                        return Ok(Verdict::Unsat {
+                            core: self.core(&assumptions, decisions.len(), core),
+                        });
+                    };
+                    forced = state.chosen[..j].iter().map(|c| c.0).collect();
+                    forced.push(!state.chosen[j].0);
+                    flipped.resize(j, false);
+                    flipped.push(true);
+                    start = state.chosen[j].1.min(start);
+                }
+            }
+        }
+        // Out of choices to try: only the whole path is known to be impossible.
+        Ok(Verdict::Unsat {
+            core: (0..decisions.len()).collect(),
+        })
+    }
+
+    /// Decision indices of an unsatisfiable core, shrunk where the options say so. A core that
+    /// involves an outcome chosen inside a helper is widened to every decision: that choice was
+    /// the machine's, not the path's, so only the whole path is known to be impossible.
+    fn core(&mut self, assumptions: &[Bool], decisions: usize, core: Vec<usize>) -> Vec<usize> {
+        if core.iter().any(|&i| i >= decisions) {
+            return (0..decisions).collect();
+        }
+        let mut core = core;
+        if self.options.minimise_cores {
+            let mut i = 0;
+            while i < core.len() {
+                let trial: Vec<Bool> = core
+                    .iter()
+                    .enumerate()
+                    .filter(|&(j, _)| j != i)
+                    .map(|(_, &d)| assumptions[d].clone())
+                    .collect();
+                match self.session.check(&trial) {
+                    Answer::Unsat(_) => {
+                        core.remove(i);
+                    }
+                    _ => i += 1,
+                }
+            }
+        }
+        core
+    }
+
+    /// A model of the path whose packet is as short as possible, and whether that is proven
+    /// (a check ran out of time otherwise). The first guess is the end of the furthest packet
+    /// access under the first model (the length usually matters through bounds checks alone),
+    /// then one check that a byte less is impossible, then binary search if it was not.
+    fn shortest(&mut self, assumptions: &[Bool], state: &State, model: Model) -> (Model, bool) {
+        let len = &state.inputs.packet_len;
+        let eval = |m: &Model, bv: &BV| m.eval(bv, true).and_then(|v| v.as_u64());
+        let length = |m: &Model| eval(m, len).unwrap_or(ETH_HLEN);
+        let (mut lo, mut hi) = (ETH_HLEN, length(&model));
+        let guess = state
+            .packet_ends
+            .iter()
+            .filter_map(|end| eval(&model, end))
+            .max()
+            .map_or(lo, |end| end.saturating_sub(HEADROOM).max(lo));
+        let mut best = model;
+        let mut trials = vec![guess, hi.saturating_sub(1)];
+        loop {
+            let mid = match trials.pop() {
+                _ if lo >= hi => return (best, true),
+                Some(t) if t >= lo && t < hi => t,
+                Some(_) => continue,
+                None => lo + (hi - lo) / 2,
+            };
+            let mut trial = assumptions.to_vec();
+            trial.push(len.bvule(BV::from_u64(mid, 64)));
+            match self.session.check(&trial) {
+                Answer::Sat(m) => {
+                    hi = length(&m).min(mid);
+                    best = m;
+                    trials.push(hi.saturating_sub(1));
+                }
+                Answer::Unsat(_) => lo = mid + 1,
+                Answer::Unknown => return (best, false),
+            }
+        }
+    }
+
+    /// The model with the context of a run without one (the loopback device, queue 0; what
+    /// `linerate run` and `BPF_PROG_TEST_RUN` give by default) where the path allows it, with
+    /// the packet no longer.
+    fn plain_context(&mut self, assumptions: &[Bool], state: &State, model: Model) -> Model {
+        let inputs = &state.inputs;
+        let c = |v: u64| BV::from_u64(v, 64);
+        let Some(len) = model.eval(&inputs.packet_len, true) else {
+            return model;
+        };
+        let mut trial = assumptions.to_vec();
+        trial.push(
+            inputs
+                .ingress_ifindex
+                .eq(c(crate::host::LOOPBACK_IFINDEX.into())),
+        );
+        trial.push(inputs.rx_queue_index.eq(c(0)));
+        trial.push(inputs.packet_len.eq(&len));
+        match self.session.check(&trial) {
+            Answer::Sat(m) => m,
+            _ => model,
+        }
+    }
+
+    fn witness(&self, state: &State, r0: &crate::value::SymValue, model: &Model) -> Witness {
+        let value = |bv: &BV| model.eval(bv, true).and_then(|v| v.as_u64()).unwrap_or(0);
+        let len = value(&state.inputs.packet_len);
+        let packet = (0..len)
+            .map(|i| {
+                let byte = state
+                    .inputs
+                    .packet
+                    .base()
+                    .select(&BV::from_u64(HEADROOM + i, 64));
+                model
+                    .eval(&byte, true)
+                    .and_then(|b| b.as_bv())
+                    .and_then(|b| b.as_u64())
+                    .unwrap_or(0) as u8
+            })
+            .collect();
+        let mut memory = state.packet.clone();
+        let (data, end) = (
+            value(&state.bounds.data.bits.bv()),
+            value(&state.bounds.data_end.bits.bv()),
+        );
+        let output_packet = (data..end.max(data))
+            .map(|o| match memory.byte(&crate::value::Bits::Const(o)) {
+                crate::memory::Byte::Const(b) => b,
+                crate::memory::Byte::Sym(bv) => value(&bv) as u8,
+                crate::memory::Byte::Pointer { .. } => 0,
+            })
+            .collect();
+        let mut maps = MapSeed::new();
+        for (i, map) in state.maps.iter().enumerate() {
+            for (key, val) in map.witness(&self.env.object.maps[i], model) {
+                maps.push(i, key, val);
+            }
+        }
+        let return_value = value(&r0.bits.bv()) & 0xffff_ffff;
+        let unrepeatable = state
+            .sources
+            .iter()
+            .map(|s| format!("{} at insn {} = {}", s.what, s.pc, value(&s.bv)))
+            .collect();
+        Witness {
+            packet,
+            minimal: true,
+            meta: Vec::new(),
+            ingress_ifindex: value(&state.inputs.ingress_ifindex) as u32,
+            rx_queue_index: value(&state.inputs.rx_queue_index) as u32,
+            maps,
+            return_value,
+            action: linerate_bpf::facts::xdp::action_name(return_value),
+            output_packet,
+            blocks: state
+                .blocks
+                .iter()
+                .map(|&(program, slot)| BlockRef { program, slot })
+                .collect(),
+            unrepeatable,
+        }
+    }
+}
+
+/// A solver session at the entry of `program`, its inputs constrained.
+fn fresh_session(env: &Env, program: usize, options: &Options, general: bool) -> Session {
+    let timeout = options
+        .timeout
+        .map(|t| t.as_millis().clamp(1, u128::from(u32::MAX)) as u32);
+    let mut session = Session::new(timeout, general);
+    let entry = State::entry(env, program, &mut session);
+    if let Some(packet) = &options.packet {
+        entry.inputs.fix_packet(&mut session, packet);
+    }
+    session.snapshot(&entry);
+    session
+}
+
+/// Checks one path of program `program` of `object` in a fresh session (see [`PathChecker`] to
+/// check many).
+pub fn check(
+    object: &Object,
+    program: usize,
+    decisions: &[Decision],
+    options: &Options,
+) -> Result<Verdict, SmtError> {
+    PathChecker::new(object, program, options.clone())?.check(decisions)
+}

@@ -1,0 +1,64 @@
+//! The symbolic engine of `linerate bound`: the one semantics (`linerate-sem`) instantiated with
+//! Z3 bit-vector formulas, checking one path of a program at a time.
+//!
+//! A path is a list of [`Decision`]s in execution order (each conditional jump's outcome, each
+//! tail call's target). [`PathChecker::check`] executes the program along it with a symbolic
+//! packet (bytes and a length of 14 to 3520 bytes), symbolic context fields (ingress device and
+//! receive queue, limited to what `BPF_PROG_TEST_RUN` accepts on this host) and symbolic map
+//! contents ([`maps`]), and answers with a [`Verdict`]: a [`Witness`] for a path some input
+//! takes, a core of conflicting decisions for one none does, or unknown after the timeout.
+//!
+//! Instruction and helper effects come from `linerate_sem::step` and
+//! `linerate_sem::helpers::call`, never from here: this crate supplies values ([`value`]),
+//! memory ([`memory`]), maps and the path's environment ([`machine`]). What it does not model —
+//! ring buffers, queues, maps of maps, helper callbacks, kfuncs, multi-buffer packets, metadata
+//! in front of the packet — is an error naming the feature and the slot.
+//!
+//! ```
+//! use linerate_bpf::insn::build::{add64, exit, jmp, jmp_reg, ldx, mov64, mov64_reg};
+//! use linerate_bpf::insn::{Cond, Size};
+//! use linerate_bpf::Object;
+//! use linerate_cfg::Decision;
+//! use linerate_smt::{check, Options, Verdict};
+//!
+//! // r2 = ctx->data; r3 = ctx->data_end; r4 = r2 + 14;
+//! // if (r4 > r3) return XDP_PASS; if (byte 12 == 0x08) return XDP_DROP; return XDP_PASS;
+//! let insns = [
+//!     ldx(Size::W, 2, 1, 0),
+//!     ldx(Size::W, 3, 1, 4),
+//!     mov64_reg(4, 2),
+//!     add64(4, 14),
+//!     mov64(0, 2),
+//!     jmp_reg(Cond::Gt, 4, 3, 4),
+//!     ldx(Size::B, 5, 2, 12),
+//!     jmp(Cond::Ne, 5, 0x08, 2),
+//!     mov64(0, 1),
+//!     exit(),
+//!     exit(),
+//! ];
+//! let object = Object::single("demo", &insns, Vec::new());
+//! let path = [
+//!     Decision::Branch { pc: 5, taken: false },
+//!     Decision::Branch { pc: 7, taken: false },
+//! ];
+//! let Verdict::Sat(witness) = check(&object, 0, &path, &Options::default())? else {
+//!     panic!("the path is feasible");
+//! };
+//! assert_eq!(witness.packet.len(), 14);
+//! assert_eq!(witness.packet[12], 0x08);
+//! assert_eq!(witness.action, "XDP_DROP");
+//! # Ok::<(), linerate_smt::SmtError>(())
+//! ```
+
+mod checker;
+mod error;
+mod host;
+pub mod machine;
+pub mod maps;
+pub mod memory;
+mod session;
+pub mod value;
+
+pub use checker::{check, BlockRef, Options, PathChecker, Verdict, Witness};
+pub use error::SmtError;
+pub use linerate_cfg::Decision;

@@ -1,0 +1,991 @@
+//! The path machine: executes one program of an object along a given path with symbolic inputs.
+//!
+//! Instruction and helper effects come from `linerate_sem` ([`step`], `helpers::call`); this file
+//! supplies what the semantics leaves to a machine — memory per region ([`crate::memory`]), the
+//! symbolic maps ([`crate::maps`]), the symbolic packet and context, values from outside the
+//! program — and follows the path's [`Decision`]s at conditional jumps and tail calls, handing
+//! each one's condition to the [`Session`] as an assumption literal.
+
+use std::rc::Rc;
+
+use linerate_bpf::facts::test_run_buffer::{HEADROOM, MAX_DATA};
+use linerate_bpf::facts::xdp_md;
+use linerate_bpf::insn::{Imm64, Instruction, Size, NUM_REGS};
+use linerate_bpf::program::MapDef;
+use linerate_bpf::Object;
+use linerate_cfg::{Cfg, Decision};
+use linerate_sem::exec::{step, Flow, Frame, HelperOutcome, Machine, SemError, STACK_FRAME_SIZE};
+use linerate_sem::helpers::{
+    Callback, Device, FibAnswer, Frags, HelperMachine, PacketBounds, RedirectTo, Source,
+};
+use z3::ast::{Ast, Bool, BV};
+
+use crate::error::SmtError;
+use crate::maps::{value_offset, SymMap};
+use crate::memory::{add, Memory};
+use crate::session::Session;
+use crate::value::{Bits, Region, SymDomain, SymValue, Tag};
+
+/// Instructions one path may execute before the machine gives up on it (a path is finite, so
+/// only a decision list that keeps a loop going forever reaches this).
+const MAX_STEPS: u64 = 1_000_000;
+
+/// What does not change between paths: the object, its decoded programs and their CFGs.
+pub(crate) struct Env {
+    pub object: Object,
+    pub slots: Vec<Rc<[Option<Instruction>]>>,
+    pub cfgs: Vec<Result<Cfg, String>>,
+    /// `(ifindex, rx queues)` of every device `BPF_PROG_TEST_RUN` may be given.
+    pub devices: Vec<(u32, u32)>,
+    /// CPUs a program may run on.
+    pub cpus: u64,
+}
+
+/// A value the program read from outside (time, random numbers, routes), for the witness.
+#[derive(Clone, Debug)]
+pub(crate) struct SourceVar {
+    pub pc: usize,
+    pub what: &'static str,
+    pub bv: BV,
+}
+
+/// The inputs of the formula.
+#[derive(Clone, Debug)]
+pub(crate) struct Inputs {
+    pub packet: Memory,
+    pub packet_len: BV,
+    pub ingress_ifindex: BV,
+    pub rx_queue_index: BV,
+}
+
+impl Inputs {
+    /// Constrains the packet to be `packet`.
+    pub fn fix_packet(&self, session: &mut Session, packet: &[u8]) {
+        let c = |v: u64| BV::from_u64(v, 64);
+        session.assert(&self.packet_len.eq(c(packet.len() as u64)));
+        for (i, b) in packet.iter().enumerate() {
+            let byte = self.packet.base().select(&c(HEADROOM + i as u64));
+            if let Some(byte) = byte.as_bv() {
+                session.assert(&byte.eq(BV::from_u64(u64::from(*b), 8)));
+            }
+        }
+    }
+}
+
+/// Everything that changes along a path; cloned as a snapshot after every decision.
+#[derive(Clone, Debug)]
+pub(crate) struct State {
+    pub domain: SymDomain,
+    pub regs: [SymValue; NUM_REGS],
+    pub frames: Vec<Frame<SymValue>>,
+    pub program: usize,
+    pub pc: usize,
+    /// Index of the next decision to consume.
+    pub next: usize,
+    pub steps: u64,
+    pub stack: Memory,
+    pub packet: Memory,
+    pub bounds: PacketBounds<SymValue>,
+    pub maps: Vec<SymMap>,
+    pub tail_calls: u32,
+    /// `(program, slot)` of every block entered, in order.
+    pub blocks: Vec<(usize, usize)>,
+    pub sources: Vec<SourceVar>,
+    /// Assumption literals of outcomes chosen inside helpers ([`HelperMachine::decide`]).
+    pub choices: Vec<Bool>,
+    /// For each choice, its outcome and the number of decisions taken before it.
+    pub chosen: Vec<(bool, usize)>,
+    /// Where each packet access ends (buffer offsets), for a first guess at the shortest packet.
+    pub packet_ends: Vec<BV>,
+    /// Lowest buffer offset the packet (or its metadata) has started at: the buffer in front of
+    /// it has never been uncovered.
+    pub headroom_clean: u64,
+    pub last_time: [Option<BV>; 2],
+    pub fresh: u64,
+    /// A tail call's decision, taken inside the helper and handed to the session after the
+    /// instruction.
+    pub pending: Option<(usize, Bool)>,
+    pub inputs: Inputs,
+}
+
+/// Result of running a path to its end.
+pub(crate) struct Finished {
+    pub r0: SymValue,
+}
+
+/// Bytes of one stack frame.
+const FRAME: u64 = STACK_FRAME_SIZE;
+
+impl State {
+    /// The state at the entry of program `program`, with its inputs constrained in `session`.
+    pub fn entry(env: &Env, program: usize, session: &mut Session) -> State {
+        let packet_len = BV::new_const("packet_len", 64);
+        let ingress_ifindex = BV::new_const("ingress_ifindex", 64);
+        let rx_queue_index = BV::new_const("rx_queue_index", 64);
+        let c = |v: u64| BV::from_u64(v, 64);
+        let eth = linerate_bpf::facts::test_run_buffer::ETH_HLEN;
+        session.assert(&packet_len.bvuge(c(eth)));
+        session.assert(&packet_len.bvule(c(MAX_DATA)));
+        let devices: Vec<Bool> = env
+            .devices
+            .iter()
+            .map(|&(ifindex, queues)| {
+                Bool::and(&[
+                    &ingress_ifindex.eq(c(u64::from(ifindex))),
+                    &rx_queue_index.bvult(c(u64::from(queues))),
+                ])
+            })
+            .collect();
+        session.assert(&Bool::or(&devices));
+        // The packet's bytes are the input; the buffer around them reads as zero, which the
+        // bounds moves make visible ([`HelperMachine::set_packet_bounds`]).
+        let input = Memory::input("packet");
+        let end = c(HEADROOM).bvadd(&packet_len);
+        let packet = input.clone();
+        let inputs = Inputs {
+            packet: input,
+            packet_len: packet_len.clone(),
+            ingress_ifindex,
+            rx_queue_index,
+        };
+        let mut state = State {
+            domain: SymDomain::default(),
+            regs: std::array::from_fn(|_| SymValue::constant(0)),
+            frames: Vec::new(),
+            program,
+            pc: 0,
+            next: 0,
+            steps: 0,
+            stack: Memory::zeroed(),
+            packet,
+            bounds: PacketBounds {
+                data_meta: SymValue::constant(HEADROOM),
+                data: SymValue::constant(HEADROOM),
+                data_end: SymValue::symbolic(end),
+            },
+            maps: env
+                .object
+                .maps
+                .iter()
+                .enumerate()
+                .map(|(i, def)| SymMap::new(i, def))
+                .collect(),
+            tail_calls: 0,
+            blocks: Vec::new(),
+            sources: Vec::new(),
+            choices: Vec::new(),
+            chosen: Vec::new(),
+            packet_ends: Vec::new(),
+            headroom_clean: HEADROOM,
+            last_time: [None, None],
+            fresh: 0,
+            pending: None,
+            inputs,
+        };
+        state.entry_registers();
+        state
+    }
+
+    fn entry_registers(&mut self) {
+        self.regs = std::array::from_fn(|_| SymValue::constant(0));
+        self.regs[1] = SymValue::pointer(Region::Ctx, Bits::Const(0));
+        self.regs[10] = SymValue::pointer(Region::Stack, Bits::Const(FRAME));
+        self.frames.clear();
+        self.pc = 0;
+    }
+}
+
+/// One execution: the environment, the session and the path's decisions around a state.
+pub(crate) struct Exec<'a> {
+    pub env: &'a Env,
+    pub session: &'a mut Session,
+    pub decisions: &'a [Decision],
+    /// Outcomes imposed on the first choices inside helpers (the checker's backtracking).
+    pub forced: &'a [bool],
+    pub s: State,
+}
+
+impl Exec<'_> {
+    fn program_name(&self) -> String {
+        self.env
+            .object
+            .programs
+            .get(self.s.program)
+            .map_or_else(|| format!("#{}", self.s.program), |p| p.name.clone())
+    }
+
+    fn unsupported(&self, pc: usize, what: impl Into<String>) -> SmtError {
+        SmtError::Unsupported {
+            program: self.program_name(),
+            pc,
+            what: what.into(),
+        }
+    }
+
+    fn fault(&self, pc: usize, what: impl Into<String>) -> SmtError {
+        SmtError::Memory {
+            program: self.program_name(),
+            pc,
+            what: what.into(),
+        }
+    }
+
+    /// Runs from the current state to the program's exit, taking a snapshot after every
+    /// decision.
+    pub fn run(&mut self) -> Result<Finished, SmtError> {
+        loop {
+            self.s.steps += 1;
+            if self.s.steps > MAX_STEPS {
+                return Err(SmtError::TooLong { steps: MAX_STEPS });
+            }
+            let (program, pc) = (self.s.program, self.s.pc);
+            let insn = match self.env.slots.get(program).and_then(|p| p.get(pc)) {
+                Some(Some(insn)) => *insn,
+                _ => {
+                    return Err(self.fault(pc, "jump to a slot that starts no instruction"));
+                }
+            };
+            self.record_block(program, pc)?;
+            let flow = step(self, pc, &insn)?;
+            if let Some(why) = self.s.domain.fault.take() {
+                return Err(self.unsupported(pc, why));
+            }
+            let tail_decision = self.s.pending.take();
+            if let Some((index, cond)) = &tail_decision {
+                self.session.decide(*index, cond);
+                self.s.next = index + 1;
+            }
+            match flow {
+                Flow::Next(next) => self.s.pc = next,
+                Flow::Branch {
+                    cond,
+                    taken,
+                    fallthrough,
+                } => {
+                    let index = self.s.next;
+                    let decision = self.decision(pc)?;
+                    let Decision::Branch { taken: go, .. } = decision else {
+                        return Err(self.mismatch(index, pc, "a conditional jump"));
+                    };
+                    // A jump to the next slot goes there either way: its condition does not
+                    // constrain the path (the interpreter records it as not taken).
+                    let holds = if taken == fallthrough {
+                        Bool::from_bool(true)
+                    } else if go {
+                        cond
+                    } else {
+                        cond.not()
+                    };
+                    self.session.decide(index, &holds);
+                    self.s.next = index + 1;
+                    self.s.pc = if go { taken } else { fallthrough };
+                    self.session.snapshot(&self.s);
+                }
+                Flow::LoopBudget { exhausted, next } => {
+                    // The budget (millions of iterations) outlasts any path given as a list of
+                    // decisions; a path that says it ran out is impossible.
+                    match self.decisions.get(self.s.next) {
+                        Some(&Decision::Branch { pc: at, taken }) if at == pc => {
+                            let index = self.s.next;
+                            self.session.decide(index, &Bool::from_bool(!taken));
+                            self.s.next = index + 1;
+                            self.s.pc = if taken { exhausted } else { next };
+                            self.session.snapshot(&self.s);
+                        }
+                        _ => self.s.pc = next,
+                    }
+                }
+                Flow::Exit => {
+                    return Ok(Finished {
+                        r0: self.s.regs[0].clone(),
+                    })
+                }
+                Flow::TailCall => self.s.entry_registers(),
+            }
+            if tail_decision.is_some() {
+                self.session.snapshot(&self.s);
+            }
+        }
+    }
+
+    fn record_block(&mut self, program: usize, pc: usize) -> Result<(), SmtError> {
+        let cfg = match self.env.cfgs.get(program) {
+            Some(Ok(cfg)) => cfg,
+            Some(Err(e)) => return Err(SmtError::Cfg(e.clone())),
+            None => return Err(SmtError::NoSuchProgram(program)),
+        };
+        let starts = cfg
+            .block_of(pc)
+            .and_then(|b| cfg.block(b))
+            .is_some_and(|b| b.slots().start == pc);
+        if starts {
+            self.s.blocks.push((program, pc));
+        }
+        Ok(())
+    }
+
+    /// The next decision, which must be made at `pc`.
+    fn decision(&self, pc: usize) -> Result<Decision, SmtError> {
+        let index = self.s.next;
+        match self.decisions.get(index) {
+            None => Err(SmtError::PathEnds {
+                program: self.program_name(),
+                pc,
+                given: self.decisions.len(),
+            }),
+            Some(d) if d.pc() != pc => Err(self.mismatch(index, pc, "a decision at this slot")),
+            Some(d) => Ok(*d),
+        }
+    }
+
+    fn mismatch(&self, index: usize, pc: usize, reached: &'static str) -> SmtError {
+        SmtError::Mismatch {
+            index,
+            decision: self.decisions.get(index).copied(),
+            program: self.program_name(),
+            pc,
+            reached,
+        }
+    }
+
+    /// Where `len` bytes at `addr` are, after checking the access stays inside its region; the
+    /// checks that depend on inputs become constraints (the verifier proved them).
+    fn place(
+        &mut self,
+        pc: usize,
+        addr: &SymValue,
+        len: u64,
+        write: bool,
+    ) -> Result<(Region, Bits), SmtError> {
+        let region = match &addr.tag {
+            Tag::Ptr { region, .. } => *region,
+            Tag::Scalar | Tag::Low32 => {
+                return Err(self.fault(pc, format!("{len}-byte access through a scalar")))
+            }
+            Tag::Invalid(why) => return Err(self.unsupported(pc, *why)),
+        };
+        let off = addr.bits.clone();
+        let c = |v: u64| BV::from_u64(v, 64);
+        match region {
+            Region::Packet => {
+                let lo = self.s.bounds.data_meta.bits.bv();
+                let hi = self.s.bounds.data_end.bits.bv();
+                let o = off.bv();
+                let end = o.bvadd(c(len));
+                self.s.packet_ends.push(end.clone());
+                self.session.assert(&Bool::and(&[
+                    &lo.bvule(&o),
+                    &end.bvule(&hi),
+                    &o.bvule(&end),
+                ]));
+            }
+            Region::Stack => {
+                let top = (self.s.frames.len() as u64 + 1) * FRAME;
+                match off {
+                    Bits::Const(o) if o.checked_add(len).is_some_and(|e| e <= top) => {}
+                    Bits::Const(o) => {
+                        return Err(self.fault(
+                            pc,
+                            format!("{len}-byte access at stack offset {o} outside {top} bytes"),
+                        ))
+                    }
+                    Bits::Sym(ref o) => {
+                        let end = o.bvadd(c(len));
+                        self.session
+                            .assert(&Bool::and(&[&end.bvule(c(top)), &o.bvule(&end)]));
+                    }
+                }
+            }
+            Region::MapValue(map) => {
+                let def = &self.env.object.maps[map];
+                if write && self.s.maps[map].is_frozen() {
+                    return Err(self.fault(pc, format!("store to read-only map `{}`", def.name)));
+                }
+                let size = u64::from(def.value_size);
+                match off {
+                    Bits::Const(o) if (o & 0xffff_ffff) + len <= size => {}
+                    Bits::Const(o) => {
+                        return Err(self.fault(
+                            pc,
+                            format!(
+                            "{len}-byte access at offset {} of a value of map `{}` ({size} bytes)",
+                            o & 0xffff_ffff,
+                            def.name
+                        ),
+                        ))
+                    }
+                    Bits::Sym(ref o) => {
+                        let low = o.extract(31, 0).zero_ext(32);
+                        self.session.assert(&low.bvadd(c(len)).bvule(c(size)));
+                    }
+                }
+            }
+            Region::Ctx => {}
+            Region::Function | Region::MapHandle(_) => {
+                return Err(self.fault(pc, "access through a function address or a map handle"))
+            }
+        }
+        Ok((region, off))
+    }
+
+    fn memory(&mut self, pc: usize, region: Region) -> Result<&mut Memory, SmtError> {
+        match region {
+            Region::Packet => Ok(&mut self.s.packet),
+            Region::Stack => Ok(&mut self.s.stack),
+            Region::MapValue(map) => Ok(&mut self.s.maps[map].memory),
+            _ => Err(self.fault(pc, "access to a region without memory")),
+        }
+    }
+
+    fn load_ctx(&mut self, pc: usize, offset: &Bits, size: Size) -> Result<SymValue, SmtError> {
+        let Some(offset) = offset.as_const() else {
+            return Err(self.fault(pc, "context access at a variable offset"));
+        };
+        let b = &self.s.bounds;
+        let field = match (offset & !3, size) {
+            (xdp_md::DATA, Size::W) => {
+                return Ok(SymValue::pointer(Region::Packet, b.data.bits.clone()))
+            }
+            (xdp_md::DATA_END, Size::W) => {
+                return Ok(SymValue::pointer(Region::Packet, b.data_end.bits.clone()))
+            }
+            (xdp_md::DATA_META, Size::W) => {
+                return Ok(SymValue::pointer(Region::Packet, b.data_meta.bits.clone()))
+            }
+            (xdp_md::INGRESS_IFINDEX, _) => self.s.inputs.ingress_ifindex.clone(),
+            (xdp_md::RX_QUEUE_INDEX, _) => self.s.inputs.rx_queue_index.clone(),
+            (xdp_md::EGRESS_IFINDEX, _) => BV::from_u64(0, 64),
+            _ => {
+                return Err(self.fault(
+                    pc,
+                    format!("{}-byte context load at offset {offset}", size.bytes()),
+                ))
+            }
+        };
+        let within = offset % 4;
+        if within + size.bytes() as u64 > 4 {
+            return Err(self.fault(pc, "load straddling context fields"));
+        }
+        let bits = size.bits();
+        let v = field.bvlshr(BV::from_u64(8 * within, 64));
+        let v = if bits >= 64 {
+            v
+        } else {
+            v.bvand(BV::from_u64((1u64 << bits) - 1, 64))
+        };
+        Ok(SymValue::symbolic(v.simplify()))
+    }
+
+    fn fresh(&mut self, pc: usize, what: &'static str, bits: u32) -> BV {
+        let n = self.s.fresh;
+        self.s.fresh += 1;
+        let bv = BV::new_const(format!("source{n}"), 64);
+        if bits < 64 {
+            self.session
+                .assert(&bv.bvult(BV::from_u64(1u64 << bits, 64)));
+        }
+        self.s.sources.push(SourceVar {
+            pc,
+            what,
+            bv: bv.clone(),
+        });
+        bv
+    }
+}
+
+impl Machine for Exec<'_> {
+    type D = SymDomain;
+    type Fault = SmtError;
+
+    fn domain(&mut self) -> &mut SymDomain {
+        &mut self.s.domain
+    }
+
+    fn regs(&mut self) -> &mut [SymValue; NUM_REGS] {
+        &mut self.s.regs
+    }
+
+    fn frames(&mut self) -> &mut Vec<Frame<SymValue>> {
+        &mut self.s.frames
+    }
+
+    fn push_stack_frame(&mut self, depth: usize) -> Result<SymValue, SmtError> {
+        let start = depth as u64 * FRAME;
+        self.s.stack.fill(start, &[0; FRAME as usize]);
+        Ok(SymValue::pointer(Region::Stack, Bits::Const(start + FRAME)))
+    }
+
+    fn pop_stack_frame(&mut self) {}
+
+    fn load(&mut self, pc: usize, addr: &SymValue, size: Size) -> Result<SymValue, SmtError> {
+        let len = size.bytes() as u64;
+        let (region, off) = self.place(pc, addr, len, false)?;
+        if region == Region::Ctx {
+            return self.load_ctx(pc, &off, size);
+        }
+        let memory = self.memory(pc, region)?;
+        match memory.load(&off, len as u32) {
+            Ok(v) => Ok(v),
+            Err(why) => Err(self.unsupported(pc, why)),
+        }
+    }
+
+    fn store(
+        &mut self,
+        pc: usize,
+        addr: &SymValue,
+        size: Size,
+        value: &SymValue,
+    ) -> Result<(), SmtError> {
+        let len = size.bytes() as u64;
+        let (region, off) = self.place(pc, addr, len, true)?;
+        if region == Region::Ctx {
+            return Err(self.fault(pc, "store to the context"));
+        }
+        let memory = self.memory(pc, region)?;
+        match memory.store(&off, len as u32, value) {
+            Ok(()) => Ok(()),
+            Err(why) => Err(self.unsupported(pc, why)),
+        }
+    }
+
+    fn map_reference(&mut self, pc: usize, imm: &Imm64) -> Result<SymValue, SmtError> {
+        let maps = self.env.object.maps.len();
+        match *imm {
+            Imm64::Map(map) if (map as usize) < maps => Ok(SymValue::pointer(
+                Region::MapHandle(map as usize),
+                Bits::Const(0),
+            )),
+            Imm64::MapValue { map, offset } if (map as usize) < maps => {
+                let def = &self.env.object.maps[map as usize];
+                let slot = self.s.maps[map as usize].global_slot(def);
+                Ok(SymValue::pointer(
+                    Region::MapValue(map as usize),
+                    value_offset(&slot, u64::from(offset)),
+                ))
+            }
+            _ => Err(self.fault(
+                pc,
+                format!("reference to a map the object (of {maps}) lacks"),
+            )),
+        }
+    }
+
+    fn function_reference(&mut self, _pc: usize, function: usize) -> Result<SymValue, SmtError> {
+        Ok(SymValue::pointer(
+            Region::Function,
+            Bits::Const(function as u64),
+        ))
+    }
+
+    fn call_helper(&mut self, pc: usize, id: u32) -> Result<HelperOutcome, SmtError> {
+        linerate_sem::helpers::call(self, pc, id)
+    }
+
+    fn call_kfunc(&mut self, pc: usize, _index: i32) -> Result<(), SmtError> {
+        Err(self.unsupported(pc, "kfunc calls"))
+    }
+
+    fn resume_helper(&mut self, callback: Callback<SymValue>) -> Result<HelperOutcome, SmtError> {
+        linerate_sem::helpers::resume(self, callback)
+    }
+}
+
+impl HelperMachine for Exec<'_> {
+    fn constant_of(&mut self, value: &SymValue) -> Option<u64> {
+        if value.is_scalar() {
+            value.bits.as_const()
+        } else {
+            None
+        }
+    }
+
+    fn unknown(&mut self, pc: usize) -> Result<SymValue, SmtError> {
+        Ok(SymValue::symbolic(self.fresh(pc, "a helper result", 64)))
+    }
+
+    fn decide(&mut self, pc: usize, cond: &Bool) -> Result<bool, SmtError> {
+        if let Some(b) = cond.as_bool() {
+            return Ok(b);
+        }
+        let _ = pc;
+        let index = self.s.choices.len();
+        let holds = match self.forced.get(index) {
+            Some(&forced) => forced,
+            None => self.session.possible(cond, &self.s.choices),
+        };
+        let chosen = if holds { cond.clone() } else { cond.not() };
+        let literal = Bool::new_const(format!("choice{}", self.s.choices.len()));
+        self.session.assert(&literal.implies(&chosen));
+        self.s.choices.push(literal);
+        self.s.chosen.push((holds, self.s.next));
+        Ok(holds)
+    }
+
+    fn byte_count(
+        &mut self,
+        pc: usize,
+        helper: u32,
+        size: &SymValue,
+        max: u64,
+    ) -> Result<u64, SmtError> {
+        match self.constant_of(size) {
+            Some(n) => Ok(n.min(max)),
+            None => Err(self.unsupported(
+                pc,
+                format!(
+                    "a size argument of {} that is not a constant",
+                    linerate_bpf::helpers::helper_name(helper)
+                ),
+            )),
+        }
+    }
+
+    fn read_bytes(
+        &mut self,
+        pc: usize,
+        addr: &SymValue,
+        len: u64,
+    ) -> Result<Vec<SymValue>, SmtError> {
+        let (region, off) = self.place(pc, addr, len, false)?;
+        if region == Region::Ctx {
+            return Err(self.fault(pc, "a helper reading the context as memory"));
+        }
+        let memory = self.memory(pc, region)?;
+        let mut out = Vec::with_capacity(len as usize);
+        for i in 0..len {
+            match memory.byte(&add(&off, i)).to_value() {
+                Some(v) => out.push(v),
+                None => return Err(self.unsupported(pc, "a helper reading a spilled pointer")),
+            }
+        }
+        Ok(out)
+    }
+
+    fn write_bytes(
+        &mut self,
+        pc: usize,
+        addr: &SymValue,
+        bytes: &[SymValue],
+    ) -> Result<(), SmtError> {
+        let (region, off) = self.place(pc, addr, bytes.len() as u64, true)?;
+        let memory = self.memory(pc, region)?;
+        for (i, b) in bytes.iter().enumerate() {
+            if let Err(why) = memory.store(&add(&off, i as u64), 1, b) {
+                return Err(self.unsupported(pc, why));
+            }
+        }
+        Ok(())
+    }
+
+    fn map_of(&mut self, pc: usize, helper: u32, handle: &SymValue) -> Result<usize, SmtError> {
+        match (handle.region(), handle.bits.as_const()) {
+            (Some(Region::MapHandle(map)), Some(0)) => Ok(map),
+            _ => Err(SmtError::Sem(SemError::BadHelperArgument {
+                pc,
+                helper,
+                reason: "the map argument is not a map",
+            })),
+        }
+    }
+
+    fn map_def(&self, map: usize) -> &MapDef {
+        &self.env.object.maps[map]
+    }
+
+    fn map_lookup(
+        &mut self,
+        pc: usize,
+        map: usize,
+        key: &[SymValue],
+    ) -> Result<SymValue, SmtError> {
+        let def = &self.env.object.maps[map];
+        SymMap::check_modelled(def).map_err(|e| self.unsupported(pc, e.0))?;
+        Ok(self.s.maps[map].lookup(def, key))
+    }
+
+    fn map_update(
+        &mut self,
+        pc: usize,
+        map: usize,
+        key: &[SymValue],
+        value: &[SymValue],
+        flags: &SymValue,
+    ) -> Result<SymValue, SmtError> {
+        let def = &self.env.object.maps[map];
+        SymMap::check_modelled(def).map_err(|e| self.unsupported(pc, e.0))?;
+        self.s.maps[map]
+            .update(def, key, value, flags)
+            .map_err(|e| self.unsupported(pc, e.0))
+    }
+
+    fn inner_map(
+        &mut self,
+        pc: usize,
+        _outer: usize,
+        _slot: &SymValue,
+    ) -> Result<SymValue, SmtError> {
+        Err(self.unsupported(pc, "maps of maps"))
+    }
+
+    fn map_delete(
+        &mut self,
+        pc: usize,
+        map: usize,
+        key: &[SymValue],
+    ) -> Result<SymValue, SmtError> {
+        let def = &self.env.object.maps[map];
+        SymMap::check_modelled(def).map_err(|e| self.unsupported(pc, e.0))?;
+        self.s.maps[map]
+            .delete(def, key)
+            .map_err(|e| self.unsupported(pc, e.0))
+    }
+
+    fn packet_bounds(&mut self) -> PacketBounds<SymValue> {
+        self.s.bounds.clone()
+    }
+
+    fn set_packet_bounds(
+        &mut self,
+        pc: usize,
+        bounds: PacketBounds<SymValue>,
+    ) -> Result<(), SmtError> {
+        // Bytes `data_end` grows over read as zero.
+        let (old, new) = (self.s.bounds.data_end.bits.bv(), bounds.data_end.bits.bv());
+        self.s.packet.zero_range(&old, &new);
+        // So does the headroom in front of the packet the first time it is uncovered.
+        let Some(start) = bounds.data_meta.bits.as_const() else {
+            return Err(self.unsupported(pc, "moving the packet's start by a symbolic amount"));
+        };
+        if start < self.s.headroom_clean {
+            let n = (self.s.headroom_clean - start) as usize;
+            self.s.packet.fill(start, &vec![0; n]);
+            self.s.headroom_clean = start;
+        }
+        self.s.bounds = bounds;
+        Ok(())
+    }
+
+    fn packet_frags(&mut self) -> Frags<SymValue> {
+        // Packets of at most `MAX_DATA` bytes are single-buffer.
+        Frags {
+            len: SymValue::constant(0),
+            last: SymValue::constant(0),
+        }
+    }
+
+    fn set_frags_len(&mut self, pc: usize, _len: &SymValue) -> Result<(), SmtError> {
+        Err(self.unsupported(pc, "multi-buffer packets"))
+    }
+
+    fn read_packet(
+        &mut self,
+        pc: usize,
+        offset: &SymValue,
+        len: u64,
+    ) -> Result<Vec<SymValue>, SmtError> {
+        let data = self.s.bounds.data.clone();
+        let addr = SymValue::pointer(
+            Region::Packet,
+            linerate_sem::Domain::binary(
+                &mut self.s.domain,
+                linerate_sem::BinOp::Add,
+                &data,
+                offset,
+            )
+            .bits,
+        );
+        self.read_bytes(pc, &addr, len)
+    }
+
+    fn write_packet(
+        &mut self,
+        pc: usize,
+        offset: &SymValue,
+        bytes: &[SymValue],
+    ) -> Result<(), SmtError> {
+        let data = self.s.bounds.data.clone();
+        let addr = SymValue::pointer(
+            Region::Packet,
+            linerate_sem::Domain::binary(
+                &mut self.s.domain,
+                linerate_sem::BinOp::Add,
+                &data,
+                offset,
+            )
+            .bits,
+        );
+        self.write_bytes(pc, &addr, bytes)
+    }
+
+    fn source(&mut self, pc: usize, source: Source) -> Result<SymValue, SmtError> {
+        let v = match source {
+            Source::MonotonicNs | Source::BootNs => {
+                let which = usize::from(source == Source::BootNs);
+                let name = if which == 0 {
+                    "bpf_ktime_get_ns"
+                } else {
+                    "bpf_ktime_get_boot_ns"
+                };
+                let v = self.fresh(pc, name, 64);
+                // Clocks do not go back within a run.
+                if let Some(last) = self.s.last_time[which].clone() {
+                    self.session.assert(&last.bvule(&v));
+                }
+                self.s.last_time[which] = Some(v.clone());
+                v
+            }
+            Source::Random32 => self.fresh(pc, "bpf_get_prandom_u32", 32),
+            Source::ProcessorId => {
+                let v = self.fresh(pc, "bpf_get_smp_processor_id", 64);
+                let cpus = self.env.cpus;
+                self.session.assert(&v.bvult(BV::from_u64(cpus, 64)));
+                v
+            }
+        };
+        Ok(SymValue::symbolic(v))
+    }
+
+    fn tail_calls_made(&mut self) -> u32 {
+        self.s.tail_calls
+    }
+
+    fn tail_call(
+        &mut self,
+        pc: usize,
+        go: &Bool,
+        _map: usize,
+        program: &SymValue,
+    ) -> Result<HelperOutcome, SmtError> {
+        let index = self.s.next;
+        let Decision::TailCall {
+            program: target, ..
+        } = self.decision(pc)?
+        else {
+            return Err(self.mismatch(index, pc, "a tail call"));
+        };
+        let programs = self.env.object.programs.len() as u64;
+        let number = program.bits.bv();
+        match target {
+            Some(t) => {
+                if t as u64 >= programs {
+                    return Err(self.mismatch(index, pc, "a tail call into a program that exists"));
+                }
+                let cond = Bool::and(&[go, &number.eq(BV::from_u64(t as u64, 64))]);
+                self.s.pending = Some((index, cond));
+                self.s.program = t;
+                self.s.tail_calls += 1;
+                Ok(HelperOutcome::TailCall)
+            }
+            None => {
+                // A program array holds programs of the object only (the kernel checks what
+                // user space puts there): the call falls through where the slot is empty.
+                self.s.pending = Some((index, go.not()));
+                Ok(HelperOutcome::Return)
+            }
+        }
+    }
+
+    fn redirect(&mut self, _pc: usize, _to: RedirectTo<SymValue>) -> Result<(), SmtError> {
+        Ok(())
+    }
+
+    fn fib_route(
+        &mut self,
+        pc: usize,
+        _ipv6: bool,
+        _dst: &[SymValue],
+    ) -> Result<FibAnswer<SymValue, Bool>, SmtError> {
+        let found = self.fresh(pc, "bpf_fib_lookup (route found)", 1);
+        let ifindex = self.fresh(pc, "bpf_fib_lookup (egress ifindex)", 32);
+        let mac = |m: &mut Self| -> [SymValue; 6] {
+            std::array::from_fn(|_| SymValue::symbolic(m.fresh(pc, "bpf_fib_lookup (MAC)", 8)))
+        };
+        let smac = mac(self);
+        let dmac = mac(self);
+        Ok(FibAnswer {
+            found: found.eq(BV::from_u64(1, 64)),
+            ifindex: SymValue::symbolic(ifindex),
+            smac,
+            dmac,
+        })
+    }
+
+    fn trace(&mut self, _pc: usize, _line: String) {}
+
+    fn ring_positions(&mut self, pc: usize, _map: usize) -> Result<(SymValue, SymValue), SmtError> {
+        Err(self.unsupported(pc, "ring buffers"))
+    }
+
+    fn emit_record(
+        &mut self,
+        pc: usize,
+        _map: usize,
+        _record: Vec<SymValue>,
+    ) -> Result<(), SmtError> {
+        Err(self.unsupported(pc, "ring buffers and perf event output"))
+    }
+
+    fn ring_reserve(&mut self, pc: usize, _map: usize, _size: u64) -> Result<SymValue, SmtError> {
+        Err(self.unsupported(pc, "ring buffers"))
+    }
+
+    fn ring_commit(
+        &mut self,
+        pc: usize,
+        _record: &SymValue,
+        _discard: bool,
+    ) -> Result<(), SmtError> {
+        Err(self.unsupported(pc, "ring buffers"))
+    }
+
+    fn queue_len(&mut self, pc: usize, _map: usize) -> Result<SymValue, SmtError> {
+        Err(self.unsupported(pc, "queue and stack maps"))
+    }
+
+    fn queue_push(
+        &mut self,
+        pc: usize,
+        _map: usize,
+        _value: Vec<SymValue>,
+        _evict: &Bool,
+    ) -> Result<(), SmtError> {
+        Err(self.unsupported(pc, "queue and stack maps"))
+    }
+
+    fn queue_take(
+        &mut self,
+        pc: usize,
+        _map: usize,
+        _remove: bool,
+    ) -> Result<Vec<SymValue>, SmtError> {
+        Err(self.unsupported(pc, "queue and stack maps"))
+    }
+
+    fn device(
+        &mut self,
+        pc: usize,
+        _ifindex: &SymValue,
+    ) -> Result<Device<SymValue, Bool>, SmtError> {
+        Err(self.unsupported(pc, "bpf_check_mtu (devices)"))
+    }
+
+    fn function_of(
+        &mut self,
+        pc: usize,
+        helper: u32,
+        _value: &SymValue,
+    ) -> Result<usize, SmtError> {
+        Err(self.unsupported(
+            pc,
+            format!(
+                "callbacks of {} (summarised by the path graph, not executed per path)",
+                linerate_bpf::helpers::helper_name(helper)
+            ),
+        ))
+    }
+
+    fn callback_key(&mut self, pc: usize, _key: &[SymValue]) -> Result<SymValue, SmtError> {
+        Err(self.unsupported(pc, "callbacks"))
+    }
+}

@@ -1,0 +1,478 @@
+//! Symbolic map contents: a guarantee holds for every state the maps may be in.
+//!
+//! Each map's values live in one region ([`Region::MapValue`]) whose offset is
+//! `slot << 32 | byte`. Initially every slot holds unknown bytes (an input array of the formula)
+//! and every key is present or not according to an unknown condition. The two levels of
+//! aliasing of K2 (paper 002, App. B) are kept exactly: a lookup's key is compared with the key
+//! of every earlier access of the same map on the path, and resolves to the slot and presence of
+//! the first equal one, or to a slot and presence condition of its own; so equal keys see the
+//! same value and the same NULL-ness, and an update or delete along the path is seen by every
+//! later lookup of an equal key. Arrays resolve the index itself as the slot and are present
+//! within `max_entries`. A frozen global data section (`.rodata`) holds its constants.
+//!
+//! Two assumptions, stated because they restrict "every map state": an insertion of an absent
+//! key finds room (the witness installs only the entries the path saw, so the map is never
+//! full), and LRU maps evict nothing the path saw.
+
+use linerate_bpf::facts::errno::{E2BIG, EEXIST, EINVAL, ENOENT};
+use linerate_bpf::facts::update;
+use linerate_bpf::program::{MapDef, MapOrigin, MapType};
+use z3::ast::{Ast, Bool, BV};
+
+use crate::memory::{Byte, Memory};
+use crate::value::{bool_ite, Bits, Region, SymValue};
+
+/// How a map's entries behave.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    /// Entries exist per key (hash maps; arrays whose slots may be empty).
+    Keyed { sparse_array: bool },
+    /// Every index below `max_entries` exists.
+    Array,
+    /// A frozen global data section: its constants, read-only.
+    Frozen,
+}
+
+/// One key accessed along the path, in access order.
+#[derive(Clone, Debug)]
+struct Record {
+    /// The key as one formula of `8 * key_size` bits, and its bytes where all are constant.
+    key: BV,
+    key_const: Option<Vec<u8>>,
+    /// The slot the key resolved to.
+    slot: Bits,
+    /// Whether the entry exists now.
+    present: Bool,
+    /// The slot and initial presence this access introduced, used where the key equals no
+    /// earlier one.
+    fresh_slot: u64,
+    initially_present: Bool,
+}
+
+/// One map's symbolic contents.
+#[derive(Clone, Debug)]
+pub struct SymMap {
+    index: usize,
+    kind: Kind,
+    pub memory: Memory,
+    /// The contents before the run (the input array; `None` for a frozen section).
+    initial: Option<z3::ast::Array>,
+    records: Vec<Record>,
+    next_slot: u64,
+}
+
+/// First slot of array elements reached through symbolic indices (element `i` reached through
+/// a constant index lives in slot `i`; arrays of more than 2^31 elements are not modelled
+/// apart).
+const FRESH_ARRAY_SLOTS: u64 = 1 << 31;
+
+/// A map operation on a map type the engine does not model.
+pub struct Unmodelled(pub String);
+
+/// Little-endian bytes as one formula (first byte lowest).
+fn key_formula(key: &[SymValue]) -> (BV, Option<Vec<u8>>) {
+    let consts: Option<Vec<u8>> = key
+        .iter()
+        .map(|b| b.bits.as_const().map(|v| v as u8))
+        .collect();
+    let mut word: Option<BV> = None;
+    for b in key.iter().rev() {
+        let byte = match Byte::of_scalar(&b.bits, 0) {
+            Byte::Const(v) => BV::from_u64(u64::from(v), 8),
+            Byte::Sym(bv) => bv,
+            Byte::Pointer { .. } => BV::from_u64(0, 8),
+        };
+        word = Some(match word {
+            None => byte,
+            Some(w) => w.concat(&byte),
+        });
+    }
+    (word.unwrap_or_else(|| BV::from_u64(0, 8)), consts)
+}
+
+fn key_equal(a: &Record, key: &BV, key_const: &Option<Vec<u8>>) -> Bool {
+    match (&a.key_const, key_const) {
+        (Some(x), Some(y)) => Bool::from_bool(x == y),
+        _ => a.key.eq(key),
+    }
+}
+
+fn bits_ite(c: &Bool, a: &Bits, b: &Bits) -> Bits {
+    match (c.as_bool(), a, b) {
+        (Some(true), _, _) => a.clone(),
+        (Some(false), _, _) => b.clone(),
+        (_, Bits::Const(x), Bits::Const(y)) if x == y => a.clone(),
+        _ => Bits::Sym(c.ite(&a.bv(), &b.bv())),
+    }
+}
+
+/// `slot << 32 | byte`.
+pub fn value_offset(slot: &Bits, byte: u64) -> Bits {
+    match slot {
+        Bits::Const(s) => Bits::Const((s << 32) | byte),
+        Bits::Sym(bv) => Bits::Sym(bv.bvshl(BV::from_u64(32, 64)).bvor(BV::from_u64(byte, 64))),
+    }
+}
+
+impl SymMap {
+    /// The map at `index` of the object, with unknown contents (constants for a frozen
+    /// section); `Err` for a map type whose lookups the engine does not model.
+    pub fn new(index: usize, def: &MapDef) -> SymMap {
+        let frozen = matches!(
+            def.origin,
+            MapOrigin::GlobalData {
+                read_only: true,
+                ..
+            }
+        );
+        let kind = if frozen {
+            Kind::Frozen
+        } else if matches!(def.map_type, MapType::ARRAY | MapType::PERCPU_ARRAY) {
+            Kind::Array
+        } else {
+            Kind::Keyed {
+                sparse_array: def.map_type.is_array_like(),
+            }
+        };
+        let memory = if frozen {
+            let mut m = Memory::zeroed();
+            m.fill(0, def.initial_value.as_deref().unwrap_or(&[]));
+            m
+        } else {
+            Memory::input(&format!("map{index}_values"))
+        };
+        let initial = (!frozen).then(|| memory.base().clone());
+        SymMap {
+            index,
+            kind,
+            memory,
+            initial,
+            records: Vec::new(),
+            next_slot: 0,
+        }
+    }
+
+    /// Whether lookups of this map type are modelled.
+    pub fn check_modelled(def: &MapDef) -> Result<(), Unmodelled> {
+        let t = def.map_type;
+        let ok = matches!(
+            t,
+            MapType::HASH
+                | MapType::ARRAY
+                | MapType::PROG_ARRAY
+                | MapType::PERCPU_HASH
+                | MapType::PERCPU_ARRAY
+                | MapType::LRU_HASH
+                | MapType::LRU_PERCPU_HASH
+                | MapType::DEVMAP
+                | MapType::DEVMAP_HASH
+                | MapType::CPUMAP
+                | MapType::XSKMAP
+        );
+        if ok {
+            Ok(())
+        } else {
+            Err(Unmodelled(format!(
+                "map `{}` of type {} (only hash-like and array-like maps are modelled)",
+                def.name,
+                t.name()
+            )))
+        }
+    }
+
+    /// The array index a 4-byte key names, zero-extended.
+    fn index_of(key: &[SymValue]) -> Bits {
+        let (bv, consts) = key_formula(key);
+        match consts {
+            Some(b) => {
+                let mut word = [0u8; 8];
+                for (w, v) in word.iter_mut().zip(b) {
+                    *w = v;
+                }
+                Bits::Const(u64::from_le_bytes(word))
+            }
+            None => Bits::Sym(bv.zero_ext(64 - bv.get_size())),
+        }
+    }
+
+    fn in_range(def: &MapDef, index: &Bits) -> Bool {
+        match index {
+            Bits::Const(i) => Bool::from_bool(*i < u64::from(def.max_entries)),
+            Bits::Sym(bv) => bv.bvult(BV::from_u64(u64::from(def.max_entries), 64)),
+        }
+    }
+
+    /// The slot and current presence of `key`, recording the access.
+    fn resolve(&mut self, def: &MapDef, key: &[SymValue]) -> (Bits, Bool) {
+        let (bv, consts) = key_formula(key);
+        if let Some(c) = &consts {
+            if let Some(r) = self
+                .records
+                .iter()
+                .find(|r| r.key_const.as_ref() == Some(c))
+            {
+                return (r.slot.clone(), r.present.clone());
+            }
+        }
+        let (fresh_slot, initially_present) = match self.kind {
+            // An array's element `i` lives in slot `i`, unless an earlier access with a
+            // symbolic index that turns out equal gave it a slot of its own.
+            Kind::Array | Kind::Frozen => {
+                let index = SymMap::index_of(key);
+                let in_range = SymMap::in_range(def, &index);
+                match index {
+                    Bits::Const(i) => (i, in_range),
+                    Bits::Sym(_) => {
+                        self.next_slot += 1;
+                        (FRESH_ARRAY_SLOTS + self.next_slot, in_range)
+                    }
+                }
+            }
+            Kind::Keyed { sparse_array } => {
+                self.next_slot += 1;
+                let mut present =
+                    Bool::new_const(format!("map{}_present{}", self.index, self.next_slot));
+                if sparse_array {
+                    let index = SymMap::index_of(key);
+                    present = Bool::and(&[&present, &SymMap::in_range(def, &index)]);
+                }
+                (self.next_slot, present)
+            }
+        };
+        let mut slot = Bits::Const(fresh_slot);
+        let mut present = initially_present.clone();
+        for r in self.records.iter().rev() {
+            let eq = key_equal(r, &bv, &consts);
+            slot = bits_ite(&eq, &r.slot, &slot);
+            present = bool_ite(&eq, &r.present, &present);
+        }
+        self.records.push(Record {
+            key: bv,
+            key_const: consts,
+            slot: slot.clone(),
+            present: present.clone(),
+            fresh_slot,
+            initially_present,
+        });
+        (slot, present)
+    }
+
+    /// `bpf_map_lookup_elem`: a pointer to the key's value, NULL where it is absent.
+    pub fn lookup(&mut self, def: &MapDef, key: &[SymValue]) -> SymValue {
+        let (slot, present) = self.resolve(def, key);
+        SymValue {
+            tag: crate::value::Tag::Ptr {
+                region: Region::MapValue(self.index),
+                null: match present.as_bool() {
+                    Some(true) => None,
+                    _ => Some(present.not()),
+                },
+            },
+            bits: value_offset(&slot, 0),
+        }
+    }
+
+    /// Whether the map is a frozen (read-only) global data section.
+    pub fn is_frozen(&self) -> bool {
+        self.kind == Kind::Frozen
+    }
+
+    /// The slot of element 0 of a global data section, which `MapValue` immediates point into.
+    pub fn global_slot(&mut self, def: &MapDef) -> Bits {
+        let zero = vec![SymValue::constant(0); def.key_size as usize];
+        self.resolve(def, &zero).0
+    }
+
+    /// Writes `value` into `slot` where `ok` holds.
+    fn write_value(&mut self, slot: &Bits, value: &[SymValue], ok: &Bool) {
+        for (i, v) in value.iter().enumerate() {
+            let at = value_offset(slot, i as u64);
+            let new = Byte::of_scalar(&v.bits, 0);
+            let byte = match ok.as_bool() {
+                Some(true) => new,
+                Some(false) => continue,
+                None => {
+                    let old = self.memory.byte(&at);
+                    let to_bv = |b: Byte| match b {
+                        Byte::Const(c) => BV::from_u64(u64::from(c), 8),
+                        Byte::Sym(bv) => bv,
+                        Byte::Pointer { .. } => BV::from_u64(0, 8),
+                    };
+                    Byte::Sym(ok.ite(&to_bv(new), &to_bv(old)))
+                }
+            };
+            self.memory.set_byte(&at, byte);
+        }
+    }
+
+    /// `bpf_map_update_elem(map, key, value, flags)`: 0 or a negative errno, in the kernel's
+    /// order of checks (as `linerate_vm`'s map store makes them).
+    pub fn update(
+        &mut self,
+        def: &MapDef,
+        key: &[SymValue],
+        value: &[SymValue],
+        flags: &SymValue,
+    ) -> Result<SymValue, Unmodelled> {
+        let flags = flags.bits.bv();
+        let c = |v: u64| BV::from_u64(v, 64);
+        let lock = flags.bvand(c(update::F_LOCK)).eq(c(0)).not();
+        let plain = flags.bvand(c(!update::F_LOCK));
+        let bad_flags = plain.bvugt(c(update::EXIST));
+        let noexist = plain.eq(c(update::NOEXIST));
+        let exist = plain.eq(c(update::EXIST));
+        let errno = |e: i64| c((-e) as u64);
+        let (slot, result, ok) = match self.kind {
+            Kind::Frozen => {
+                return Err(Unmodelled(format!(
+                    "update of read-only map `{}`",
+                    def.name
+                )))
+            }
+            Kind::Array => {
+                let index = SymMap::index_of(key);
+                let in_range = SymMap::in_range(def, &index);
+                let (index, _) = self.resolve(def, key);
+                let result = bad_flags.ite(
+                    &errno(EINVAL),
+                    &in_range.not().ite(
+                        &errno(E2BIG),
+                        &noexist.ite(&errno(EEXIST), &lock.ite(&errno(EINVAL), &c(0))),
+                    ),
+                );
+                (index, result, None)
+            }
+            Kind::Keyed { .. } => {
+                let (slot, present) = self.resolve(def, key);
+                let result = bad_flags.ite(
+                    &errno(EINVAL),
+                    &lock.ite(
+                        &errno(EINVAL),
+                        &Bool::and(&[&present, &noexist]).ite(
+                            &errno(EEXIST),
+                            &Bool::and(&[&present.not(), &exist]).ite(&errno(ENOENT), &c(0)),
+                        ),
+                    ),
+                );
+                (slot, result, Some(()))
+            }
+        };
+        let result = result.simplify();
+        let succeeded = result.eq(c(0)).simplify();
+        if ok.is_some() {
+            self.set_presence(key, &succeeded, true);
+        }
+        self.write_value(&slot, value, &succeeded);
+        Ok(SymValue::scalar(match result.as_u64() {
+            Some(v) => Bits::Const(v),
+            None => Bits::Sym(result),
+        }))
+    }
+
+    /// Makes every recorded key equal to `key` present (or absent) where `when` holds.
+    fn set_presence(&mut self, key: &[SymValue], when: &Bool, present: bool) {
+        let (bv, consts) = key_formula(key);
+        let value = Bool::from_bool(present);
+        for r in &mut self.records {
+            let eq = key_equal(r, &bv, &consts);
+            let change = match (when.as_bool(), eq.as_bool()) {
+                (Some(false), _) | (_, Some(false)) => continue,
+                (Some(true), _) => eq,
+                (_, Some(true)) => when.clone(),
+                _ => Bool::and(&[when, &eq]),
+            };
+            r.present = bool_ite(&change, &value, &r.present);
+        }
+    }
+
+    /// `bpf_map_delete_elem(map, key)`: 0 or a negative errno.
+    pub fn delete(&mut self, def: &MapDef, key: &[SymValue]) -> Result<SymValue, Unmodelled> {
+        match self.kind {
+            Kind::Frozen => Err(Unmodelled(format!(
+                "delete from read-only map `{}`",
+                def.name
+            ))),
+            Kind::Array => Ok(SymValue::constant((-EINVAL) as u64)),
+            Kind::Keyed { .. } => {
+                let (_, present) = self.resolve(def, key);
+                self.set_presence(key, &Bool::from_bool(true), false);
+                let result = present
+                    .ite(&BV::from_u64(0, 64), &BV::from_u64((-ENOENT) as u64, 64))
+                    .simplify();
+                Ok(SymValue::scalar(match result.as_u64() {
+                    Some(v) => Bits::Const(v),
+                    None => Bits::Sym(result),
+                }))
+            }
+        }
+    }
+
+    /// The entries to install before the run for the path to behave as in `model`: every key
+    /// the path saw that was present initially (for arrays and global data, every index it
+    /// touched), with the value it held then.
+    pub fn witness(&self, def: &MapDef, model: &z3::Model) -> Vec<(Vec<u8>, Vec<u8>)> {
+        let Some(initial) = &self.initial else {
+            return Vec::new();
+        };
+        let value_of = |slot: u64| -> Vec<u8> {
+            (0..u64::from(def.value_size))
+                .map(|i| {
+                    let sel = initial.select(&BV::from_u64((slot << 32) | i, 64));
+                    model
+                        .eval(&sel, true)
+                        .and_then(|v| v.as_bv())
+                        .and_then(|v| v.as_u64())
+                        .unwrap_or(0) as u8
+                })
+                .collect()
+        };
+        let mut out: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
+        match self.kind {
+            Kind::Frozen => {}
+            Kind::Array => {
+                for r in &self.records {
+                    let Some(key) = model.eval(&r.key, true).map(|k| bytes_of(&k, def.key_size))
+                    else {
+                        continue;
+                    };
+                    let mut word = [0u8; 8];
+                    for (w, b) in word.iter_mut().zip(&key) {
+                        *w = *b;
+                    }
+                    let in_range = u64::from_le_bytes(word) < u64::from(def.max_entries);
+                    if in_range && !out.iter().any(|(k, _)| *k == key) {
+                        out.push((key, value_of(r.fresh_slot)));
+                    }
+                }
+            }
+            Kind::Keyed { .. } => {
+                let mut seen: Vec<Vec<u8>> = Vec::new();
+                for r in &self.records {
+                    let Some(key) = model.eval(&r.key, true).map(|k| bytes_of(&k, def.key_size))
+                    else {
+                        continue;
+                    };
+                    if seen.contains(&key) {
+                        continue;
+                    }
+                    seen.push(key.clone());
+                    let present = model
+                        .eval(&r.initially_present, true)
+                        .and_then(|b| b.as_bool())
+                        .unwrap_or(false);
+                    if present {
+                        out.push((key, value_of(r.fresh_slot)));
+                    }
+                }
+            }
+        }
+        out
+    }
+}
+
+/// The `n` little-endian bytes of a numeral (first byte lowest).
+fn bytes_of(v: &BV, n: u32) -> Vec<u8> {
+    (0..n)
+        .map(|i| v.extract(8 * i + 7, 8 * i).simplify().as_u64().unwrap_or(0) as u8)
+        .collect()
+}

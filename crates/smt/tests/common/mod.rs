@@ -1,0 +1,60 @@
+//! What the tests share: the decisions an interpreter run took, and the blocks it entered.
+
+use linerate_bpf::facts::helper;
+use linerate_bpf::insn::{CallTarget, Instruction};
+use linerate_bpf::Object;
+use linerate_cfg::{Cfg, Decision};
+use linerate_smt::BlockRef;
+use linerate_vm::trace::Step;
+
+/// The instruction at `slot` of program `program`.
+fn instruction(object: &Object, program: usize, slot: usize) -> Option<Instruction> {
+    object.programs[program]
+        .decode()
+        .ok()?
+        .into_iter()
+        .find(|(s, _)| *s == slot)
+        .map(|(_, i)| i)
+}
+
+/// The decisions of an interpreter run recorded with `record_steps`.
+pub fn decisions(object: &Object, steps: &[Step]) -> Vec<Decision> {
+    let mut out = Vec::new();
+    for (i, step) in steps.iter().enumerate() {
+        if let Some(taken) = step.taken {
+            out.push(Decision::Branch {
+                pc: step.slot,
+                taken,
+            });
+        } else if instruction(object, step.program, step.slot)
+            == Some(Instruction::Call(CallTarget::Helper(helper::TAIL_CALL)))
+        {
+            let next = steps[i + 1];
+            let fell_through = next.program == step.program && next.slot == step.slot + 1;
+            out.push(Decision::TailCall {
+                pc: step.slot,
+                program: (!fell_through).then_some(next.program),
+            });
+        }
+    }
+    out
+}
+
+/// The blocks an interpreter run entered, in order.
+pub fn blocks(object: &Object, steps: &[Step]) -> Vec<BlockRef> {
+    let cfgs: Vec<Option<Cfg>> = object.programs.iter().map(|p| Cfg::build(p).ok()).collect();
+    steps
+        .iter()
+        .filter(|s| {
+            cfgs[s.program].as_ref().is_some_and(|cfg| {
+                cfg.block_of(s.slot)
+                    .and_then(|b| cfg.block(b))
+                    .is_some_and(|b| b.slots().start == s.slot)
+            })
+        })
+        .map(|s| BlockRef {
+            program: s.program,
+            slot: s.slot,
+        })
+        .collect()
+}
