@@ -194,7 +194,6 @@ impl Vm {
             vm: self,
             domain: Concrete,
             regs: [0; NUM_REGS],
-            frames: Vec::new(),
             scratch,
             program,
             tail_calls: 0,
@@ -204,9 +203,15 @@ impl Vm {
             loop_budget: LOOP_BUDGET,
         };
         let result = exec.run_to_exit();
-        let (redirect, trace) = (exec.redirect.take(), std::mem::take(&mut exec.trace));
-        let mut records = std::mem::take(&mut exec.records);
-        let scratch = std::mem::replace(&mut exec.scratch, Scratch::placeholder());
+        let Execution {
+            scratch,
+            program: final_program,
+            redirect,
+            trace,
+            mut records,
+            ..
+        } = exec;
+        self.scratch = scratch;
         // The reader takes every record after the run, as the kernel runner does.
         for (map, state) in self.maps.iter_mut().enumerate() {
             if let Some(ring) = state.ring_mut() {
@@ -215,16 +220,20 @@ impl Vm {
                 }
             }
         }
-        let outcome = result.map(|mut outcome| {
-            outcome.packet = scratch.packet.whole_packet();
-            outcome.meta = scratch.packet.meta().to_vec();
-            outcome.redirect = redirect;
-            outcome.trace = trace;
-            outcome.records = records;
-            outcome
-        });
-        self.scratch = scratch;
-        outcome.map_err(|e| *e)
+        let exit = result.map_err(|e| *e)?;
+        let packet = &self.scratch.packet;
+        Ok(RunOutcome {
+            return_value: exit.return_value,
+            packet: packet.whole_packet(),
+            meta: packet.meta().to_vec(),
+            instructions: exit.instructions,
+            final_program,
+            steps: exit.steps,
+            states: exit.states,
+            redirect,
+            trace,
+            records,
+        })
     }
 
     /// The next `bpf_get_prandom_u32` value (xorshift64*, deterministic from the seed).
@@ -253,6 +262,9 @@ pub(crate) struct Scratch {
     pub(crate) packet: PacketBuffer,
     /// The key passed to the callback at each call depth ([`CALLBACK_KEY_REGION`]).
     pub(crate) callback_keys: Vec<Vec<u8>>,
+    /// Saved frames of the active BPF-to-BPF calls and callbacks, innermost last (kept between
+    /// runs so that a program with calls does not allocate them per packet).
+    frames: Vec<Frame<u64>>,
 }
 
 impl Scratch {
@@ -261,6 +273,7 @@ impl Scratch {
             stack: vec![0; FRAME_BYTES * MAX_CALL_FRAMES],
             packet: PacketBuffer::default(),
             callback_keys: vec![Vec::new(); MAX_CALL_FRAMES],
+            frames: Vec::with_capacity(MAX_CALL_FRAMES),
         }
     }
 
@@ -270,6 +283,7 @@ impl Scratch {
             stack: Vec::new(),
             packet: PacketBuffer::placeholder(),
             callback_keys: Vec::new(),
+            frames: Vec::new(),
         }
     }
 }
@@ -279,7 +293,6 @@ pub(crate) struct Execution<'v> {
     pub(crate) vm: &'v mut Vm,
     domain: Concrete,
     pub(crate) regs: [u64; NUM_REGS],
-    frames: Vec<Frame<u64>>,
     pub(crate) scratch: Scratch,
     pub(crate) program: usize,
     pub(crate) tail_calls: u32,
@@ -288,6 +301,14 @@ pub(crate) struct Execution<'v> {
     pub(crate) records: Records,
     /// What is left of the run's `may_goto` budget.
     loop_budget: u64,
+}
+
+/// How a run's last program exited: what [`Vm::run`] completes into a [`RunOutcome`].
+struct Exited {
+    return_value: u64,
+    instructions: u64,
+    steps: Vec<Step>,
+    states: Vec<StepState>,
 }
 
 /// The `may_goto` budget of one program run.
@@ -314,11 +335,11 @@ impl Execution<'_> {
         self.regs = [0; NUM_REGS];
         self.regs[1] = pointer(CTX_REGION, 0);
         self.regs[10] = pointer(STACK_REGION, FRAME_BYTES as u64);
-        self.frames.clear();
+        self.scratch.frames.clear();
         self.loop_budget = LOOP_BUDGET;
     }
 
-    fn run_to_exit(&mut self) -> Result<RunOutcome, Box<VmError>> {
+    fn run_to_exit(&mut self) -> Result<Exited, Box<VmError>> {
         let options = &self.vm.options;
         if options.record_steps || options.record_states {
             self.run_loop::<true>()
@@ -329,7 +350,7 @@ impl Execution<'_> {
 
     /// The instruction loop; `RECORD` says whether any recording is asked for, so that the loop
     /// of a plain run carries no recording checks.
-    fn run_loop<const RECORD: bool>(&mut self) -> Result<RunOutcome, Box<VmError>> {
+    fn run_loop<const RECORD: bool>(&mut self) -> Result<Exited, Box<VmError>> {
         self.entry_registers();
         let record = RECORD && self.vm.options.record_steps;
         let record_states = RECORD && self.vm.options.record_states;
@@ -358,7 +379,7 @@ impl Execution<'_> {
                     data_meta: p.data_meta as u64,
                     data: p.data as u64,
                     data_end: p.data_end as u64,
-                    depth: self.frames.len(),
+                    depth: self.scratch.frames.len(),
                 });
             }
             let flow = step(self, pc, insn).map_err(|e| e.in_program(&self.program_name()))?;
@@ -386,17 +407,11 @@ impl Execution<'_> {
                     if record {
                         steps.push(Step::new(program, pc, None));
                     }
-                    return Ok(RunOutcome {
+                    return Ok(Exited {
                         return_value: self.regs[0] & 0xffff_ffff,
-                        packet: Vec::new(),
-                        meta: Vec::new(),
                         instructions: executed,
-                        final_program: self.program,
                         steps,
                         states,
-                        redirect: None,
-                        trace: Vec::new(),
-                        records: Records::new(),
                     });
                 }
                 Flow::TailCall => {
@@ -428,7 +443,7 @@ impl Execution<'_> {
         let (region, offset) = split(addr);
         let offset = offset as usize;
         let placed = match region {
-            STACK_REGION if offset + len <= (self.frames.len() + 1) * FRAME_BYTES => {
+            STACK_REGION if offset + len <= (self.scratch.frames.len() + 1) * FRAME_BYTES => {
                 Some(Place::Stack(offset))
             }
             PACKET_REGION
@@ -476,7 +491,7 @@ impl Execution<'_> {
                 "{len}-byte {} at stack offset {} outside the {} active stack bytes",
                 access(write),
                 offset,
-                (self.frames.len() + 1) * FRAME_BYTES
+                (self.scratch.frames.len() + 1) * FRAME_BYTES
             ),
             r if (MAP_VALUE_REGION..MAP_VALUE_REGION + self.vm.maps.len() as u64).contains(&r) => {
                 let state = &self.vm.maps[(r - MAP_VALUE_REGION) as usize];
@@ -703,7 +718,7 @@ impl Machine for Execution<'_> {
     }
 
     fn frames(&mut self) -> &mut Vec<Frame<u64>> {
-        &mut self.frames
+        &mut self.scratch.frames
     }
 
     fn push_stack_frame(&mut self, depth: usize) -> Result<u64, Box<VmError>> {
