@@ -415,8 +415,11 @@ fn atomic<M: Machine>(m: &mut M, pc: usize, insn: AtomicInsn) -> Result<(), M::F
     Ok(())
 }
 
-/// Executes the instruction `insn` at slot `pc`.
-#[inline]
+/// Executes the instruction `insn` at slot `pc`. Always inlined: each machine calls it from its
+/// own instruction loop, where it must become that loop's body: called instead, it cost the
+/// interpreter a quarter to a third more machine instructions per packet on the examples
+/// (counted with callgrind).
+#[inline(always)]
 pub fn step<M: Machine>(
     m: &mut M,
     pc: usize,

@@ -194,7 +194,6 @@ impl Vm {
             vm: self,
             domain: Concrete,
             regs: [0; NUM_REGS],
-            frames: Vec::new(),
             scratch,
             program,
             tail_calls: 0,
@@ -204,9 +203,15 @@ impl Vm {
             loop_budget: LOOP_BUDGET,
         };
         let result = exec.run_to_exit();
-        let (redirect, trace) = (exec.redirect.take(), std::mem::take(&mut exec.trace));
-        let mut records = std::mem::take(&mut exec.records);
-        let scratch = std::mem::replace(&mut exec.scratch, Scratch::placeholder());
+        let Execution {
+            scratch,
+            program: final_program,
+            redirect,
+            trace,
+            mut records,
+            ..
+        } = exec;
+        self.scratch = scratch;
         // The reader takes every record after the run, as the kernel runner does.
         for (map, state) in self.maps.iter_mut().enumerate() {
             if let Some(ring) = state.ring_mut() {
@@ -215,16 +220,20 @@ impl Vm {
                 }
             }
         }
-        let outcome = result.map(|mut outcome| {
-            outcome.packet = scratch.packet.whole_packet();
-            outcome.meta = scratch.packet.meta().to_vec();
-            outcome.redirect = redirect;
-            outcome.trace = trace;
-            outcome.records = records;
-            outcome
-        });
-        self.scratch = scratch;
-        outcome.map_err(|e| *e)
+        let exit = result.map_err(|e| *e)?;
+        let packet = &self.scratch.packet;
+        Ok(RunOutcome {
+            return_value: exit.return_value,
+            packet: packet.whole_packet(),
+            meta: packet.meta().to_vec(),
+            instructions: exit.instructions,
+            final_program,
+            steps: exit.steps,
+            states: exit.states,
+            redirect,
+            trace,
+            records,
+        })
     }
 
     /// The next `bpf_get_prandom_u32` value (xorshift64*, deterministic from the seed).
@@ -253,6 +262,9 @@ pub(crate) struct Scratch {
     pub(crate) packet: PacketBuffer,
     /// The key passed to the callback at each call depth ([`CALLBACK_KEY_REGION`]).
     pub(crate) callback_keys: Vec<Vec<u8>>,
+    /// Saved frames of the active BPF-to-BPF calls and callbacks, innermost last (kept between
+    /// runs so that a program with calls does not allocate them per packet).
+    frames: Vec<Frame<u64>>,
 }
 
 impl Scratch {
@@ -261,6 +273,7 @@ impl Scratch {
             stack: vec![0; FRAME_BYTES * MAX_CALL_FRAMES],
             packet: PacketBuffer::default(),
             callback_keys: vec![Vec::new(); MAX_CALL_FRAMES],
+            frames: Vec::with_capacity(MAX_CALL_FRAMES),
         }
     }
 
@@ -270,6 +283,7 @@ impl Scratch {
             stack: Vec::new(),
             packet: PacketBuffer::placeholder(),
             callback_keys: Vec::new(),
+            frames: Vec::new(),
         }
     }
 }
@@ -279,7 +293,6 @@ pub(crate) struct Execution<'v> {
     pub(crate) vm: &'v mut Vm,
     domain: Concrete,
     pub(crate) regs: [u64; NUM_REGS],
-    frames: Vec<Frame<u64>>,
     pub(crate) scratch: Scratch,
     pub(crate) program: usize,
     pub(crate) tail_calls: u32,
@@ -288,6 +301,14 @@ pub(crate) struct Execution<'v> {
     pub(crate) records: Records,
     /// What is left of the run's `may_goto` budget.
     loop_budget: u64,
+}
+
+/// How a run's last program exited: what [`Vm::run`] completes into a [`RunOutcome`].
+struct Exited {
+    return_value: u64,
+    instructions: u64,
+    steps: Vec<Step>,
+    states: Vec<StepState>,
 }
 
 /// The `may_goto` budget of one program run.
@@ -314,14 +335,25 @@ impl Execution<'_> {
         self.regs = [0; NUM_REGS];
         self.regs[1] = pointer(CTX_REGION, 0);
         self.regs[10] = pointer(STACK_REGION, FRAME_BYTES as u64);
-        self.frames.clear();
+        self.scratch.frames.clear();
         self.loop_budget = LOOP_BUDGET;
     }
 
-    fn run_to_exit(&mut self) -> Result<RunOutcome, Box<VmError>> {
+    fn run_to_exit(&mut self) -> Result<Exited, Box<VmError>> {
+        let options = &self.vm.options;
+        if options.record_steps || options.record_states {
+            self.run_loop::<true>()
+        } else {
+            self.run_loop::<false>()
+        }
+    }
+
+    /// The instruction loop; `RECORD` says whether any recording is asked for, so that the loop
+    /// of a plain run carries no recording checks.
+    fn run_loop<const RECORD: bool>(&mut self) -> Result<Exited, Box<VmError>> {
         self.entry_registers();
-        let record = self.vm.options.record_steps;
-        let record_states = self.vm.options.record_states;
+        let record = RECORD && self.vm.options.record_steps;
+        let record_states = RECORD && self.vm.options.record_states;
         let limit = self.vm.options.max_instructions;
         let mut steps = Vec::new();
         let mut states = Vec::new();
@@ -329,14 +361,11 @@ impl Execution<'_> {
         let mut pc = 0usize;
         let mut slots = Rc::clone(&self.vm.programs[self.program].slots);
         loop {
-            let insn = match slots.get(pc) {
-                Some(Some(insn)) => *insn,
-                _ => {
-                    return Err(Box::new(VmError::BadJump {
-                        program: self.program_name(),
-                        pc,
-                    }))
-                }
+            let Some(Some(insn)) = slots.get(pc) else {
+                return Err(Box::new(VmError::BadJump {
+                    program: self.program_name(),
+                    pc,
+                }));
             };
             executed += 1;
             if executed > limit {
@@ -350,10 +379,10 @@ impl Execution<'_> {
                     data_meta: p.data_meta as u64,
                     data: p.data as u64,
                     data_end: p.data_end as u64,
-                    depth: self.frames.len(),
+                    depth: self.scratch.frames.len(),
                 });
             }
-            let flow = step(self, pc, &insn).map_err(|e| e.in_program(&self.program_name()))?;
+            let flow = step(self, pc, insn).map_err(|e| e.in_program(&self.program_name()))?;
             let (next, taken) = match flow {
                 Flow::Next(next) => (next, None),
                 Flow::Branch {
@@ -378,17 +407,11 @@ impl Execution<'_> {
                     if record {
                         steps.push(Step::new(program, pc, None));
                     }
-                    return Ok(RunOutcome {
+                    return Ok(Exited {
                         return_value: self.regs[0] & 0xffff_ffff,
-                        packet: Vec::new(),
-                        meta: Vec::new(),
                         instructions: executed,
-                        final_program: self.program,
                         steps,
                         states,
-                        redirect: None,
-                        trace: Vec::new(),
-                        records: Records::new(),
                     });
                 }
                 Flow::TailCall => {
@@ -412,93 +435,111 @@ impl Execution<'_> {
         self.vm.object.programs[self.program].name.clone()
     }
 
-    /// Resolves `len` bytes at `addr` to a place, checking bounds.
+    /// Resolves `len` bytes at `addr` to a place, checking bounds. Inlined into every load and
+    /// store: the checks that pass are a few comparisons; [`Execution::fault`] says why one
+    /// failed, out of the instruction loop.
+    #[inline(always)]
     fn place(&self, pc: usize, addr: u64, len: usize, write: bool) -> Result<Place, Box<VmError>> {
         let (region, offset) = split(addr);
         let offset = offset as usize;
-        let fault = |what: String| VmError::MemoryFault {
-            program: self.program_name(),
-            pc,
-            what,
-        };
-        match region {
-            PACKET_REGION => {
-                let p = &self.scratch.packet;
-                if offset < p.data_meta || offset + len > p.data_end {
-                    return Err(Box::new(fault(format!(
-                        "{len}-byte {} at packet offset {} outside the packet (data_meta..data_end = {}..{})",
-                        access(write),
-                        offset as i64 - p.data as i64,
-                        p.data_meta as i64 - p.data as i64,
-                        p.data_end - p.data
-                    ))));
-                }
-                Ok(Place::Packet(offset))
+        let placed = match region {
+            STACK_REGION if offset + len <= (self.scratch.frames.len() + 1) * FRAME_BYTES => {
+                Some(Place::Stack(offset))
             }
-            STACK_REGION => {
-                let depth = self.frames.len() + 1;
-                if offset + len > depth * FRAME_BYTES {
-                    return Err(Box::new(fault(format!(
-                        "{len}-byte {} at stack offset {} outside the {} active stack bytes",
-                        access(write),
-                        offset,
-                        depth * FRAME_BYTES
-                    ))));
-                }
-                Ok(Place::Stack(offset))
+            PACKET_REGION
+                if offset >= self.scratch.packet.data_meta
+                    && offset + len <= self.scratch.packet.data_end =>
+            {
+                Some(Place::Packet(offset))
             }
-            r if (MAP_VALUE_REGION..MAP_VALUE_REGION + self.vm.maps.len() as u64).contains(&r) => {
+            r if r.wrapping_sub(MAP_VALUE_REGION) < self.vm.maps.len() as u64 => {
                 let map = (r - MAP_VALUE_REGION) as usize;
                 let state = &self.vm.maps[map];
-                let Some(loc) = state.locate_value(offset, len) else {
-                    return Err(Box::new(fault(format!(
+                state
+                    .locate_value(offset, len)
+                    .filter(|_| !(write && is_read_only(&state.def)))
+                    .map(|loc| Place::MapValue { map, loc })
+            }
+            r if r.wrapping_sub(CALLBACK_KEY_REGION) < MAX_CALL_FRAMES as u64 => {
+                let depth = (r - CALLBACK_KEY_REGION) as usize;
+                (!write && offset + len <= self.scratch.callback_keys[depth].len())
+                    .then_some(Place::Key { depth, offset })
+            }
+            _ => None,
+        };
+        placed.ok_or_else(|| self.fault(pc, addr, len, write))
+    }
+
+    /// Why [`Execution::place`] refused `len` bytes at `addr`.
+    #[cold]
+    #[inline(never)]
+    fn fault(&self, pc: usize, addr: u64, len: usize, write: bool) -> Box<VmError> {
+        let (region, offset) = split(addr);
+        let offset = offset as usize;
+        let what = match region {
+            PACKET_REGION => {
+                let p = &self.scratch.packet;
+                format!(
+                    "{len}-byte {} at packet offset {} outside the packet (data_meta..data_end = {}..{})",
+                    access(write),
+                    offset as i64 - p.data as i64,
+                    p.data_meta as i64 - p.data as i64,
+                    p.data_end - p.data
+                )
+            }
+            STACK_REGION => format!(
+                "{len}-byte {} at stack offset {} outside the {} active stack bytes",
+                access(write),
+                offset,
+                (self.scratch.frames.len() + 1) * FRAME_BYTES
+            ),
+            r if (MAP_VALUE_REGION..MAP_VALUE_REGION + self.vm.maps.len() as u64).contains(&r) => {
+                let state = &self.vm.maps[(r - MAP_VALUE_REGION) as usize];
+                if state.locate_value(offset, len).is_some() {
+                    format!("write to read-only map `{}`", state.def.name)
+                } else {
+                    format!(
                         "{len}-byte {} at offset {} of a value of map `{}` (value size {}) outside a live value",
                         access(write),
                         offset % state.stride,
                         state.def.name,
                         state.def.value_size
-                    ))));
-                };
-                if write && is_read_only(&state.def) {
-                    return Err(Box::new(fault(format!(
-                        "write to read-only map `{}`",
-                        state.def.name
-                    ))));
+                    )
                 }
-                Ok(Place::MapValue { map, loc })
             }
             r if (CALLBACK_KEY_REGION..CALLBACK_KEY_REGION + MAX_CALL_FRAMES as u64)
                 .contains(&r) =>
             {
-                let depth = (r - CALLBACK_KEY_REGION) as usize;
-                let key_len = self.scratch.callback_keys[depth].len();
-                if write || offset + len > key_len {
-                    return Err(Box::new(fault(format!(
-                        "{len}-byte {} at offset {offset} of a callback's {key_len}-byte key, \
-                         which is read-only",
-                        access(write)
-                    ))));
-                }
-                Ok(Place::Key { depth, offset })
+                let key_len = self.scratch.callback_keys[(r - CALLBACK_KEY_REGION) as usize].len();
+                format!(
+                    "{len}-byte {} at offset {offset} of a callback's {key_len}-byte key, \
+                     which is read-only",
+                    access(write)
+                )
             }
-            CTX_REGION => Err(Box::new(fault(format!(
+            CTX_REGION => format!(
                 "{len}-byte {} of the context at offset {offset} is not a context field access",
                 access(write)
-            )))),
-            r if r >= MAP_HANDLE_REGION => Err(Box::new(fault(format!(
+            ),
+            r if r >= MAP_HANDLE_REGION => format!(
                 "{} through a map handle (map index {})",
                 access(write),
                 r - MAP_HANDLE_REGION
-            )))),
-            0 if offset < 4096 => Err(Box::new(fault(format!(
+            ),
+            0 if offset < 4096 => format!(
                 "{len}-byte {} at address {addr:#x}: null pointer dereference",
                 access(write)
-            )))),
-            _ => Err(Box::new(fault(format!(
+            ),
+            _ => format!(
                 "{len}-byte {} at address {addr:#x}, which is in no memory region",
                 access(write)
-            )))),
-        }
+            ),
+        };
+        Box::new(VmError::MemoryFault {
+            program: self.program_name(),
+            pc,
+            what,
+        })
     }
 
     /// Reads `len` bytes at `addr` (for helpers).
@@ -613,6 +654,37 @@ fn access(write: bool) -> &'static str {
     }
 }
 
+/// The first `N` bytes of `bytes`, copied with a length known when compiling: a load or store
+/// copies 1, 2, 4 or 8 bytes, and a copy of a length known only at run time calls `memcpy`.
+#[inline(always)]
+fn first<const N: usize>(bytes: &[u8]) -> [u8; N] {
+    let mut out = [0u8; N];
+    out.copy_from_slice(&bytes[..N]);
+    out
+}
+
+/// The little-endian value of the first `size` bytes of `bytes`, zero-extended.
+#[inline(always)]
+fn read_word(bytes: &[u8], size: Size) -> u64 {
+    match size {
+        Size::B => u64::from(bytes[0]),
+        Size::H => u64::from(u16::from_le_bytes(first(bytes))),
+        Size::W => u64::from(u32::from_le_bytes(first(bytes))),
+        Size::Dw => u64::from_le_bytes(first(bytes)),
+    }
+}
+
+/// Writes the low `size` bytes of `value` little-endian at the start of `bytes`.
+#[inline(always)]
+fn write_word(bytes: &mut [u8], size: Size, value: u64) {
+    match size {
+        Size::B => bytes[0] = value as u8,
+        Size::H => bytes[..2].copy_from_slice(&(value as u16).to_le_bytes()),
+        Size::W => bytes[..4].copy_from_slice(&(value as u32).to_le_bytes()),
+        Size::Dw => bytes[..8].copy_from_slice(&value.to_le_bytes()),
+    }
+}
+
 fn mask(size: Size) -> u64 {
     if size == Size::Dw {
         u64::MAX
@@ -646,7 +718,7 @@ impl Machine for Execution<'_> {
     }
 
     fn frames(&mut self) -> &mut Vec<Frame<u64>> {
-        &mut self.frames
+        &mut self.scratch.frames
     }
 
     fn push_stack_frame(&mut self, depth: usize) -> Result<u64, Box<VmError>> {
@@ -663,16 +735,12 @@ impl Machine for Execution<'_> {
         }
         let len = size.bytes() as usize;
         let bytes: &[u8] = match self.place(pc, *addr, len, false)? {
-            Place::Packet(o) => &self.scratch.packet.buf[o..o + len],
-            Place::Stack(o) => &self.scratch.stack[o..o + len],
+            Place::Packet(o) => &self.scratch.packet.buf[o..],
+            Place::Stack(o) => &self.scratch.stack[o..],
             Place::MapValue { map, loc } => self.vm.maps[map].slab.bytes(loc, len),
-            Place::Key { depth, offset } => {
-                &self.scratch.callback_keys[depth][offset..offset + len]
-            }
+            Place::Key { depth, offset } => &self.scratch.callback_keys[depth][offset..],
         };
-        let mut word = [0u8; 8];
-        word[..len].copy_from_slice(bytes);
-        Ok(u64::from_le_bytes(word))
+        Ok(read_word(bytes, size))
     }
 
     #[inline]
@@ -684,8 +752,15 @@ impl Machine for Execution<'_> {
         value: &u64,
     ) -> Result<(), Box<VmError>> {
         let len = size.bytes() as usize;
-        let bytes = value.to_le_bytes();
-        self.write_memory(pc, *addr, &bytes[..len])
+        let bytes: &mut [u8] = match self.place(pc, *addr, len, true)? {
+            Place::Packet(o) => &mut self.scratch.packet.buf[o..],
+            Place::Stack(o) => &mut self.scratch.stack[o..],
+            Place::MapValue { map, loc } => self.vm.maps[map].slab.bytes_mut(loc, len),
+            // `place` refuses writes to keys; the store would land in the key's copy.
+            Place::Key { depth, offset } => &mut self.scratch.callback_keys[depth][offset..],
+        };
+        write_word(bytes, size, *value);
+        Ok(())
     }
 
     fn map_reference(&mut self, pc: usize, imm: &Imm64) -> Result<u64, Box<VmError>> {
