@@ -10,8 +10,10 @@
 //!   bottleneck component and its own minimum packet size (§5.1, §5.3, §5.4).
 //! - [`ssp`]: the slowest satisfiable paths: enumerated paths checked in parallel, in order,
 //!   with an anytime bound and pruning by unsatisfiable cores (§5.5 and its §7 future work).
+//! - [`solve`]: that search with the Z3 engine of `linerate-smt` checking the paths.
 
 pub mod dag;
 pub mod enumerate;
 pub mod prepare;
+pub mod solve;
 pub mod ssp;

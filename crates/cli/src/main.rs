@@ -5,6 +5,7 @@
 //! Every failure ends in one line `error: <cause>` on stderr (plus detail lines where there is
 //! more to say, such as a verifier log) and a non-zero exit.
 
+mod bound;
 mod calibrate;
 mod cost;
 mod inspect;
@@ -34,6 +35,8 @@ enum Command {
     Run(run::RunArgs),
     /// Cost of each block and edge of a program on a device model, and of a block sequence.
     Cost(cost::CostArgs),
+    /// Worst-case throughput: the slowest satisfiable path on a device model, with a witness.
+    Bound(bound::BoundArgs),
     /// Measure this host's XDP costs through the kernel and write an x86 cost model.
     Calibrate(calibrate::CalibrateArgs),
 }
@@ -56,6 +59,7 @@ fn main() -> ExitCode {
         Command::Inspect(args) => inspect::inspect(&args),
         Command::Run(args) => run::run(&args),
         Command::Cost(args) => cost::cost(&args),
+        Command::Bound(args) => bound::bound(&args),
         Command::Calibrate(args) => calibrate::calibrate(&args),
     };
     match result {

@@ -17,6 +17,7 @@ use linerate_cfg::{Cfg, Decision};
 use linerate_sem::exec::{step, Flow, Frame, HelperOutcome, Machine, SemError, STACK_FRAME_SIZE};
 use linerate_sem::helpers::{
     Callback, Device, FibAnswer, Frags, HelperMachine, PacketBounds, RedirectTo, Source,
+    WalkPosition, WalkedElement,
 };
 use z3::ast::{Ast, Bool, BV};
 
@@ -986,6 +987,15 @@ impl HelperMachine for Exec<'_> {
     }
 
     fn callback_key(&mut self, pc: usize, _key: &[SymValue]) -> Result<SymValue, SmtError> {
+        Err(self.unsupported(pc, "callbacks"))
+    }
+
+    fn map_next_element(
+        &mut self,
+        pc: usize,
+        _map: usize,
+        _after: Option<WalkPosition>,
+    ) -> Result<Option<WalkedElement<SymValue>>, SmtError> {
         Err(self.unsupported(pc, "callbacks"))
     }
 }

@@ -1,0 +1,109 @@
+//! The SSP search with the Z3 engine (`linerate-smt`) as its checker: what `linerate bound`
+//! runs, and what later capabilities (optimizing for the worst case, the hXDP worst case, the
+//! report) call for a program's guarantee.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use linerate_bpf::Object;
+use linerate_cfg::Decision;
+use linerate_cost::Model;
+use linerate_smt::Witness;
+
+use crate::enumerate::EnumerateError;
+use crate::prepare::Prepared;
+use crate::ssp::{self, Event, Outcome, PathChecker, Verdict};
+
+/// A checker of one worker thread: a `linerate_smt` session on the program, counting the solver
+/// checks it makes into a total shared by all workers.
+pub struct SmtChecker {
+    inner: Result<linerate_smt::PathChecker, String>,
+    solver_checks: Arc<AtomicU64>,
+    counted: u64,
+}
+
+impl SmtChecker {
+    /// A checker of program `program` of `object`; a failure to set one up makes every check
+    /// answer unknown with the reason (the bound then rests on the unchecked paths).
+    pub fn new(
+        object: &Object,
+        program: usize,
+        options: linerate_smt::Options,
+        solver_checks: Arc<AtomicU64>,
+    ) -> SmtChecker {
+        SmtChecker {
+            inner: linerate_smt::PathChecker::new(object, program, options)
+                .map_err(|e| e.to_string()),
+            solver_checks,
+            counted: 0,
+        }
+    }
+}
+
+impl PathChecker for SmtChecker {
+    type Witness = Box<Witness>;
+
+    fn check(&mut self, decisions: &[Decision]) -> Verdict<Box<Witness>> {
+        let checker = match &mut self.inner {
+            Ok(checker) => checker,
+            Err(why) => return Verdict::Unknown(why.clone()),
+        };
+        let verdict = match checker.check(decisions) {
+            Ok(linerate_smt::Verdict::Sat(w)) => Verdict::Sat(w),
+            Ok(linerate_smt::Verdict::Unsat { core }) => Verdict::Unsat { core },
+            Ok(linerate_smt::Verdict::Unknown) => {
+                Verdict::Unknown("the solver ran out of time".into())
+            }
+            Err(e) => Verdict::Unknown(e.to_string()),
+        };
+        let checks = checker.solver_checks();
+        self.solver_checks
+            .fetch_add(checks - self.counted, Ordering::Relaxed);
+        self.counted = checks;
+        verdict
+    }
+}
+
+/// How to look for a program's guarantee.
+#[derive(Clone, Debug)]
+pub struct GuaranteeOptions {
+    pub search: ssp::Options,
+    /// Every path instead of the ordered search (the benchmark's baseline).
+    pub exhaustive: bool,
+    /// Time one solver check may take.
+    pub check_timeout: Option<Duration>,
+}
+
+/// The search's outcome with the solver checks it made.
+pub struct Guarantee {
+    pub outcome: Outcome<Box<Witness>>,
+    pub solver_checks: u64,
+}
+
+/// Searches the slowest satisfiable paths of `prepared` (program `program` of `object`) under
+/// `model`, checking paths with Z3.
+pub fn guarantee(
+    object: &Object,
+    program: usize,
+    prepared: &Prepared,
+    model: &Model,
+    options: &GuaranteeOptions,
+    progress: impl FnMut(Event),
+) -> Result<Guarantee, EnumerateError> {
+    let solver_checks = Arc::new(AtomicU64::new(0));
+    let smt_options = linerate_smt::Options {
+        timeout: options.check_timeout,
+        ..linerate_smt::Options::default()
+    };
+    let make = || SmtChecker::new(object, program, smt_options.clone(), solver_checks.clone());
+    let outcome = if options.exhaustive {
+        ssp::exhaustive(prepared, model, &options.search, &make)?
+    } else {
+        ssp::search(prepared, model, &options.search, &make, progress)?
+    };
+    Ok(Guarantee {
+        outcome,
+        solver_checks: solver_checks.load(Ordering::Relaxed),
+    })
+}
