@@ -13,7 +13,7 @@ use linerate_smt::Witness;
 
 use crate::enumerate::EnumerateError;
 use crate::prepare::Prepared;
-use crate::ssp::{self, Event, Outcome, PathChecker, Verdict};
+use crate::ssp::{self, Event, MakeChecker, Outcome, PathChecker, Verdict};
 
 /// A checker of one worker thread: a `linerate_smt` session on the program, counting the solver
 /// checks it makes into a total shared by all workers.
@@ -96,7 +96,12 @@ pub fn guarantee(
         timeout: options.check_timeout,
         ..linerate_smt::Options::default()
     };
-    let make = || SmtChecker::new(object, program, smt_options.clone(), solver_checks.clone());
+    // Workers outlive a search that stops early, so they own what they check.
+    let shared = Arc::new(object.clone());
+    let counter = Arc::clone(&solver_checks);
+    let make: MakeChecker<SmtChecker> = Arc::new(move || {
+        SmtChecker::new(&shared, program, smt_options.clone(), Arc::clone(&counter))
+    });
     let outcome = if options.exhaustive {
         ssp::exhaustive(prepared, model, &options.search, &make)?
     } else {

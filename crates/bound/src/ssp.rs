@@ -2,7 +2,7 @@
 //! throughput, each checked for satisfiability, until the first satisfiable one.
 //!
 //! Checks run in parallel on worker threads, each with its own checker (a Z3 context lives in
-//! one thread); the enumeration stays on the calling thread and hands paths out in order. A
+//! one thread; a search that stops does not wait for the checks in progress); the enumeration stays on the calling thread and hands paths out in order. A
 //! verdict becomes final only in enumeration order: a satisfiable path checked ahead of slower
 //! candidates waits until every one of them is refuted. Every refuted prefix of the order proves
 //! a bound: no satisfiable path is slower than the first path not yet refuted, so the bound
@@ -18,7 +18,7 @@
 //! stays sound, and the report says the path was not confirmed.
 
 use std::collections::BTreeMap;
-use std::sync::mpsc;
+use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use linerate_cfg::Decision;
@@ -46,7 +46,7 @@ pub enum Verdict<W> {
 /// between calls (solver scopes of a shared prefix).
 pub trait PathChecker {
     /// What a satisfiable path's check yields.
-    type Witness: Send;
+    type Witness: Send + 'static;
     fn check(&mut self, decisions: &[Decision]) -> Verdict<Self::Witness>;
 }
 
@@ -139,41 +139,44 @@ struct Job {
     decisions: Vec<Decision>,
 }
 
+/// Makes one checker per worker thread.
+pub type MakeChecker<C> = Arc<dyn Fn() -> C + Send + Sync>;
+
 /// Runs `body` with `threads` worker threads, each checking the jobs it receives with its own
 /// checker from `make_checker` and sending back `(seq, verdict)`.
-fn with_workers<C: PathChecker, T>(
+///
+/// The workers are not joined: when `body` returns, the job channel closes and each worker ends
+/// after the check it is in, so a search that stops at its time limit answers at once instead of
+/// waiting for checks it no longer needs (a check can take many solver calls).
+fn with_workers<C: PathChecker + 'static, T>(
     threads: usize,
-    make_checker: &(dyn Fn() -> C + Sync),
+    make_checker: &MakeChecker<C>,
     body: impl FnOnce(&mpsc::Sender<Job>, &mpsc::Receiver<(u64, Verdict<C::Witness>)>) -> T,
 ) -> T {
     let (job_tx, job_rx) = mpsc::channel::<Job>();
-    let job_rx = std::sync::Mutex::new(job_rx);
+    let job_rx = Arc::new(Mutex::new(job_rx));
     let (verdict_tx, verdict_rx) = mpsc::channel::<(u64, Verdict<C::Witness>)>();
-    std::thread::scope(|scope| {
-        for _ in 0..threads.max(1) {
-            let verdict_tx = verdict_tx.clone();
-            let job_rx = &job_rx;
-            scope.spawn(move || {
-                let mut checker = make_checker();
-                loop {
-                    let job = match job_rx.lock() {
-                        Ok(rx) => rx.recv(),
-                        Err(_) => return,
-                    };
-                    let Ok(job) = job else { return };
-                    let verdict = checker.check(&job.decisions);
-                    if verdict_tx.send((job.seq, verdict)).is_err() {
-                        return;
-                    }
+    for _ in 0..threads.max(1) {
+        let verdict_tx = verdict_tx.clone();
+        let job_rx = Arc::clone(&job_rx);
+        let make_checker = Arc::clone(make_checker);
+        std::thread::spawn(move || {
+            let mut checker = make_checker();
+            loop {
+                let job = match job_rx.lock() {
+                    Ok(rx) => rx.recv(),
+                    Err(_) => return,
+                };
+                let Ok(job) = job else { return };
+                let verdict = checker.check(&job.decisions);
+                if verdict_tx.send((job.seq, verdict)).is_err() {
+                    return;
                 }
-            });
-        }
-        drop(verdict_tx);
-        let result = body(&job_tx, &verdict_rx);
-        // Workers end when the job channel closes.
-        drop(job_tx);
-        result
-    })
+            }
+        });
+    }
+    drop(verdict_tx);
+    body(&job_tx, &verdict_rx)
 }
 
 fn empty_outcome<W>(naive: Option<RankedPath>) -> Outcome<W> {
@@ -191,11 +194,11 @@ fn empty_outcome<W>(naive: Option<RankedPath>) -> Outcome<W> {
 }
 
 /// Searches `prepared`'s graph for its slowest satisfiable paths under `model`.
-pub fn search<C: PathChecker>(
+pub fn search<C: PathChecker + 'static>(
     prepared: &Prepared,
     model: &Model,
     options: &Options,
-    make_checker: &(dyn Fn() -> C + Sync),
+    make_checker: &MakeChecker<C>,
     mut progress: impl FnMut(Event),
 ) -> Result<Outcome<C::Witness>, EnumerateError> {
     let started = Instant::now();
@@ -225,11 +228,11 @@ pub fn search<C: PathChecker>(
 /// Checks every path of the graph, in no particular order, and keeps the `options.paths`
 /// slowest satisfiable ones: the baseline the ordered search is measured against
 /// (`--exhaustive`). A path without a verdict counts as satisfiable, as in [`search`].
-pub fn exhaustive<C: PathChecker>(
+pub fn exhaustive<C: PathChecker + 'static>(
     prepared: &Prepared,
     model: &Model,
     options: &Options,
-    make_checker: &(dyn Fn() -> C + Sync),
+    make_checker: &MakeChecker<C>,
 ) -> Result<Outcome<C::Witness>, EnumerateError> {
     let started = Instant::now();
     let rates = ModelRates::new(model, options.metric);

@@ -4,10 +4,11 @@
 //! it, and report a bound that only rises.
 
 use std::collections::HashSet;
+use std::sync::Arc;
 
 use linerate_bound::enumerate::{Exhaustive, Metric, ModelRates, Rates};
 use linerate_bound::prepare::{prepare, Options as PrepareOptions, Prepared};
-use linerate_bound::ssp::{exhaustive, search, Options, PathChecker, Stop, Verdict};
+use linerate_bound::ssp::{exhaustive, search, MakeChecker, Options, PathChecker, Stop, Verdict};
 use linerate_cfg::Decision;
 use linerate_conformance::examples::load_all;
 use linerate_cost::Model;
@@ -75,9 +76,10 @@ fn search_finds_the_slowest_path_that_avoids_refuted_decisions() {
                 threads,
                 ..Options::default()
             };
-            let make = || Refuter {
-                impossible: impossible.clone(),
-            };
+            let refuted = impossible.clone();
+            let make: MakeChecker<Refuter> = Arc::new(move || Refuter {
+                impossible: refuted.clone(),
+            });
             let outcome = search(&prepared, &model, &options, &make, |_| {}).expect(name);
             match expected {
                 Some(rate) => {
