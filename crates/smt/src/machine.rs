@@ -11,7 +11,7 @@ use std::rc::Rc;
 use linerate_bpf::facts::test_run_buffer::{HEADROOM, MAX_DATA};
 use linerate_bpf::facts::xdp_md;
 use linerate_bpf::insn::{Imm64, Instruction, Size, NUM_REGS};
-use linerate_bpf::program::MapDef;
+use linerate_bpf::program::{MapDef, MapType};
 use linerate_bpf::Object;
 use linerate_cfg::{Cfg, Decision};
 use linerate_sem::exec::{step, Flow, Frame, HelperOutcome, Machine, SemError, STACK_FRAME_SIZE};
@@ -493,6 +493,61 @@ impl Exec<'_> {
     }
 }
 
+impl Exec<'_> {
+    /// Constrains the initial entries map `map`'s last operation introduced to what user space
+    /// can install in a map of its type: a device map's value is the ifindex of a device of
+    /// this host (bpf_devmap_val, kernel/bpf/devmap.c; ifindex 0 leaves the slot empty), a CPU
+    /// map's key a possible CPU and its value a queue size of 1 to 16384
+    /// (bpf_cpumap_val, kernel/bpf/cpumap.c), a program array's value a program of the object.
+    fn constrain_fresh(&mut self, map: usize) {
+        let def = &self.env.object.maps[map];
+        let c = |v: u64, bits: u32| BV::from_u64(v, bits);
+        let word = |bytes: &[BV]| -> BV {
+            bytes[..4]
+                .iter()
+                .rev()
+                .cloned()
+                .reduce(|w, b| w.concat(&b))
+                .unwrap_or_else(|| c(0, 32))
+        };
+        let mut constraints = Vec::new();
+        for fresh in self.s.maps[map].take_fresh() {
+            if fresh.value.len() < 4 {
+                continue;
+            }
+            let value = word(&fresh.value);
+            let valid = match def.map_type {
+                MapType::DEVMAP | MapType::DEVMAP_HASH => {
+                    let devices: Vec<Bool> = self
+                        .env
+                        .devices
+                        .iter()
+                        .map(|&(ifindex, _)| value.eq(c(u64::from(ifindex), 32)))
+                        .collect();
+                    Bool::or(&devices)
+                }
+                MapType::CPUMAP => Bool::and(&[
+                    &value.bvuge(c(1, 32)),
+                    &value.bvule(c(16384, 32)),
+                    &fresh.key.bvult(c(self.env.cpus, fresh.key.get_size())),
+                ]),
+                MapType::PROG_ARRAY => value.bvult(c(self.env.object.programs.len() as u64, 32)),
+                _ => continue,
+            };
+            // The rest of the value (a program to run on the device or CPU) stays empty.
+            let rest: Vec<Bool> = fresh.value[4..].iter().map(|b| b.eq(c(0, 8))).collect();
+            constraints.push(
+                fresh
+                    .present
+                    .implies(Bool::and(&[&valid, &Bool::and(&rest)])),
+            );
+        }
+        for constraint in constraints {
+            self.session.assert(&constraint);
+        }
+    }
+}
+
 impl Machine for Exec<'_> {
     type D = SymDomain;
     type Fault = SmtError;
@@ -701,7 +756,9 @@ impl HelperMachine for Exec<'_> {
     ) -> Result<SymValue, SmtError> {
         let def = &self.env.object.maps[map];
         SymMap::check_modelled(def).map_err(|e| self.unsupported(pc, e.0))?;
-        Ok(self.s.maps[map].lookup(def, key))
+        let pointer = self.s.maps[map].lookup(def, key);
+        self.constrain_fresh(map);
+        Ok(pointer)
     }
 
     fn map_update(
@@ -714,9 +771,11 @@ impl HelperMachine for Exec<'_> {
     ) -> Result<SymValue, SmtError> {
         let def = &self.env.object.maps[map];
         SymMap::check_modelled(def).map_err(|e| self.unsupported(pc, e.0))?;
-        self.s.maps[map]
+        let result = self.s.maps[map]
             .update(def, key, value, flags)
-            .map_err(|e| self.unsupported(pc, e.0))
+            .map_err(|e| self.unsupported(pc, e.0));
+        self.constrain_fresh(map);
+        result
     }
 
     fn inner_map(
@@ -736,9 +795,11 @@ impl HelperMachine for Exec<'_> {
     ) -> Result<SymValue, SmtError> {
         let def = &self.env.object.maps[map];
         SymMap::check_modelled(def).map_err(|e| self.unsupported(pc, e.0))?;
-        self.s.maps[map]
+        let result = self.s.maps[map]
             .delete(def, key)
-            .map_err(|e| self.unsupported(pc, e.0))
+            .map_err(|e| self.unsupported(pc, e.0));
+        self.constrain_fresh(map);
+        result
     }
 
     fn packet_bounds(&mut self) -> PacketBounds<SymValue> {
