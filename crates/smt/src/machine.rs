@@ -235,6 +235,7 @@ impl Exec<'_> {
     pub fn run(&mut self) -> Result<Finished, SmtError> {
         loop {
             self.s.steps += 1;
+            self.session.executed += 1;
             if self.s.steps > MAX_STEPS {
                 return Err(SmtError::TooLong { steps: MAX_STEPS });
             }
