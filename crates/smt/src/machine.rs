@@ -577,6 +577,17 @@ impl Machine for Exec<'_> {
     }
 
     fn call_helper(&mut self, pc: usize, id: u32) -> Result<HelperOutcome, SmtError> {
+        // Past the tail call limit the helper falls through without asking the machine: the
+        // path's decision there must say so.
+        if id == linerate_bpf::facts::helper::TAIL_CALL
+            && self.s.tail_calls >= linerate_bpf::facts::limits::MAX_TAIL_CALLS
+        {
+            let index = self.s.next;
+            if self.decision(pc)? != (Decision::TailCall { pc, program: None }) {
+                return Err(self.mismatch(index, pc, "a tail call past the limit, which fails"));
+            }
+            self.s.pending = Some((index, Bool::from_bool(true)));
+        }
         linerate_sem::helpers::call(self, pc, id)
     }
 
