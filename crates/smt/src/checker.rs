@@ -159,6 +159,12 @@ impl PathChecker {
         })
     }
 
+    /// Instructions executed symbolically so far (a path sharing a prefix with the previous one
+    /// executes only what follows the prefix).
+    pub fn instructions_executed(&self) -> u64 {
+        self.session.executed
+    }
+
     /// Times an unknown answer made the checker retry in a fresh solver.
     pub fn restarts(&self) -> u64 {
         self.restarts
@@ -178,15 +184,17 @@ impl PathChecker {
         // The incremental solver's state sometimes sends its search astray where a fresh solver
         // answers at once, and the array solver gives up on array lambdas: retry once from
         // scratch with the general solver before giving up.
-        let checks = self.session.checks;
+        let (checks, executed) = (self.session.checks, self.session.executed);
         self.session = fresh_session(&self.env, self.program, &self.options, true);
         self.session.checks += checks;
+        self.session.executed += executed;
         self.previous.clear();
         self.restarts += 1;
         let verdict = self.check_in_session(decisions);
-        let checks = self.session.checks;
+        let (checks, executed) = (self.session.checks, self.session.executed);
         self.session = fresh_session(&self.env, self.program, &self.options, false);
         self.session.checks += checks;
+        self.session.executed += executed;
         self.previous.clear();
         verdict
     }

@@ -5,12 +5,12 @@
 //! tail call's target). [`PathChecker::check`] executes the program along it with a symbolic
 //! packet (bytes and a length of 14 to 3520 bytes), symbolic context fields (ingress device and
 //! receive queue, limited to what `BPF_PROG_TEST_RUN` accepts on this host) and symbolic map
-//! contents ([`maps`]), and answers with a [`Verdict`]: a [`Witness`] for a path some input
+//! contents (module `maps`), and answers with a [`Verdict`]: a [`Witness`] for a path some input
 //! takes, a core of conflicting decisions for one none does, or unknown after the timeout.
 //!
 //! Instruction and helper effects come from `linerate_sem::step` and
-//! `linerate_sem::helpers::call`, never from here: this crate supplies values ([`value`]),
-//! memory ([`memory`]), maps and the path's environment ([`machine`]). What it does not model —
+//! `linerate_sem::helpers::call`, never from here: this crate supplies values (module `value`),
+//! memory (module `memory`), maps and the path's environment (module `machine`). What it does not model —
 //! ring buffers, queues, maps of maps, helper callbacks, kfuncs, multi-buffer packets, metadata
 //! in front of the packet — is an error naming the feature and the slot.
 //!
@@ -52,12 +52,13 @@
 
 mod checker;
 mod error;
+mod helpers;
 mod host;
-pub mod machine;
-pub mod maps;
-pub mod memory;
+mod machine;
+mod maps;
+mod memory;
 mod session;
-pub mod value;
+mod value;
 
 pub use checker::{check, BlockRef, Options, PathChecker, Verdict, Witness};
 pub use error::SmtError;

@@ -3,7 +3,7 @@
 //! Instruction and helper effects come from `linerate_sem` ([`step`], `helpers::call`); this file
 //! supplies what the semantics leaves to a machine — memory per region ([`crate::memory`]), the
 //! symbolic maps ([`crate::maps`]), the symbolic packet and context, values from outside the
-//! program — and follows the path's [`Decision`]s at conditional jumps and tail calls, handing
+//! program (helpers: [`crate::helpers`]) — and follows the path's [`Decision`]s at conditional jumps and tail calls, handing
 //! each one's condition to the [`Session`] as an assumption literal.
 
 use std::rc::Rc;
@@ -11,19 +11,15 @@ use std::rc::Rc;
 use linerate_bpf::facts::test_run_buffer::{HEADROOM, MAX_DATA};
 use linerate_bpf::facts::xdp_md;
 use linerate_bpf::insn::{Imm64, Instruction, Size, NUM_REGS};
-use linerate_bpf::program::MapDef;
 use linerate_bpf::Object;
 use linerate_cfg::{Cfg, Decision};
-use linerate_sem::exec::{step, Flow, Frame, HelperOutcome, Machine, SemError, STACK_FRAME_SIZE};
-use linerate_sem::helpers::{
-    Callback, Device, FibAnswer, Frags, HelperMachine, PacketBounds, RedirectTo, Source,
-    WalkPosition, WalkedElement,
-};
+use linerate_sem::exec::{step, Flow, Frame, HelperOutcome, Machine, STACK_FRAME_SIZE};
+use linerate_sem::helpers::{Callback, PacketBounds};
 use z3::ast::{Ast, Bool, BV};
 
 use crate::error::SmtError;
 use crate::maps::{value_offset, SymMap};
-use crate::memory::{add, Memory};
+use crate::memory::Memory;
 use crate::session::Session;
 use crate::value::{Bits, Region, SymDomain, SymValue, Tag};
 
@@ -207,7 +203,7 @@ pub(crate) struct Exec<'a> {
 }
 
 impl Exec<'_> {
-    fn program_name(&self) -> String {
+    pub(crate) fn program_name(&self) -> String {
         self.env
             .object
             .programs
@@ -215,7 +211,7 @@ impl Exec<'_> {
             .map_or_else(|| format!("#{}", self.s.program), |p| p.name.clone())
     }
 
-    fn unsupported(&self, pc: usize, what: impl Into<String>) -> SmtError {
+    pub(crate) fn unsupported(&self, pc: usize, what: impl Into<String>) -> SmtError {
         SmtError::Unsupported {
             program: self.program_name(),
             pc,
@@ -223,7 +219,7 @@ impl Exec<'_> {
         }
     }
 
-    fn fault(&self, pc: usize, what: impl Into<String>) -> SmtError {
+    pub(crate) fn fault(&self, pc: usize, what: impl Into<String>) -> SmtError {
         SmtError::Memory {
             program: self.program_name(),
             pc,
@@ -236,6 +232,7 @@ impl Exec<'_> {
     pub fn run(&mut self) -> Result<Finished, SmtError> {
         loop {
             self.s.steps += 1;
+            self.session.executed += 1;
             if self.s.steps > MAX_STEPS {
                 return Err(SmtError::TooLong { steps: MAX_STEPS });
             }
@@ -326,7 +323,7 @@ impl Exec<'_> {
     }
 
     /// The next decision, which must be made at `pc`.
-    fn decision(&self, pc: usize) -> Result<Decision, SmtError> {
+    pub(crate) fn decision(&self, pc: usize) -> Result<Decision, SmtError> {
         let index = self.s.next;
         match self.decisions.get(index) {
             None => Err(SmtError::PathEnds {
@@ -339,7 +336,7 @@ impl Exec<'_> {
         }
     }
 
-    fn mismatch(&self, index: usize, pc: usize, reached: &'static str) -> SmtError {
+    pub(crate) fn mismatch(&self, index: usize, pc: usize, reached: &'static str) -> SmtError {
         SmtError::Mismatch {
             index,
             decision: self.decisions.get(index).copied(),
@@ -351,7 +348,7 @@ impl Exec<'_> {
 
     /// Where `len` bytes at `addr` are, after checking the access stays inside its region; the
     /// checks that depend on inputs become constraints (the verifier proved them).
-    fn place(
+    pub(crate) fn place(
         &mut self,
         pc: usize,
         addr: &SymValue,
@@ -429,7 +426,7 @@ impl Exec<'_> {
         Ok((region, off))
     }
 
-    fn memory(&mut self, pc: usize, region: Region) -> Result<&mut Memory, SmtError> {
+    pub(crate) fn memory(&mut self, pc: usize, region: Region) -> Result<&mut Memory, SmtError> {
         match region {
             Region::Packet => Ok(&mut self.s.packet),
             Region::Stack => Ok(&mut self.s.stack),
@@ -477,7 +474,7 @@ impl Exec<'_> {
         Ok(SymValue::symbolic(v.simplify()))
     }
 
-    fn fresh(&mut self, pc: usize, what: &'static str, bits: u32) -> BV {
+    pub(crate) fn fresh(&mut self, pc: usize, what: &'static str, bits: u32) -> BV {
         let n = self.s.fresh;
         self.s.fresh += 1;
         let bv = BV::new_const(format!("source{n}"), 64);
@@ -580,6 +577,17 @@ impl Machine for Exec<'_> {
     }
 
     fn call_helper(&mut self, pc: usize, id: u32) -> Result<HelperOutcome, SmtError> {
+        // Past the tail call limit the helper falls through without asking the machine: the
+        // path's decision there must say so.
+        if id == linerate_bpf::facts::helper::TAIL_CALL
+            && self.s.tail_calls >= linerate_bpf::facts::limits::MAX_TAIL_CALLS
+        {
+            let index = self.s.next;
+            if self.decision(pc)? != (Decision::TailCall { pc, program: None }) {
+                return Err(self.mismatch(index, pc, "a tail call past the limit, which fails"));
+            }
+            self.s.pending = Some((index, Bool::from_bool(true)));
+        }
         linerate_sem::helpers::call(self, pc, id)
     }
 
@@ -589,413 +597,5 @@ impl Machine for Exec<'_> {
 
     fn resume_helper(&mut self, callback: Callback<SymValue>) -> Result<HelperOutcome, SmtError> {
         linerate_sem::helpers::resume(self, callback)
-    }
-}
-
-impl HelperMachine for Exec<'_> {
-    fn constant_of(&mut self, value: &SymValue) -> Option<u64> {
-        if value.is_scalar() {
-            value.bits.as_const()
-        } else {
-            None
-        }
-    }
-
-    fn unknown(&mut self, pc: usize) -> Result<SymValue, SmtError> {
-        Ok(SymValue::symbolic(self.fresh(pc, "a helper result", 64)))
-    }
-
-    fn decide(&mut self, pc: usize, cond: &Bool) -> Result<bool, SmtError> {
-        if let Some(b) = cond.as_bool() {
-            return Ok(b);
-        }
-        let _ = pc;
-        let index = self.s.choices.len();
-        let holds = match self.forced.get(index) {
-            Some(&forced) => forced,
-            None => self.session.possible(cond, &self.s.choices),
-        };
-        let chosen = if holds { cond.clone() } else { cond.not() };
-        let literal = Bool::new_const(format!("choice{}", self.s.choices.len()));
-        self.session.assert(&literal.implies(&chosen));
-        self.s.choices.push(literal);
-        self.s.chosen.push((holds, self.s.next));
-        Ok(holds)
-    }
-
-    fn byte_count(
-        &mut self,
-        pc: usize,
-        helper: u32,
-        size: &SymValue,
-        max: u64,
-    ) -> Result<u64, SmtError> {
-        match self.constant_of(size) {
-            Some(n) => Ok(n.min(max)),
-            None => Err(self.unsupported(
-                pc,
-                format!(
-                    "a size argument of {} that is not a constant",
-                    linerate_bpf::helpers::helper_name(helper)
-                ),
-            )),
-        }
-    }
-
-    fn read_bytes(
-        &mut self,
-        pc: usize,
-        addr: &SymValue,
-        len: u64,
-    ) -> Result<Vec<SymValue>, SmtError> {
-        let (region, off) = self.place(pc, addr, len, false)?;
-        if region == Region::Ctx {
-            return Err(self.fault(pc, "a helper reading the context as memory"));
-        }
-        let memory = self.memory(pc, region)?;
-        let mut out = Vec::with_capacity(len as usize);
-        for i in 0..len {
-            match memory.byte(&add(&off, i)).to_value() {
-                Some(v) => out.push(v),
-                None => return Err(self.unsupported(pc, "a helper reading a spilled pointer")),
-            }
-        }
-        Ok(out)
-    }
-
-    fn write_bytes(
-        &mut self,
-        pc: usize,
-        addr: &SymValue,
-        bytes: &[SymValue],
-    ) -> Result<(), SmtError> {
-        let (region, off) = self.place(pc, addr, bytes.len() as u64, true)?;
-        let memory = self.memory(pc, region)?;
-        for (i, b) in bytes.iter().enumerate() {
-            if let Err(why) = memory.store(&add(&off, i as u64), 1, b) {
-                return Err(self.unsupported(pc, why));
-            }
-        }
-        Ok(())
-    }
-
-    fn map_of(&mut self, pc: usize, helper: u32, handle: &SymValue) -> Result<usize, SmtError> {
-        match (handle.region(), handle.bits.as_const()) {
-            (Some(Region::MapHandle(map)), Some(0)) => Ok(map),
-            _ => Err(SmtError::Sem(SemError::BadHelperArgument {
-                pc,
-                helper,
-                reason: "the map argument is not a map",
-            })),
-        }
-    }
-
-    fn map_def(&self, map: usize) -> &MapDef {
-        &self.env.object.maps[map]
-    }
-
-    fn map_lookup(
-        &mut self,
-        pc: usize,
-        map: usize,
-        key: &[SymValue],
-    ) -> Result<SymValue, SmtError> {
-        let def = &self.env.object.maps[map];
-        SymMap::check_modelled(def).map_err(|e| self.unsupported(pc, e.0))?;
-        Ok(self.s.maps[map].lookup(def, key))
-    }
-
-    fn map_update(
-        &mut self,
-        pc: usize,
-        map: usize,
-        key: &[SymValue],
-        value: &[SymValue],
-        flags: &SymValue,
-    ) -> Result<SymValue, SmtError> {
-        let def = &self.env.object.maps[map];
-        SymMap::check_modelled(def).map_err(|e| self.unsupported(pc, e.0))?;
-        self.s.maps[map]
-            .update(def, key, value, flags)
-            .map_err(|e| self.unsupported(pc, e.0))
-    }
-
-    fn inner_map(
-        &mut self,
-        pc: usize,
-        _outer: usize,
-        _slot: &SymValue,
-    ) -> Result<SymValue, SmtError> {
-        Err(self.unsupported(pc, "maps of maps"))
-    }
-
-    fn map_delete(
-        &mut self,
-        pc: usize,
-        map: usize,
-        key: &[SymValue],
-    ) -> Result<SymValue, SmtError> {
-        let def = &self.env.object.maps[map];
-        SymMap::check_modelled(def).map_err(|e| self.unsupported(pc, e.0))?;
-        self.s.maps[map]
-            .delete(def, key)
-            .map_err(|e| self.unsupported(pc, e.0))
-    }
-
-    fn packet_bounds(&mut self) -> PacketBounds<SymValue> {
-        self.s.bounds.clone()
-    }
-
-    fn set_packet_bounds(
-        &mut self,
-        pc: usize,
-        bounds: PacketBounds<SymValue>,
-    ) -> Result<(), SmtError> {
-        // Bytes `data_end` grows over read as zero.
-        let (old, new) = (self.s.bounds.data_end.bits.bv(), bounds.data_end.bits.bv());
-        self.s.packet.zero_range(&old, &new);
-        // So does the headroom in front of the packet the first time it is uncovered.
-        let Some(start) = bounds.data_meta.bits.as_const() else {
-            return Err(self.unsupported(pc, "moving the packet's start by a symbolic amount"));
-        };
-        if start < self.s.headroom_clean {
-            let n = (self.s.headroom_clean - start) as usize;
-            self.s.packet.fill(start, &vec![0; n]);
-            self.s.headroom_clean = start;
-        }
-        self.s.bounds = bounds;
-        Ok(())
-    }
-
-    fn packet_frags(&mut self) -> Frags<SymValue> {
-        // Packets of at most `MAX_DATA` bytes are single-buffer.
-        Frags {
-            len: SymValue::constant(0),
-            last: SymValue::constant(0),
-        }
-    }
-
-    fn set_frags_len(&mut self, pc: usize, _len: &SymValue) -> Result<(), SmtError> {
-        Err(self.unsupported(pc, "multi-buffer packets"))
-    }
-
-    fn read_packet(
-        &mut self,
-        pc: usize,
-        offset: &SymValue,
-        len: u64,
-    ) -> Result<Vec<SymValue>, SmtError> {
-        let data = self.s.bounds.data.clone();
-        let addr = SymValue::pointer(
-            Region::Packet,
-            linerate_sem::Domain::binary(
-                &mut self.s.domain,
-                linerate_sem::BinOp::Add,
-                &data,
-                offset,
-            )
-            .bits,
-        );
-        self.read_bytes(pc, &addr, len)
-    }
-
-    fn write_packet(
-        &mut self,
-        pc: usize,
-        offset: &SymValue,
-        bytes: &[SymValue],
-    ) -> Result<(), SmtError> {
-        let data = self.s.bounds.data.clone();
-        let addr = SymValue::pointer(
-            Region::Packet,
-            linerate_sem::Domain::binary(
-                &mut self.s.domain,
-                linerate_sem::BinOp::Add,
-                &data,
-                offset,
-            )
-            .bits,
-        );
-        self.write_bytes(pc, &addr, bytes)
-    }
-
-    fn source(&mut self, pc: usize, source: Source) -> Result<SymValue, SmtError> {
-        let v = match source {
-            Source::MonotonicNs | Source::BootNs => {
-                let which = usize::from(source == Source::BootNs);
-                let name = if which == 0 {
-                    "bpf_ktime_get_ns"
-                } else {
-                    "bpf_ktime_get_boot_ns"
-                };
-                let v = self.fresh(pc, name, 64);
-                // Clocks do not go back within a run.
-                if let Some(last) = self.s.last_time[which].clone() {
-                    self.session.assert(&last.bvule(&v));
-                }
-                self.s.last_time[which] = Some(v.clone());
-                v
-            }
-            Source::Random32 => self.fresh(pc, "bpf_get_prandom_u32", 32),
-            Source::ProcessorId => {
-                let v = self.fresh(pc, "bpf_get_smp_processor_id", 64);
-                let cpus = self.env.cpus;
-                self.session.assert(&v.bvult(BV::from_u64(cpus, 64)));
-                v
-            }
-        };
-        Ok(SymValue::symbolic(v))
-    }
-
-    fn tail_calls_made(&mut self) -> u32 {
-        self.s.tail_calls
-    }
-
-    fn tail_call(
-        &mut self,
-        pc: usize,
-        go: &Bool,
-        _map: usize,
-        program: &SymValue,
-    ) -> Result<HelperOutcome, SmtError> {
-        let index = self.s.next;
-        let Decision::TailCall {
-            program: target, ..
-        } = self.decision(pc)?
-        else {
-            return Err(self.mismatch(index, pc, "a tail call"));
-        };
-        let programs = self.env.object.programs.len() as u64;
-        let number = program.bits.bv();
-        match target {
-            Some(t) => {
-                if t as u64 >= programs {
-                    return Err(self.mismatch(index, pc, "a tail call into a program that exists"));
-                }
-                let cond = Bool::and(&[go, &number.eq(BV::from_u64(t as u64, 64))]);
-                self.s.pending = Some((index, cond));
-                self.s.program = t;
-                self.s.tail_calls += 1;
-                Ok(HelperOutcome::TailCall)
-            }
-            None => {
-                // A program array holds programs of the object only (the kernel checks what
-                // user space puts there): the call falls through where the slot is empty.
-                self.s.pending = Some((index, go.not()));
-                Ok(HelperOutcome::Return)
-            }
-        }
-    }
-
-    fn redirect(&mut self, _pc: usize, _to: RedirectTo<SymValue>) -> Result<(), SmtError> {
-        Ok(())
-    }
-
-    fn fib_route(
-        &mut self,
-        pc: usize,
-        _ipv6: bool,
-        _dst: &[SymValue],
-    ) -> Result<FibAnswer<SymValue, Bool>, SmtError> {
-        let found = self.fresh(pc, "bpf_fib_lookup (route found)", 1);
-        let ifindex = self.fresh(pc, "bpf_fib_lookup (egress ifindex)", 32);
-        let mac = |m: &mut Self| -> [SymValue; 6] {
-            std::array::from_fn(|_| SymValue::symbolic(m.fresh(pc, "bpf_fib_lookup (MAC)", 8)))
-        };
-        let smac = mac(self);
-        let dmac = mac(self);
-        Ok(FibAnswer {
-            found: found.eq(BV::from_u64(1, 64)),
-            ifindex: SymValue::symbolic(ifindex),
-            smac,
-            dmac,
-        })
-    }
-
-    fn trace(&mut self, _pc: usize, _line: String) {}
-
-    fn ring_positions(&mut self, pc: usize, _map: usize) -> Result<(SymValue, SymValue), SmtError> {
-        Err(self.unsupported(pc, "ring buffers"))
-    }
-
-    fn emit_record(
-        &mut self,
-        pc: usize,
-        _map: usize,
-        _record: Vec<SymValue>,
-    ) -> Result<(), SmtError> {
-        Err(self.unsupported(pc, "ring buffers and perf event output"))
-    }
-
-    fn ring_reserve(&mut self, pc: usize, _map: usize, _size: u64) -> Result<SymValue, SmtError> {
-        Err(self.unsupported(pc, "ring buffers"))
-    }
-
-    fn ring_commit(
-        &mut self,
-        pc: usize,
-        _record: &SymValue,
-        _discard: bool,
-    ) -> Result<(), SmtError> {
-        Err(self.unsupported(pc, "ring buffers"))
-    }
-
-    fn queue_len(&mut self, pc: usize, _map: usize) -> Result<SymValue, SmtError> {
-        Err(self.unsupported(pc, "queue and stack maps"))
-    }
-
-    fn queue_push(
-        &mut self,
-        pc: usize,
-        _map: usize,
-        _value: Vec<SymValue>,
-        _evict: &Bool,
-    ) -> Result<(), SmtError> {
-        Err(self.unsupported(pc, "queue and stack maps"))
-    }
-
-    fn queue_take(
-        &mut self,
-        pc: usize,
-        _map: usize,
-        _remove: bool,
-    ) -> Result<Vec<SymValue>, SmtError> {
-        Err(self.unsupported(pc, "queue and stack maps"))
-    }
-
-    fn device(
-        &mut self,
-        pc: usize,
-        _ifindex: &SymValue,
-    ) -> Result<Device<SymValue, Bool>, SmtError> {
-        Err(self.unsupported(pc, "bpf_check_mtu (devices)"))
-    }
-
-    fn function_of(
-        &mut self,
-        pc: usize,
-        helper: u32,
-        _value: &SymValue,
-    ) -> Result<usize, SmtError> {
-        Err(self.unsupported(
-            pc,
-            format!(
-                "callbacks of {} (summarised by the path graph, not executed per path)",
-                linerate_bpf::helpers::helper_name(helper)
-            ),
-        ))
-    }
-
-    fn callback_key(&mut self, pc: usize, _key: &[SymValue]) -> Result<SymValue, SmtError> {
-        Err(self.unsupported(pc, "callbacks"))
-    }
-
-    fn map_next_element(
-        &mut self,
-        pc: usize,
-        _map: usize,
-        _after: Option<WalkPosition>,
-    ) -> Result<Option<WalkedElement<SymValue>>, SmtError> {
-        Err(self.unsupported(pc, "callbacks"))
     }
 }

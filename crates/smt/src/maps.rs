@@ -49,6 +49,18 @@ struct Record {
     initially_present: Bool,
 }
 
+/// An entry of the initial contents that an access introduced: where the map type restricts
+/// what user space can install (a device map's ifindex, a CPU map's queue size), the machine
+/// constrains it.
+#[derive(Clone, Debug)]
+pub struct Fresh {
+    /// Whether the entry exists initially.
+    pub present: Bool,
+    /// Its key (little-endian bytes as one formula) and its value's bytes.
+    pub key: BV,
+    pub value: Vec<BV>,
+}
+
 /// One map's symbolic contents.
 #[derive(Clone, Debug)]
 pub struct SymMap {
@@ -59,6 +71,8 @@ pub struct SymMap {
     initial: Option<z3::ast::Array>,
     records: Vec<Record>,
     next_slot: u64,
+    /// Entries introduced since the machine last took them ([`SymMap::take_fresh`]).
+    fresh: Vec<Fresh>,
 }
 
 /// First slot of array elements reached through symbolic indices (element `i` reached through
@@ -149,6 +163,7 @@ impl SymMap {
             initial,
             records: Vec::new(),
             next_slot: 0,
+            fresh: Vec::new(),
         }
     }
 
@@ -167,13 +182,13 @@ impl SymMap {
                 | MapType::DEVMAP
                 | MapType::DEVMAP_HASH
                 | MapType::CPUMAP
-                | MapType::XSKMAP
         );
         if ok {
             Ok(())
         } else {
             Err(Unmodelled(format!(
-                "map `{}` of type {} (only hash-like and array-like maps are modelled)",
+                "map `{}` of type {} (only hash-like and array-like maps whose entries a \
+                 witness can install are modelled)",
                 def.name,
                 t.name()
             )))
@@ -217,7 +232,13 @@ impl SymMap {
         let (fresh_slot, initially_present) = match self.kind {
             // An array's element `i` lives in slot `i`, unless an earlier access with a
             // symbolic index that turns out equal gave it a slot of its own.
-            Kind::Array | Kind::Frozen => {
+            // A frozen section's constants sit in slot 0: its one element, whatever the index
+            // (an index other than 0 is out of range, the pointer NULL).
+            Kind::Frozen => {
+                let index = SymMap::index_of(key);
+                return (Bits::Const(0), SymMap::in_range(def, &index));
+            }
+            Kind::Array => {
                 let index = SymMap::index_of(key);
                 let in_range = SymMap::in_range(def, &index);
                 match index {
@@ -246,6 +267,20 @@ impl SymMap {
             slot = bits_ite(&eq, &r.slot, &slot);
             present = bool_ite(&eq, &r.present, &present);
         }
+        if let Some(initial) = &self.initial {
+            self.fresh.push(Fresh {
+                present: initially_present.clone(),
+                key: bv.clone(),
+                value: (0..u64::from(def.value_size))
+                    .map(|i| {
+                        initial
+                            .select(&BV::from_u64((fresh_slot << 32) | i, 64))
+                            .as_bv()
+                            .expect("map values are bytes")
+                    })
+                    .collect(),
+            });
+        }
         self.records.push(Record {
             key: bv,
             key_const: consts,
@@ -270,6 +305,11 @@ impl SymMap {
             },
             bits: value_offset(&slot, 0),
         }
+    }
+
+    /// The initial entries introduced since the last call.
+    pub fn take_fresh(&mut self) -> Vec<Fresh> {
+        std::mem::take(&mut self.fresh)
     }
 
     /// Whether the map is a frozen (read-only) global data section.

@@ -32,6 +32,8 @@ pub(crate) struct Session {
     level: u32,
     /// Checks made, for statistics.
     pub checks: u64,
+    /// Instructions executed symbolically, for statistics.
+    pub executed: u64,
 }
 
 impl Session {
@@ -56,6 +58,7 @@ impl Session {
             snapshots: Vec::new(),
             level: 0,
             checks: 0,
+            executed: 0,
         }
     }
 

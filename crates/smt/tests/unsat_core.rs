@@ -135,3 +135,25 @@ fn a_path_that_is_not_the_programs_is_an_error() {
     let e = check(&object, 0, &long, &Options::default()).unwrap_err();
     assert!(e.to_string().contains("exits after 4"), "{e}");
 }
+
+#[test]
+fn a_shared_prefix_is_not_executed_again() {
+    let object = program();
+    let mut session = PathChecker::new(&object, 0, Options::default()).unwrap();
+    session.check(&path(true, true, false)).unwrap();
+    let whole = session.instructions_executed();
+    // Differs only in the last decision: execution resumes after the third.
+    session.check(&path(true, true, true)).unwrap();
+    let resumed = session.instructions_executed() - whole;
+    // Slots 0-8, 10, 12, 13.
+    assert_eq!(whole, 12, "the first path runs from the entry");
+    // Slots 12, 14, 15: from the last decision on, not from the entry.
+    assert_eq!(
+        resumed, 3,
+        "the second path resumes after the shared prefix"
+    );
+    // A fresh session runs the second path whole.
+    let mut fresh = PathChecker::new(&object, 0, Options::default()).unwrap();
+    fresh.check(&path(true, true, true)).unwrap();
+    assert_eq!(fresh.instructions_executed(), 13);
+}

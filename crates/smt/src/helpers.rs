@@ -1,0 +1,490 @@
+//! The environment the path machine gives helpers: what `linerate_sem::helpers` leaves to a
+//! machine. Each helper's effect is defined there; here are the symbolic maps' operations, the
+//! packet bounds and bytes, values from outside the program as fresh variables within their
+//! documented ranges, tail calls following the path's decisions, and conditions inside helpers
+//! decided by the solver ([`HelperMachine::decide`]: an outcome the path allows, the other
+//! tried by the checker if that one conflicts with the path).
+
+use linerate_bpf::program::{MapDef, MapType};
+use linerate_cfg::Decision;
+use linerate_sem::exec::{HelperOutcome, SemError};
+use linerate_sem::helpers::{
+    Device, FibAnswer, Frags, HelperMachine, PacketBounds, RedirectTo, Source, WalkPosition,
+    WalkedElement,
+};
+use z3::ast::{Bool, BV};
+
+use crate::error::SmtError;
+use crate::machine::Exec;
+use crate::maps::SymMap;
+use crate::memory::add;
+use crate::value::{Region, SymValue};
+
+impl Exec<'_> {
+    /// Constrains the initial entries map `map`'s last operation introduced to what user space
+    /// can install in a map of its type: a device map's value is the ifindex of a device of
+    /// this host (bpf_devmap_val, kernel/bpf/devmap.c; ifindex 0 leaves the slot empty), a CPU
+    /// map's key a possible CPU and its value a queue size of 1 to 16384
+    /// (bpf_cpumap_val, kernel/bpf/cpumap.c), a program array's value a program of the object.
+    fn constrain_fresh(&mut self, map: usize) {
+        let def = &self.env.object.maps[map];
+        let c = |v: u64, bits: u32| BV::from_u64(v, bits);
+        let word = |bytes: &[BV]| -> BV {
+            bytes[..4]
+                .iter()
+                .rev()
+                .cloned()
+                .reduce(|w, b| w.concat(&b))
+                .unwrap_or_else(|| c(0, 32))
+        };
+        let mut constraints = Vec::new();
+        for fresh in self.s.maps[map].take_fresh() {
+            if fresh.value.len() < 4 {
+                continue;
+            }
+            let value = word(&fresh.value);
+            let valid = match def.map_type {
+                MapType::DEVMAP | MapType::DEVMAP_HASH => {
+                    let devices: Vec<Bool> = self
+                        .env
+                        .devices
+                        .iter()
+                        .map(|&(ifindex, _)| value.eq(c(u64::from(ifindex), 32)))
+                        .collect();
+                    Bool::or(&devices)
+                }
+                MapType::CPUMAP => Bool::and(&[
+                    &value.bvuge(c(1, 32)),
+                    &value.bvule(c(16384, 32)),
+                    &fresh.key.bvult(c(self.env.cpus, fresh.key.get_size())),
+                ]),
+                MapType::PROG_ARRAY => value.bvult(c(self.env.object.programs.len() as u64, 32)),
+                _ => continue,
+            };
+            // The rest of the value (a program to run on the device or CPU) stays empty.
+            let rest: Vec<Bool> = fresh.value[4..].iter().map(|b| b.eq(c(0, 8))).collect();
+            constraints.push(
+                fresh
+                    .present
+                    .implies(Bool::and(&[&valid, &Bool::and(&rest)])),
+            );
+        }
+        for constraint in constraints {
+            self.session.assert(&constraint);
+        }
+    }
+}
+
+impl HelperMachine for Exec<'_> {
+    fn constant_of(&mut self, value: &SymValue) -> Option<u64> {
+        if value.is_scalar() {
+            value.bits.as_const()
+        } else {
+            None
+        }
+    }
+
+    fn unknown(&mut self, pc: usize) -> Result<SymValue, SmtError> {
+        Ok(SymValue::symbolic(self.fresh(pc, "a helper result", 64)))
+    }
+
+    fn decide(&mut self, pc: usize, cond: &Bool) -> Result<bool, SmtError> {
+        if let Some(b) = cond.as_bool() {
+            return Ok(b);
+        }
+        let _ = pc;
+        let index = self.s.choices.len();
+        let holds = match self.forced.get(index) {
+            Some(&forced) => forced,
+            None => self.session.possible(cond, &self.s.choices),
+        };
+        let chosen = if holds { cond.clone() } else { cond.not() };
+        let literal = Bool::new_const(format!("choice{}", self.s.choices.len()));
+        self.session.assert(&literal.implies(&chosen));
+        self.s.choices.push(literal);
+        self.s.chosen.push((holds, self.s.next));
+        Ok(holds)
+    }
+
+    fn byte_count(
+        &mut self,
+        pc: usize,
+        helper: u32,
+        size: &SymValue,
+        max: u64,
+    ) -> Result<u64, SmtError> {
+        match self.constant_of(size) {
+            Some(n) => Ok(n.min(max)),
+            None => Err(self.unsupported(
+                pc,
+                format!(
+                    "a size argument of {} that is not a constant",
+                    linerate_bpf::helpers::helper_name(helper)
+                ),
+            )),
+        }
+    }
+
+    fn read_bytes(
+        &mut self,
+        pc: usize,
+        addr: &SymValue,
+        len: u64,
+    ) -> Result<Vec<SymValue>, SmtError> {
+        let (region, off) = self.place(pc, addr, len, false)?;
+        if region == Region::Ctx {
+            return Err(self.fault(pc, "a helper reading the context as memory"));
+        }
+        let memory = self.memory(pc, region)?;
+        let mut out = Vec::with_capacity(len as usize);
+        for i in 0..len {
+            match memory.byte(&add(&off, i)).to_value() {
+                Some(v) => out.push(v),
+                None => return Err(self.unsupported(pc, "a helper reading a spilled pointer")),
+            }
+        }
+        Ok(out)
+    }
+
+    fn write_bytes(
+        &mut self,
+        pc: usize,
+        addr: &SymValue,
+        bytes: &[SymValue],
+    ) -> Result<(), SmtError> {
+        let (region, off) = self.place(pc, addr, bytes.len() as u64, true)?;
+        let memory = self.memory(pc, region)?;
+        for (i, b) in bytes.iter().enumerate() {
+            if let Err(why) = memory.store(&add(&off, i as u64), 1, b) {
+                return Err(self.unsupported(pc, why));
+            }
+        }
+        Ok(())
+    }
+
+    fn map_of(&mut self, pc: usize, helper: u32, handle: &SymValue) -> Result<usize, SmtError> {
+        match (handle.region(), handle.bits.as_const()) {
+            (Some(Region::MapHandle(map)), Some(0)) => Ok(map),
+            _ => Err(SmtError::Sem(SemError::BadHelperArgument {
+                pc,
+                helper,
+                reason: "the map argument is not a map",
+            })),
+        }
+    }
+
+    fn map_def(&self, map: usize) -> &MapDef {
+        &self.env.object.maps[map]
+    }
+
+    fn map_lookup(
+        &mut self,
+        pc: usize,
+        map: usize,
+        key: &[SymValue],
+    ) -> Result<SymValue, SmtError> {
+        let def = &self.env.object.maps[map];
+        SymMap::check_modelled(def).map_err(|e| self.unsupported(pc, e.0))?;
+        let pointer = self.s.maps[map].lookup(def, key);
+        self.constrain_fresh(map);
+        Ok(pointer)
+    }
+
+    fn map_update(
+        &mut self,
+        pc: usize,
+        map: usize,
+        key: &[SymValue],
+        value: &[SymValue],
+        flags: &SymValue,
+    ) -> Result<SymValue, SmtError> {
+        let def = &self.env.object.maps[map];
+        SymMap::check_modelled(def).map_err(|e| self.unsupported(pc, e.0))?;
+        let result = self.s.maps[map]
+            .update(def, key, value, flags)
+            .map_err(|e| self.unsupported(pc, e.0));
+        self.constrain_fresh(map);
+        result
+    }
+
+    fn inner_map(
+        &mut self,
+        pc: usize,
+        _outer: usize,
+        _slot: &SymValue,
+    ) -> Result<SymValue, SmtError> {
+        Err(self.unsupported(pc, "maps of maps"))
+    }
+
+    fn map_delete(
+        &mut self,
+        pc: usize,
+        map: usize,
+        key: &[SymValue],
+    ) -> Result<SymValue, SmtError> {
+        let def = &self.env.object.maps[map];
+        SymMap::check_modelled(def).map_err(|e| self.unsupported(pc, e.0))?;
+        let result = self.s.maps[map]
+            .delete(def, key)
+            .map_err(|e| self.unsupported(pc, e.0));
+        self.constrain_fresh(map);
+        result
+    }
+
+    fn packet_bounds(&mut self) -> PacketBounds<SymValue> {
+        self.s.bounds.clone()
+    }
+
+    fn set_packet_bounds(
+        &mut self,
+        pc: usize,
+        bounds: PacketBounds<SymValue>,
+    ) -> Result<(), SmtError> {
+        // Bytes `data_end` grows over read as zero.
+        let (old, new) = (self.s.bounds.data_end.bits.bv(), bounds.data_end.bits.bv());
+        self.s.packet.zero_range(&old, &new);
+        // So does the headroom in front of the packet the first time it is uncovered.
+        let Some(start) = bounds.data_meta.bits.as_const() else {
+            return Err(self.unsupported(pc, "moving the packet's start by a symbolic amount"));
+        };
+        if start < self.s.headroom_clean {
+            let n = (self.s.headroom_clean - start) as usize;
+            self.s.packet.fill(start, &vec![0; n]);
+            self.s.headroom_clean = start;
+        }
+        self.s.bounds = bounds;
+        Ok(())
+    }
+
+    fn packet_frags(&mut self) -> Frags<SymValue> {
+        // Packets of at most `MAX_DATA` bytes are single-buffer.
+        Frags {
+            len: SymValue::constant(0),
+            last: SymValue::constant(0),
+        }
+    }
+
+    fn set_frags_len(&mut self, pc: usize, _len: &SymValue) -> Result<(), SmtError> {
+        Err(self.unsupported(pc, "multi-buffer packets"))
+    }
+
+    fn read_packet(
+        &mut self,
+        pc: usize,
+        offset: &SymValue,
+        len: u64,
+    ) -> Result<Vec<SymValue>, SmtError> {
+        let data = self.s.bounds.data.clone();
+        let addr = SymValue::pointer(
+            Region::Packet,
+            linerate_sem::Domain::binary(
+                &mut self.s.domain,
+                linerate_sem::BinOp::Add,
+                &data,
+                offset,
+            )
+            .bits,
+        );
+        self.read_bytes(pc, &addr, len)
+    }
+
+    fn write_packet(
+        &mut self,
+        pc: usize,
+        offset: &SymValue,
+        bytes: &[SymValue],
+    ) -> Result<(), SmtError> {
+        let data = self.s.bounds.data.clone();
+        let addr = SymValue::pointer(
+            Region::Packet,
+            linerate_sem::Domain::binary(
+                &mut self.s.domain,
+                linerate_sem::BinOp::Add,
+                &data,
+                offset,
+            )
+            .bits,
+        );
+        self.write_bytes(pc, &addr, bytes)
+    }
+
+    fn source(&mut self, pc: usize, source: Source) -> Result<SymValue, SmtError> {
+        let v = match source {
+            Source::MonotonicNs | Source::BootNs => {
+                let which = usize::from(source == Source::BootNs);
+                let name = if which == 0 {
+                    "bpf_ktime_get_ns"
+                } else {
+                    "bpf_ktime_get_boot_ns"
+                };
+                let v = self.fresh(pc, name, 64);
+                // Clocks do not go back within a run.
+                if let Some(last) = self.s.last_time[which].clone() {
+                    self.session.assert(&last.bvule(&v));
+                }
+                self.s.last_time[which] = Some(v.clone());
+                v
+            }
+            Source::Random32 => self.fresh(pc, "bpf_get_prandom_u32", 32),
+            Source::ProcessorId => {
+                let v = self.fresh(pc, "bpf_get_smp_processor_id", 64);
+                let cpus = self.env.cpus;
+                self.session.assert(&v.bvult(BV::from_u64(cpus, 64)));
+                v
+            }
+        };
+        Ok(SymValue::symbolic(v))
+    }
+
+    fn tail_calls_made(&mut self) -> u32 {
+        self.s.tail_calls
+    }
+
+    fn tail_call(
+        &mut self,
+        pc: usize,
+        go: &Bool,
+        _map: usize,
+        program: &SymValue,
+    ) -> Result<HelperOutcome, SmtError> {
+        let index = self.s.next;
+        let Decision::TailCall {
+            program: target, ..
+        } = self.decision(pc)?
+        else {
+            return Err(self.mismatch(index, pc, "a tail call"));
+        };
+        let programs = self.env.object.programs.len() as u64;
+        let number = program.bits.bv();
+        match target {
+            Some(t) => {
+                if t as u64 >= programs {
+                    return Err(self.mismatch(index, pc, "a tail call into a program that exists"));
+                }
+                let cond = Bool::and(&[go, &number.eq(BV::from_u64(t as u64, 64))]);
+                self.s.pending = Some((index, cond));
+                self.s.program = t;
+                self.s.tail_calls += 1;
+                Ok(HelperOutcome::TailCall)
+            }
+            None => {
+                // A program array holds programs of the object only (the kernel checks what
+                // user space puts there): the call falls through where the slot is empty.
+                self.s.pending = Some((index, go.not()));
+                Ok(HelperOutcome::Return)
+            }
+        }
+    }
+
+    fn redirect(&mut self, _pc: usize, _to: RedirectTo<SymValue>) -> Result<(), SmtError> {
+        Ok(())
+    }
+
+    fn fib_route(
+        &mut self,
+        pc: usize,
+        _ipv6: bool,
+        _dst: &[SymValue],
+    ) -> Result<FibAnswer<SymValue, Bool>, SmtError> {
+        let found = self.fresh(pc, "bpf_fib_lookup (route found)", 1);
+        let ifindex = self.fresh(pc, "bpf_fib_lookup (egress ifindex)", 32);
+        let mac = |m: &mut Self| -> [SymValue; 6] {
+            std::array::from_fn(|_| SymValue::symbolic(m.fresh(pc, "bpf_fib_lookup (MAC)", 8)))
+        };
+        let smac = mac(self);
+        let dmac = mac(self);
+        Ok(FibAnswer {
+            found: found.eq(BV::from_u64(1, 64)),
+            ifindex: SymValue::symbolic(ifindex),
+            smac,
+            dmac,
+        })
+    }
+
+    fn trace(&mut self, _pc: usize, _line: String) {}
+
+    fn ring_positions(&mut self, pc: usize, _map: usize) -> Result<(SymValue, SymValue), SmtError> {
+        Err(self.unsupported(pc, "ring buffers"))
+    }
+
+    fn emit_record(
+        &mut self,
+        pc: usize,
+        _map: usize,
+        _record: Vec<SymValue>,
+    ) -> Result<(), SmtError> {
+        Err(self.unsupported(pc, "ring buffers and perf event output"))
+    }
+
+    fn ring_reserve(&mut self, pc: usize, _map: usize, _size: u64) -> Result<SymValue, SmtError> {
+        Err(self.unsupported(pc, "ring buffers"))
+    }
+
+    fn ring_commit(
+        &mut self,
+        pc: usize,
+        _record: &SymValue,
+        _discard: bool,
+    ) -> Result<(), SmtError> {
+        Err(self.unsupported(pc, "ring buffers"))
+    }
+
+    fn queue_len(&mut self, pc: usize, _map: usize) -> Result<SymValue, SmtError> {
+        Err(self.unsupported(pc, "queue and stack maps"))
+    }
+
+    fn queue_push(
+        &mut self,
+        pc: usize,
+        _map: usize,
+        _value: Vec<SymValue>,
+        _evict: &Bool,
+    ) -> Result<(), SmtError> {
+        Err(self.unsupported(pc, "queue and stack maps"))
+    }
+
+    fn queue_take(
+        &mut self,
+        pc: usize,
+        _map: usize,
+        _remove: bool,
+    ) -> Result<Vec<SymValue>, SmtError> {
+        Err(self.unsupported(pc, "queue and stack maps"))
+    }
+
+    fn device(
+        &mut self,
+        pc: usize,
+        _ifindex: &SymValue,
+    ) -> Result<Device<SymValue, Bool>, SmtError> {
+        Err(self.unsupported(pc, "bpf_check_mtu (devices)"))
+    }
+
+    fn function_of(
+        &mut self,
+        pc: usize,
+        helper: u32,
+        _value: &SymValue,
+    ) -> Result<usize, SmtError> {
+        Err(self.unsupported(
+            pc,
+            format!(
+                "callbacks of {} (summarised by the path graph, not executed per path)",
+                linerate_bpf::helpers::helper_name(helper)
+            ),
+        ))
+    }
+
+    fn callback_key(&mut self, pc: usize, _key: &[SymValue]) -> Result<SymValue, SmtError> {
+        Err(self.unsupported(pc, "callbacks"))
+    }
+
+    fn map_next_element(
+        &mut self,
+        pc: usize,
+        _map: usize,
+        _after: Option<WalkPosition>,
+    ) -> Result<Option<WalkedElement<SymValue>>, SmtError> {
+        Err(self.unsupported(pc, "callbacks"))
+    }
+}
