@@ -1,0 +1,195 @@
+//! `linerate bound`: the JSON contract, the witness files, soundness of the reported paths (each
+//! witness, installed as `run --maps` and run in the interpreter and in the kernel, returns the
+//! action `bound` reported), and one-line errors for what it refuses.
+
+mod common;
+
+use common::{example, expect_error, run, TempDir};
+use serde_json::Value;
+
+fn bound_json(args: &[&str]) -> Value {
+    let mut all = vec!["bound"];
+    all.extend_from_slice(args);
+    all.push("--json");
+    run(all).json()
+}
+
+/// Checks the `bound --json` fields of one reported path.
+fn check_path_shape(p: &Value) {
+    for key in [
+        "pps",
+        "bps",
+        "bottleneck",
+        "min_packet_size",
+        "blocks",
+        "witness",
+    ] {
+        assert!(p.get(key).is_some(), "path lacks {key}: {p}");
+    }
+    let w = &p["witness"];
+    for key in ["packet", "meta", "ctx", "maps", "action"] {
+        assert!(w.get(key).is_some(), "witness lacks {key}: {w}");
+    }
+    assert!(p["pps"].as_f64().unwrap() > 0.0);
+    assert!(
+        w["packet"].as_str().unwrap().len() >= 28,
+        "shorter than 14 bytes"
+    );
+}
+
+#[test]
+fn json_contract_and_witness_files() {
+    let dir = TempDir::new("bound-files");
+    let pcap = dir.path().join("w.pcap");
+    let maps = dir.path().join("w.json");
+    let firewall = example("xdp_firewall.o");
+    let j = bound_json(&[
+        firewall.to_str().unwrap(),
+        "--paths",
+        "3",
+        "--witness",
+        pcap.to_str().unwrap(),
+        "--witness-maps",
+        maps.to_str().unwrap(),
+    ]);
+    for key in [
+        "target",
+        "metric",
+        "complete",
+        "elapsed_s",
+        "paths_checked",
+        "solver_checks",
+        "naive",
+        "ssp",
+        "improvements",
+        "paths",
+    ] {
+        assert!(j.get(key).is_some(), "bound --json lacks {key}");
+    }
+    assert_eq!(j["target"], "x86");
+    assert_eq!(j["metric"], "pps");
+    assert_eq!(j["complete"], true);
+    let naive = &j["naive"];
+    assert!(naive["pps"].as_f64().unwrap() > 0.0 && naive["bps"].as_f64().unwrap() > 0.0);
+    assert!(!naive["blocks"].as_array().unwrap().is_empty());
+    check_path_shape(&j["ssp"]);
+    let paths = j["paths"].as_array().unwrap();
+    assert_eq!(paths.len(), 3);
+    paths.iter().for_each(check_path_shape);
+    // Slowest first, and never slower than the naive bound.
+    let rates: Vec<f64> = paths.iter().map(|p| p["pps"].as_f64().unwrap()).collect();
+    assert!(rates.windows(2).all(|w| w[0] <= w[1]), "{rates:?}");
+    assert!(rates[0] >= naive["pps"].as_f64().unwrap());
+    assert_eq!(j["ssp"], paths[0]);
+    // The files hold one packet and one map set per path, in order.
+    let packets = linerate_io::pcap::read_pcap(&pcap).expect("pcap");
+    assert_eq!(packets.len(), 3);
+    for (packet, path) in packets.iter().zip(paths) {
+        let hex: String = packet.iter().map(|b| format!("{b:02x}")).collect();
+        assert_eq!(hex, path["witness"]["packet"].as_str().unwrap());
+    }
+    let maps: Value = serde_json::from_str(&std::fs::read_to_string(&maps).unwrap()).unwrap();
+    assert_eq!(maps.as_array().unwrap().len(), 3);
+    assert_eq!(maps[0], paths[0]["witness"]["maps"]);
+}
+
+/// Every reported path's witness, installed with `run --maps`, returns the reported action in
+/// the interpreter and (where BPF is usable) in the kernel.
+#[test]
+fn witnesses_take_their_action_in_both_engines() {
+    let kernel = linerate_kernel::usable_or_skip("witnesses_take_their_action_in_both_engines");
+    let dir = TempDir::new("bound-witness");
+    let mut checked = 0;
+    for (name, target) in [
+        ("xdp_filter.o", "x86"),
+        ("xdp_firewall.o", "x86"),
+        ("xdp_cms_d5.o", "x86"),
+        ("xdp_quic_lb_v4.o", "x86"),
+        ("xdp_tailcall.o", "x86"),
+        ("xdp_cms_nfp_d5.o", "nfp"),
+        ("xdp_reflector.o", "nfp"),
+    ] {
+        let object = example(name);
+        let object = object.to_str().unwrap();
+        let j = bound_json(&[object, "--target", target, "--paths", "4"]);
+        let paths = j
+            .get("paths")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_else(|| vec![j["ssp"].clone()]);
+        for (i, p) in paths.iter().enumerate() {
+            let w = &p["witness"];
+            let maps = dir.write(&format!("{name}-{i}.json"), w["maps"].to_string());
+            let packet = w["packet"].as_str().unwrap();
+            let mut engines = vec![false];
+            if kernel && w["unrepeatable"].as_array().is_none_or(|u| u.is_empty()) {
+                engines.push(true);
+            }
+            for in_kernel in engines {
+                let mut args = vec!["run", object, "--packet", packet, "--maps"];
+                args.push(maps.to_str().unwrap());
+                args.push("--json");
+                if in_kernel {
+                    args.push("--kernel");
+                }
+                let out = run(&args).json();
+                let out = if out.is_array() { out[0].clone() } else { out };
+                assert_eq!(
+                    out["action"], w["action"],
+                    "{name} path {i} (kernel: {in_kernel}): {p}"
+                );
+                checked += 1;
+            }
+        }
+    }
+    assert!(checked >= 7, "{checked}");
+}
+
+#[test]
+fn bit_rate_mode() {
+    let cms = example("xdp_cms_d2.o");
+    let j = bound_json(&[cms.to_str().unwrap(), "--bit-rate"]);
+    assert_eq!(j["metric"], "bps");
+    let ssp = &j["ssp"];
+    let bytes = ssp["witness"]["packet"].as_str().unwrap().len() / 2;
+    assert!(ssp["min_packet_size"].as_u64().unwrap() as usize <= bytes.max(14));
+}
+
+#[test]
+fn refusals_get_one_line() {
+    let kfunc = example("xdp_kfunc.o");
+    expect_error(
+        &run(["bound", kfunc.to_str().unwrap()]),
+        &["loop with header at slot", "--max-unroll"],
+    );
+    expect_error(&run(["bound", "/nonexistent/x.o"]), &["/nonexistent/x.o"]);
+    let filter = example("xdp_filter.o");
+    expect_error(
+        &run(["bound", filter.to_str().unwrap(), "--target", "nfp"]),
+        &["cannot run on target nfp"],
+    );
+    expect_error(
+        &run(["bound", filter.to_str().unwrap(), "--paths", "0"]),
+        &["--paths"],
+    );
+    let mixed = example("xdp_mixed.o");
+    expect_error(
+        &run(["bound", mixed.to_str().unwrap(), "--prog", "mixed_on_write"]),
+        &["mixed_on_write", "tracepoint"],
+    );
+}
+
+/// A search cut short keeps a valid bound and says it is incomplete.
+#[test]
+fn timeout_gives_an_incomplete_bound() {
+    let explosion = example("xdp_path_explosion.o");
+    let j = bound_json(&[explosion.to_str().unwrap(), "--timeout", "2"]);
+    assert_eq!(j["complete"], false);
+    assert_eq!(j["stop"], "timeout");
+    let elapsed = j["elapsed_s"].as_f64().unwrap();
+    assert!(elapsed < 10.0, "the time limit was not kept: {elapsed} s");
+    let naive = j["naive"]["pps"].as_f64().unwrap();
+    if let Some(bound) = j["bound"]["pps"].as_f64() {
+        assert!(bound >= naive);
+    }
+}
