@@ -118,3 +118,47 @@ if x86_err:
     print(f'{name:<22} {"":<22} {"":>6}  error: {x86_err}')
 PY
 done
+
+echo
+echo "Worst-case throughput of every example on each shipped device model (linerate bound, at most"
+echo "10 s each): the naive bound (slowest path, possible or not), the slowest satisfiable path"
+echo "(SSP) with the action its witness packet takes, and what the search checked. 'unconfirmed':"
+echo "the SSP's path could not be followed by the symbolic engine (the bound stays sound);"
+echo "'incomplete': the time limit came first, and the bound is the best one proven by then."
+printf '%-24s %-4s %12s %12s %7s %7s  %s\n' object model "naive Mpps" "SSP Mpps" paths "time s" result
+for obj in examples/*.o; do
+  name=$(basename "$obj" .o)
+  prog=()
+  packets="examples/$name.packets"
+  [ -f "$packets" ] || packets="examples/${name%_d*}.packets"
+  if [ -f "$packets" ]; then
+    entry=$(sed -n 's/^# program: *\([^ ]*\).*/\1/p' "$packets" | head -1)
+    [ -n "$entry" ] && prog=(--prog "$entry")
+  fi
+  for target in x86 nfp; do
+    if "$bin" bound "$obj" "${prog[@]}" --target "$target" --timeout 10 --json >"$tmp/bound.json" 2>"$tmp/bound-err"; then
+      python3 - "$name" "$target" "$tmp/bound.json" <<'PY'
+import json, sys
+name, target, path = sys.argv[1:4]
+d = json.load(open(path))
+naive = d["naive"]["pps"] / 1e6 if d.get("naive") else float("nan")
+ssp = d.get("ssp")
+if ssp:
+    w = ssp["witness"]
+    result = w.get("action") or "unconfirmed: " + w.get("unconfirmed", "")[:60]
+    rate = f'{ssp["pps"] / 1e6:12.4f}'
+else:
+    bound = (d.get("bound") or {}).get("pps")
+    result = "no satisfiable path" if d["complete"] else "incomplete, bound proven so far"
+    rate = f'{bound / 1e6:12.4f}' if bound else f'{"-":>12}'
+if not d["complete"] and ssp:
+    result += " (incomplete)"
+print(f'{name:<24} {target:<4} {naive:12.4f} {rate} {d["paths_checked"]:7} {d["elapsed_s"]:7.2f}  {result}')
+PY
+    else
+      reason=$(sed 's/^error: //' "$tmp/bound-err" | head -1)
+      reason=$(sed -E 's/.*insn ([0-9]+) of `[^`]*` \(([^)]*)\) cannot run.*/cannot offload: \2 (insn \1)/' <<<"$reason")
+      printf '%-24s %-4s %12s %12s %7s %7s  %s\n' "$name" "$target" - - - - "${reason:0:90}"
+    fi
+  done
+done

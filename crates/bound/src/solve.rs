@@ -83,6 +83,10 @@ pub struct Guarantee {
 
 /// Searches the slowest satisfiable paths of `prepared` (program `program` of `object`) under
 /// `model`, checking paths with Z3.
+///
+/// The checker threads are not joined ([`ssp`]): they end after the check they are in. A
+/// process that exits right after must not run exit handlers under them (Z3's global state is
+/// torn down there): `linerate bound` ends with `_exit`.
 pub fn guarantee(
     object: &Object,
     program: usize,

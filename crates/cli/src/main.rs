@@ -55,13 +55,30 @@ impl std::error::Error for Detail {}
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let result = match cli.command {
+    let detaches_threads = matches!(cli.command, Command::Bound(_));
+    let code = report(match cli.command {
         Command::Inspect(args) => inspect::inspect(&args),
         Command::Run(args) => run::run(&args),
         Command::Cost(args) => cost::cost(&args),
         Command::Bound(args) => bound::bound(&args),
         Command::Calibrate(args) => calibrate::calibrate(&args),
-    };
+    });
+    if detaches_threads {
+        // A search's checker threads may still be inside a solver call (a search does not wait
+        // for checks it no longer needs). Exit handlers would tear down Z3's global state under
+        // them, so the process ends without running them, its output flushed.
+        use std::io::Write;
+        let _ = std::io::stdout().flush();
+        let _ = std::io::stderr().flush();
+        // SAFETY: `_exit` ends the process at once; everything written is flushed above, and
+        // files are written atomically before the command returns.
+        unsafe { libc::_exit(if code == ExitCode::SUCCESS { 0 } else { 1 }) }
+    }
+    code
+}
+
+/// Prints a command's error as one line (plus detail lines) and gives the exit code.
+fn report(result: Result<()>) -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {
