@@ -6,7 +6,7 @@
 //! under-estimate at most 15%, the estimated SSP the measured slowest (within 3%) on at least 80%
 //! of the examples. Run with `bench/measure` or `cargo bench -p linerate-bound --bench measure`.
 //! Environment: `MEASURE_PATHS` (default 10), `MEASURE_REPEAT`, `MEASURE_TRIALS`,
-//! `MEASURE_ONLY` (a substring of the example names to keep).
+//! `MEASURE_SINGLE_RUNS`, `MEASURE_ONLY` (a substring of the example names to keep).
 
 use std::time::{Duration, Instant};
 
@@ -41,6 +41,8 @@ fn main() {
     let options = measure::Options {
         repeat: env_or("MEASURE_REPEAT", defaults.repeat),
         trials: env_or("MEASURE_TRIALS", defaults.trials),
+        single_runs: env_or("MEASURE_SINGLE_RUNS", defaults.single_runs),
+        always_fresh: false,
     };
     let only = std::env::var("MEASURE_ONLY").unwrap_or_default();
     let model = Model::builtin("x86").expect("shipped x86 model");

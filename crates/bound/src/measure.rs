@@ -12,11 +12,13 @@
 //! the interpreter (the one semantics, which the conformance tests hold equal to the kernel)
 //! replays the witness and must enter exactly the witness's blocks and return its action, and
 //! the kernel must return that action too. Repeated runs share one buffer and the maps, so a
-//! path may drift under repetition (a program that rewrites the packet or counts in a map);
+//! path may drift under repetition (a program that rewrites the packet or counts in a map):
 //! the interpreter replays a second run on the first's output, and the last repeated kernel run
-//! must still return the action; a drifting path is timed but flagged and left out of the
-//! summary. Witnesses that rely on values a run cannot repeat (time, random numbers, routes)
-//! are replayed in the interpreter only and not timed.
+//! must still return the action; a path that drifts is timed in single runs from restored maps
+//! instead ([`timing`]). Witnesses that rely on values a run cannot repeat (time, random
+//! numbers, routes) are replayed in the interpreter only and not timed.
+
+mod timing;
 
 use linerate_bpf::contents::MapMode;
 use linerate_bpf::Object;
@@ -37,6 +39,12 @@ pub struct Options {
     pub repeat: u32,
     /// Trials per path; the measurement is their median.
     pub trials: usize,
+    /// Single runs per trial of a path timed [`Method::Fresh`]; the trial's figure is their
+    /// median.
+    pub single_runs: usize,
+    /// Time every path [`Method::Fresh`], not only those repeated runs do not repeat (to compare
+    /// the two methods).
+    pub always_fresh: bool,
 }
 
 impl Default for Options {
@@ -44,6 +52,8 @@ impl Default for Options {
         Options {
             repeat: 10_000,
             trials: 5,
+            single_runs: 100,
+            always_fresh: false,
         }
     }
 }
@@ -65,7 +75,7 @@ pub enum MeasureError {
     Vm(#[from] VmError),
     #[error("path {rank}: the witness's map entries do not install in the interpreter: {reason}")]
     Seed { rank: usize, reason: String },
-    #[error("--repeat must be at least 1 and --trials at least 1")]
+    #[error("repeat, trials and single runs must each be at least 1")]
     Options,
 }
 
@@ -82,9 +92,18 @@ pub enum Check {
     NoWitness(String),
     /// The interpreter or the kernel took another path (what differed); timed but not counted.
     Differs(String),
-    /// The single run took the path, but repeated runs (which share the buffer and the maps)
-    /// do not all take it; timed but not counted.
+    /// Repeated runs (which share the buffer and the maps) do not all take the path, and
+    /// single runs from restored maps could not time it either (why); not counted.
     Drifts(String),
+}
+
+/// How a path was timed ([`timing`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Method {
+    /// Average of `repeat` runs sharing buffer and maps, as the model was calibrated.
+    Repeated,
+    /// Single runs, each on the witness's packet and maps, less the single-run overhead.
+    Fresh,
 }
 
 /// One reported path, estimated and measured.
@@ -108,6 +127,12 @@ pub struct PathMeasurement {
     /// ns per run of each trial (the kernel's average, rounded down, plus 0.5 ns); empty when
     /// not timed.
     pub trials_ns: Vec<f64>,
+    /// How it was timed (`None`: not timed).
+    pub method: Option<Method>,
+    /// Why repeated runs could not time it (the reason for [`Method::Fresh`]).
+    pub drift: Option<String>,
+    /// For [`Method::Fresh`]: the single-run overhead subtracted from every run, ns.
+    pub single_run_offset_ns: Option<f64>,
     pub check: Check,
 }
 
@@ -127,9 +152,14 @@ impl PathMeasurement {
         self.measured_pps().map(|m| self.estimate_pps / m)
     }
 
-    /// Whether the measurement counts in the summary: timed and confirmed.
+    /// Whether the measurement counts in the summary: confirmed and timed in repeated runs, as
+    /// the model was calibrated. Fresh figures carry the single runs' colder caches (tens of ns
+    /// slower than repeated runs of the same path on this host), which would hide
+    /// over-estimates; they are reported but not counted.
     pub fn counts(&self) -> bool {
-        self.check == Check::Confirmed && !self.trials_ns.is_empty()
+        self.check == Check::Confirmed
+            && self.method == Some(Method::Repeated)
+            && !self.trials_ns.is_empty()
     }
 }
 
@@ -173,20 +203,23 @@ pub fn measure(
     found: &[Found<Box<Witness>>],
     options: &Options,
 ) -> Result<Vec<PathMeasurement>, MeasureError> {
-    if options.repeat == 0 || options.trials == 0 {
+    if options.repeat == 0 || options.trials == 0 || options.single_runs == 0 {
         return Err(MeasureError::Options);
     }
     let cfgs: Vec<Option<Cfg>> = object.programs.iter().map(|p| Cfg::build(p).ok()).collect();
     if cfgs.get(program).is_none_or(|c| c.is_none()) {
         return Err(MeasureError::Cfg(format!("program {program}")));
     }
+    let mut offset = None;
     found
         .iter()
         .enumerate()
-        .map(|(rank, f)| measure_one(object, program, model, &cfgs, rank, f, options))
+        .map(|(rank, f)| measure_one(object, program, model, &cfgs, rank, f, options, &mut offset))
         .collect()
 }
 
+/// Measures path `rank`; `offset` is the single-run overhead, measured when first needed.
+#[allow(clippy::too_many_arguments)]
 fn measure_one(
     object: &Object,
     program: usize,
@@ -195,6 +228,7 @@ fn measure_one(
     rank: usize,
     found: &Found<Box<Witness>>,
     options: &Options,
+    offset: &mut Option<f64>,
 ) -> Result<PathMeasurement, MeasureError> {
     let (estimate_pps, bottleneck) = estimate(model, found);
     let mut out = PathMeasurement {
@@ -207,6 +241,9 @@ fn measure_one(
         vm_action: None,
         kernel_action: None,
         trials_ns: Vec::new(),
+        method: None,
+        drift: None,
+        single_run_offset_ns: None,
         check: Check::Confirmed,
     };
     let witness = match &found.witness {
@@ -258,16 +295,15 @@ fn measure_one(
         ));
     }
     let second = vm.run(program, &first.packet, &first.meta)?;
-    let mut drifts = Vec::new();
-    if blocks(cfgs, &second.steps) != out.vm_blocks {
-        drifts.push("a second run on the first's output takes other blocks".to_string());
-    }
+    let mut drift = (blocks(cfgs, &second.steps) != out.vm_blocks)
+        .then(|| "a second run on the first's output takes other blocks".to_string());
 
     // The kernel: one run for the action, then the timed trials.
     let driver = Driver::new(object, &witness.maps, MapMode::Persist)?;
     let loaded = driver.loaded();
     loaded.load_program(program)?;
-    let mut input = TestRunInput {
+    let initial = driver.maps()?;
+    let input = TestRunInput {
         packet: witness.packet.clone(),
         meta: witness.meta.clone(),
         ingress_ifindex: witness.ingress_ifindex,
@@ -283,30 +319,60 @@ fn measure_one(
             xdp_action_name(first.return_value)
         ));
     }
-    input.repeat = options.repeat;
-    let mut other_action = None;
-    for _ in 0..options.trials {
-        let timed = loaded.test_run(program, &input)?;
-        // The kernel rounds the average down to whole ns: add the expected half.
-        out.trials_ns.push(f64::from(timed.duration_ns) + 0.5);
-        if timed.retval != single.retval {
-            other_action = Some(timed.retval);
+    if !differs.is_empty() {
+        out.check = Check::Differs(differs.join("; "));
+        return Ok(out);
+    }
+    if drift.is_none() && !options.always_fresh {
+        let (trials, other) = timing::repeated(
+            loaded,
+            program,
+            &input,
+            options.repeat,
+            options.trials,
+            single.retval,
+        )?;
+        match other {
+            None => {
+                out.trials_ns = trials;
+                out.method = Some(Method::Repeated);
+                return Ok(out);
+            }
+            Some(retval) => {
+                drift = Some(format!(
+                    "the last of {} repeated runs returns {}",
+                    options.repeat,
+                    xdp_action_name(u64::from(retval))
+                ))
+            }
         }
     }
-    if let Some(retval) = other_action {
-        drifts.push(format!(
-            "the last of {} repeated runs returns {}",
+    out.drift = drift;
+    let offset = match offset {
+        Some(o) => *o,
+        None => *offset.insert(timing::single_run_offset(
+            options.single_runs,
+            options.trials,
             options.repeat,
-            xdp_action_name(u64::from(retval))
-        ));
-    }
-    out.check = if !differs.is_empty() {
-        Check::Differs(differs.join("; "))
-    } else if !drifts.is_empty() {
-        Check::Drifts(drifts.join("; "))
-    } else {
-        Check::Confirmed
+        )?),
     };
+    match timing::fresh(
+        loaded,
+        program,
+        &input,
+        &initial,
+        options.single_runs,
+        options.trials,
+        single.retval,
+        offset,
+    )? {
+        timing::Fresh::Timed(trials) => {
+            out.trials_ns = trials;
+            out.method = Some(Method::Fresh);
+            out.single_run_offset_ns = Some(offset);
+        }
+        timing::Fresh::Failed(why) => out.check = Check::Drifts(why),
+    }
     Ok(out)
 }
 

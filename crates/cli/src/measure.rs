@@ -9,7 +9,7 @@ use std::time::Duration;
 use anyhow::{anyhow, bail, Result};
 use clap::Args;
 use linerate_bound::enumerate::Metric;
-use linerate_bound::measure::{self, Check, PathMeasurement, Summary};
+use linerate_bound::measure::{self, Check, Method, PathMeasurement, Summary};
 use linerate_bound::prepare::{prepare, Options as PrepareOptions};
 use linerate_bound::solve::{guarantee, GuaranteeOptions};
 use linerate_bound::ssp;
@@ -48,6 +48,13 @@ pub struct MeasureArgs {
     /// Trials per path; the measurement is their median.
     #[arg(long, default_value_t = measure::Options::default().trials, value_name = "T")]
     pub trials: usize,
+    /// Single runs per trial of a path that repeated runs do not repeat (it rewrites the packet
+    /// or changes a map it depends on): each from the witness's maps, the trial their median.
+    #[arg(long, default_value_t = measure::Options::default().single_runs, value_name = "K")]
+    pub single_runs: usize,
+    /// Time every path in single runs from restored maps (to compare with repeated runs).
+    #[arg(long)]
+    pub fresh: bool,
     /// Stop the path search after this many seconds and measure the paths found so far.
     #[arg(long, value_name = "SECONDS")]
     pub timeout: Option<f64>,
@@ -67,8 +74,8 @@ pub fn measure(args: &MeasureArgs) -> Result<()> {
             args.target
         );
     }
-    if args.paths == 0 || args.repeat == 0 || args.trials == 0 {
-        bail!("--paths, --repeat and --trials must each be at least 1");
+    if args.paths == 0 || args.repeat == 0 || args.trials == 0 || args.single_runs == 0 {
+        bail!("--paths, --repeat, --trials and --single-runs must each be at least 1");
     }
     let object = crate::load_object(&args.object, args.btf.as_deref())?;
     let program = crate::select_program(&object, args.prog.as_deref())?;
@@ -120,6 +127,8 @@ pub fn measure(args: &MeasureArgs) -> Result<()> {
         &measure::Options {
             repeat: args.repeat,
             trials: args.trials,
+            single_runs: args.single_runs,
+            always_fresh: args.fresh,
         },
     )
     .map_err(|e| anyhow!("{}: {e}", args.object.display()))?;
@@ -139,6 +148,13 @@ fn check_name(check: &Check) -> &'static str {
         Check::NoWitness(_) => "no witness",
         Check::Differs(_) => "differs",
         Check::Drifts(_) => "drifts",
+    }
+}
+
+fn method_name(method: Method) -> &'static str {
+    match method {
+        Method::Repeated => "repeated",
+        Method::Fresh => "fresh",
     }
 }
 
@@ -178,6 +194,9 @@ fn to_json(
                 "median_ns": p.median_ns(),
                 "trials_ns": p.trials_ns,
                 "ratio": p.ratio(),
+                "method": p.method.map(method_name),
+                "drift": p.drift,
+                "single_run_offset_ns": p.single_run_offset_ns,
                 "check": check_name(&p.check),
                 "check_detail": check_detail(&p.check),
                 "counted": p.counts(),
@@ -239,13 +258,13 @@ fn to_text(
     );
     let _ = writeln!(
         out,
-        "  {:>4} {:>6} {:<12} {:>14} {:>14} {:>10} {:>9}  check",
-        "path", "blocks", "action", "estimate", "measured", "ns/run", "est/meas"
+        "  {:>4} {:>6} {:<12} {:>14} {:>14} {:>10} {:>9} {:<8}  check",
+        "path", "blocks", "action", "estimate", "measured", "ns/run", "est/meas", "timed"
     );
     for p in measured {
         let _ = writeln!(
             out,
-            "  {:>4} {:>6} {:<12} {:>14} {:>14} {:>10} {:>9}  {}",
+            "  {:>4} {:>6} {:<12} {:>14} {:>14} {:>10} {:>9} {:<8}  {}",
             p.rank + 1,
             p.blocks.len(),
             p.action.unwrap_or("-"),
@@ -253,10 +272,14 @@ fn to_text(
             p.measured_pps().map_or("-".into(), mpps),
             p.median_ns().map_or("-".into(), |ns| format!("{ns:.1}")),
             p.ratio().map_or("-".into(), |r| format!("{r:.3}")),
+            p.method.map_or("-", method_name),
             check_name(&p.check)
         );
         if let Some(detail) = check_detail(&p.check) {
             let _ = writeln!(out, "         {detail}");
+        }
+        if let (Some(Method::Fresh), Some(drift)) = (p.method, &p.drift) {
+            let _ = writeln!(out, "         single runs from restored maps: {drift}");
         }
     }
     let _ = writeln!(
