@@ -114,7 +114,10 @@ fn main() {
                 Check::NoWitness(_) => format!("{}:no witness", p.rank),
                 Check::Differs(d) => format!("{}:differs ({d})", p.rank),
                 Check::Drifts(d) => format!("{}:drifts ({d})", p.rank),
-                Check::Confirmed => format!("{}:not timed", p.rank),
+                Check::Confirmed => match p.ratio() {
+                    Some(r) => format!("{}:fresh {r:.2}", p.rank),
+                    None => format!("{}:not timed", p.rank),
+                },
             });
         }
         if let Some(slowest) = s.ssp_is_slowest {
@@ -183,6 +186,20 @@ fn main() {
         pct(share),
         if share >= 0.8 { "met" } else { "MISSED" }
     );
+    let fresh: Vec<f64> = all
+        .iter()
+        .filter(|p| p.check == Check::Confirmed && p.method == Some(measure::Method::Fresh))
+        .filter_map(PathMeasurement::ratio)
+        .collect();
+    if !fresh.is_empty() {
+        println!(
+            "paths timed in single runs (not counted: colder caches): {}, estimate/measurement \
+             {:.2}..{:.2}",
+            fresh.len(),
+            fresh.iter().copied().fold(f64::INFINITY, f64::min),
+            fresh.iter().copied().fold(0.0, f64::max)
+        );
+    }
     if !skipped.is_empty() {
         println!("\nnot measured:\n  {}", skipped.join("\n  "));
     }
