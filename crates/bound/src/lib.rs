@@ -11,9 +11,12 @@
 //! - [`ssp`]: the slowest satisfiable paths: enumerated paths checked in parallel, in order,
 //!   with an anytime bound and pruning by unsatisfiable cores (§5.5 and its §7 future work).
 //! - [`solve`]: that search with the Z3 engine of `linerate-smt` checking the paths.
+//! - [`measure`]: the reported paths' witnesses timed in this host's kernel against their
+//!   estimates, each checked to take its path (§6.1).
 
 pub mod dag;
 pub mod enumerate;
+pub mod measure;
 pub mod prepare;
 pub mod solve;
 pub mod ssp;

@@ -9,6 +9,7 @@ mod bound;
 mod calibrate;
 mod cost;
 mod inspect;
+mod measure;
 mod output;
 mod run;
 
@@ -37,6 +38,8 @@ enum Command {
     Cost(cost::CostArgs),
     /// Worst-case throughput: the slowest satisfiable path on a device model, with a witness.
     Bound(bound::BoundArgs),
+    /// Estimate against measurement: the slowest satisfiable paths timed in this host's kernel.
+    Measure(measure::MeasureArgs),
     /// Measure this host's XDP costs through the kernel and write an x86 cost model.
     Calibrate(calibrate::CalibrateArgs),
 }
@@ -61,6 +64,7 @@ fn main() -> ExitCode {
         Command::Run(args) => run::run(&args),
         Command::Cost(args) => cost::cost(&args),
         Command::Bound(args) => bound::bound(&args),
+        Command::Measure(args) => measure::measure(&args),
         Command::Calibrate(args) => calibrate::calibrate(&args),
     });
     if detaches_threads {

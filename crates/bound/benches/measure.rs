@@ -1,0 +1,206 @@
+//! Estimate against measurement on every example (paper 000 §6.1, Table 2's accuracy figures):
+//! for each example's entry program that `linerate bound` handles on the shipped x86 model, the
+//! `PATHS` slowest satisfiable paths, each witness timed through `BPF_PROG_TEST_RUN` and checked
+//! to take its path ([`linerate_bound::measure`]). One row per example, then the overall figures
+//! against the issue's targets: no estimate more than 3% above its measurement, median
+//! under-estimate at most 15%, the estimated SSP the measured slowest (within 3%) on at least 80%
+//! of the examples. Run with `bench/measure` or `cargo bench -p linerate-bound --bench measure`.
+//! Environment: `MEASURE_PATHS` (default 10), `MEASURE_REPEAT`, `MEASURE_TRIALS`,
+//! `MEASURE_SINGLE_RUNS`, `MEASURE_ONLY` (a substring of the example names to keep).
+
+use std::time::{Duration, Instant};
+
+use linerate_bound::enumerate::Metric;
+use linerate_bound::measure::{self, Check, PathMeasurement};
+use linerate_bound::prepare::{prepare, Options as PrepareOptions};
+use linerate_bound::solve::{guarantee, GuaranteeOptions};
+use linerate_bound::ssp;
+use linerate_conformance::examples::load_all;
+use linerate_cost::Model;
+
+/// Time the search for one example's paths may take.
+const SEARCH_TIMEOUT: Duration = Duration::from_secs(20);
+
+fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+fn pct(x: f64) -> String {
+    format!("{:.1}%", x * 100.0)
+}
+
+fn main() {
+    if !linerate_kernel::usable_or_skip("bench/measure") {
+        return;
+    }
+    let paths = env_or("MEASURE_PATHS", 10usize);
+    let defaults = measure::Options::default();
+    let options = measure::Options {
+        repeat: env_or("MEASURE_REPEAT", defaults.repeat),
+        trials: env_or("MEASURE_TRIALS", defaults.trials),
+        single_runs: env_or("MEASURE_SINGLE_RUNS", defaults.single_runs),
+        always_fresh: false,
+    };
+    let only = std::env::var("MEASURE_ONLY").unwrap_or_default();
+    let model = Model::builtin("x86").expect("shipped x86 model");
+    println!(
+        "x86 model against BPF_PROG_TEST_RUN: {paths} slowest satisfiable paths per example, \
+         {} runs x {} trials per path (median)\n",
+        options.repeat, options.trials
+    );
+    println!(
+        "{:<24} {:>5} {:>5} {:>6} {:>6} {:>8} {:>8} {:>8} {:>8}  not counted",
+        "example", "paths", "count", "under", "over", "max over", "med und", "max und", "SSP slow"
+    );
+    let started = Instant::now();
+    let mut all: Vec<PathMeasurement> = Vec::new();
+    let (mut ssp_examples, mut ssp_slowest) = (0, 0);
+    let mut skipped = Vec::new();
+    for example in load_all().expect("example corpus") {
+        let name = example.name();
+        if !name.contains(&only) {
+            continue;
+        }
+        let object = &example.object;
+        let program = example.entry;
+        if example.refused.contains(&program) {
+            skipped.push(format!("{name}: the verifier refuses it"));
+            continue;
+        }
+        let prepared = match prepare(object, program, &model, &PrepareOptions::default()) {
+            Ok(p) => p,
+            Err(e) => {
+                skipped.push(format!("{name}: {e}"));
+                continue;
+            }
+        };
+        let search = GuaranteeOptions {
+            search: ssp::Options {
+                metric: Metric::PacketRate,
+                paths,
+                timeout: Some(SEARCH_TIMEOUT),
+                max_memory: 1 << 30,
+                threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            },
+            exhaustive: false,
+            check_timeout: Some(Duration::from_secs(10)),
+        };
+        let found = match guarantee(object, program, &prepared, &model, &search, |_| {}) {
+            Ok(g) => g.outcome.found,
+            Err(e) => {
+                skipped.push(format!("{name}: {e}"));
+                continue;
+            }
+        };
+        if found.is_empty() {
+            skipped.push(format!("{name}: no satisfiable path found"));
+            continue;
+        }
+        let measured = match measure::measure(object, program, &model, &found, &options) {
+            Ok(m) => m,
+            Err(e) => {
+                skipped.push(format!("{name}: {e}"));
+                continue;
+            }
+        };
+        let s = measure::summarize(&measured);
+        let mut why: Vec<String> = Vec::new();
+        for p in measured.iter().filter(|p| !p.counts()) {
+            why.push(match &p.check {
+                Check::Unrepeatable(_) => format!("{}:unrepeatable", p.rank),
+                Check::NoWitness(_) => format!("{}:no witness", p.rank),
+                Check::Differs(d) => format!("{}:differs ({d})", p.rank),
+                Check::Drifts(d) => format!("{}:drifts ({d})", p.rank),
+                Check::Confirmed => match p.ratio() {
+                    Some(r) => format!("{}:fresh {r:.2}", p.rank),
+                    None => format!("{}:not timed", p.rank),
+                },
+            });
+        }
+        if let Some(slowest) = s.ssp_is_slowest {
+            ssp_examples += 1;
+            ssp_slowest += usize::from(slowest);
+        }
+        println!(
+            "{:<24} {:>5} {:>5} {:>6} {:>6} {:>8} {:>8} {:>8} {:>8}  {}",
+            name,
+            s.paths,
+            s.counted,
+            pct(s.under_share),
+            pct(s.over_share),
+            pct(s.largest_over),
+            pct(s.median_under),
+            pct(s.largest_under),
+            match (s.ssp_is_slowest, s.slowest_rank) {
+                (Some(true), _) => "yes".to_string(),
+                (Some(false), Some(r)) => format!("no ({r})"),
+                _ => "-".to_string(),
+            },
+            why.join(", ")
+        );
+        all.extend(measured);
+    }
+    // Over all examples: the per-path figures pooled.
+    let total = measure::summarize(&all);
+    let counted: Vec<f64> = all
+        .iter()
+        .filter(|p| p.counts())
+        .filter_map(PathMeasurement::ratio)
+        .collect();
+    let above_3 = counted.iter().filter(|r| **r > 1.03).count();
+    println!(
+        "\n{} paths measured ({} counted) in {:.0} s; under-estimated {}, over-estimated {}",
+        total.paths,
+        total.counted,
+        started.elapsed().as_secs_f64(),
+        pct(total.under_share),
+        pct(total.over_share)
+    );
+    println!(
+        "target: no estimate more than 3% above its measurement: largest over-estimate {} \
+         ({above_3} paths above 3%) -> {}",
+        pct(total.largest_over),
+        if above_3 == 0 { "met" } else { "MISSED" }
+    );
+    println!(
+        "target: median under-estimate at most 15%: {} (largest {}) -> {}",
+        pct(total.median_under),
+        pct(total.largest_under),
+        if total.median_under <= 0.15 {
+            "met"
+        } else {
+            "MISSED"
+        }
+    );
+    let share = if ssp_examples == 0 {
+        0.0
+    } else {
+        ssp_slowest as f64 / ssp_examples as f64
+    };
+    println!(
+        "target: estimated SSP measured slowest (within 3%) on at least 80% of examples: \
+         {ssp_slowest} of {ssp_examples} ({}) -> {}",
+        pct(share),
+        if share >= 0.8 { "met" } else { "MISSED" }
+    );
+    let fresh: Vec<f64> = all
+        .iter()
+        .filter(|p| p.check == Check::Confirmed && p.method == Some(measure::Method::Fresh))
+        .filter_map(PathMeasurement::ratio)
+        .collect();
+    if !fresh.is_empty() {
+        println!(
+            "paths timed in single runs (not counted: colder caches): {}, estimate/measurement \
+             {:.2}..{:.2}",
+            fresh.len(),
+            fresh.iter().copied().fold(f64::INFINITY, f64::min),
+            fresh.iter().copied().fold(0.0, f64::max)
+        );
+    }
+    if !skipped.is_empty() {
+        println!("\nnot measured:\n  {}", skipped.join("\n  "));
+    }
+}

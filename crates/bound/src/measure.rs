@@ -1,0 +1,453 @@
+//! Estimate against measurement on this host (paper 000 §6.1; `linerate measure`).
+//!
+//! The paper measured each path it reported by sending its packet at line rate through the NIC.
+//! Here the host's kernel is the device: each path's witness (packet, context, map entries) is
+//! installed and run through `BPF_PROG_TEST_RUN`, timed over `repeat` runs per trial, and the
+//! median over the trials is the measurement. What is measured must mean what the x86 model
+//! prices: the model's per-packet work is the test-run time of the empty program (`r0 =
+//! XDP_PASS; exit`, see `linerate_calibrate`), and a path's estimate is that plus the path's
+//! cost, so `measured_pps = 1e9 / (ns per run)` and the estimate compare directly.
+//!
+//! A measurement counts only if the kernel ran the reported path. The kernel gives no trace, so
+//! the interpreter (the one semantics, which the conformance tests hold equal to the kernel)
+//! replays the witness and must enter exactly the witness's blocks and return its action, and
+//! the kernel must return that action too. Repeated runs share one buffer and the maps, so a
+//! path may drift under repetition (a program that rewrites the packet or counts in a map):
+//! the interpreter replays a second run on the first's output, and the last repeated kernel run
+//! must still return the action; a path that drifts is timed in single runs from restored maps
+//! instead ([`timing`]). Witnesses that rely on values a run cannot repeat (time, random
+//! numbers, routes) are replayed in the interpreter only and not timed.
+
+mod timing;
+
+use linerate_bpf::contents::MapMode;
+use linerate_bpf::Object;
+use linerate_cfg::Cfg;
+use linerate_cost::Model;
+use linerate_kernel::drive::{DriveError, Driver};
+use linerate_kernel::{KernelError, TestRunInput};
+use linerate_smt::{BlockRef, Witness};
+use linerate_vm::trace::Step;
+use linerate_vm::{xdp_action_name, Vm, VmError, VmOptions};
+
+use crate::ssp::Found;
+
+/// How to time a path.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Options {
+    /// Runs per trial (`BPF_PROG_TEST_RUN`'s `repeat`); the kernel reports their average.
+    pub repeat: u32,
+    /// Trials per path; the measurement is their median.
+    pub trials: usize,
+    /// Single runs per trial of a path timed [`Method::Fresh`]; the trial's figure is their
+    /// median.
+    pub single_runs: usize,
+    /// Time every path [`Method::Fresh`], not only those repeated runs do not repeat (to compare
+    /// the two methods).
+    pub always_fresh: bool,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            repeat: 10_000,
+            trials: 5,
+            single_runs: 100,
+            always_fresh: false,
+        }
+    }
+}
+
+/// Estimates above or below their measurement by at most this share count as the measured
+/// slowest path when comparing the SSP with the slowest measurement (the 3%).
+pub const SLOWEST_TOLERANCE: f64 = 0.03;
+
+/// Why measuring failed as a whole (a path's own problems are in its [`Check`]).
+#[derive(Debug, thiserror::Error)]
+pub enum MeasureError {
+    #[error("the program has no CFG: {0}")]
+    Cfg(String),
+    #[error("kernel: {0}")]
+    Kernel(#[from] DriveError),
+    #[error("kernel: {0}")]
+    TestRun(#[from] KernelError),
+    #[error("interpreter: {0}")]
+    Vm(#[from] VmError),
+    #[error("path {rank}: the witness's map entries do not install in the interpreter: {reason}")]
+    Seed { rank: usize, reason: String },
+    #[error("repeat, trials and single runs must each be at least 1")]
+    Options,
+}
+
+/// Whether the kernel ran the reported path, as far as the interpreter and the action tell.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Check {
+    /// The interpreter entered the witness's blocks and returned its action; so did the kernel
+    /// (action), also on the last of the repeated runs.
+    Confirmed,
+    /// The path relies on values a run cannot repeat; replayed in the interpreter only, not
+    /// timed.
+    Unrepeatable(Vec<String>),
+    /// The checker gave no witness (why).
+    NoWitness(String),
+    /// The interpreter or the kernel took another path (what differed); timed but not counted.
+    Differs(String),
+    /// Repeated runs (which share the buffer and the maps) do not all take the path, and
+    /// single runs from restored maps could not time it either (why); not counted.
+    Drifts(String),
+}
+
+/// How a path was timed ([`timing`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Method {
+    /// Average of `repeat` runs sharing buffer and maps, as the model was calibrated.
+    Repeated,
+    /// Single runs, each on the witness's packet and maps, less the single-run overhead.
+    Fresh,
+}
+
+/// One reported path, estimated and measured.
+#[derive(Clone, Debug)]
+pub struct PathMeasurement {
+    /// Position in the bound's order: 0 is the estimated slowest satisfiable path.
+    pub rank: usize,
+    /// The blocks the witness executes (first slots, across tail calls); empty without a witness.
+    pub blocks: Vec<BlockRef>,
+    /// The witness's action (`XDP_DROP`, ...).
+    pub action: Option<&'static str>,
+    /// The model's throughput of the path (its cost plus the per-packet work), packets/s.
+    pub estimate_pps: f64,
+    /// The component that limits the estimate.
+    pub bottleneck: String,
+    /// The blocks the interpreter entered replaying the witness, and its action.
+    pub vm_blocks: Vec<BlockRef>,
+    pub vm_action: Option<&'static str>,
+    /// The kernel's action on a single run.
+    pub kernel_action: Option<&'static str>,
+    /// ns per run of each trial (the kernel's average, rounded down, plus 0.5 ns); empty when
+    /// not timed.
+    pub trials_ns: Vec<f64>,
+    /// How it was timed (`None`: not timed).
+    pub method: Option<Method>,
+    /// Why repeated runs could not time it (the reason for [`Method::Fresh`]).
+    pub drift: Option<String>,
+    /// For [`Method::Fresh`]: the single-run overhead subtracted from every run, ns.
+    pub single_run_offset_ns: Option<f64>,
+    pub check: Check,
+}
+
+impl PathMeasurement {
+    /// Median ns per run over the trials.
+    pub fn median_ns(&self) -> Option<f64> {
+        median(&self.trials_ns)
+    }
+
+    /// Packets per second the kernel sustained on this path: 1e9 / median ns per run.
+    pub fn measured_pps(&self) -> Option<f64> {
+        self.median_ns().map(|ns| 1e9 / ns)
+    }
+
+    /// Estimate over measurement: above 1 the model promises more than the kernel delivered.
+    pub fn ratio(&self) -> Option<f64> {
+        self.measured_pps().map(|m| self.estimate_pps / m)
+    }
+
+    /// Whether the measurement counts in the summary: confirmed and timed in repeated runs, as
+    /// the model was calibrated. Fresh figures carry the single runs' colder caches (tens of ns
+    /// slower than repeated runs of the same path on this host), which would hide
+    /// over-estimates; they are reported but not counted.
+    pub fn counts(&self) -> bool {
+        self.check == Check::Confirmed
+            && self.method == Some(Method::Repeated)
+            && !self.trials_ns.is_empty()
+    }
+}
+
+/// The paper's summary figures over the counted paths (§6.1). Shares and amounts are fractions
+/// (0.05 = 5%); an over-estimate is `ratio - 1`, an under-estimate `1 - ratio`.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Summary {
+    /// Paths reported, and those whose measurement counts.
+    pub paths: usize,
+    pub counted: usize,
+    /// Share of counted paths whose estimate is below / above the measurement.
+    pub under_share: f64,
+    pub over_share: f64,
+    /// Largest over-estimate (0 when none is over).
+    pub largest_over: f64,
+    /// Median and largest under-estimate of the under-estimated paths (0 when none).
+    pub median_under: f64,
+    pub largest_under: f64,
+    /// Whether the estimated SSP (rank 0) is the measured slowest within
+    /// [`SLOWEST_TOLERANCE`]; `None` when rank 0 does not count.
+    pub ssp_is_slowest: Option<bool>,
+    /// Rank of the measured slowest counted path.
+    pub slowest_rank: Option<usize>,
+}
+
+/// The model's throughput of a found path: its cost plus the per-packet work, at its minimum
+/// packet size (as `linerate bound` reports it), and the limiting component.
+pub fn estimate(model: &Model, found: &Found<Box<Witness>>) -> (f64, String) {
+    let mut total = found.path.cost.clone();
+    total.add(model.per_packet());
+    let rate = model.packet_rate(&total, found.path.min_packet);
+    (rate.pps, rate.bottleneck)
+}
+
+/// Replays, checks and times every path of `found` (program `program` of `object`, estimated
+/// under `model`), in order. Needs BPF (see `linerate_kernel::check_access`).
+pub fn measure(
+    object: &Object,
+    program: usize,
+    model: &Model,
+    found: &[Found<Box<Witness>>],
+    options: &Options,
+) -> Result<Vec<PathMeasurement>, MeasureError> {
+    if options.repeat == 0 || options.trials == 0 || options.single_runs == 0 {
+        return Err(MeasureError::Options);
+    }
+    let cfgs: Vec<Option<Cfg>> = object.programs.iter().map(|p| Cfg::build(p).ok()).collect();
+    if cfgs.get(program).is_none_or(|c| c.is_none()) {
+        return Err(MeasureError::Cfg(format!("program {program}")));
+    }
+    let mut offset = None;
+    found
+        .iter()
+        .enumerate()
+        .map(|(rank, f)| measure_one(object, program, model, &cfgs, rank, f, options, &mut offset))
+        .collect()
+}
+
+/// Measures path `rank`; `offset` is the single-run overhead, measured when first needed.
+#[allow(clippy::too_many_arguments)]
+fn measure_one(
+    object: &Object,
+    program: usize,
+    model: &Model,
+    cfgs: &[Option<Cfg>],
+    rank: usize,
+    found: &Found<Box<Witness>>,
+    options: &Options,
+    offset: &mut Option<f64>,
+) -> Result<PathMeasurement, MeasureError> {
+    let (estimate_pps, bottleneck) = estimate(model, found);
+    let mut out = PathMeasurement {
+        rank,
+        blocks: Vec::new(),
+        action: None,
+        estimate_pps,
+        bottleneck,
+        vm_blocks: Vec::new(),
+        vm_action: None,
+        kernel_action: None,
+        trials_ns: Vec::new(),
+        method: None,
+        drift: None,
+        single_run_offset_ns: None,
+        check: Check::Confirmed,
+    };
+    let witness = match &found.witness {
+        Ok(w) => w,
+        Err(why) => {
+            out.check = Check::NoWitness(why.clone());
+            return Ok(out);
+        }
+    };
+    out.blocks = witness.blocks.clone();
+    out.action = Some(witness.action);
+
+    // The interpreter: the witness's blocks and action, then a second run on the first's output
+    // with the maps as the first left them, as the kernel's next repeated run sees them.
+    let mut vm = Vm::new(
+        object,
+        VmOptions {
+            ingress_ifindex: witness.ingress_ifindex,
+            rx_queue_index: witness.rx_queue_index,
+            record_steps: true,
+            ..VmOptions::default()
+        },
+    )?;
+    vm.seed(&witness.maps).map_err(|e| MeasureError::Seed {
+        rank,
+        reason: e.to_string(),
+    })?;
+    let first = vm.run(program, &witness.packet, &witness.meta)?;
+    out.vm_blocks = blocks(cfgs, &first.steps);
+    out.vm_action = Some(xdp_action_name(first.return_value));
+    if !witness.unrepeatable.is_empty() {
+        out.check = Check::Unrepeatable(witness.unrepeatable.clone());
+        return Ok(out);
+    }
+    let mut differs = Vec::new();
+    if out.vm_blocks != witness.blocks {
+        differs.push(format!(
+            "the interpreter enters other blocks ({} instead of {}, first difference at block {})",
+            out.vm_blocks.len(),
+            witness.blocks.len(),
+            first_difference(&out.vm_blocks, &witness.blocks)
+        ));
+    }
+    if first.return_value != witness.return_value {
+        differs.push(format!(
+            "the interpreter returns {} instead of {}",
+            xdp_action_name(first.return_value),
+            witness.action
+        ));
+    }
+    let second = vm.run(program, &first.packet, &first.meta)?;
+    let mut drift = (blocks(cfgs, &second.steps) != out.vm_blocks)
+        .then(|| "a second run on the first's output takes other blocks".to_string());
+
+    // The kernel: one run for the action, then the timed trials.
+    let driver = Driver::new(object, &witness.maps, MapMode::Persist)?;
+    let loaded = driver.loaded();
+    loaded.load_program(program)?;
+    let initial = driver.maps()?;
+    let input = TestRunInput {
+        packet: witness.packet.clone(),
+        meta: witness.meta.clone(),
+        ingress_ifindex: witness.ingress_ifindex,
+        rx_queue_index: witness.rx_queue_index,
+        repeat: 1,
+    };
+    let single = loaded.test_run(program, &input)?;
+    let kernel_action = xdp_action_name(u64::from(single.retval));
+    out.kernel_action = Some(kernel_action);
+    if u64::from(single.retval) != first.return_value {
+        differs.push(format!(
+            "the kernel returns {kernel_action}, the interpreter {}",
+            xdp_action_name(first.return_value)
+        ));
+    }
+    if !differs.is_empty() {
+        out.check = Check::Differs(differs.join("; "));
+        return Ok(out);
+    }
+    if drift.is_none() && !options.always_fresh {
+        let (trials, other) = timing::repeated(
+            loaded,
+            program,
+            &input,
+            options.repeat,
+            options.trials,
+            single.retval,
+        )?;
+        match other {
+            None => {
+                out.trials_ns = trials;
+                out.method = Some(Method::Repeated);
+                return Ok(out);
+            }
+            Some(retval) => {
+                drift = Some(format!(
+                    "the last of {} repeated runs returns {}",
+                    options.repeat,
+                    xdp_action_name(u64::from(retval))
+                ))
+            }
+        }
+    }
+    out.drift = drift;
+    let offset = match offset {
+        Some(o) => *o,
+        None => *offset.insert(timing::single_run_offset(
+            options.single_runs,
+            options.trials,
+            options.repeat,
+        )?),
+    };
+    match timing::fresh(
+        loaded,
+        program,
+        &input,
+        &initial,
+        options.single_runs,
+        options.trials,
+        single.retval,
+        offset,
+    )? {
+        timing::Fresh::Timed(trials) => {
+            out.trials_ns = trials;
+            out.method = Some(Method::Fresh);
+            out.single_run_offset_ns = Some(offset);
+        }
+        timing::Fresh::Failed(why) => out.check = Check::Drifts(why),
+    }
+    Ok(out)
+}
+
+/// The blocks a run entered, in order: the steps at the first slot of a block of their program.
+fn blocks(cfgs: &[Option<Cfg>], steps: &[Step]) -> Vec<BlockRef> {
+    steps
+        .iter()
+        .filter(|s| {
+            cfgs.get(s.program)
+                .and_then(Option::as_ref)
+                .is_some_and(|cfg| {
+                    cfg.block_of(s.slot)
+                        .and_then(|b| cfg.block(b))
+                        .is_some_and(|b| b.slots().start == s.slot)
+                })
+        })
+        .map(|s| BlockRef {
+            program: s.program,
+            slot: s.slot,
+        })
+        .collect()
+}
+
+fn first_difference(a: &[BlockRef], b: &[BlockRef]) -> usize {
+    a.iter().zip(b).take_while(|(x, y)| x == y).count()
+}
+
+fn median(values: &[f64]) -> Option<f64> {
+    let mut v = values.to_vec();
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    match n {
+        0 => None,
+        _ if n % 2 == 1 => Some(v[n / 2]),
+        _ => Some((v[n / 2 - 1] + v[n / 2]) / 2.0),
+    }
+}
+
+/// The summary figures over `paths` (in rank order).
+pub fn summarize(paths: &[PathMeasurement]) -> Summary {
+    let counted: Vec<(usize, f64, f64)> = paths
+        .iter()
+        .filter(|p| p.counts())
+        .filter_map(|p| Some((p.rank, p.ratio()?, p.measured_pps()?)))
+        .collect();
+    let n = counted.len();
+    let share = |k: usize| if n == 0 { 0.0 } else { k as f64 / n as f64 };
+    let overs: Vec<f64> = counted
+        .iter()
+        .filter(|c| c.1 > 1.0)
+        .map(|c| c.1 - 1.0)
+        .collect();
+    let unders: Vec<f64> = counted
+        .iter()
+        .filter(|c| c.1 < 1.0)
+        .map(|c| 1.0 - c.1)
+        .collect();
+    let slowest = counted
+        .iter()
+        .min_by(|a, b| a.2.total_cmp(&b.2))
+        .map(|c| (c.0, c.2));
+    let ssp_is_slowest = counted
+        .iter()
+        .find(|c| c.0 == 0)
+        .zip(slowest)
+        .map(|(ssp, (_, slowest_pps))| ssp.2 <= slowest_pps * (1.0 + SLOWEST_TOLERANCE));
+    Summary {
+        paths: paths.len(),
+        counted: n,
+        under_share: share(unders.len()),
+        over_share: share(overs.len()),
+        largest_over: overs.iter().copied().fold(0.0, f64::max),
+        median_under: median(&unders).unwrap_or(0.0),
+        largest_under: unders.iter().copied().fold(0.0, f64::max),
+        ssp_is_slowest,
+        slowest_rank: slowest.map(|s| s.0),
+    }
+}

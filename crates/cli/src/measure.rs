@@ -1,0 +1,308 @@
+//! `linerate measure`: the N slowest satisfiable paths `linerate bound` reports, each witness
+//! run and timed in this host's kernel, estimate against measurement (paper 000 §6.1). The
+//! measuring is `linerate_bound::measure`; this is its command line.
+
+use std::fmt::Write as _;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::{anyhow, bail, Result};
+use clap::Args;
+use linerate_bound::enumerate::Metric;
+use linerate_bound::measure::{self, Check, Method, PathMeasurement, Summary};
+use linerate_bound::prepare::{prepare, Options as PrepareOptions};
+use linerate_bound::solve::{guarantee, GuaranteeOptions};
+use linerate_bound::ssp;
+use linerate_bpf::Object;
+use serde_json::{json, Value};
+
+use crate::cost::load_model;
+use crate::output::emit;
+
+/// The only device model this host can measure: its own CPU.
+const HOST_TARGET: &str = "x86";
+
+#[derive(Args)]
+pub struct MeasureArgs {
+    /// BPF object (.o) or `llvm-objdump -d` text.
+    pub object: PathBuf,
+    /// Target BTF of CO-RE relocations (raw BTF such as /sys/kernel/btf/vmlinux); default: the
+    /// running kernel's.
+    #[arg(long, value_name = "PATH")]
+    pub btf: Option<PathBuf>,
+    /// Program to measure (function or section name); default: the first XDP program.
+    #[arg(long)]
+    pub prog: Option<String>,
+    /// Device model: only x86 (this host) can be measured here.
+    #[arg(long, default_value = HOST_TARGET)]
+    pub target: String,
+    /// An x86 model file (e.g. written by `linerate calibrate`) instead of the shipped one.
+    #[arg(long, conflicts_with = "target")]
+    pub model: Option<PathBuf>,
+    /// Measure the N slowest satisfiable paths.
+    #[arg(long, default_value_t = 10, value_name = "N")]
+    pub paths: usize,
+    /// Runs per trial (BPF_PROG_TEST_RUN's repeat; the kernel reports their average).
+    #[arg(long, default_value_t = measure::Options::default().repeat, value_name = "R")]
+    pub repeat: u32,
+    /// Trials per path; the measurement is their median.
+    #[arg(long, default_value_t = measure::Options::default().trials, value_name = "T")]
+    pub trials: usize,
+    /// Single runs per trial of a path that repeated runs do not repeat (it rewrites the packet
+    /// or changes a map it depends on): each from the witness's maps, the trial their median.
+    #[arg(long, default_value_t = measure::Options::default().single_runs, value_name = "K")]
+    pub single_runs: usize,
+    /// Time every path in single runs from restored maps (to compare with repeated runs).
+    #[arg(long)]
+    pub fresh: bool,
+    /// Stop the path search after this many seconds and measure the paths found so far.
+    #[arg(long, value_name = "SECONDS")]
+    pub timeout: Option<f64>,
+    /// Unroll a loop whose trip count the analysis cannot bound at most N times (as `bound`).
+    #[arg(long, value_name = "N")]
+    pub max_unroll: Option<u32>,
+    /// Machine-readable output.
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub fn measure(args: &MeasureArgs) -> Result<()> {
+    if args.model.is_none() && args.target != HOST_TARGET {
+        bail!(
+            "measure runs paths on this host's CPU; target `{}` has no hardware here (only \
+             `{HOST_TARGET}` can be measured)",
+            args.target
+        );
+    }
+    if args.paths == 0 || args.repeat == 0 || args.trials == 0 || args.single_runs == 0 {
+        bail!("--paths, --repeat, --trials and --single-runs must each be at least 1");
+    }
+    let object = crate::load_object(&args.object, args.btf.as_deref())?;
+    let program = crate::select_program(&object, args.prog.as_deref())?;
+    object.programs[program].require_xdp("measure", "measures XDP programs")?;
+    let model = load_model(&args.target, args.model.as_ref())?;
+    if model.target() != HOST_TARGET {
+        bail!(
+            "measure runs paths on this host's CPU; the model is for target `{}`, which has no \
+             hardware here (only `{HOST_TARGET}` models can be measured)",
+            model.target()
+        );
+    }
+    linerate_kernel::check_access().map_err(|e| anyhow!("measure needs BPF: {e}"))?;
+    let timeout = args
+        .timeout
+        .map(|s| {
+            Duration::try_from_secs_f64(s).map_err(|_| anyhow!("--timeout {s} is not a duration"))
+        })
+        .transpose()?;
+    let prepared = prepare(
+        &object,
+        program,
+        &model,
+        &PrepareOptions {
+            max_unroll: args.max_unroll,
+            ..PrepareOptions::default()
+        },
+    )
+    .map_err(|e| anyhow!("{}: {e}", args.object.display()))?;
+    let options = GuaranteeOptions {
+        search: ssp::Options {
+            metric: Metric::PacketRate,
+            paths: args.paths,
+            timeout,
+            max_memory: 1 << 30,
+            threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
+        },
+        exhaustive: false,
+        check_timeout: Some(Duration::from_secs(10)),
+    };
+    let result = guarantee(&object, program, &prepared, &model, &options, |_| {})
+        .map_err(|e| anyhow!("{}: {e}", args.object.display()))?;
+    let found = &result.outcome.found;
+    let measured = measure::measure(
+        &object,
+        program,
+        &model,
+        found,
+        &measure::Options {
+            repeat: args.repeat,
+            trials: args.trials,
+            single_runs: args.single_runs,
+            always_fresh: args.fresh,
+        },
+    )
+    .map_err(|e| anyhow!("{}: {e}", args.object.display()))?;
+    let summary = measure::summarize(&measured);
+    let text = if args.json {
+        serde_json::to_string_pretty(&to_json(&object, &model, &measured, &summary, args))? + "\n"
+    } else {
+        to_text(&object, program, &model, &measured, &summary, args)
+    };
+    emit(&text)
+}
+
+fn check_name(check: &Check) -> &'static str {
+    match check {
+        Check::Confirmed => "confirmed",
+        Check::Unrepeatable(_) => "unrepeatable",
+        Check::NoWitness(_) => "no witness",
+        Check::Differs(_) => "differs",
+        Check::Drifts(_) => "drifts",
+    }
+}
+
+fn method_name(method: Method) -> &'static str {
+    match method {
+        Method::Repeated => "repeated",
+        Method::Fresh => "fresh",
+    }
+}
+
+fn check_detail(check: &Check) -> Option<String> {
+    match check {
+        Check::Confirmed => None,
+        Check::Unrepeatable(values) => Some(format!("relies on {}", values.join(", "))),
+        Check::NoWitness(why) | Check::Differs(why) | Check::Drifts(why) => Some(why.clone()),
+    }
+}
+
+fn to_json(
+    object: &Object,
+    model: &linerate_cost::Model,
+    measured: &[PathMeasurement],
+    summary: &Summary,
+    args: &MeasureArgs,
+) -> Value {
+    let blocks = |b: &[linerate_smt::BlockRef]| -> Vec<Value> {
+        b.iter()
+            .map(|b| {
+                let program = object.programs.get(b.program).map_or("?", |p| &p.name);
+                json!({"program": program, "slot": b.slot})
+            })
+            .collect()
+    };
+    let paths: Vec<Value> = measured
+        .iter()
+        .map(|p| {
+            json!({
+                "rank": p.rank,
+                "blocks": blocks(&p.blocks),
+                "action": p.action,
+                "estimate_pps": p.estimate_pps,
+                "bottleneck": p.bottleneck,
+                "measured_pps": p.measured_pps(),
+                "median_ns": p.median_ns(),
+                "trials_ns": p.trials_ns,
+                "ratio": p.ratio(),
+                "method": p.method.map(method_name),
+                "drift": p.drift,
+                "single_run_offset_ns": p.single_run_offset_ns,
+                "check": check_name(&p.check),
+                "check_detail": check_detail(&p.check),
+                "counted": p.counts(),
+                "vm_blocks_match": p.action.is_some() && p.vm_blocks == p.blocks,
+                "vm_action": p.vm_action,
+                "kernel_action": p.kernel_action,
+            })
+        })
+        .collect();
+    json!({
+        "target": model.target(),
+        "repeat": args.repeat,
+        "trials": args.trials,
+        "paths": paths,
+        "summary": {
+            "paths": summary.paths,
+            "counted": summary.counted,
+            "under_share": summary.under_share,
+            "over_share": summary.over_share,
+            "largest_over": summary.largest_over,
+            "median_under": summary.median_under,
+            "largest_under": summary.largest_under,
+            "ssp_is_slowest": summary.ssp_is_slowest,
+            "slowest_rank": summary.slowest_rank,
+        },
+    })
+}
+
+fn mpps(pps: f64) -> String {
+    if pps.is_finite() {
+        format!("{:.3} Mpps", pps / 1e6)
+    } else {
+        "unlimited".into()
+    }
+}
+
+fn pct(x: f64) -> String {
+    format!("{:.1}%", x * 100.0)
+}
+
+fn to_text(
+    object: &Object,
+    program: usize,
+    model: &linerate_cost::Model,
+    measured: &[PathMeasurement],
+    summary: &Summary,
+    args: &MeasureArgs,
+) -> String {
+    let mut out = String::new();
+    let name = &object.programs[program].name;
+    let _ = writeln!(
+        out,
+        "{name} on {} against BPF_PROG_TEST_RUN: {} slowest satisfiable paths, {} runs x {} \
+         trials each (median)",
+        model.target(),
+        measured.len(),
+        args.repeat,
+        args.trials
+    );
+    let _ = writeln!(
+        out,
+        "  {:>4} {:>6} {:<12} {:>14} {:>14} {:>10} {:>9} {:<8}  check",
+        "path", "blocks", "action", "estimate", "measured", "ns/run", "est/meas", "timed"
+    );
+    for p in measured {
+        let _ = writeln!(
+            out,
+            "  {:>4} {:>6} {:<12} {:>14} {:>14} {:>10} {:>9} {:<8}  {}",
+            p.rank + 1,
+            p.blocks.len(),
+            p.action.unwrap_or("-"),
+            mpps(p.estimate_pps),
+            p.measured_pps().map_or("-".into(), mpps),
+            p.median_ns().map_or("-".into(), |ns| format!("{ns:.1}")),
+            p.ratio().map_or("-".into(), |r| format!("{r:.3}")),
+            p.method.map_or("-", method_name),
+            check_name(&p.check)
+        );
+        if let Some(detail) = check_detail(&p.check) {
+            let _ = writeln!(out, "         {detail}");
+        }
+        if let (Some(Method::Fresh), Some(drift)) = (p.method, &p.drift) {
+            let _ = writeln!(out, "         single runs from restored maps: {drift}");
+        }
+    }
+    let _ = writeln!(
+        out,
+        "  summary over {} counted paths of {}: under-estimated {}, over-estimated {}; largest \
+         over-estimate {}; under-estimate median {}, largest {}",
+        summary.counted,
+        summary.paths,
+        pct(summary.under_share),
+        pct(summary.over_share),
+        pct(summary.largest_over),
+        pct(summary.median_under),
+        pct(summary.largest_under)
+    );
+    let _ = writeln!(
+        out,
+        "  estimated SSP is the measured slowest (within {}): {}",
+        pct(measure::SLOWEST_TOLERANCE),
+        match (summary.ssp_is_slowest, summary.slowest_rank) {
+            (Some(true), _) => "yes".to_string(),
+            (Some(false), Some(r)) => format!("no (path {} is slower)", r + 1),
+            _ => "not known (the SSP was not measured)".to_string(),
+        }
+    );
+    out
+}
