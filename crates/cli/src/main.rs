@@ -58,7 +58,7 @@ impl std::error::Error for Detail {}
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let detaches_threads = matches!(cli.command, Command::Bound(_));
+    let detaches_threads = matches!(cli.command, Command::Bound(_) | Command::Measure(_));
     let code = report(match cli.command {
         Command::Inspect(args) => inspect::inspect(&args),
         Command::Run(args) => run::run(&args),
