@@ -18,26 +18,17 @@ use linerate_cost::{Cost, Model};
 use linerate_smt::Witness;
 use serde_json::{json, Value};
 
-use crate::cost::load_model;
 use crate::output::emit;
 
 #[derive(Args)]
 pub struct BoundArgs {
-    /// BPF object (.o) or `llvm-objdump -d` text.
-    pub object: PathBuf,
-    /// Target BTF of CO-RE relocations (raw BTF such as /sys/kernel/btf/vmlinux); default: the
-    /// running kernel's.
-    #[arg(long, value_name = "PATH")]
-    pub btf: Option<PathBuf>,
+    #[command(flatten)]
+    pub input: crate::args::ObjectArgs,
     /// Program to bound (function or section name); default: the first XDP program.
     #[arg(long)]
     pub prog: Option<String>,
-    /// Device model shipped with linerate: x86 (this host class) or nfp (Netronome Agilio CX).
-    #[arg(long, default_value = "x86")]
-    pub target: String,
-    /// A model file (e.g. written by `linerate calibrate`) instead of the shipped one.
-    #[arg(long, conflicts_with = "target")]
-    pub model: Option<PathBuf>,
+    #[command(flatten)]
+    pub device: crate::args::ModelArgs,
     /// Order paths by bit rate (the frame size each path needs counts) instead of packet rate.
     #[arg(long)]
     pub bit_rate: bool,
@@ -83,10 +74,10 @@ struct Reported<'a> {
 }
 
 pub fn bound(args: &BoundArgs) -> Result<()> {
-    let object = crate::load_object(&args.object, args.btf.as_deref())?;
+    let object = args.input.load()?;
     let program = crate::select_program(&object, args.prog.as_deref())?;
     object.programs[program].require_xdp("bound", "bounds XDP programs")?;
-    let model = load_model(&args.target, args.model.as_ref())?;
+    let model = args.device.load()?;
     if args.paths == 0 {
         return Err(anyhow!("--paths must be at least 1"));
     }
@@ -104,7 +95,7 @@ pub fn bound(args: &BoundArgs) -> Result<()> {
             ..PrepareOptions::default()
         },
     )
-    .map_err(|e| anyhow!("{}: {e}", args.object.display()))?;
+    .map_err(|e| anyhow!("{}: {e}", args.input.object.display()))?;
     let metric = if args.bit_rate {
         Metric::BitRate
     } else {
@@ -136,7 +127,7 @@ pub fn bound(args: &BoundArgs) -> Result<()> {
         }
     };
     let result = guarantee(&object, program, &prepared, &model, &options, progress)
-        .map_err(|e| anyhow!("{}: {e}", args.object.display()))?;
+        .map_err(|e| anyhow!("{}: {e}", args.input.object.display()))?;
     if show_progress {
         eprint!("\r\x1b[2K");
     }

@@ -18,21 +18,13 @@ use crate::output::{emit, table};
 
 #[derive(Args)]
 pub struct CostArgs {
-    /// BPF object (.o) or `llvm-objdump -d` text.
-    pub object: PathBuf,
-    /// Target BTF of CO-RE relocations (raw BTF such as /sys/kernel/btf/vmlinux); default: the
-    /// running kernel's.
-    #[arg(long, value_name = "PATH")]
-    pub btf: Option<PathBuf>,
+    #[command(flatten)]
+    pub input: crate::args::ObjectArgs,
     /// Only this program (function or section name); default: every program.
     #[arg(long)]
     pub prog: Option<String>,
-    /// Device model shipped with linerate: x86 (this host class) or nfp (Netronome Agilio CX).
-    #[arg(long, default_value = "x86")]
-    pub target: String,
-    /// A model file (e.g. written by `linerate calibrate`) instead of the shipped one.
-    #[arg(long, conflicts_with = "target")]
-    pub model: Option<PathBuf>,
+    #[command(flatten)]
+    pub device: crate::args::ModelArgs,
     /// Cost of this block sequence (comma-separated block ids as listed, e.g. `0,2,5`), with its
     /// packet rate; needs a single program (--prog when the object has several).
     #[arg(long, value_delimiter = ',')]
@@ -53,14 +45,6 @@ pub struct CostArgs {
     /// Machine-readable output.
     #[arg(long)]
     pub json: bool,
-}
-
-/// Loads the model `--model` names, or the shipped one for `--target`.
-pub fn load_model(target: &str, file: Option<&PathBuf>) -> Result<Model> {
-    Ok(match file {
-        Some(path) => Model::read(path)?,
-        None => Model::builtin(target)?,
-    })
 }
 
 fn format_amount(v: f64) -> String {
@@ -204,8 +188,8 @@ fn slot_pricing(c: &Costed, slot: usize) -> (Vec<String>, Option<&Cost>, Option<
 }
 
 pub fn cost(args: &CostArgs) -> Result<()> {
-    let object = crate::load_object(&args.object, args.btf.as_deref())?;
-    let model = load_model(&args.target, args.model.as_ref())?;
+    let object = args.input.load()?;
+    let model = args.device.load()?;
     // Cost models price XDP programs; without --prog, other kinds are left out.
     let selected: Vec<usize> = match &args.prog {
         Some(name) => {
@@ -220,7 +204,7 @@ pub fn cost(args: &CostArgs) -> Result<()> {
     if selected.is_empty() {
         return Err(anyhow!(
             "{} holds no XDP program: cost prices XDP programs",
-            args.object.display()
+            args.input.object.display()
         ));
     }
     for (given, flag) in [
@@ -230,7 +214,7 @@ pub fn cost(args: &CostArgs) -> Result<()> {
         if given && selected.len() != 1 {
             return Err(anyhow!(
                 "{flag} needs one program: {} has {}; choose one with --prog",
-                args.object.display(),
+                args.input.object.display(),
                 selected.len()
             ));
         }
@@ -238,12 +222,17 @@ pub fn cost(args: &CostArgs) -> Result<()> {
     let mut costed = Vec::new();
     for &i in &selected {
         let program = &object.programs[i];
-        let cfg = Cfg::build(program)
-            .map_err(|e| anyhow!("{}: program `{}`: {e}", args.object.display(), program.name))?;
+        let cfg = Cfg::build(program).map_err(|e| {
+            anyhow!(
+                "{}: program `{}`: {e}",
+                args.input.object.display(),
+                program.name
+            )
+        })?;
         let cost = ProgramCost::new(&object, &cfg, &model).with_context(|| {
             format!(
                 "{}: program `{}` on target {}",
-                args.object.display(),
+                args.input.object.display(),
                 program.name,
                 model.target()
             )

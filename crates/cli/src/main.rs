@@ -5,6 +5,7 @@
 //! Every failure ends in one line `error: <cause>` on stderr (plus detail lines where there is
 //! more to say, such as a verifier log) and a non-zero exit.
 
+mod args;
 mod bound;
 mod calibrate;
 mod cost;

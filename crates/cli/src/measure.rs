@@ -3,7 +3,6 @@
 //! measuring is `linerate_bound::measure`; this is its command line.
 
 use std::fmt::Write as _;
-use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::{anyhow, bail, Result};
@@ -16,7 +15,6 @@ use linerate_bound::ssp;
 use linerate_bpf::Object;
 use serde_json::{json, Value};
 
-use crate::cost::load_model;
 use crate::output::emit;
 
 /// The only device model this host can measure: its own CPU.
@@ -24,21 +22,14 @@ const HOST_TARGET: &str = "x86";
 
 #[derive(Args)]
 pub struct MeasureArgs {
-    /// BPF object (.o) or `llvm-objdump -d` text.
-    pub object: PathBuf,
-    /// Target BTF of CO-RE relocations (raw BTF such as /sys/kernel/btf/vmlinux); default: the
-    /// running kernel's.
-    #[arg(long, value_name = "PATH")]
-    pub btf: Option<PathBuf>,
+    #[command(flatten)]
+    pub input: crate::args::ObjectArgs,
     /// Program to measure (function or section name); default: the first XDP program.
     #[arg(long)]
     pub prog: Option<String>,
-    /// Device model: only x86 (this host) can be measured here.
-    #[arg(long, default_value = HOST_TARGET)]
-    pub target: String,
-    /// An x86 model file (e.g. written by `linerate calibrate`) instead of the shipped one.
-    #[arg(long, conflicts_with = "target")]
-    pub model: Option<PathBuf>,
+    /// The model to compare with: only x86 (this host) can be measured here.
+    #[command(flatten)]
+    pub device: crate::args::ModelArgs,
     /// Measure the N slowest satisfiable paths.
     #[arg(long, default_value_t = 10, value_name = "N")]
     pub paths: usize,
@@ -67,20 +58,20 @@ pub struct MeasureArgs {
 }
 
 pub fn measure(args: &MeasureArgs) -> Result<()> {
-    if args.model.is_none() && args.target != HOST_TARGET {
+    if args.device.model.is_none() && args.device.target != HOST_TARGET {
         bail!(
             "measure runs paths on this host's CPU; target `{}` has no hardware here (only \
              `{HOST_TARGET}` can be measured)",
-            args.target
+            args.device.target
         );
     }
     if args.paths == 0 || args.repeat == 0 || args.trials == 0 || args.single_runs == 0 {
         bail!("--paths, --repeat, --trials and --single-runs must each be at least 1");
     }
-    let object = crate::load_object(&args.object, args.btf.as_deref())?;
+    let object = args.input.load()?;
     let program = crate::select_program(&object, args.prog.as_deref())?;
     object.programs[program].require_xdp("measure", "measures XDP programs")?;
-    let model = load_model(&args.target, args.model.as_ref())?;
+    let model = args.device.load()?;
     if model.target() != HOST_TARGET {
         bail!(
             "measure runs paths on this host's CPU; the model is for target `{}`, which has no \
@@ -104,7 +95,7 @@ pub fn measure(args: &MeasureArgs) -> Result<()> {
             ..PrepareOptions::default()
         },
     )
-    .map_err(|e| anyhow!("{}: {e}", args.object.display()))?;
+    .map_err(|e| anyhow!("{}: {e}", args.input.object.display()))?;
     let options = GuaranteeOptions {
         search: ssp::Options {
             metric: Metric::PacketRate,
@@ -117,7 +108,7 @@ pub fn measure(args: &MeasureArgs) -> Result<()> {
         check_timeout: Some(Duration::from_secs(10)),
     };
     let result = guarantee(&object, program, &prepared, &model, &options, |_| {})
-        .map_err(|e| anyhow!("{}: {e}", args.object.display()))?;
+        .map_err(|e| anyhow!("{}: {e}", args.input.object.display()))?;
     let found = &result.outcome.found;
     let measured = measure::measure(
         &object,
@@ -131,7 +122,7 @@ pub fn measure(args: &MeasureArgs) -> Result<()> {
             always_fresh: args.fresh,
         },
     )
-    .map_err(|e| anyhow!("{}: {e}", args.object.display()))?;
+    .map_err(|e| anyhow!("{}: {e}", args.input.object.display()))?;
     let summary = measure::summarize(&measured);
     let text = if args.json {
         serde_json::to_string_pretty(&to_json(&object, &model, &measured, &summary, args))? + "\n"
