@@ -613,12 +613,13 @@ impl Btf {
     }
 }
 
+/// Hand-built BTF sections for this module's and its submodules' tests.
 #[cfg(test)]
-mod tests {
-    use super::*;
+pub(crate) mod testing {
+    use super::BTF_MAGIC;
 
     /// Builds a BTF section from raw type words and a string table.
-    fn build(types: &[u32], strings: &[u8]) -> Vec<u8> {
+    pub fn build(types: &[u32], strings: &[u8]) -> Vec<u8> {
         let type_len = (types.len() * 4) as u32;
         let mut out = Vec::new();
         out.extend_from_slice(&BTF_MAGIC.to_le_bytes());
@@ -633,9 +634,16 @@ mod tests {
         out
     }
 
-    fn info(kind: u32, vlen: u32) -> u32 {
+    /// A type's info word: its kind and member count.
+    pub fn info(kind: u32, vlen: u32) -> u32 {
         kind << 24 | vlen
     }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::testing::{build, info};
+    use super::*;
 
     #[test]
     fn parses_and_resolves_sizes() {

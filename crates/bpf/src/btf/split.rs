@@ -64,28 +64,9 @@ pub(super) fn check_strings(strings: &[u8]) -> Result<(), BtfError> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::{Kind, BTF_MAGIC};
+    use super::super::testing::{build, info};
+    use super::super::Kind;
     use super::*;
-
-    /// A BTF section from raw type words and a string table.
-    fn build(types: &[u32], strings: &[u8]) -> Vec<u8> {
-        let type_len = (types.len() * 4) as u32;
-        let mut out = Vec::new();
-        out.extend_from_slice(&BTF_MAGIC.to_le_bytes());
-        out.extend_from_slice(&[1, 0]);
-        for w in [24, 0, type_len, type_len, strings.len() as u32] {
-            out.extend_from_slice(&w.to_le_bytes());
-        }
-        for w in types {
-            out.extend_from_slice(&w.to_le_bytes());
-        }
-        out.extend_from_slice(strings);
-        out
-    }
-
-    fn info(kind: u32, vlen: u32) -> u32 {
-        kind << 24 | vlen
-    }
 
     /// Base: [1] int (4 bytes), [2] struct s { int a; }. Strings "\0int\0s\0a\0" (9 bytes).
     fn base() -> Arc<Btf> {
