@@ -1,9 +1,14 @@
 //! Arguments several commands share, each documented once.
 
 use std::path::PathBuf;
+use std::time::Duration;
 
-use anyhow::Result;
+use anyhow::{anyhow, Result};
 use clap::Args;
+use linerate_bound::enumerate::Metric;
+use linerate_bound::prepare::{prepare, Options as PrepareOptions, Prepared};
+use linerate_bound::solve::{guarantee, Guarantee, GuaranteeOptions};
+use linerate_bound::ssp::{self, Event};
 use linerate_bpf::Object;
 use linerate_cost::Model;
 
@@ -43,5 +48,78 @@ impl ModelArgs {
             Some(path) => Model::read(path)?,
             None => Model::builtin(&self.target)?,
         })
+    }
+}
+
+/// How `bound` and `measure` search for the slowest satisfiable paths.
+#[derive(Args)]
+pub struct SearchArgs {
+    /// Stop after this many seconds with the best bound found so far, marked incomplete.
+    #[arg(long, value_name = "SECONDS")]
+    pub timeout: Option<f64>,
+    /// Seconds one solver check may take; a path whose check runs out counts as satisfiable.
+    #[arg(long, default_value_t = 10.0, value_name = "SECONDS")]
+    pub check_timeout: f64,
+    /// Stop with the best bound so far when path enumeration holds this many MiB.
+    #[arg(long, default_value_t = 1024, value_name = "MIB")]
+    pub max_memory: usize,
+    /// Unroll a loop whose trip count the analysis cannot bound at most N times, assuming it
+    /// never runs more often (the assumption is reported).
+    #[arg(long, value_name = "N")]
+    pub max_unroll: Option<u32>,
+    /// Threads checking paths (default: the number of cores).
+    #[arg(long)]
+    pub threads: Option<usize>,
+}
+
+impl SearchArgs {
+    /// Prepares program `program` of `object` (read from `source`, for messages) and searches
+    /// its `paths` slowest satisfiable paths under `model`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn search(
+        &self,
+        source: &std::path::Path,
+        object: &Object,
+        program: usize,
+        model: &Model,
+        metric: Metric,
+        paths: usize,
+        exhaustive: bool,
+        progress: impl FnMut(Event),
+    ) -> Result<(Prepared, Guarantee)> {
+        if paths == 0 {
+            return Err(anyhow!("--paths must be at least 1"));
+        }
+        let seconds = |s: f64, flag: &str| {
+            Duration::try_from_secs_f64(s).map_err(|_| anyhow!("{flag} {s} is not a duration"))
+        };
+        let timeout = self.timeout.map(|s| seconds(s, "--timeout")).transpose()?;
+        let check_timeout = seconds(self.check_timeout, "--check-timeout")?;
+        let prepared = prepare(
+            object,
+            program,
+            model,
+            &PrepareOptions {
+                max_unroll: self.max_unroll,
+                ..PrepareOptions::default()
+            },
+        )
+        .map_err(|e| anyhow!("{}: {e}", source.display()))?;
+        let options = GuaranteeOptions {
+            search: ssp::Options {
+                metric,
+                paths,
+                timeout,
+                max_memory: self.max_memory.saturating_mul(1 << 20),
+                threads: self
+                    .threads
+                    .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())),
+            },
+            exhaustive,
+            check_timeout: Some(check_timeout),
+        };
+        let result = guarantee(object, program, &prepared, model, &options, progress)
+            .map_err(|e| anyhow!("{}: {e}", source.display()))?;
+        Ok((prepared, result))
     }
 }

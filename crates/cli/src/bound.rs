@@ -4,14 +4,13 @@
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
-use std::time::Duration;
 
-use anyhow::{anyhow, Context, Result};
+use anyhow::{Context, Result};
 use clap::Args;
 use linerate_bound::enumerate::{Metric, RankedPath};
-use linerate_bound::prepare::{prepare, Options as PrepareOptions, Prepared};
-use linerate_bound::solve::{guarantee, Guarantee, GuaranteeOptions};
-use linerate_bound::ssp::{self, Event, Found, Stop};
+use linerate_bound::prepare::Prepared;
+use linerate_bound::solve::Guarantee;
+use linerate_bound::ssp::{Event, Found, Stop};
 use linerate_bpf::contents::MapContents;
 use linerate_bpf::Object;
 use linerate_cost::{Cost, Model};
@@ -38,22 +37,8 @@ pub struct BoundArgs {
     /// Check every path instead of the slowest first (slow: the benchmark's baseline).
     #[arg(long)]
     pub exhaustive: bool,
-    /// Stop after this many seconds with the best bound found so far, marked incomplete.
-    #[arg(long, value_name = "SECONDS")]
-    pub timeout: Option<f64>,
-    /// Seconds one solver check may take; a path whose check runs out counts as satisfiable.
-    #[arg(long, default_value_t = 10.0, value_name = "SECONDS")]
-    pub check_timeout: f64,
-    /// Stop with the best bound so far when path enumeration holds this many MiB.
-    #[arg(long, default_value_t = 1024, value_name = "MIB")]
-    pub max_memory: usize,
-    /// Unroll a loop whose trip count the analysis cannot bound at most N times, assuming it
-    /// never runs more often (the assumption is reported).
-    #[arg(long, value_name = "N")]
-    pub max_unroll: Option<u32>,
-    /// Threads checking paths (default: the number of cores).
-    #[arg(long)]
-    pub threads: Option<usize>,
+    #[command(flatten)]
+    pub search: crate::args::SearchArgs,
     /// Write the witness packets (one per reported path, in order) to this pcap file.
     #[arg(long, value_name = "FILE.pcap")]
     pub witness: Option<PathBuf>,
@@ -78,41 +63,10 @@ pub fn bound(args: &BoundArgs) -> Result<()> {
     let program = crate::select_program(&object, args.prog.as_deref())?;
     object.programs[program].require_xdp("bound", "bounds XDP programs")?;
     let model = args.device.load()?;
-    if args.paths == 0 {
-        return Err(anyhow!("--paths must be at least 1"));
-    }
-    let seconds = |s: f64, flag: &str| {
-        Duration::try_from_secs_f64(s).map_err(|_| anyhow!("{flag} {s} is not a duration"))
-    };
-    let timeout = args.timeout.map(|s| seconds(s, "--timeout")).transpose()?;
-    let check_timeout = seconds(args.check_timeout, "--check-timeout")?;
-    let prepared = prepare(
-        &object,
-        program,
-        &model,
-        &PrepareOptions {
-            max_unroll: args.max_unroll,
-            ..PrepareOptions::default()
-        },
-    )
-    .map_err(|e| anyhow!("{}: {e}", args.input.object.display()))?;
     let metric = if args.bit_rate {
         Metric::BitRate
     } else {
         Metric::PacketRate
-    };
-    let options = GuaranteeOptions {
-        search: ssp::Options {
-            metric,
-            paths: args.paths,
-            timeout,
-            max_memory: args.max_memory.saturating_mul(1 << 20),
-            threads: args
-                .threads
-                .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())),
-        },
-        exhaustive: args.exhaustive,
-        check_timeout: Some(check_timeout),
     };
     // A progress line on a terminal; nothing in --json or in a pipe.
     let show_progress = !args.json && std::io::stderr().is_terminal();
@@ -126,8 +80,16 @@ pub fn bound(args: &BoundArgs) -> Result<()> {
             );
         }
     };
-    let result = guarantee(&object, program, &prepared, &model, &options, progress)
-        .map_err(|e| anyhow!("{}: {e}", args.input.object.display()))?;
+    let (prepared, result) = args.search.search(
+        &args.input.object,
+        &object,
+        program,
+        &model,
+        metric,
+        args.paths,
+        args.exhaustive,
+        progress,
+    )?;
     if show_progress {
         eprint!("\r\x1b[2K");
     }

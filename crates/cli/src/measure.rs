@@ -3,15 +3,11 @@
 //! measuring is `linerate_bound::measure`; this is its command line.
 
 use std::fmt::Write as _;
-use std::time::Duration;
 
 use anyhow::{anyhow, bail, Result};
 use clap::Args;
 use linerate_bound::enumerate::Metric;
 use linerate_bound::measure::{self, Check, Method, PathMeasurement, Summary};
-use linerate_bound::prepare::{prepare, Options as PrepareOptions};
-use linerate_bound::solve::{guarantee, GuaranteeOptions};
-use linerate_bound::ssp;
 use linerate_bpf::Object;
 use serde_json::{json, Value};
 
@@ -33,6 +29,8 @@ pub struct MeasureArgs {
     /// Measure the N slowest satisfiable paths.
     #[arg(long, default_value_t = 10, value_name = "N")]
     pub paths: usize,
+    #[command(flatten)]
+    pub search: crate::args::SearchArgs,
     /// Runs per trial (BPF_PROG_TEST_RUN's repeat; the kernel reports their average).
     #[arg(long, default_value_t = measure::Options::default().repeat, value_name = "R")]
     pub repeat: u32,
@@ -46,12 +44,6 @@ pub struct MeasureArgs {
     /// Time every path in single runs from restored maps (to compare with repeated runs).
     #[arg(long)]
     pub fresh: bool,
-    /// Stop the path search after this many seconds and measure the paths found so far.
-    #[arg(long, value_name = "SECONDS")]
-    pub timeout: Option<f64>,
-    /// Unroll a loop whose trip count the analysis cannot bound at most N times (as `bound`).
-    #[arg(long, value_name = "N")]
-    pub max_unroll: Option<u32>,
     /// Machine-readable output.
     #[arg(long)]
     pub json: bool,
@@ -80,35 +72,16 @@ pub fn measure(args: &MeasureArgs) -> Result<()> {
         );
     }
     linerate_kernel::check_access().map_err(|e| anyhow!("measure needs BPF: {e}"))?;
-    let timeout = args
-        .timeout
-        .map(|s| {
-            Duration::try_from_secs_f64(s).map_err(|_| anyhow!("--timeout {s} is not a duration"))
-        })
-        .transpose()?;
-    let prepared = prepare(
+    let (_, result) = args.search.search(
+        &args.input.object,
         &object,
         program,
         &model,
-        &PrepareOptions {
-            max_unroll: args.max_unroll,
-            ..PrepareOptions::default()
-        },
-    )
-    .map_err(|e| anyhow!("{}: {e}", args.input.object.display()))?;
-    let options = GuaranteeOptions {
-        search: ssp::Options {
-            metric: Metric::PacketRate,
-            paths: args.paths,
-            timeout,
-            max_memory: 1 << 30,
-            threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
-        },
-        exhaustive: false,
-        check_timeout: Some(Duration::from_secs(10)),
-    };
-    let result = guarantee(&object, program, &prepared, &model, &options, |_| {})
-        .map_err(|e| anyhow!("{}: {e}", args.input.object.display()))?;
+        Metric::PacketRate,
+        args.paths,
+        false,
+        |_| {},
+    )?;
     let found = &result.outcome.found;
     let measured = measure::measure(
         &object,
