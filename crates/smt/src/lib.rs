@@ -59,6 +59,6 @@ pub mod memory;
 mod session;
 pub mod value;
 
-pub use checker::{check, BlockRef, Options, PathChecker, Verdict, Witness};
+pub use checker::{check, BlockRef, Options, PathChecker, PrefixVerdict, Verdict, Witness};
 pub use error::SmtError;
 pub use linerate_cfg::Decision;
