@@ -11,8 +11,11 @@
 //! - [`ssp`]: the slowest satisfiable paths: enumerated paths checked in parallel, in order,
 //!   with an anytime bound and pruning by unsatisfiable cores (§5.5 and its §7 future work).
 //! - [`solve`]: that search with the Z3 engine of `linerate-smt` checking the paths.
+//! - [`dfs`]: the baseline the search is measured against: depth-first symbolic execution with
+//!   a solver check at every branch, visiting every satisfiable path.
 
 pub mod dag;
+pub mod dfs;
 pub mod enumerate;
 pub mod prepare;
 pub mod solve;
