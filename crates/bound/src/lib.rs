@@ -13,8 +13,11 @@
 //! - [`solve`]: that search with the Z3 engine of `linerate-smt` checking the paths.
 //! - [`measure`]: the reported paths' witnesses timed in this host's kernel against their
 //!   estimates, each checked to take its path (§6.1).
+//! - [`dfs`]: the baseline the search is measured against: depth-first symbolic execution with
+//!   a solver check at every branch, visiting every satisfiable path.
 
 pub mod dag;
+pub mod dfs;
 pub mod enumerate;
 pub mod measure;
 pub mod prepare;

@@ -11,7 +11,8 @@ use linerate_cfg::Decision;
 use linerate_cost::Model;
 use linerate_smt::Witness;
 
-use crate::enumerate::EnumerateError;
+use crate::dfs::{self, PrefixChecker};
+use crate::enumerate::{EnumerateError, Metric};
 use crate::prepare::Prepared;
 use crate::ssp::{self, Event, MakeChecker, Outcome, PathChecker, Verdict};
 
@@ -39,29 +40,48 @@ impl SmtChecker {
             counted: 0,
         }
     }
-}
 
-impl PathChecker for SmtChecker {
-    type Witness = Box<Witness>;
-
-    fn check(&mut self, decisions: &[Decision]) -> Verdict<Box<Witness>> {
+    /// Runs `ask` on the session and adds the solver checks it made to the shared total.
+    fn counted<T>(
+        &mut self,
+        ask: impl FnOnce(&mut linerate_smt::PathChecker) -> Verdict<T>,
+    ) -> Verdict<T> {
         let checker = match &mut self.inner {
             Ok(checker) => checker,
             Err(why) => return Verdict::Unknown(why.clone()),
         };
-        let verdict = match checker.check(decisions) {
-            Ok(linerate_smt::Verdict::Sat(w)) => Verdict::Sat(w),
-            Ok(linerate_smt::Verdict::Unsat { core }) => Verdict::Unsat { core },
-            Ok(linerate_smt::Verdict::Unknown) => {
-                Verdict::Unknown("the solver ran out of time".into())
-            }
-            Err(e) => Verdict::Unknown(e.to_string()),
-        };
+        let verdict = ask(checker);
         let checks = checker.solver_checks();
         self.solver_checks
             .fetch_add(checks - self.counted, Ordering::Relaxed);
         self.counted = checks;
         verdict
+    }
+}
+
+const OUT_OF_TIME: &str = "the solver ran out of time";
+
+impl PathChecker for SmtChecker {
+    type Witness = Box<Witness>;
+
+    fn check(&mut self, decisions: &[Decision]) -> Verdict<Box<Witness>> {
+        self.counted(|checker| match checker.check(decisions) {
+            Ok(linerate_smt::Verdict::Sat(w)) => Verdict::Sat(w),
+            Ok(linerate_smt::Verdict::Unsat { core }) => Verdict::Unsat { core },
+            Ok(linerate_smt::Verdict::Unknown) => Verdict::Unknown(OUT_OF_TIME.into()),
+            Err(e) => Verdict::Unknown(e.to_string()),
+        })
+    }
+}
+
+impl PrefixChecker for SmtChecker {
+    fn check_prefix(&mut self, decisions: &[Decision]) -> Verdict<()> {
+        self.counted(|checker| match checker.check_prefix(decisions) {
+            Ok(linerate_smt::PrefixVerdict::Holds { .. }) => Verdict::Sat(()),
+            Ok(linerate_smt::PrefixVerdict::Unsat { core }) => Verdict::Unsat { core },
+            Ok(linerate_smt::PrefixVerdict::Unknown) => Verdict::Unknown(OUT_OF_TIME.into()),
+            Err(e) => Verdict::Unknown(e.to_string()),
+        })
     }
 }
 
@@ -115,4 +135,26 @@ pub fn guarantee(
         outcome,
         solver_checks: solver_checks.load(Ordering::Relaxed),
     })
+}
+
+/// The check-at-every-branch baseline ([`crate::dfs`]) on `prepared` (program `program` of
+/// `object`) with Z3 on the calling thread, stopping after `timeout`, one solver check limited
+/// to `check_timeout`; with the solver checks it made.
+pub fn check_every_branch(
+    object: &Object,
+    program: usize,
+    prepared: &Prepared,
+    model: &Model,
+    metric: Metric,
+    timeout: Option<Duration>,
+    check_timeout: Option<Duration>,
+) -> Result<(dfs::Outcome, u64), EnumerateError> {
+    let solver_checks = Arc::new(AtomicU64::new(0));
+    let options = linerate_smt::Options {
+        timeout: check_timeout,
+        ..linerate_smt::Options::default()
+    };
+    let mut checker = SmtChecker::new(object, program, options, solver_checks.clone());
+    let outcome = dfs::check_every_branch(prepared, model, metric, timeout, &mut checker)?;
+    Ok((outcome, solver_checks.load(Ordering::Relaxed)))
 }

@@ -60,6 +60,12 @@ mod memory;
 mod session;
 mod value;
 
-pub use checker::{check, BlockRef, Options, PathChecker, Verdict, Witness};
+pub use checker::{check, BlockRef, Options, PathChecker, PrefixVerdict, Verdict, Witness};
 pub use error::SmtError;
 pub use linerate_cfg::Decision;
+
+/// The linked Z3's version as it reports it (`Z3 4.8.12.0`): which libz3 a build uses (Debian's
+/// or the `z3-solver` wheel's, see `scripts/setup.sh`) shows in benchmark output.
+pub fn solver_version() -> String {
+    z3::full_version().to_string()
+}
