@@ -6,8 +6,9 @@
 //! packet that takes it, the context, the map entries to install, the action), an impossible one
 //! the indices of a small set of decisions that conflict (an unsatisfiable core, shrunk by
 //! dropping decisions one at a time while it stays unsatisfiable). Consecutive checks share the
-//! work of their common prefix: the session keeps the machine state and a solver scope after
-//! every decision and goes back to the longest prefix the new path shares with the previous one.
+//! work of their common prefix: the session keeps the machine state after every decision (and
+//! the solver what was asserted along the way) and goes back to the longest prefix the new path
+//! shares with the previous one.
 //! Z3 contexts are per thread, so each worker thread owns its own checker.
 
 use std::rc::Rc;
@@ -26,6 +27,11 @@ use crate::session::{Answer, Session};
 
 /// Outcomes inside helpers tried the other way before a path counts as impossible.
 const MAX_FLIPS: usize = 16;
+
+/// Literals after which a checker starts over with a fresh solver: the solver keeps what every
+/// earlier path asserted (guarded by literals no longer assumed), which slows its checks as it
+/// grows.
+const MAX_LITERALS: u64 = 20_000;
 
 /// Settings of a checker.
 #[derive(Clone, Debug)]
@@ -228,8 +234,7 @@ impl PathChecker {
             return Ok(verdict);
         }
         // The incremental solver's state sometimes sends its search astray where a fresh solver
-        // answers at once, and the array solver gives up on array lambdas: retry once from
-        // scratch with the general solver before giving up.
+        // answers at once: retry once from scratch with the general solver before giving up.
         let (checks, executed) = (self.session.checks, self.session.executed);
         self.session = fresh_session(&self.env, self.program, &self.options, true);
         self.session.checks += checks;
@@ -252,6 +257,13 @@ impl PathChecker {
         decisions: &[Decision],
         prefix: bool,
     ) -> Result<Checked, SmtError> {
+        if self.session.literals_made() > MAX_LITERALS {
+            let (checks, executed) = (self.session.checks, self.session.executed);
+            self.session = fresh_session(&self.env, self.program, &self.options, false);
+            self.session.checks += checks;
+            self.session.executed += executed;
+            self.previous.clear();
+        }
         let common = self
             .previous
             .iter()
@@ -347,7 +359,9 @@ impl PathChecker {
             return (0..decisions).collect();
         }
         let mut core = core;
-        if self.options.minimise_cores {
+        // A single decision is as small as a core gets (dropping it would ask whether the path's
+        // other constraints alone conflict, a satisfiable and costly check).
+        if self.options.minimise_cores && core.len() > 1 {
             let mut i = 0;
             while i < core.len() {
                 let trial: Vec<Bool> = core
@@ -433,14 +447,9 @@ impl PathChecker {
         let len = value(&state.inputs.packet_len);
         let packet = (0..len)
             .map(|i| {
-                let byte = state
-                    .inputs
-                    .packet
-                    .base()
-                    .select(&BV::from_u64(HEADROOM + i, 64));
+                let byte = state.packet.peek_initial(HEADROOM + i);
                 model
                     .eval(&byte, true)
-                    .and_then(|b| b.as_bv())
                     .and_then(|b| b.as_u64())
                     .unwrap_or(0) as u8
             })
@@ -495,9 +504,9 @@ fn fresh_session(env: &Env, program: usize, options: &Options, general: bool) ->
         .timeout
         .map(|t| t.as_millis().clamp(1, u128::from(u32::MAX)) as u32);
     let mut session = Session::new(timeout, general);
-    let entry = State::entry(env, program, &mut session);
+    let mut entry = State::entry(env, program, &mut session);
     if let Some(packet) = &options.packet {
-        entry.inputs.fix_packet(&mut session, packet);
+        entry.fix_packet(&mut session, packet);
     }
     session.snapshot(&entry);
     session

@@ -46,27 +46,13 @@ pub(crate) struct SourceVar {
     pub bv: BV,
 }
 
-/// The inputs of the formula.
+/// The inputs of the formula (the packet's bytes are the initial contents of
+/// [`State::packet`]).
 #[derive(Clone, Debug)]
 pub(crate) struct Inputs {
-    pub packet: Memory,
     pub packet_len: BV,
     pub ingress_ifindex: BV,
     pub rx_queue_index: BV,
-}
-
-impl Inputs {
-    /// Constrains the packet to be `packet`.
-    pub fn fix_packet(&self, session: &mut Session, packet: &[u8]) {
-        let c = |v: u64| BV::from_u64(v, 64);
-        session.assert(&self.packet_len.eq(c(packet.len() as u64)));
-        for (i, b) in packet.iter().enumerate() {
-            let byte = self.packet.base().select(&c(HEADROOM + i as u64));
-            if let Some(byte) = byte.as_bv() {
-                session.assert(&byte.eq(BV::from_u64(u64::from(*b), 8)));
-            }
-        }
-    }
 }
 
 /// Everything that changes along a path; cloned as a snapshot after every decision.
@@ -136,11 +122,9 @@ impl State {
         session.assert(&Bool::or(&devices));
         // The packet's bytes are the input; the buffer around them reads as zero, which the
         // bounds moves make visible ([`HelperMachine::set_packet_bounds`]).
-        let input = Memory::input("packet");
+        let packet = Memory::input("packet");
         let end = c(HEADROOM).bvadd(&packet_len);
-        let packet = input.clone();
         let inputs = Inputs {
-            packet: input,
             packet_len: packet_len.clone(),
             ingress_ifindex,
             rx_queue_index,
@@ -181,6 +165,16 @@ impl State {
         };
         state.entry_registers();
         state
+    }
+
+    /// Constrains the packet to be `packet`.
+    pub fn fix_packet(&mut self, session: &mut Session, packet: &[u8]) {
+        let c = |v: u64| BV::from_u64(v, 64);
+        session.assert(&self.inputs.packet_len.eq(c(packet.len() as u64)));
+        for (i, b) in packet.iter().enumerate() {
+            let byte = self.packet.initial_byte(HEADROOM + i as u64);
+            session.assert(&byte.eq(BV::from_u64(u64::from(*b), 8)));
+        }
     }
 
     fn entry_registers(&mut self) {

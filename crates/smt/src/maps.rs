@@ -67,8 +67,8 @@ pub struct SymMap {
     index: usize,
     kind: Kind,
     pub memory: Memory,
-    /// The contents before the run (the input array; `None` for a frozen section).
-    initial: Option<z3::ast::Array>,
+    /// Whether the contents before the run are an input (not a frozen section's constants).
+    initial: bool,
     records: Vec<Record>,
     next_slot: u64,
     /// Entries introduced since the machine last took them ([`SymMap::take_fresh`]).
@@ -79,6 +79,13 @@ pub struct SymMap {
 /// a constant index lives in slot `i`; arrays of more than 2^31 elements are not modelled
 /// apart).
 const FRESH_ARRAY_SLOTS: u64 = 1 << 31;
+
+/// Arrays of at most this many elements hold each element in the slot of its index, also where
+/// the index is symbolic.
+const SMALL_ARRAY: u32 = 32;
+
+/// `Record::fresh_slot` of a symbolic index into a small array: the slot is the index's value.
+const SMALL_ARRAY_SLOT: u64 = u64::MAX;
 
 /// A map operation on a map type the engine does not model.
 pub struct Unmodelled(pub String);
@@ -155,7 +162,7 @@ impl SymMap {
         } else {
             Memory::input(&format!("map{index}_values"))
         };
-        let initial = (!frozen).then(|| memory.base().clone());
+        let initial = !frozen;
         SymMap {
             index,
             kind,
@@ -243,6 +250,27 @@ impl SymMap {
                 let in_range = SymMap::in_range(def, &index);
                 match index {
                     Bits::Const(i) => (i, in_range),
+                    // A small array's element is the one of the index's value among its few:
+                    // one choice among constant slots, which memory reads without comparing
+                    // the index with every earlier one (a lookup per payload byte in a table
+                    // of 32 entries otherwise grows quadratically).
+                    Bits::Sym(ix) if def.max_entries <= SMALL_ARRAY => {
+                        let last = u64::from(def.max_entries.saturating_sub(1));
+                        let mut slot = Bits::Const(last);
+                        for i in (0..last).rev() {
+                            let here = ix.eq(BV::from_u64(i, 64));
+                            slot = bits_ite(&here, &Bits::Const(i), &slot);
+                        }
+                        self.records.push(Record {
+                            key: bv.clone(),
+                            key_const: None,
+                            slot: slot.clone(),
+                            present: in_range.clone(),
+                            fresh_slot: SMALL_ARRAY_SLOT,
+                            initially_present: in_range.clone(),
+                        });
+                        return (slot, in_range);
+                    }
                     Bits::Sym(_) => {
                         self.next_slot += 1;
                         (FRESH_ARRAY_SLOTS + self.next_slot, in_range)
@@ -262,23 +290,26 @@ impl SymMap {
         };
         let mut slot = Bits::Const(fresh_slot);
         let mut present = initially_present.clone();
-        for r in self.records.iter().rev() {
+        // An earlier access of a small array by a symbolic index took the slot of its value,
+        // which is this slot where the indices are equal.
+        for r in self
+            .records
+            .iter()
+            .rev()
+            .filter(|r| r.fresh_slot != SMALL_ARRAY_SLOT)
+        {
             let eq = key_equal(r, &bv, &consts);
             slot = bits_ite(&eq, &r.slot, &slot);
             present = bool_ite(&eq, &r.present, &present);
         }
-        if let Some(initial) = &self.initial {
+        if self.initial {
+            let value = (0..u64::from(def.value_size))
+                .map(|i| self.memory.initial_byte((fresh_slot << 32) | i))
+                .collect();
             self.fresh.push(Fresh {
                 present: initially_present.clone(),
                 key: bv.clone(),
-                value: (0..u64::from(def.value_size))
-                    .map(|i| {
-                        initial
-                            .select(&BV::from_u64((fresh_slot << 32) | i, 64))
-                            .as_bv()
-                            .expect("map values are bytes")
-                    })
-                    .collect(),
+                value,
             });
         }
         self.records.push(Record {
@@ -451,18 +482,14 @@ impl SymMap {
     /// the path saw that was present initially (for arrays and global data, every index it
     /// touched), with the value it held then.
     pub fn witness(&self, def: &MapDef, model: &z3::Model) -> Vec<(Vec<u8>, Vec<u8>)> {
-        let Some(initial) = &self.initial else {
+        if !self.initial {
             return Vec::new();
-        };
+        }
         let value_of = |slot: u64| -> Vec<u8> {
             (0..u64::from(def.value_size))
                 .map(|i| {
-                    let sel = initial.select(&BV::from_u64((slot << 32) | i, 64));
-                    model
-                        .eval(&sel, true)
-                        .and_then(|v| v.as_bv())
-                        .and_then(|v| v.as_u64())
-                        .unwrap_or(0) as u8
+                    let sel = self.memory.peek_initial((slot << 32) | i);
+                    model.eval(&sel, true).and_then(|v| v.as_u64()).unwrap_or(0) as u8
                 })
                 .collect()
         };
@@ -479,9 +506,15 @@ impl SymMap {
                     for (w, b) in word.iter_mut().zip(&key) {
                         *w = *b;
                     }
-                    let in_range = u64::from_le_bytes(word) < u64::from(def.max_entries);
+                    let index = u64::from_le_bytes(word);
+                    let in_range = index < u64::from(def.max_entries);
+                    let slot = if r.fresh_slot == SMALL_ARRAY_SLOT {
+                        index
+                    } else {
+                        r.fresh_slot
+                    };
                     if in_range && !out.iter().any(|(k, _)| *k == key) {
-                        out.push((key, value_of(r.fresh_slot)));
+                        out.push((key, value_of(slot)));
                     }
                 }
             }

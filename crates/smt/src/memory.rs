@@ -1,17 +1,22 @@
-//! The memory of one region: bytes at concrete offsets kept as they were written, over a Z3
-//! array for the rest.
+//! The memory of one region: bytes at concrete offsets kept as they were written, over the
+//! region's initial contents and the writes at symbolic offsets.
 //!
 //! Most accesses are at constant offsets (stack slots, header fields at fixed positions), so the
-//! bytes written there are kept per offset and read back without the solver; only an access at
-//! a symbolic offset folds them into the array (`store` terms) and reads or writes it with
-//! `select`/`store`. A pointer spilled to memory (an 8-byte store of a pointer, as the verifier
-//! tracks spills) is kept whole and read back whole.
+//! bytes written there are kept per offset and read back without the solver. What lies beneath
+//! them is spelled out without Z3's array theory, whose solver is slow on these formulas (a
+//! DNS name's label walk: over 30 s for one path) where plain bit-vectors let Z3 bit-blast
+//! (under 1 s): the initial contents are zero or an input, one 8-bit variable per offset read
+//! (reads at symbolic offsets are defined by comparing the offset with every earlier read's,
+//! Ackermann's reduction, so equal offsets read equal bytes); writes at symbolic offsets, and
+//! the zeroing of a range by a packet's growth, are layers above, which a read compares its
+//! offset with, newest first. A pointer spilled to memory (an 8-byte store of a pointer, as the
+//! verifier tracks spills) is kept whole and read back whole.
 
 use std::collections::BTreeMap;
 
 use linerate_sem::Concrete;
-use z3::ast::{lambda_const, Array, Ast, Bool, Dynamic, BV};
-use z3::{DeclKind, Sort};
+use z3::ast::{Ast, Bool, BV};
+use z3::DeclKind;
 
 use crate::value::{Bits, SymValue};
 
@@ -55,34 +60,88 @@ impl Byte {
     }
 }
 
+/// Unknown initial contents (an input of the formula) and the offsets read from them so far.
+#[derive(Clone, Debug)]
+struct Input {
+    name: String,
+    /// Every read of the initial contents, in order: its offset and the byte it gave.
+    reads: Vec<(Bits, BV)>,
+}
+
+impl Input {
+    /// The initial byte at `offset`: the byte of the earlier read at an equal offset, else a
+    /// variable of its own (named after a constant offset, so that a witness can read it).
+    fn read(&mut self, offset: &Bits) -> BV {
+        let own = match offset {
+            Bits::Const(o) => format!("{}@{o}", self.name),
+            Bits::Sym(_) => format!("{}#{}", self.name, self.reads.len()),
+        };
+        let read_before = self
+            .reads
+            .iter()
+            .any(|(o, _)| matches!((o, offset), (Bits::Const(a), Bits::Const(b)) if a == b));
+        let byte = self.lookup(offset, &own);
+        if !read_before {
+            self.reads.push((offset.clone(), byte.clone()));
+        }
+        byte
+    }
+
+    /// The byte at `offset` given the reads so far, without recording it.
+    fn lookup(&self, offset: &Bits, own: &str) -> BV {
+        let mut earlier: Vec<(Bool, &BV)> = Vec::new();
+        for (o, byte) in &self.reads {
+            match (offset, o) {
+                (Bits::Const(a), Bits::Const(b)) if a == b => return byte.clone(),
+                (Bits::Const(_), Bits::Const(_)) => {}
+                _ => earlier.push((offset.bv().eq(o.bv()), byte)),
+            }
+        }
+        let mut acc = BV::new_const(own, 8);
+        for (equal, byte) in earlier.into_iter().rev() {
+            acc = equal.ite(byte, &acc);
+        }
+        acc
+    }
+}
+
+/// A change below the bytes kept per offset, in order of writing.
+#[derive(Clone, Debug)]
+enum Layer {
+    /// A byte written at an offset.
+    Store(Bits, BV),
+    /// Offsets in `from..to` zeroed (a packet grown by a symbolic amount).
+    Zero(BV, BV),
+}
+
 /// One region's memory.
 #[derive(Clone, Debug)]
 pub struct Memory {
-    /// What offsets not in `cells` hold.
-    base: Array,
+    /// The contents before the run: an input, or zeros (`None`).
+    input: Option<Input>,
+    /// Writes folded beneath `cells`, oldest first.
+    layers: Vec<Layer>,
     cells: BTreeMap<u64, Byte>,
-}
-
-/// The sort of a region's array: 64-bit offsets to bytes.
-fn sorts() -> (Sort, Sort) {
-    (Sort::bitvector(64), Sort::bitvector(8))
 }
 
 impl Memory {
     /// Memory holding zeros.
     pub fn zeroed() -> Memory {
-        let (domain, _) = sorts();
         Memory {
-            base: Array::const_array(&domain, &BV::from_u64(0, 8)),
+            input: None,
+            layers: Vec::new(),
             cells: BTreeMap::new(),
         }
     }
 
     /// Memory holding the unknown contents `name` (an input of the formula).
     pub fn input(name: &str) -> Memory {
-        let (domain, range) = sorts();
         Memory {
-            base: Array::new_const(name, &domain, &range),
+            input: Some(Input {
+                name: name.to_string(),
+                reads: Vec::new(),
+            }),
+            layers: Vec::new(),
             cells: BTreeMap::new(),
         }
     }
@@ -96,7 +155,7 @@ impl Memory {
             return;
         }
         // A constant growth (`bpf_xdp_adjust_tail(ctx, 8)`) is a few stores; only a growth by
-        // a symbolic amount needs an array term (where Z3's array theory may answer unknown).
+        // a symbolic amount needs a layer compared with every later read.
         if let Some(delta) = to.bvsub(from).simplify().as_u64() {
             if delta <= 1 << 16 || delta > u64::MAX - (1 << 16) {
                 // A shrink (a negative delta) zeroes nothing.
@@ -109,15 +168,24 @@ impl Memory {
             }
         }
         self.flush();
-        let i = BV::new_const("zero_index", 64);
-        let inside = Bool::and(&[&from.bvule(&i), &i.bvult(to)]);
-        let body = inside.ite(&BV::from_u64(0, 8), &self.select(&i));
-        self.base = lambda_const(&[&i], &Dynamic::from_ast(&body));
+        self.layers.push(Layer::Zero(from.clone(), to.clone()));
     }
 
-    /// The input array itself, for reading a model.
-    pub fn base(&self) -> &Array {
-        &self.base
+    /// The initial byte at `offset` (an input's variable, recorded as read).
+    pub fn initial_byte(&mut self, offset: u64) -> BV {
+        match &mut self.input {
+            Some(input) => input.read(&Bits::Const(offset)),
+            None => BV::from_u64(0, 8),
+        }
+    }
+
+    /// The initial byte at `offset` as the reads so far define it, without recording a read
+    /// (for reading a model: an offset never read is unconstrained).
+    pub fn peek_initial(&self, offset: u64) -> BV {
+        match &self.input {
+            Some(input) => input.lookup(&Bits::Const(offset), &format!("{}@{offset}", input.name)),
+            None => BV::from_u64(0, 8),
+        }
     }
 
     /// Writes the constant `bytes` at `offset` (initial contents).
@@ -127,12 +195,17 @@ impl Memory {
         }
     }
 
-    /// Folds the bytes kept per offset into the array, so that a symbolic access sees them.
+    /// Folds the bytes kept per offset into the layers, so that a symbolic access sees them.
     fn flush(&mut self) {
         let cells = std::mem::take(&mut self.cells);
         for (offset, byte) in cells {
             match byte.bv() {
-                Some(bv) => self.base = self.base.store(&BV::from_u64(offset, 64), &bv),
+                // A zero over zeros changes nothing.
+                Some(_)
+                    if self.input.is_none()
+                        && self.layers.is_empty()
+                        && matches!(byte, Byte::Const(0)) => {}
+                Some(bv) => self.layers.push(Layer::Store(Bits::Const(offset), bv)),
                 None => {
                     self.cells.insert(offset, byte);
                 }
@@ -140,19 +213,62 @@ impl Memory {
         }
     }
 
+    /// The byte at `offset` beneath the cells: the newest layer that covers it, else the
+    /// initial contents.
+    fn below(&mut self, offset: &Bits) -> BV {
+        let zero = || BV::from_u64(0, 8);
+        let mut covers: Vec<(Bool, BV)> = Vec::new();
+        let mut found = None;
+        for layer in self.layers.iter().rev() {
+            match layer {
+                Layer::Store(at, byte) => match (offset, at) {
+                    (Bits::Const(a), Bits::Const(b)) if a == b => {
+                        found = Some(byte.clone());
+                        break;
+                    }
+                    (Bits::Const(_), Bits::Const(_)) => {}
+                    _ => covers.push((offset.bv().eq(at.bv()), byte.clone())),
+                },
+                Layer::Zero(from, to) => {
+                    let o = offset.bv();
+                    let inside = Bool::and(&[&from.bvule(&o), &o.bvult(to)]).simplify();
+                    match inside.as_bool() {
+                        Some(true) => {
+                            found = Some(zero());
+                            break;
+                        }
+                        Some(false) => {}
+                        None => covers.push((inside, zero())),
+                    }
+                }
+            }
+        }
+        let mut acc = match found {
+            Some(byte) => byte,
+            None => match &mut self.input {
+                Some(input) => input.read(offset),
+                None => zero(),
+            },
+        };
+        for (cond, byte) in covers.into_iter().rev() {
+            acc = cond.ite(&byte, &acc);
+        }
+        acc
+    }
+
     /// The byte at `offset`.
     pub fn byte(&mut self, offset: &Bits) -> Byte {
         match offset {
             Bits::Const(o) => match self.cells.get(o) {
                 Some(b) => b.clone(),
-                None => Byte::Sym(self.select(&BV::from_u64(*o, 64))),
+                None => Byte::Sym(self.below(offset)),
             },
             Bits::Sym(bv) => {
                 if let Some(byte) = leaves(bv).and_then(|l| self.byte_of_choice(&l)) {
                     return byte;
                 }
                 self.flush();
-                Byte::Sym(self.select(bv))
+                Byte::Sym(self.below(offset))
             }
         }
     }
@@ -170,13 +286,6 @@ impl Memory {
         Some(Byte::Sym(acc))
     }
 
-    fn select(&self, index: &BV) -> BV {
-        self.base
-            .select(index)
-            .as_bv()
-            .expect("a region's array holds bit-vector bytes")
-    }
-
     /// Writes `byte` at `offset`.
     pub fn set_byte(&mut self, offset: &Bits, byte: Byte) {
         match offset {
@@ -192,15 +301,15 @@ impl Memory {
                             self.cells.insert(o, Byte::Sym(cond.ite(&value, &old)));
                             continue;
                         }
-                        // A spilled pointer in the way: the array takes the store.
+                        // A spilled pointer in the way: a layer takes the store.
                         self.flush();
-                        self.base = self.base.store(bv, &value);
+                        self.layers.push(Layer::Store(offset.clone(), value));
                         return;
                     }
                     return;
                 }
                 self.flush();
-                self.base = self.base.store(bv, &value);
+                self.layers.push(Layer::Store(offset.clone(), value));
             }
         }
     }

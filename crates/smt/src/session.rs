@@ -1,9 +1,18 @@
-//! The solver session of one [`crate::PathChecker`]: Z3's solver, one scope and one assumption
-//! literal per decision of the current path, and a machine snapshot after each decision.
+//! The solver session of one [`crate::PathChecker`]: Z3's solver, one assumption literal per
+//! decision of the current path, and a machine snapshot after each decision.
+//!
+//! The session never pushes or pops a solver scope: Z3's bit-vector solver (bit-blasting to its
+//! SAT solver, several times faster on these formulas than its array or general solvers) redoes
+//! its preprocessing at every push, which made a 300-decision path take seconds before its
+//! first check. What the execution asserts after a snapshot is guarded by a literal of its own
+//! (a segment of the path) instead, and a check assumes the segments and decisions of the
+//! current path only; going back to a prefix starts a new segment, so the old continuation's
+//! assertions no longer bind. Literals are never reused, so a guarded assertion keeps meaning
+//! what it meant when it was made.
 //!
 //! This module and [`crate::value`]/[`crate::memory`]/[`crate::maps`] are the only ones that build
-//! Z3 terms; what the checker asks of a solver is the small set of methods here (assert, push a
-//! decision, pop to a prefix, check under assumptions, core, model), which another solver would
+//! Z3 terms; what the checker asks of a solver is the small set of methods here (assert, add a
+//! decision, go back to a prefix, check under assumptions, core, model), which another solver would
 //! implement to be measured against Z3.
 
 use z3::ast::Bool;
@@ -21,15 +30,15 @@ pub(crate) enum Answer {
 
 pub(crate) struct Session {
     solver: Solver,
-    /// `lits[i]`: the assumption literal of decision `i`; `lits[i] => condition of decision i`
-    /// is asserted in scope `2 i + 2`.
+    /// `lits[i]`: the assumption literal of decision `i`, which implies its condition.
     pub lits: Vec<Bool>,
     /// `snapshots[k]`: the machine state right after decision `k - 1` was taken (`snapshots[0]`:
-    /// at the entry). Taking one opens scope `2 k + 1`, which holds what the execution asserts
-    /// after it, so that going back to it forgets what the previous continuation asserted.
+    /// at the entry).
     pub snapshots: Vec<State>,
-    /// The solver's scope depth.
-    level: u32,
+    /// `segments[k]`: the literal guarding what the execution asserted after `snapshots[k]`.
+    segments: Vec<Bool>,
+    /// Literals made so far (each one's name is new).
+    made: u64,
     /// Checks made, for statistics.
     pub checks: u64,
     /// Instructions executed symbolically, for statistics.
@@ -37,15 +46,13 @@ pub(crate) struct Session {
 }
 
 impl Session {
-    /// A session with Z3's solver for arrays and bit-vectors (`general`: its general-purpose
-    /// one). The former is several times faster on these formulas (count-min sketch paths: 2 s
-    /// against 11 s) but incomplete where a packet grows by a symbolic amount (an array
-    /// `lambda`), where it answers unknown at once.
+    /// A session with Z3's solver for bit-vectors (`general`: its general-purpose one, tried
+    /// where the former gives up).
     pub fn new(timeout_ms: Option<u32>, general: bool) -> Session {
         let solver = if general {
             Solver::new()
         } else {
-            Solver::new_for_logic("QF_ABV").unwrap_or_default()
+            Solver::new_for_logic("QF_BV").unwrap_or_default()
         };
         if let Some(ms) = timeout_ms {
             let mut params = Params::new();
@@ -56,25 +63,42 @@ impl Session {
             solver,
             lits: Vec::new(),
             snapshots: Vec::new(),
-            level: 0,
+            segments: Vec::new(),
+            made: 0,
             checks: 0,
             executed: 0,
         }
     }
 
-    /// Asserts `c` in the current scope (constraints that hold on every path through here).
+    fn literal(&mut self, what: &str) -> Bool {
+        self.made += 1;
+        Bool::new_const(format!("{what}{}", self.made))
+    }
+
+    /// Literals made so far: what the solver holds grows with them.
+    pub fn literals_made(&self) -> u64 {
+        self.made
+    }
+
+    /// Asserts `c` on the current path from here on (constraints that hold on every path
+    /// through here).
     pub fn assert(&mut self, c: &Bool) {
-        if c.as_bool() != Some(true) {
-            self.solver.assert(c);
+        if c.as_bool() == Some(true) {
+            return;
+        }
+        match self.segments.last() {
+            Some(segment) => self.solver.assert(segment.implies(c)),
+            None => self.solver.assert(c),
         }
     }
 
-    /// Opens the scope of decision `index` and asserts that its literal implies `cond`.
+    /// Adds decision `index`, whose literal implies `cond`.
     pub fn decide(&mut self, index: usize, cond: &Bool) {
         debug_assert_eq!(index, self.lits.len());
-        self.push();
-        let literal = Bool::new_const(format!("decision{index}"));
-        self.solver.assert(literal.implies(cond));
+        let literal = self.literal("decision");
+        if cond.as_bool() != Some(true) {
+            self.solver.assert(literal.implies(cond));
+        }
         self.lits.push(literal);
     }
 
@@ -82,27 +106,19 @@ impl Session {
     pub fn snapshot(&mut self, state: &State) {
         debug_assert_eq!(self.snapshots.len(), self.lits.len());
         self.snapshots.push(state.clone());
-        self.push();
-    }
-
-    fn push(&mut self) {
-        self.solver.push();
-        self.level += 1;
+        let segment = self.literal("segment");
+        self.segments.push(segment);
     }
 
     /// Goes back to the state after the first `prefix` decisions of the current path.
     pub fn rewind(&mut self, prefix: usize) -> State {
         let depth = self.snapshots.len().saturating_sub(1);
         let prefix = prefix.min(depth);
-        // Snapshot `prefix` was taken at depth `2 prefix`; reopen its continuation scope.
-        let level = 2 * prefix as u32;
-        if self.level > level {
-            self.solver.pop(self.level - level);
-            self.level = level;
-        }
-        self.push();
         self.snapshots.truncate(prefix + 1);
         self.lits.truncate(prefix);
+        self.segments.truncate(prefix);
+        let segment = self.literal("segment");
+        self.segments.push(segment);
         self.snapshots[prefix].clone()
     }
 
@@ -111,10 +127,13 @@ impl Session {
         self.snapshots.len().saturating_sub(1)
     }
 
-    /// Checks the assertions under `assumptions`.
+    /// Checks the assertions of the current path under `assumptions`; a core holds indices
+    /// into `assumptions`.
     pub fn check(&mut self, assumptions: &[Bool]) -> Answer {
         self.checks += 1;
-        match self.solver.check_assumptions(assumptions) {
+        let mut all = assumptions.to_vec();
+        all.extend(self.segments.iter().cloned());
+        match self.solver.check_assumptions(&all) {
             SatResult::Sat => match self.solver.get_model() {
                 Some(model) => Answer::Sat(model),
                 None => Answer::Unknown,
