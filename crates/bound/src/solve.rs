@@ -12,6 +12,7 @@ use linerate_cost::Model;
 use linerate_smt::Witness;
 
 use crate::enumerate::EnumerateError;
+use crate::invariant::Invariance;
 use crate::prepare::Prepared;
 use crate::ssp::{self, Event, MakeChecker, Outcome, PathChecker, Verdict};
 
@@ -63,6 +64,23 @@ impl PathChecker for SmtChecker {
         self.counted = checks;
         verdict
     }
+
+    fn input_conflicts(
+        &mut self,
+        decisions: &[Decision],
+        candidates: &[usize],
+        core: &[usize],
+    ) -> Vec<Vec<usize>> {
+        let Ok(checker) = &mut self.inner else {
+            return Vec::new();
+        };
+        let found = checker.input_conflicts(decisions, candidates, core);
+        let checks = checker.solver_checks();
+        self.solver_checks
+            .fetch_add(checks - self.counted, Ordering::Relaxed);
+        self.counted = checks;
+        found
+    }
 }
 
 /// How to look for a program's guarantee.
@@ -73,6 +91,9 @@ pub struct GuaranteeOptions {
     pub exhaustive: bool,
     /// Time one solver check may take.
     pub check_timeout: Option<Duration>,
+    /// Prune by edge sets where a core's conflict is path-invariant ([`ssp::search_learning`]);
+    /// false: by prefixes only ([`ssp::search`]).
+    pub learn: bool,
 }
 
 /// The search's outcome with the solver checks it made.
@@ -109,7 +130,19 @@ pub fn guarantee(
     let outcome = if options.exhaustive {
         ssp::exhaustive(prepared, model, &options.search, &make)?
     } else {
-        ssp::search(prepared, model, &options.search, &make, progress)?
+        let invariant = if options.learn {
+            Invariance::analyse(object, prepared)
+        } else {
+            Invariance::none(prepared.dag.edges.len())
+        };
+        ssp::search_learning(
+            prepared,
+            model,
+            &options.search,
+            &make,
+            &invariant,
+            progress,
+        )?
     };
     Ok(Guarantee {
         outcome,

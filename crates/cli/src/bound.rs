@@ -122,6 +122,7 @@ pub fn bound(args: &BoundArgs) -> Result<()> {
         },
         exhaustive: args.exhaustive,
         check_timeout: Some(check_timeout),
+        learn: true,
     };
     // A progress line on a terminal; nothing in --json or in a pipe.
     let show_progress = !args.json && std::io::stderr().is_terminal();

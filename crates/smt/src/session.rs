@@ -24,6 +24,11 @@ pub(crate) struct Session {
     /// `lits[i]`: the assumption literal of decision `i`; `lits[i] => condition of decision i`
     /// is asserted in scope `2 i + 2`.
     pub lits: Vec<Bool>,
+    /// `conds[i]`: the condition decision `i` asserts under `lits[i]` (what
+    /// [`crate::PathChecker::input_conflicts`] checks a core's conditions on their own with).
+    pub conds: Vec<Bool>,
+    /// What was asserted before any decision (the inputs' ranges): the axioms every path shares.
+    pub axioms: Vec<Bool>,
     /// `snapshots[k]`: the machine state right after decision `k - 1` was taken (`snapshots[0]`:
     /// at the entry). Taking one opens scope `2 k + 1`, which holds what the execution asserts
     /// after it, so that going back to it forgets what the previous continuation asserted.
@@ -55,6 +60,8 @@ impl Session {
         Session {
             solver,
             lits: Vec::new(),
+            conds: Vec::new(),
+            axioms: Vec::new(),
             snapshots: Vec::new(),
             level: 0,
             checks: 0,
@@ -66,6 +73,9 @@ impl Session {
     pub fn assert(&mut self, c: &Bool) {
         if c.as_bool() != Some(true) {
             self.solver.assert(c);
+            if self.level == 0 {
+                self.axioms.push(c.clone());
+            }
         }
     }
 
@@ -76,6 +86,7 @@ impl Session {
         let literal = Bool::new_const(format!("decision{index}"));
         self.solver.assert(literal.implies(cond));
         self.lits.push(literal);
+        self.conds.push(cond.clone());
     }
 
     /// Records the state after the decision just taken.
@@ -103,6 +114,7 @@ impl Session {
         self.push();
         self.snapshots.truncate(prefix + 1);
         self.lits.truncate(prefix);
+        self.conds.truncate(prefix);
         self.snapshots[prefix].clone()
     }
 
