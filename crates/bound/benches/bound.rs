@@ -149,6 +149,7 @@ fn search(case: &Case, exhaustive: bool, cap: Duration) -> (Outcome<Box<Witness>
         },
         exhaustive,
         check_timeout: Some(CHECK_TIMEOUT),
+        learn: true,
     };
     match guarantee(
         case.object,

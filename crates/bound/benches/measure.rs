@@ -78,6 +78,7 @@ fn main() {
             }
         };
         let search = GuaranteeOptions {
+            learn: true,
             search: ssp::Options {
                 metric: Metric::PacketRate,
                 paths,

@@ -8,6 +8,9 @@
 //!   device model's block and edge costs (§5.2).
 //! - [`enumerate`]: paths of the graph in order of throughput, slowest first, each once at its
 //!   bottleneck component and its own minimum packet size (§5.1, §5.3, §5.4).
+//! - [`implied`]: a learned edge set reduced to the one edge it comes down to.
+//! - [`invariant`]: which branch edges test the same formula over the inputs on every path to
+//!   them, so that a conflict between their conditions prunes by edge set.
 //! - [`ssp`]: the slowest satisfiable paths: enumerated paths checked in parallel, in order,
 //!   with an anytime bound and pruning by unsatisfiable cores (§5.5 and its §7 future work).
 //! - [`solve`]: that search with the Z3 engine of `linerate-smt` checking the paths.
@@ -19,6 +22,8 @@
 pub mod dag;
 pub mod dfs;
 pub mod enumerate;
+pub mod implied;
+pub mod invariant;
 pub mod measure;
 pub mod prepare;
 pub mod solve;

@@ -65,7 +65,7 @@ use linerate_bpf::ProgramKind;
 use linerate_cfg::{Cfg, CfgError, Decision, EdgeKind};
 use linerate_cost::{Callees, Cost, CostError, Model, ProgramCost};
 
-use crate::dag::{EdgeId, PathDag, Step};
+use crate::dag::{EdgeId, NodeId, PathDag, Step};
 
 /// Iterations a loop with a proven bound is unrolled to without `--max-unroll`; a loop bounded
 /// above is summarised.
@@ -235,6 +235,11 @@ impl Prepared {
     /// (`bpf_xdp_adjust_head`, `bpf_xdp_adjust_tail`), in a summarised callback too.
     pub fn moves_packet(&self) -> bool {
         self.moves_packet
+    }
+
+    /// The slot of the conditional jump (or `may_goto`) ending node `node`, if any.
+    pub fn branch_pc(&self, node: NodeId) -> Option<usize> {
+        self.branch_pc.get(node).copied().flatten()
     }
 
     /// The choices along `path` (edges from the source, in order) that the instructions do not

@@ -13,6 +13,7 @@ use linerate_smt::Witness;
 
 use crate::dfs::{self, PrefixChecker};
 use crate::enumerate::{EnumerateError, Metric};
+use crate::invariant::Invariance;
 use crate::prepare::Prepared;
 use crate::ssp::{self, Event, MakeChecker, Outcome, PathChecker, Verdict};
 
@@ -72,6 +73,20 @@ impl PathChecker for SmtChecker {
             Err(e) => Verdict::Unknown(e.to_string()),
         })
     }
+
+    fn input_conflicts(
+        &mut self,
+        decisions: &[Decision],
+        candidates: &[usize],
+        core: &[usize],
+    ) -> Vec<Vec<usize>> {
+        let mut found = Vec::new();
+        self.counted(|checker| {
+            found = checker.input_conflicts(decisions, candidates, core);
+            Verdict::Sat(())
+        });
+        found
+    }
 }
 
 impl PrefixChecker for SmtChecker {
@@ -93,6 +108,9 @@ pub struct GuaranteeOptions {
     pub exhaustive: bool,
     /// Time one solver check may take.
     pub check_timeout: Option<Duration>,
+    /// Prune by edge sets where a core's conflict is path-invariant ([`ssp::search_learning`]);
+    /// false: by prefixes only ([`ssp::search`]).
+    pub learn: bool,
 }
 
 /// The search's outcome with the solver checks it made.
@@ -129,7 +147,19 @@ pub fn guarantee(
     let outcome = if options.exhaustive {
         ssp::exhaustive(prepared, model, &options.search, &make)?
     } else {
-        ssp::search(prepared, model, &options.search, &make, progress)?
+        let invariant = if options.learn {
+            Invariance::analyse(object, prepared)
+        } else {
+            Invariance::none(prepared.dag.edges.len())
+        };
+        ssp::search_learning(
+            prepared,
+            model,
+            &options.search,
+            &make,
+            &invariant,
+            progress,
+        )?
     };
     Ok(Guarantee {
         outcome,

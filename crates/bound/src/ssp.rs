@@ -13,7 +13,18 @@
 //! that starts with the same edges up to the core's last decision executes the same instructions
 //! on the same symbolic state up to there, so it is unsatisfiable too and the enumeration drops
 //! it ([`crate::enumerate::Enumerator::forbid`] of that prefix: a path holding every edge of a
-//! prefix from the source starts with that prefix). A check that gives no verdict (a timeout, a
+//! prefix from the source starts with that prefix). With [`search_learning`] a core prunes by
+//! edge set instead where that is sound: when every decision of the core is at an edge whose
+//! condition is the same formula over the inputs on every path reaching it
+//! ([`crate::invariant`]), and the checker finds those formulas conflicting on their own — over
+//! input symbols only, with only the axioms every path shares ([`PathChecker::input_conflicts`],
+//! which also finds the path's other such conflicts besides the core)
+//! — then every path holding all the core's edges asserts the same conflicting formulas, so the
+//! enumeration drops every such path, whatever its prefix. A core with a decision at another edge
+//! (a tail call, a branch on a map value or a helper result, a branch after a packet write), or
+//! one the checker widened because an outcome chosen inside a helper was in the conflict (its
+//! conditions then mention helper variables), or one that needs what the path asserted besides
+//! its decisions, falls back to its prefix. A check that gives no verdict (a timeout, a
 //! program part the checker cannot follow) counts as satisfiable without a witness: the bound
 //! stays sound, and the report says the path was not confirmed.
 
@@ -28,6 +39,8 @@ use crate::dag::EdgeId;
 use crate::enumerate::{
     rank, EnumerateError, Enumerator, Exhaustive, Metric, ModelRates, RankedPath,
 };
+use crate::implied::single_edge;
+use crate::invariant::Invariance;
 use crate::prepare::Prepared;
 
 /// What a checker says about one path.
@@ -48,6 +61,21 @@ pub trait PathChecker {
     /// What a satisfiable path's check yields.
     type Witness: Send + 'static;
     fn check(&mut self, decisions: &[Decision]) -> Verdict<Self::Witness>;
+
+    /// After [`PathChecker::check`] answered `Unsat { core }` for `decisions`: sets of
+    /// decisions among `candidates` (those at invariant edges, [`crate::invariant::Invariance`])
+    /// whose conditions mention only the program's inputs and conflict on their own, under only
+    /// the axioms every path shares (no other assertion of the path); each set sorted indices
+    /// into `decisions`. Each prunes every path holding its edges. The default finds none, which
+    /// keeps pruning by prefix.
+    fn input_conflicts(
+        &mut self,
+        _decisions: &[Decision],
+        _candidates: &[usize],
+        _core: &[usize],
+    ) -> Vec<Vec<usize>> {
+        Vec::new()
+    }
 }
 
 /// How far to search.
@@ -121,6 +149,8 @@ pub struct Outcome<W> {
     pub elapsed: Duration,
     /// Largest enumeration memory seen, bytes.
     pub peak_memory: usize,
+    /// Conflicts learned as edge sets (each pruning every path holding its edges).
+    pub learned: u64,
 }
 
 /// Progress the search reports as it goes.
@@ -133,17 +163,24 @@ pub enum Event {
 /// An enumerated path with its decisions, each with the edge that makes it.
 type Candidate = (RankedPath, Vec<(Decision, EdgeId)>);
 
-/// A path handed to a worker: its place in the order, its decisions.
+/// A path handed to a worker: its place in the order, its decisions, and for each whether it is
+/// at an invariant edge (a core of only such decisions is worth asking
+/// [`PathChecker::input_conflicts`] about).
 struct Job {
     seq: u64,
     decisions: Vec<Decision>,
+    invariant: Vec<bool>,
 }
+
+/// A worker's answer: the path's place in the order, its verdict, and the sets of its decisions
+/// that conflict on their own over the inputs ([`PathChecker::input_conflicts`]).
+type Answer<W> = (u64, Verdict<W>, Vec<Vec<usize>>);
 
 /// Makes one checker per worker thread.
 pub type MakeChecker<C> = Arc<dyn Fn() -> C + Send + Sync>;
 
 /// Runs `body` with `threads` worker threads, each checking the jobs it receives with its own
-/// checker from `make_checker` and sending back `(seq, verdict)`.
+/// checker from `make_checker` and sending back an [`Answer`].
 ///
 /// The workers are not joined: when `body` returns, the job channel closes and each worker ends
 /// after the check it is in, so a search that stops at its time limit answers at once instead of
@@ -151,11 +188,11 @@ pub type MakeChecker<C> = Arc<dyn Fn() -> C + Send + Sync>;
 fn with_workers<C: PathChecker + 'static, T>(
     threads: usize,
     make_checker: &MakeChecker<C>,
-    body: impl FnOnce(&mpsc::Sender<Job>, &mpsc::Receiver<(u64, Verdict<C::Witness>)>) -> T,
+    body: impl FnOnce(&mpsc::Sender<Job>, &mpsc::Receiver<Answer<C::Witness>>) -> T,
 ) -> T {
     let (job_tx, job_rx) = mpsc::channel::<Job>();
     let job_rx = Arc::new(Mutex::new(job_rx));
-    let (verdict_tx, verdict_rx) = mpsc::channel::<(u64, Verdict<C::Witness>)>();
+    let (verdict_tx, verdict_rx) = mpsc::channel::<Answer<C::Witness>>();
     for _ in 0..threads.max(1) {
         let verdict_tx = verdict_tx.clone();
         let job_rx = Arc::clone(&job_rx);
@@ -169,7 +206,16 @@ fn with_workers<C: PathChecker + 'static, T>(
                 };
                 let Ok(job) = job else { return };
                 let verdict = checker.check(&job.decisions);
-                if verdict_tx.send((job.seq, verdict)).is_err() {
+                let candidates: Vec<usize> = (0..job.decisions.len())
+                    .filter(|&i| job.invariant.get(i) == Some(&true))
+                    .collect();
+                let learned = match &verdict {
+                    Verdict::Unsat { core } if !candidates.is_empty() => {
+                        checker.input_conflicts(&job.decisions, &candidates, core)
+                    }
+                    _ => Vec::new(),
+                };
+                if verdict_tx.send((job.seq, verdict, learned)).is_err() {
                     return;
                 }
             }
@@ -190,15 +236,32 @@ fn empty_outcome<W>(naive: Option<RankedPath>) -> Outcome<W> {
         improvements: Vec::new(),
         elapsed: Duration::ZERO,
         peak_memory: 0,
+        learned: 0,
     }
 }
 
-/// Searches `prepared`'s graph for its slowest satisfiable paths under `model`.
+/// Searches `prepared`'s graph for its slowest satisfiable paths under `model`, pruning by the
+/// prefixes of unsatisfiable cores.
 pub fn search<C: PathChecker + 'static>(
     prepared: &Prepared,
     model: &Model,
     options: &Options,
     make_checker: &MakeChecker<C>,
+    progress: impl FnMut(Event),
+) -> Result<Outcome<C::Witness>, EnumerateError> {
+    let none = Invariance::none(prepared.dag.edges.len());
+    search_learning(prepared, model, options, make_checker, &none, progress)
+}
+
+/// [`search`], also pruning by edge sets: a set of an unsatisfiable path's decisions, all at
+/// edges `invariant` holds, that the checker finds conflicting on their own over the inputs
+/// ([`PathChecker::input_conflicts`]) forbids every later path holding all of its edges.
+pub fn search_learning<C: PathChecker + 'static>(
+    prepared: &Prepared,
+    model: &Model,
+    options: &Options,
+    make_checker: &MakeChecker<C>,
+    invariant: &Invariance,
     mut progress: impl FnMut(Event),
 ) -> Result<Outcome<C::Witness>, EnumerateError> {
     let started = Instant::now();
@@ -208,6 +271,8 @@ pub fn search<C: PathChecker + 'static>(
     with_workers(threads, make_checker, |jobs, verdicts| {
         let mut driver = Driver {
             prepared,
+            invariant,
+            learned: 0,
             options,
             started,
             enumerator: &mut enumerator,
@@ -220,6 +285,7 @@ pub fn search<C: PathChecker + 'static>(
         };
         let result = driver.run(jobs, verdicts, threads, &mut progress);
         let mut outcome = driver.outcome;
+        outcome.learned = driver.learned;
         outcome.elapsed = started.elapsed();
         result.map(|()| outcome)
     })
@@ -252,6 +318,7 @@ pub fn exhaustive<C: PathChecker + 'static>(
                 let job = Job {
                     seq: next_seq,
                     decisions: decisions.iter().map(|(d, _)| *d).collect(),
+                    invariant: Vec::new(),
                 };
                 in_flight.insert(next_seq, (path, decisions));
                 next_seq += 1;
@@ -267,7 +334,7 @@ pub fn exhaustive<C: PathChecker + 'static>(
                 outcome.complete = false;
                 break;
             }
-            let (seq, verdict) = match verdicts.recv_timeout(Duration::from_millis(100)) {
+            let (seq, verdict, _) = match verdicts.recv_timeout(Duration::from_millis(100)) {
                 Ok(answer) => answer,
                 Err(mpsc::RecvTimeoutError::Timeout) => continue,
                 Err(mpsc::RecvTimeoutError::Disconnected) => break,
@@ -303,6 +370,9 @@ pub fn exhaustive<C: PathChecker + 'static>(
 /// The search's state on the calling thread.
 struct Driver<'a, 'd, W> {
     prepared: &'a Prepared,
+    invariant: &'a Invariance,
+    /// Cores learned as edge sets.
+    learned: u64,
     options: &'a Options,
     started: Instant,
     enumerator: &'a mut Enumerator<'d, crate::enumerate::ModelRates<'a>>,
@@ -321,7 +391,7 @@ impl<W> Driver<'_, '_, W> {
     fn run(
         &mut self,
         jobs: &mpsc::Sender<Job>,
-        verdicts: &mpsc::Receiver<(u64, Verdict<W>)>,
+        verdicts: &mpsc::Receiver<Answer<W>>,
         threads: usize,
         progress: &mut impl FnMut(Event),
     ) -> Result<(), EnumerateError> {
@@ -337,6 +407,10 @@ impl<W> Driver<'_, '_, W> {
                 let job = Job {
                     seq: self.next_seq,
                     decisions: decisions.iter().map(|(d, _)| *d).collect(),
+                    invariant: decisions
+                        .iter()
+                        .map(|&(_, e)| self.invariant.edge(e))
+                        .collect(),
                 };
                 self.in_flight.insert(self.next_seq, (path, decisions));
                 self.next_seq += 1;
@@ -357,7 +431,7 @@ impl<W> Driver<'_, '_, W> {
                 return Ok(());
             }
             let wait = Duration::from_millis(100);
-            let (seq, verdict) = match verdicts.recv_timeout(wait) {
+            let (seq, verdict, learned) = match verdicts.recv_timeout(wait) {
                 Ok(answer) => answer,
                 Err(mpsc::RecvTimeoutError::Timeout) => continue,
                 Err(mpsc::RecvTimeoutError::Disconnected) => return Ok(()),
@@ -365,7 +439,27 @@ impl<W> Driver<'_, '_, W> {
             self.outcome.paths_checked += 1;
             if let Some((path, decisions)) = self.in_flight.remove(&seq) {
                 if let Verdict::Unsat { core } = &verdict {
-                    self.prune(&path, &decisions, core)?;
+                    // A learned set within the core prunes all the core's prefix would.
+                    let mut covered = false;
+                    for set in &learned {
+                        let Some(edges) = set
+                            .iter()
+                            .map(|&i| decisions.get(i).map(|d| d.1))
+                            .collect::<Option<Vec<EdgeId>>>()
+                        else {
+                            continue;
+                        };
+                        covered |= !set.is_empty() && set.iter().all(|i| core.contains(i));
+                        self.learned += 1;
+                        let edges = match single_edge(&self.prepared.dag, &edges) {
+                            Some(e) => vec![e],
+                            None => edges,
+                        };
+                        self.enumerator.forbid(edges)?;
+                    }
+                    if !covered {
+                        self.prune(&path, &decisions, core)?;
+                    }
                 }
                 self.done.insert(seq, ((path, decisions), verdict));
             }

@@ -117,6 +117,7 @@ impl SearchArgs {
             },
             exhaustive,
             check_timeout: Some(check_timeout),
+            learn: true,
         };
         let result = guarantee(object, program, &prepared, model, &options, progress)
             .map_err(|e| anyhow!("{}: {e}", source.display()))?;

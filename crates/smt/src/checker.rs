@@ -140,11 +140,11 @@ enum Checked {
 pub struct PathChecker {
     env: Env,
     options: Options,
-    session: Session,
+    pub(crate) session: Session,
     program: usize,
     restarts: u64,
     /// The decisions of the previous check (their prefix is what the snapshots hold).
-    previous: Vec<Decision>,
+    pub(crate) previous: Vec<Decision>,
 }
 
 impl PathChecker {

@@ -51,6 +51,7 @@
 //! ```
 
 mod checker;
+mod conflict;
 mod error;
 mod helpers;
 mod host;

@@ -32,6 +32,11 @@ pub(crate) struct Session {
     solver: Solver,
     /// `lits[i]`: the assumption literal of decision `i`, which implies its condition.
     pub lits: Vec<Bool>,
+    /// `conds[i]`: the condition decision `i` asserts under `lits[i]` (what
+    /// [`crate::PathChecker::input_conflicts`] checks a core's conditions on their own with).
+    pub conds: Vec<Bool>,
+    /// What was asserted before any decision (the inputs' ranges): the axioms every path shares.
+    pub axioms: Vec<Bool>,
     /// `snapshots[k]`: the machine state right after decision `k - 1` was taken (`snapshots[0]`:
     /// at the entry).
     pub snapshots: Vec<State>,
@@ -62,6 +67,8 @@ impl Session {
         Session {
             solver,
             lits: Vec::new(),
+            conds: Vec::new(),
+            axioms: Vec::new(),
             snapshots: Vec::new(),
             segments: Vec::new(),
             made: 0,
@@ -88,7 +95,11 @@ impl Session {
         }
         match self.segments.last() {
             Some(segment) => self.solver.assert(segment.implies(c)),
-            None => self.solver.assert(c),
+            // Before the entry's snapshot: the inputs' ranges, shared by every path.
+            None => {
+                self.solver.assert(c);
+                self.axioms.push(c.clone());
+            }
         }
     }
 
@@ -100,6 +111,7 @@ impl Session {
             self.solver.assert(literal.implies(cond));
         }
         self.lits.push(literal);
+        self.conds.push(cond.clone());
     }
 
     /// Records the state after the decision just taken.
@@ -116,6 +128,7 @@ impl Session {
         let prefix = prefix.min(depth);
         self.snapshots.truncate(prefix + 1);
         self.lits.truncate(prefix);
+        self.conds.truncate(prefix);
         self.segments.truncate(prefix);
         let segment = self.literal("segment");
         self.segments.push(segment);
