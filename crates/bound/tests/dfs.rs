@@ -141,6 +141,7 @@ fn with_z3_its_slowest_path_is_the_ssp() {
             },
             exhaustive,
             check_timeout: None,
+            learn: true,
         };
         let all = guarantee(object, program, &prepared, &model, &options(true), |_| {})
             .expect(name)
