@@ -21,6 +21,18 @@ use crate::memory::add;
 use crate::value::{Region, SymValue};
 
 impl Exec<'_> {
+    /// The packet pointer `offset` bytes past `data` (helpers that take packet offsets).
+    fn packet_address(&mut self, offset: &SymValue) -> SymValue {
+        let data = self.s.bounds.data.clone();
+        let sum = linerate_sem::Domain::binary(
+            &mut self.s.domain,
+            linerate_sem::BinOp::Add,
+            &data,
+            offset,
+        );
+        SymValue::pointer(Region::Packet, sum.bits)
+    }
+
     /// Constrains the initial entries map `map`'s last operation introduced to what user space
     /// can install in a map of its type: a device map's value is the ifindex of a device of
     /// this host (bpf_devmap_val, kernel/bpf/devmap.c; ifindex 0 leaves the slot empty), a CPU
@@ -274,17 +286,7 @@ impl HelperMachine for Exec<'_> {
         offset: &SymValue,
         len: u64,
     ) -> Result<Vec<SymValue>, SmtError> {
-        let data = self.s.bounds.data.clone();
-        let addr = SymValue::pointer(
-            Region::Packet,
-            linerate_sem::Domain::binary(
-                &mut self.s.domain,
-                linerate_sem::BinOp::Add,
-                &data,
-                offset,
-            )
-            .bits,
-        );
+        let addr = self.packet_address(offset);
         self.read_bytes(pc, &addr, len)
     }
 
@@ -294,17 +296,7 @@ impl HelperMachine for Exec<'_> {
         offset: &SymValue,
         bytes: &[SymValue],
     ) -> Result<(), SmtError> {
-        let data = self.s.bounds.data.clone();
-        let addr = SymValue::pointer(
-            Region::Packet,
-            linerate_sem::Domain::binary(
-                &mut self.s.domain,
-                linerate_sem::BinOp::Add,
-                &data,
-                offset,
-            )
-            .bits,
-        );
+        let addr = self.packet_address(offset);
         self.write_bytes(pc, &addr, bytes)
     }
 
