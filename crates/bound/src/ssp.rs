@@ -9,11 +9,10 @@
 //! improves with each impossible path ([`Outcome::improvements`]) and stays valid when the search
 //! stops early (time or memory cap: [`Outcome::complete`] is then false).
 //!
-//! An unsatisfiable path's core — the decisions that conflict — prunes later paths: every path
-//! that starts with the same edges up to the core's last decision executes the same instructions
-//! on the same symbolic state up to there, so it is unsatisfiable too and the enumeration drops
-//! it ([`crate::enumerate::Enumerator::forbid`] of that prefix: a path holding every edge of a
-//! prefix from the source starts with that prefix). With [`search_learning`] a core prunes by
+//! A refuted path is dropped from the enumeration. (Pruning every path that shares the prefix
+//! up to an unsatisfiable core's last decision would prune far more, but the engine's cores can
+//! miss constraints asserted after that decision: see `Driver::prune`.) With [`search_learning`]
+//! a core prunes by
 //! edge set instead where that is sound: when every decision of the core is at an edge whose
 //! condition is the same formula over the inputs on every path reaching it
 //! ([`crate::invariant`]), and the checker finds those formulas conflicting on their own — over
@@ -24,7 +23,7 @@
 //! (a tail call, a branch on a map value or a helper result, a branch after a packet write), or
 //! one the checker widened because an outcome chosen inside a helper was in the conflict (its
 //! conditions then mention helper variables), or one that needs what the path asserted besides
-//! its decisions, falls back to its prefix. A check that gives no verdict (a timeout, a
+//! its decisions, prunes only its own path. A check that gives no verdict (a timeout, a
 //! program part the checker cannot follow) counts as satisfiable without a witness: the bound
 //! stays sound, and the report says the path was not confirmed.
 
@@ -483,26 +482,20 @@ impl<W> Driver<'_, '_, W> {
         (self.enumerator.memory_bytes() > self.options.max_memory).then_some(Stop::MemoryCap)
     }
 
-    /// Drops from the enumeration every path that starts like `path` up to the last decision of
-    /// `core`.
+    /// Drops `path` itself from the enumeration: a refuted path is never produced again.
+    ///
+    /// Pruning every path that shares the prefix up to the core's last decision would be sound
+    /// only if the core named every part of the path the conflict needs; the engine's cores can
+    /// miss constraints the execution asserted after that decision (a generated program showed
+    /// the search then skipping the slowest satisfiable path, `tests/learn.rs`), so until that is
+    /// found the core only feeds the edge-set learning, whose conflicts are checked on their own.
     fn prune(
         &mut self,
         path: &RankedPath,
-        decisions: &[(Decision, EdgeId)],
-        core: &[usize],
+        _decisions: &[(Decision, EdgeId)],
+        _core: &[usize],
     ) -> Result<(), EnumerateError> {
-        let Some(last) = core
-            .iter()
-            .filter_map(|&i| decisions.get(i))
-            .map(|d| d.1)
-            .max_by_key(|edge| path.edges.iter().position(|e| e == edge))
-        else {
-            return Ok(());
-        };
-        let Some(end) = path.edges.iter().position(|&e| e == last) else {
-            return Ok(());
-        };
-        self.enumerator.forbid(path.edges[..=end].to_vec())
+        self.enumerator.forbid(path.edges.clone())
     }
 
     /// Makes verdicts final in order; true when the paths asked for are found.

@@ -153,14 +153,30 @@ impl Session {
             },
             SatResult::Unsat => {
                 let core = self.solver.get_unsat_core();
-                Answer::Unsat(
-                    assumptions
-                        .iter()
-                        .enumerate()
-                        .filter(|(_, a)| core.iter().any(|c| c == *a))
-                        .map(|(i, _)| i)
-                        .collect(),
-                )
+                let mut indices: Vec<usize> = assumptions
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, a)| core.iter().any(|c| c == *a))
+                    .map(|(i, _)| i)
+                    .collect();
+                // What segment `k` guards was asserted by the execution after decision `k - 1`,
+                // which the decisions up to `k - 1` determine: a core that needs it needs that
+                // decision too, or pruning every path with the core's prefix would drop paths
+                // that share the prefix but not what the later execution asserted.
+                let last_segment = self
+                    .segments
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, s)| core.iter().any(|c| c == *s))
+                    .map(|(k, _)| k)
+                    .max();
+                if let Some(decision) = last_segment.and_then(|k| k.checked_sub(1)) {
+                    if decision < assumptions.len() && !indices.contains(&decision) {
+                        indices.push(decision);
+                        indices.sort_unstable();
+                    }
+                }
+                Answer::Unsat(indices)
             }
             SatResult::Unknown => Answer::Unknown,
         }
