@@ -303,6 +303,7 @@ fn to_json(
         "stop": format!("{:?}", outcome.stop).to_lowercase(),
         "elapsed_s": outcome.elapsed.as_secs_f64(),
         "paths_checked": outcome.paths_checked,
+        "conflicts_learned": outcome.learned,
         "solver_checks": result.solver_checks,
         "naive": naive,
         "ssp": reported.first().map(path_json),
@@ -365,10 +366,11 @@ fn to_text(
         Stop::MemoryCap => "incomplete: memory cap reached".to_string(),
     };
     out.push_str(&format!(
-        "  search: {status}, {:.3} s, {} paths checked, {} solver checks\n",
+        "  search: {status}, {:.3} s, {} paths checked, {} solver checks, {} conflicts learned\n",
         outcome.elapsed.as_secs_f64(),
         outcome.paths_checked,
-        result.solver_checks
+        result.solver_checks,
+        outcome.learned
     ));
     if reported.is_empty() {
         match outcome.bound {
