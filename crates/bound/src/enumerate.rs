@@ -22,7 +22,9 @@ mod search;
 
 pub use exhaustive::Exhaustive;
 pub use forbid::Forbidden;
-pub use order::{naive, rank, Enumerator, Metric, ModelRates, RankedPath, Rates, Stats};
+pub use order::{
+    model_rates, naive, rank, Enumerator, Metric, ModelRates, RankedPath, Rates, Stats,
+};
 pub use search::Search;
 
 use crate::dag::{EdgeId, NodeId, PathDag};

@@ -188,10 +188,8 @@ pub struct Summary {
 /// The model's throughput of a found path: its cost plus the per-packet work, at its minimum
 /// packet size (as `linerate bound` reports it), and the limiting component.
 pub fn estimate(model: &Model, found: &Found<Box<Witness>>) -> (f64, String) {
-    let mut total = found.path.cost.clone();
-    total.add(model.per_packet());
-    let rate = model.packet_rate(&total, found.path.min_packet);
-    (rate.pps, rate.bottleneck)
+    let (pps, _, bottleneck) = crate::enumerate::model_rates(model, &found.path);
+    (pps, bottleneck)
 }
 
 /// Replays, checks and times every path of `found` (program `program` of `object`, estimated

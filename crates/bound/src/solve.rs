@@ -42,14 +42,16 @@ impl SmtChecker {
         }
     }
 
-    /// Runs `ask` on the session and adds the solver checks it made to the shared total.
+    /// Runs `ask` on the session and adds the solver checks it made to the shared total; without
+    /// a session, `no_session` with the reason.
     fn counted<T>(
         &mut self,
-        ask: impl FnOnce(&mut linerate_smt::PathChecker) -> Verdict<T>,
-    ) -> Verdict<T> {
+        no_session: impl FnOnce(&str) -> T,
+        ask: impl FnOnce(&mut linerate_smt::PathChecker) -> T,
+    ) -> T {
         let checker = match &mut self.inner {
             Ok(checker) => checker,
-            Err(why) => return Verdict::Unknown(why.clone()),
+            Err(why) => return no_session(why),
         };
         let verdict = ask(checker);
         let checks = checker.solver_checks();
@@ -62,11 +64,16 @@ impl SmtChecker {
 
 const OUT_OF_TIME: &str = "the solver ran out of time";
 
+/// The verdict of a check that had no session to run in.
+fn unknown<T>(why: &str) -> Verdict<T> {
+    Verdict::Unknown(why.to_string())
+}
+
 impl PathChecker for SmtChecker {
     type Witness = Box<Witness>;
 
     fn check(&mut self, decisions: &[Decision]) -> Verdict<Box<Witness>> {
-        self.counted(|checker| match checker.check(decisions) {
+        self.counted(unknown, |checker| match checker.check(decisions) {
             Ok(linerate_smt::Verdict::Sat(w)) => Verdict::Sat(w),
             Ok(linerate_smt::Verdict::Unsat { core }) => Verdict::Unsat { core },
             Ok(linerate_smt::Verdict::Unknown) => Verdict::Unknown(OUT_OF_TIME.into()),
@@ -80,18 +87,16 @@ impl PathChecker for SmtChecker {
         candidates: &[usize],
         core: &[usize],
     ) -> Vec<Vec<usize>> {
-        let mut found = Vec::new();
-        self.counted(|checker| {
-            found = checker.input_conflicts(decisions, candidates, core);
-            Verdict::Sat(())
-        });
-        found
+        self.counted(
+            |_| Vec::new(),
+            |checker| checker.input_conflicts(decisions, candidates, core),
+        )
     }
 }
 
 impl PrefixChecker for SmtChecker {
     fn check_prefix(&mut self, decisions: &[Decision]) -> Verdict<()> {
-        self.counted(|checker| match checker.check_prefix(decisions) {
+        self.counted(unknown, |checker| match checker.check_prefix(decisions) {
             Ok(linerate_smt::PrefixVerdict::Holds { .. }) => Verdict::Sat(()),
             Ok(linerate_smt::PrefixVerdict::Unsat { core }) => Verdict::Unsat { core },
             Ok(linerate_smt::PrefixVerdict::Unknown) => Verdict::Unknown(OUT_OF_TIME.into()),

@@ -457,7 +457,7 @@ impl<W> Driver<'_, '_, W> {
                         self.enumerator.forbid(edges)?;
                     }
                     if !covered {
-                        self.prune(&path, &decisions, core)?;
+                        self.prune(&path)?;
                     }
                 }
                 self.done.insert(seq, ((path, decisions), verdict));
@@ -489,12 +489,7 @@ impl<W> Driver<'_, '_, W> {
     /// miss constraints the execution asserted after that decision (a generated program showed
     /// the search then skipping the slowest satisfiable path, `tests/learn.rs`), so until that is
     /// found the core only feeds the edge-set learning, whose conflicts are checked on their own.
-    fn prune(
-        &mut self,
-        path: &RankedPath,
-        _decisions: &[(Decision, EdgeId)],
-        _core: &[usize],
-    ) -> Result<(), EnumerateError> {
+    fn prune(&mut self, path: &RankedPath) -> Result<(), EnumerateError> {
         self.enumerator.forbid(path.edges.clone())
     }
 

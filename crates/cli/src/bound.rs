@@ -7,13 +7,13 @@ use std::path::PathBuf;
 
 use anyhow::{Context, Result};
 use clap::Args;
-use linerate_bound::enumerate::{Metric, RankedPath};
+use linerate_bound::enumerate::{model_rates, Metric, RankedPath};
 use linerate_bound::prepare::Prepared;
 use linerate_bound::solve::Guarantee;
 use linerate_bound::ssp::{Event, Found, Stop};
 use linerate_bpf::contents::MapContents;
 use linerate_bpf::Object;
-use linerate_cost::{Cost, Model};
+use linerate_cost::Model;
 use linerate_smt::Witness;
 use serde_json::{json, Value};
 
@@ -112,17 +112,8 @@ pub fn bound(args: &BoundArgs) -> Result<()> {
     emit(&text)
 }
 
-/// Packets and bits per second of a path, and what limits it.
-fn rates(model: &Model, cost: &Cost, size: u32) -> (f64, f64, String) {
-    let mut total = cost.clone();
-    total.add(model.per_packet());
-    let rate = model.packet_rate(&total, size);
-    let frame = size.max(model.limits().min_frame_bytes);
-    (rate.pps, rate.pps * 8.0 * f64::from(frame), rate.bottleneck)
-}
-
 fn report<'a>(model: &Model, found: &'a Found<Box<Witness>>) -> Reported<'a> {
-    let (pps, bps, bottleneck) = rates(model, &found.path.cost, found.path.min_packet);
+    let (pps, bps, bottleneck) = model_rates(model, &found.path);
     Reported {
         found,
         pps,
@@ -262,7 +253,7 @@ fn to_json(
             .collect()
     };
     let naive = outcome.naive.as_ref().map(|path| {
-        let (pps, bps, bottleneck) = rates(model, &path.cost, path.min_packet);
+        let (pps, bps, bottleneck) = model_rates(model, path);
         json!({"pps": pps, "bps": bps, "bottleneck": bottleneck,
                "min_packet_size": path.min_packet, "blocks": blocks(path)})
     });
@@ -351,7 +342,7 @@ fn to_text(
         ));
     }
     if let Some(naive) = &outcome.naive {
-        let (pps, bps, bottleneck) = rates(model, &naive.cost, naive.min_packet);
+        let (pps, bps, bottleneck) = model_rates(model, naive);
         out.push_str(&format!(
             "  naive bound: {} ({}), bottleneck {bottleneck}, {} blocks, packets of at least {} bytes\n",
             format_rate(pps, "pps"),

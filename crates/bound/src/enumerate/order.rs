@@ -367,3 +367,15 @@ pub fn rank<R: Rates>(dag: &PathDag, rates: &R, edges: Vec<EdgeId>) -> RankedPat
         limited: limit < rate,
     }
 }
+
+/// A path's throughput under `model` in both units: packets per second (its cost plus the
+/// model's per-packet work, through [`Model::packet_rate`]), bits per second of frames of its
+/// minimum packet size (at least the model's minimum frame), and what limits it. What `bound`
+/// reports and `measure` compares with its measurement.
+pub fn model_rates(model: &Model, path: &RankedPath) -> (f64, f64, String) {
+    let mut total = path.cost.clone();
+    total.add(model.per_packet());
+    let rate = model.packet_rate(&total, path.min_packet);
+    let frame = path.min_packet.max(model.limits().min_frame_bytes);
+    (rate.pps, rate.pps * 8.0 * f64::from(frame), rate.bottleneck)
+}
