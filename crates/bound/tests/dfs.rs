@@ -3,17 +3,20 @@
 //! avoid them and keeps the slowest; with Z3, it visits as many paths as the exhaustive search
 //! finds satisfiable, and its slowest is the slowest satisfiable path the ordered search reports.
 
+mod support;
+
 use std::collections::HashSet;
 use std::time::Duration;
 
 use linerate_bound::dfs::{check_every_branch, PrefixChecker};
-use linerate_bound::enumerate::{Exhaustive, Metric, ModelRates, Rates};
-use linerate_bound::prepare::{prepare, Options as PrepareOptions, Prepared};
+use linerate_bound::enumerate::{Exhaustive, Metric};
+use linerate_bound::prepare::{prepare, Options as PrepareOptions};
 use linerate_bound::solve::{self, guarantee, GuaranteeOptions};
 use linerate_bound::ssp::{self, Verdict};
 use linerate_cfg::Decision;
 use linerate_conformance::examples::{load_all, Example};
 use linerate_cost::Model;
+use support::rate_of;
 
 /// Refutes prefixes holding a decision of `impossible`; counts its checks.
 struct Refuter {
@@ -29,16 +32,6 @@ impl PrefixChecker for Refuter {
             None => Verdict::Sat(()),
         }
     }
-}
-
-fn rate_of(prepared: &Prepared, model: &Model, path: &[usize]) -> f64 {
-    let rates = ModelRates::new(model, Metric::PacketRate);
-    let dag = &prepared.dag;
-    let cost = dag.path_cost(path);
-    let size = dag.path_min_packet(path);
-    (0..cost.0.len())
-        .map(|c| rates.component_rate(c, cost.0[c], size))
-        .fold(rates.limit(size), f64::min)
 }
 
 fn example<'a>(examples: &'a [Example], name: &str) -> &'a Example {
@@ -58,7 +51,7 @@ fn visits_every_path_the_checker_does_not_refute() {
         let paths: Vec<Vec<usize>> = Exhaustive::new(&prepared.dag).expect(name).collect();
         let mut by_rate: Vec<&Vec<usize>> = paths.iter().collect();
         by_rate.sort_by(|a, b| {
-            rate_of(&prepared, &model, a).total_cmp(&rate_of(&prepared, &model, b))
+            rate_of(&prepared.dag, &model, a).total_cmp(&rate_of(&prepared.dag, &model, b))
         });
         let impossible: HashSet<Decision> = by_rate
             .iter()
@@ -71,7 +64,7 @@ fn visits_every_path_the_checker_does_not_refute() {
             .collect();
         let expected = avoiding
             .iter()
-            .map(|p| rate_of(&prepared, &model, p))
+            .map(|p| rate_of(&prepared.dag, &model, p))
             .min_by(f64::total_cmp);
         let mut refuter = Refuter {
             impossible,

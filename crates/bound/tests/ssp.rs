@@ -3,15 +3,18 @@
 //! brute-force list that avoids them, in any thread count, prune through cores without losing
 //! it, and report a bound that only rises.
 
+mod support;
+
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use linerate_bound::enumerate::{Exhaustive, Metric, ModelRates, Rates};
-use linerate_bound::prepare::{prepare, Options as PrepareOptions, Prepared};
+use linerate_bound::enumerate::Exhaustive;
+use linerate_bound::prepare::{prepare, Options as PrepareOptions};
 use linerate_bound::ssp::{exhaustive, search, MakeChecker, Options, PathChecker, Stop, Verdict};
 use linerate_cfg::Decision;
 use linerate_conformance::examples::load_all;
 use linerate_cost::Model;
+use support::rate_of;
 
 /// Refutes paths holding a decision of `impossible`, with that decision alone as the core.
 struct Refuter {
@@ -26,16 +29,6 @@ impl PathChecker for Refuter {
             None => Verdict::Sat(decisions.len()),
         }
     }
-}
-
-fn rate_of(prepared: &Prepared, model: &Model, path: &[usize]) -> f64 {
-    let rates = ModelRates::new(model, Metric::PacketRate);
-    let dag = &prepared.dag;
-    let cost = dag.path_cost(path);
-    let size = dag.path_min_packet(path);
-    (0..cost.0.len())
-        .map(|c| rates.component_rate(c, cost.0[c], size))
-        .fold(rates.limit(size), f64::min)
 }
 
 #[test]
@@ -59,7 +52,7 @@ fn search_finds_the_slowest_path_that_avoids_refuted_decisions() {
         // Refute the outcomes the slowest paths take, so that the search has to look deeper.
         let mut by_rate: Vec<&Vec<usize>> = paths.iter().collect();
         by_rate.sort_by(|a, b| {
-            rate_of(&prepared, &model, a).total_cmp(&rate_of(&prepared, &model, b))
+            rate_of(&prepared.dag, &model, a).total_cmp(&rate_of(&prepared.dag, &model, b))
         });
         let impossible: HashSet<Decision> = by_rate
             .iter()
@@ -69,7 +62,7 @@ fn search_finds_the_slowest_path_that_avoids_refuted_decisions() {
         let expected = paths
             .iter()
             .filter(|p| !prepared.decisions(p).iter().any(|d| impossible.contains(d)))
-            .map(|p| rate_of(&prepared, &model, p))
+            .map(|p| rate_of(&prepared.dag, &model, p))
             .min_by(f64::total_cmp);
         for threads in [1, 3] {
             let options = Options {

@@ -1,9 +1,11 @@
-//! Hand-built and random path graphs for the enumeration's tests and benchmark.
+//! Hand-built and random path graphs for the enumeration's tests and benchmark, and the
+//! brute-force rate of a path that the search tests compare with.
 
 #![allow(dead_code)]
 
 use linerate_bound::dag::{Edge, Node, PathDag, Step};
-use linerate_cost::Cost;
+use linerate_bound::enumerate::{Metric, ModelRates, Rates};
+use linerate_cost::{Cost, Model};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
@@ -104,4 +106,15 @@ pub fn all_paths(dag: &PathDag) -> Vec<Vec<usize>> {
     let mut out = Vec::new();
     walk(dag, PathDag::SOURCE, &mut Vec::new(), &mut out);
     out
+}
+
+/// The packet rate of `path` under `model`, worked out from its definition: the lowest of each
+/// component's rate and the model's limits at the path's minimum packet size.
+pub fn rate_of(dag: &PathDag, model: &Model, path: &[usize]) -> f64 {
+    let rates = ModelRates::new(model, Metric::PacketRate);
+    let cost = dag.path_cost(path);
+    let size = dag.path_min_packet(path);
+    (0..cost.0.len())
+        .map(|c| rates.component_rate(c, cost.0[c], size))
+        .fold(rates.limit(size), f64::min)
 }
