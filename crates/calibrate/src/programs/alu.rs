@@ -1,11 +1,16 @@
-//! ALU operations, byte swaps and 64-bit immediates: latency chains (throughput for moves of
-//! immediates and `ld_imm64`).
+//! ALU operations, byte swaps and 64-bit immediates: throughput of independent operations, except
+//! division and modulo (latency chains, see [`crate`]).
 
 use super::*;
 
 const CHAIN_START: u64 = 0x7fff_ffff_ffff_fff1;
 /// Keeps a 32-bit dividend large (and positive for signed division).
 const MASK32: i32 = 0x7fff_fff1;
+
+/// Destinations of the independent operations: six chains, more than an x86 core has ALU ports
+/// (four on Zen 4, the host's core), so each chain's latency hides behind the others and a unit
+/// costs what the core issues per operation.
+pub(super) const INDEPENDENT: [Reg; 6] = [R1, R3, R5, R6, R7, R8];
 
 fn alu_setup(a: &mut Asm, _fail: Label) {
     a.extend([
@@ -15,11 +20,25 @@ fn alu_setup(a: &mut Asm, _fail: Label) {
         mov64(R4, MASK32),
         mov64(R5, 0),
     ]);
+    for r in [R5, R6, R7, R8] {
+        a.push(ld64(r, CHAIN_START));
+    }
 }
 
 pub(super) fn alu_group() -> Group {
     let mut g = Group::new("alu");
     g.timed("alu base", program(alu_setup, 0, |_, _, _| {}), None);
+    let units = 4000;
+    g.timed(
+        format!("clock x{units}"),
+        program(alu_setup, units, |a, _, _| {
+            a.push(alu(true, AluOp::Add, R1, Operand::Reg(R2)))
+        }),
+        Some(
+            Bench::new(crate::fit::CLOCK_BENCH, "alu base", units)
+                .note("a chain of dependent 64-bit adds: one cycle each"),
+        ),
+    );
     for wide in [true, false] {
         for op in AluOp::ALL {
             let imms: &[bool] = match op {
@@ -42,40 +61,28 @@ pub(super) fn alu_group() -> Group {
                 } else {
                     Operand::Reg(R2)
                 };
-                let unit = |a: &mut Asm, k: u32, _: Label| match op {
-                    AluOp::Mov if imm => a.push(alu(wide, op, R1, src)),
-                    AluOp::Mov | AluOp::MovSx(_) => {
-                        // r5 = r1; r1 = r5; ...: every move reads the previous one's result.
-                        let (d, s) = if k.is_multiple_of(2) {
-                            (R5, R1)
-                        } else {
-                            (R1, R5)
-                        };
-                        a.push(alu(wide, op, d, Operand::Reg(s)));
+                let unit = |a: &mut Asm, k: u32, _: Label| {
+                    let dst = INDEPENDENT[k as usize % INDEPENDENT.len()];
+                    match op {
+                        AluOp::Neg => a.push(alu(wide, op, dst, Operand::Imm(0))),
+                        _ if divide => {
+                            a.push(alu(wide, op, R1, src));
+                            let mask = if wide { R3 } else { R4 };
+                            a.push(alu(wide, AluOp::Or, R1, Operand::Reg(mask)));
+                        }
+                        _ => a.push(alu(wide, op, dst, src)),
                     }
-                    AluOp::Neg => a.push(alu(wide, op, R1, Operand::Imm(0))),
-                    _ if divide => {
-                        a.push(alu(wide, op, R1, src));
-                        let mask = if wide { R3 } else { R4 };
-                        a.push(alu(wide, AluOp::Or, R1, Operand::Reg(mask)));
-                    }
-                    _ => a.push(alu(wide, op, R1, src)),
                 };
                 let mut bench = Bench::new(&key, "alu base", units);
-                bench.note = match op {
-                    AluOp::Mov if imm => "independent moves of an immediate (throughput)".into(),
-                    AluOp::Mov | AluOp::MovSx(_) => {
-                        "chain of moves, each reading the previous one's result (latency)".into()
-                    }
-                    _ if divide => format!(
+                if divide {
+                    bench.note = format!(
                         "latency in a chain `x {} 3; x |= 0x7fff..f1` (dividend kept near the top \
                          of the signed range, divisor 3: the most quotient bits), minus the `or`",
                         alu_symbol(op)
-                    ),
-                    _ => "latency in a chain of dependent operations".into(),
-                };
-                if divide {
+                    );
                     bench = bench.minus(format!("{}.or.reg", class(wide)), 1.0);
+                } else {
+                    bench.note = "independent operations over six registers (throughput)".into();
                 }
                 g.timed(
                     format!("{key} x{units}"),
@@ -89,14 +96,14 @@ pub(super) fn alu_group() -> Group {
         for bits in [16u8, 32, 64] {
             let key = Item::Endian { kind, bits }.to_string();
             let units = 4000;
-            let insns = program(alu_setup, units, |a, _, _| {
+            let insns = program(alu_setup, units, |a, k, _| {
                 a.push(Instruction::Endian {
                     kind,
                     bits,
-                    dst: R1,
+                    dst: INDEPENDENT[k as usize % INDEPENDENT.len()],
                 })
             });
-            let mut note = "latency in a chain of dependent byte swaps".to_string();
+            let mut note = "independent byte swaps over six registers (throughput)".to_string();
             if kind == Endian::ToLe && bits == 64 {
                 note.push_str(" (a no-op on little-endian x86: the JIT emits nothing)");
             }
