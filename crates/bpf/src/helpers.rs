@@ -257,6 +257,21 @@ pub mod id {
     pub const CHECK_MTU: u32 = 163;
 }
 
+/// Map helpers the verifier binds to one map type's operation where a single map reaches the call
+/// site (a direct call, or an inlined lookup), and leaves to the generic helper's dispatch through
+/// the map's operations otherwise (kernel/bpf/verifier.c, `do_misc_fixups`: the map helper calls
+/// whose map pointer is not poisoned are patched to `ops->map_*`).
+pub const BOUND_TO_MAP_OPS: [u32; 8] = [
+    id::MAP_LOOKUP_ELEM,
+    id::MAP_UPDATE_ELEM,
+    id::MAP_DELETE_ELEM,
+    id::MAP_PUSH_ELEM,
+    id::MAP_POP_ELEM,
+    id::MAP_PEEK_ELEM,
+    id::REDIRECT_MAP,
+    id::FOR_EACH_MAP_ELEM,
+];
+
 /// The name of helper `id`, or `"unknown"`.
 pub fn helper_name(id: u32) -> &'static str {
     HELPER_NAMES.get(id as usize).copied().unwrap_or("unknown")

@@ -6,7 +6,8 @@ use std::collections::{HashMap, HashSet};
 
 use crate::measure::Samples;
 use crate::programs::{
-    map_cases, Bench, Role, Suite, CTX_FIELDS, JUMP_PLACEMENTS, QUEUE_TARGETS, REDIRECT_TARGETS,
+    dispatch_bench, map_cases, Bench, DispatchCase, Role, Suite, CTX_FIELDS, JUMP_PLACEMENTS,
+    QUEUE_TARGETS, REDIRECT_TARGETS,
 };
 use crate::CalibrateError;
 use linerate_bpf::facts::helper;
@@ -167,6 +168,18 @@ pub(crate) fn plan() -> Vec<(String, Pricing)> {
                        callback calls, which are priced per element as `call.local` plus the \
                        callback's worst case; not timed (a timed program needs a callback with \
                        BTF func_info), priced as one more local call"
+                    .into(),
+            },
+            Item::MapDispatch(helper::MAP_LOOKUP_ELEM) => {
+                Pricing::Bench(dispatch_bench(DispatchCase::Lookup))
+            }
+            Item::MapDispatch(helper::REDIRECT_MAP) => {
+                Pricing::Bench(dispatch_bench(DispatchCase::RedirectMap))
+            }
+            Item::MapDispatch(_) => Pricing::SameAs {
+                target: Item::MapDispatch(helper::REDIRECT_MAP).to_string(),
+                note: "an indirect call through the map's operations where a direct call of the \
+                       map type's operation would be (as for `redirect_map`, not timed apart)"
                     .into(),
             },
             Item::MayGoto { taken: true } => Pricing::SameAs {

@@ -237,6 +237,11 @@ pub enum Item {
     },
     /// `bpf_tail_call` that jumps (the target program's cost is not included).
     TailCall,
+    /// What a map helper call costs beyond its map operation where the verifier cannot bind the
+    /// call site to one map (several maps reach it): the kernel then runs the generic helper,
+    /// which dispatches through the map's operations table (an indirect call), instead of a
+    /// direct call of the map type's operation or an inlined lookup. By helper.
+    MapDispatch(u32),
 }
 
 fn alu_name(op: AluOp) -> String {
@@ -359,6 +364,9 @@ impl fmt::Display for Item {
                 key_size,
             } => write!(f, "map.{}.{}.k{key_size}", op.name(), map_type.name()),
             Item::TailCall => f.write_str("tail_call"),
+            Item::MapDispatch(id) => {
+                write!(f, "map.dispatch.{}", linerate_bpf::helpers::helper_name(id))
+            }
         }
     }
 }
@@ -463,6 +471,11 @@ pub fn universe() -> Vec<Item> {
     out.push(Item::Exit);
     out.extend(costed_helpers().map(Item::Helper));
     out.push(Item::TailCall);
+    out.extend(
+        linerate_bpf::helpers::BOUND_TO_MAP_OPS
+            .into_iter()
+            .map(Item::MapDispatch),
+    );
     out
 }
 

@@ -256,6 +256,21 @@ impl Pricer<'_> {
         })
     }
 
+    /// The helper, if the instruction is a map helper call that several maps (or a map the
+    /// analysis cannot name) may reach: the kernel's generic helper then dispatches through the
+    /// map's operations ([`Item::MapDispatch`]).
+    fn dispatched(&self, slot: usize, insn: &Instruction) -> Option<u32> {
+        match *insn {
+            Instruction::Call(CallTarget::Helper(id))
+                if linerate_bpf::helpers::BOUND_TO_MAP_OPS.contains(&id)
+                    && !matches!(self.analysis.fact(slot), Some(Fact::MapCall(Some(_)))) =>
+            {
+                Some(id)
+            }
+            _ => None,
+        }
+    }
+
     /// Charges the alternatives: component-wise maximum of the prices the device supports.
     fn charge(&self, slot: usize, items: &[Item]) -> Result<Charge, CostError> {
         let mut charge = Charge {
@@ -464,6 +479,11 @@ impl ProgramCost {
                     continue;
                 }
                 let mut charge = p.charge(*slot, &items)?;
+                if let Some(id) = p.dispatched(*slot, insn) {
+                    charge
+                        .cost
+                        .add(&p.charge(*slot, &[Item::MapDispatch(id)])?.cost);
+                }
                 self.slots.insert(
                     *slot,
                     SlotCharge {

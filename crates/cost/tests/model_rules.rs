@@ -381,3 +381,38 @@ fn may_goto_is_priced_per_edge() {
     let err = ProgramCost::new(&object, &cfg, &Model::builtin("nfp").unwrap()).unwrap_err();
     assert!(err.to_string().contains("may_goto"), "{err}");
 }
+
+/// A map helper call site two maps reach pays the generic helper's dispatch on top of the map
+/// operation (the verifier binds only a call site one map reaches); one map reaching it does not.
+#[test]
+fn call_sites_several_maps_reach_pay_the_dispatch() {
+    let mut f = complete();
+    f.items
+        .insert("map.dispatch.map_lookup_elem".into(), cycles(500.0));
+    let m = Model::new(f, "m.json").unwrap();
+    let lookup_block = |second_map: &str| {
+        let text = format!(
+            "
+            r6 = *(u32 *)(r1 + 0x10)
+            r1 = flows ll
+            if r6 == 0x0 goto +0x2
+            r1 = {second_map} ll
+            r2 = r10
+            r2 += -0x8
+            r3 = 0x0
+            *(u64 *)(r10 - 0x8) = r3
+            call 0x1
+            r0 = 0x2
+            exit
+        "
+        );
+        let maps = vec![hash_map(8), MapDef::new("other", MapType::HASH, 8, 8, 16)];
+        let (object, cfg) = object(&text, maps);
+        let cost = ProgramCost::new(&object, &cfg, &m).unwrap();
+        // The call is at slot 10 (both `ld_imm64` take two slots).
+        cost.blocks[cfg.block_of(10).unwrap()].cost.0[0]
+    };
+    let one = lookup_block("flows");
+    let two = lookup_block("other");
+    assert_eq!(two - one, 500.0, "one map {one}, two maps {two}");
+}

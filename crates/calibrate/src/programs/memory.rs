@@ -26,7 +26,11 @@ pub(super) fn ctx_group() -> Group {
         let key = format!("aux.ctx.{field}");
         let units = 1500;
         let insns = program(setup, units, |a, k, _| {
-            a.push(ldx_ctx(CTX_DESTINATIONS[k as usize % CTX_DESTINATIONS.len()], R1, off));
+            a.push(ldx_ctx(
+                CTX_DESTINATIONS[k as usize % CTX_DESTINATIONS.len()],
+                R1,
+                off,
+            ));
         });
         let bench = Bench::new(&key, "ctx base", units).note(format!(
             "independent loads of `xdp_md.{field}` (as the verifier rewrites it) into five \

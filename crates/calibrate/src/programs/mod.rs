@@ -4,7 +4,7 @@
 //!
 //! Here: the suite's types, the loop every timed program runs, the probes, and the shared map
 //! definitions; each group of items has its own file ([`alu`](mod@alu), [`memory`], [`control`],
-//! [`helpers`], [`records`], [`maps`]), which takes the builder and the kernel facts imported here through
+//! [`helpers`], [`dispatch`], [`records`], [`maps`]), which takes the builder and the kernel facts imported here through
 //! `use super::*`.
 
 use linerate_bpf::facts::errno::EINVAL;
@@ -25,6 +25,7 @@ use linerate_cost::item::{
 
 mod alu;
 mod control;
+mod dispatch;
 mod helpers;
 mod lock_btf;
 mod maps;
@@ -33,6 +34,8 @@ mod records;
 
 use alu::alu_group;
 use control::{call_group, jump_group, tail_call_group};
+use dispatch::dispatch_group;
+pub(crate) use dispatch::{dispatch_bench, DispatchCase};
 use helpers::helper_group;
 pub(crate) use helpers::REDIRECT_TARGETS;
 pub(crate) use maps::map_cases;
@@ -225,6 +228,7 @@ pub(crate) fn suite() -> Suite {
             jump_group(),
             call_group(),
             helper_group(),
+            dispatch_group(),
             records_group(),
             lock_group(),
             map_group(),
@@ -406,29 +410,14 @@ mod tests {
                 }
             }
         }
-        // Every non-map item of the universe but the derived ones has a bench.
-        for item in linerate_cost::item::universe() {
-            let key = item.to_string();
-            let derived = key.starts_with("load.ctx.")
-                || key == "may_goto.taken"
-                || key == "exit"
-                || key == "tail_call"
-                || key == "helper.redirect_map"
-                || key == "helper.loop"
-                || key == "helper.for_each_map_elem"
-                || key == "helper.ringbuf_reserve"
-                || key == "helper.ringbuf_submit"
-                || key == "helper.ringbuf_discard"
-                || key == "helper.map_push_elem"
-                || key == "helper.map_pop_elem"
-                || key == "helper.map_peek_elem"
-                || key == "helper.spin_lock"
-                || key == "helper.spin_unlock";
-            let placed = benches.contains(format!("{key}@0").as_str());
-            assert!(
-                derived || placed || benches.contains(key.as_str()),
-                "{key} has no bench"
-            );
+        // Every bench the plan prices an item from exists.
+        for (key, pricing) in crate::fit::plan() {
+            for dep in pricing.deps() {
+                assert!(
+                    benches.contains(dep.as_str()),
+                    "{key} needs {dep}, not a bench"
+                );
+            }
         }
     }
 
