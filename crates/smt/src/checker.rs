@@ -5,10 +5,12 @@
 //! one assumption literal per decision: a satisfiable path yields a [`Witness`] (the shortest
 //! packet that takes it, the context, the map entries to install, the action), an impossible one
 //! the indices of a small set of decisions that conflict (an unsatisfiable core, shrunk by
-//! dropping decisions one at a time while it stays unsatisfiable). Consecutive checks share the
-//! work of their common prefix: the session keeps the machine state after every decision (and
-//! the solver what was asserted along the way) and goes back to the longest prefix the new path
-//! shares with the previous one.
+//! dropping decisions one at a time while it stays unsatisfiable). A core is a claim about a
+//! prefix: every path that takes the same decisions up to the core's last one is impossible
+//! (each shrinking trial is checked with only what that prefix's execution asserts).
+//! Consecutive checks share the work of their common prefix: the session keeps the machine
+//! state after every decision (and the solver what was asserted along the way) and goes back to
+//! the longest prefix the new path shares with the previous one.
 //! Z3 contexts are per thread, so each worker thread owns its own checker.
 
 use std::rc::Rc;
@@ -111,9 +113,11 @@ impl Witness {
 pub enum Verdict {
     /// Some input takes the path.
     Sat(Box<Witness>),
-    /// No input does; `core`: indices into the decision list of decisions that cannot all hold.
+    /// No input does; `core`: indices into the decision list of decisions that cannot all hold
+    /// with what the path's execution asserts up to the decision after the core's last one, so
+    /// no path that takes the decisions up to the core's last one is possible.
     Unsat { core: Vec<usize> },
-    /// The solver gave up (timeout).
+    /// The solver gave up (timeout), or helper outcomes remained untried.
     Unknown,
 }
 
