@@ -9,10 +9,14 @@
 //! improves with each impossible path ([`Outcome::improvements`]) and stays valid when the search
 //! stops early (time or memory cap: [`Outcome::complete`] is then false).
 //!
-//! A refuted path is dropped from the enumeration. (Pruning every path that shares the prefix
-//! up to an unsatisfiable core's last decision would prune far more, but the engine's cores can
-//! miss constraints asserted after that decision: see `Driver::prune`.) With [`search_learning`]
-//! a core prunes by
+//! An unsatisfiable path's core — the decisions that conflict — prunes later paths: every path
+//! that starts with the same edges up to the core's last decision executes the same
+//! instructions on the same symbolic state up to there and on to its next decision, and the
+//! checker's cores claim no more than that stretch asserts (`linerate_smt`'s core shrinking
+//! checks each trial with only the assertions of the trial's own prefix), so it is unsatisfiable
+//! too and the enumeration drops it ([`crate::enumerate::Enumerator::forbid`] of that prefix: a
+//! path holding every edge of a prefix from the source starts with that prefix). With
+//! [`search_learning`] a core prunes by
 //! edge set instead where that is sound: when every decision of the core is at an edge whose
 //! condition is the same formula over the inputs on every path reaching it
 //! ([`crate::invariant`]), and the checker finds those formulas conflicting on their own — over
@@ -23,7 +27,7 @@
 //! (a tail call, a branch on a map value or a helper result, a branch after a packet write), or
 //! one the checker widened because an outcome chosen inside a helper was in the conflict (its
 //! conditions then mention helper variables), or one that needs what the path asserted besides
-//! its decisions, prunes only its own path. A check that gives no verdict (a timeout, a
+//! its decisions, falls back to its prefix. A check that gives no verdict (a timeout, a
 //! program part the checker cannot follow) counts as satisfiable without a witness: the bound
 //! stays sound, and the report says the path was not confirmed.
 
@@ -457,7 +461,7 @@ impl<W> Driver<'_, '_, W> {
                         self.enumerator.forbid(edges)?;
                     }
                     if !covered {
-                        self.prune(&path)?;
+                        self.prune(&path, &decisions, core)?;
                     }
                 }
                 self.done.insert(seq, ((path, decisions), verdict));
@@ -482,15 +486,27 @@ impl<W> Driver<'_, '_, W> {
         (self.enumerator.memory_bytes() > self.options.max_memory).then_some(Stop::MemoryCap)
     }
 
-    /// Drops `path` itself from the enumeration: a refuted path is never produced again.
-    ///
-    /// Pruning every path that shares the prefix up to the core's last decision would be sound
-    /// only if the core named every part of the path the conflict needs; the engine's cores can
-    /// miss constraints the execution asserted after that decision (a generated program showed
-    /// the search then skipping the slowest satisfiable path, `tests/learn.rs`), so until that is
-    /// found the core only feeds the edge-set learning, whose conflicts are checked on their own.
-    fn prune(&mut self, path: &RankedPath) -> Result<(), EnumerateError> {
-        self.enumerator.forbid(path.edges.clone())
+    /// Drops from the enumeration every path that starts like `path` up to the last decision of
+    /// `core`: such a path executes the same instructions on the same symbolic state up to
+    /// there and on to the next decision, so the core's conflict holds on it too.
+    fn prune(
+        &mut self,
+        path: &RankedPath,
+        decisions: &[(Decision, EdgeId)],
+        core: &[usize],
+    ) -> Result<(), EnumerateError> {
+        let Some(last) = core
+            .iter()
+            .filter_map(|&i| decisions.get(i))
+            .map(|d| d.1)
+            .max_by_key(|edge| path.edges.iter().position(|e| e == edge))
+        else {
+            return self.enumerator.forbid(path.edges.clone());
+        };
+        let Some(end) = path.edges.iter().position(|&e| e == last) else {
+            return self.enumerator.forbid(path.edges.clone());
+        };
+        self.enumerator.forbid(path.edges[..=end].to_vec())
     }
 
     /// Makes verdicts final in order; true when the paths asked for are found.

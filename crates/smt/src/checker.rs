@@ -5,10 +5,12 @@
 //! one assumption literal per decision: a satisfiable path yields a [`Witness`] (the shortest
 //! packet that takes it, the context, the map entries to install, the action), an impossible one
 //! the indices of a small set of decisions that conflict (an unsatisfiable core, shrunk by
-//! dropping decisions one at a time while it stays unsatisfiable). Consecutive checks share the
-//! work of their common prefix: the session keeps the machine state after every decision (and
-//! the solver what was asserted along the way) and goes back to the longest prefix the new path
-//! shares with the previous one.
+//! dropping decisions one at a time while it stays unsatisfiable). A core is a claim about a
+//! prefix: every path that takes the same decisions up to the core's last one is impossible
+//! (each shrinking trial is checked with only what that prefix's execution asserts).
+//! Consecutive checks share the work of their common prefix: the session keeps the machine
+//! state after every decision (and the solver what was asserted along the way) and goes back to
+//! the longest prefix the new path shares with the previous one.
 //! Z3 contexts are per thread, so each worker thread owns its own checker.
 
 use std::rc::Rc;
@@ -111,9 +113,11 @@ impl Witness {
 pub enum Verdict {
     /// Some input takes the path.
     Sat(Box<Witness>),
-    /// No input does; `core`: indices into the decision list of decisions that cannot all hold.
+    /// No input does; `core`: indices into the decision list of decisions that cannot all hold
+    /// with what the path's execution asserts up to the decision after the core's last one, so
+    /// no path that takes the decisions up to the core's last one is possible.
     Unsat { core: Vec<usize> },
-    /// The solver gave up (timeout).
+    /// The solver gave up (timeout), or helper outcomes remained untried.
     Unknown,
 }
 
@@ -312,7 +316,7 @@ impl PathChecker {
                     witness.minimal = minimal;
                     return Ok(Checked::Verdict(Verdict::Sat(Box::new(witness))));
                 }
-                Answer::Unsat(core) => {
+                Answer::Unsat { core, segment } => {
                     // An outcome chosen inside a helper is in the conflict: try the other
                     // outcome of the latest such choice not tried both ways yet.
                     let choice = core
@@ -321,9 +325,8 @@ impl PathChecker {
                         .filter(|&j| !flipped.get(j).copied().unwrap_or(false))
                         .max();
                     let Some(j) = choice else {
-                        self.forget_forced(&forced);
                         return Ok(Checked::Verdict(Verdict::Unsat {
-                            core: self.core(&assumptions, decisions.len(), core),
+                            core: self.core(&assumptions, decisions.len(), core, segment),
                         }));
                     };
                     forced = state.chosen[..j].iter().map(|c| c.0).collect();
@@ -334,47 +337,61 @@ impl PathChecker {
                 }
             }
         }
-        // Out of choices to try: only the whole path is known to be impossible.
-        self.forget_forced(&forced);
-        Ok(Checked::Verdict(Verdict::Unsat {
-            core: (0..decisions.len()).collect(),
-        }))
-    }
-
-    /// After a check that forced helper outcomes, makes the next check start from the entry:
-    /// building on the snapshots of a forced run made a later check of a satisfiable path
-    /// answer unsatisfiable (tests/session_reuse.rs; why is not understood yet), which would
-    /// refute a possible path and prune others with it.
-    fn forget_forced(&mut self, forced: &[bool]) {
-        if !forced.is_empty() {
-            self.previous.clear();
-        }
+        // Out of flips before every combination of the helpers' outcomes was refuted: some
+        // combination not tried may take the path.
+        Ok(Checked::Verdict(Verdict::Unknown))
     }
 
     /// Decision indices of an unsatisfiable core, shrunk where the options say so. A core that
     /// involves an outcome chosen inside a helper is widened to every decision: that choice was
     /// the machine's, not the path's, so only the whole path is known to be impossible.
-    fn core(&mut self, assumptions: &[Bool], decisions: usize, core: Vec<usize>) -> Vec<usize> {
+    ///
+    /// The core is a claim about a prefix: the path's decisions up to the core's last one, with
+    /// what the execution asserts up to the next decision, are already impossible (the search
+    /// prunes every path with that prefix). So a core that needs segment `k` (asserted after
+    /// decision `k - 1`) reaches decision `k - 1`, and each trial of the shrinking is checked
+    /// with only the segments its own last decision's prefix shares
+    /// ([`Session::check_through`]): checked with the whole path's, dropping a core's later
+    /// decisions could keep a conflict that needs what they brought in (a packet access's bounds
+    /// asserted after them) and claim it for a shorter prefix.
+    fn core(
+        &mut self,
+        assumptions: &[Bool],
+        decisions: usize,
+        core: Vec<usize>,
+        segment: Option<usize>,
+    ) -> Vec<usize> {
         if core.iter().any(|&i| i >= decisions) {
             return (0..decisions).collect();
         }
         let mut core = core;
+        let needed = segment
+            .and_then(|k| k.checked_sub(1))
+            .filter(|&d| d < decisions);
+        if let Some(needed) = needed {
+            if core.last().is_none_or(|&last| last < needed) {
+                core.push(needed);
+            }
+        }
         // A single decision is as small as a core gets (dropping it would ask whether the path's
-        // other constraints alone conflict, a satisfiable and costly check).
-        if self.options.minimise_cores && core.len() > 1 {
-            let mut i = 0;
-            while i < core.len() {
-                let trial: Vec<Bool> = core
+        // other constraints alone conflict, a satisfiable and costly check). The latest decisions
+        // go first: a core that ends earlier prunes more paths.
+        if self.options.minimise_cores {
+            let mut i = core.len();
+            while i > 0 && core.len() > 1 {
+                i -= 1;
+                let trial: Vec<usize> = core
                     .iter()
                     .enumerate()
                     .filter(|&(j, _)| j != i)
-                    .map(|(_, &d)| assumptions[d].clone())
+                    .map(|(_, &d)| d)
                     .collect();
-                match self.session.check(&trial) {
-                    Answer::Unsat(_) => {
-                        core.remove(i);
-                    }
-                    _ => i += 1,
+                let Some(&through) = trial.last() else {
+                    break;
+                };
+                let literals: Vec<Bool> = trial.iter().map(|&d| assumptions[d].clone()).collect();
+                if let Answer::Unsat { .. } = self.session.check_through(&literals, through) {
+                    core = trial;
                 }
             }
         }
@@ -413,7 +430,7 @@ impl PathChecker {
                     best = m;
                     trials.push(hi.saturating_sub(1));
                 }
-                Answer::Unsat(_) => lo = mid + 1,
+                Answer::Unsat { .. } => lo = mid + 1,
                 Answer::Unknown => return (best, false),
             }
         }

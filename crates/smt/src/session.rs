@@ -10,6 +10,13 @@
 //! assertions no longer bind. Literals are never reused, so a guarded assertion keeps meaning
 //! what it meant when it was made.
 //!
+//! An unsatisfiable answer names the last segment its core needs besides the assumptions
+//! ([`Answer::Unsat`]): the checker turns cores into claims about a prefix of the path (its
+//! decisions up to the core's last one are impossible on every path that takes them), and a
+//! segment asserted after decision `k - 1` makes the claim reach that decision.
+//! [`Session::check_through`] checks with only the segments such a prefix shares, which is how
+//! a core is shrunk without borrowing what later parts of the path asserted.
+//!
 //! This module and [`crate::value`]/[`crate::memory`]/[`crate::maps`] are the only ones that build
 //! Z3 terms; what the checker asks of a solver is the small set of methods here (assert, add a
 //! decision, go back to a prefix, check under assumptions, core, model), which another solver would
@@ -23,8 +30,13 @@ use crate::machine::State;
 /// Outcome of one check.
 pub(crate) enum Answer {
     Sat(Model),
-    /// Indices (into the assumptions given) of an unsatisfiable subset.
-    Unsat(Vec<usize>),
+    /// An unsatisfiable subset: `core` holds indices into the assumptions given, `segment` the
+    /// last segment of the path it needs (what the execution asserted after decision
+    /// `segment - 1`; `None`: only the assumptions and what the entry asserted).
+    Unsat {
+        core: Vec<usize>,
+        segment: Option<usize>,
+    },
     Unknown,
 }
 
@@ -143,9 +155,23 @@ impl Session {
     /// Checks the assertions of the current path under `assumptions`; a core holds indices
     /// into `assumptions`.
     pub fn check(&mut self, assumptions: &[Bool]) -> Answer {
+        self.check_segments(assumptions, self.segments.len())
+    }
+
+    /// Checks `assumptions` with only what the execution asserted before decision `through + 1`
+    /// (segments `0..=through + 1`): the assertions every path that takes the current path's
+    /// decisions `0..=through` shares, as it runs the same instructions on the same state up to
+    /// its next decision. An unsatisfiable answer then proves every such path impossible.
+    pub fn check_through(&mut self, assumptions: &[Bool], through: usize) -> Answer {
+        self.check_segments(assumptions, through.saturating_add(2))
+    }
+
+    /// Checks `assumptions` with the first `segments` segments of the current path.
+    fn check_segments(&mut self, assumptions: &[Bool], segments: usize) -> Answer {
         self.checks += 1;
+        let segments = &self.segments[..segments.min(self.segments.len())];
         let mut all = assumptions.to_vec();
-        all.extend(self.segments.iter().cloned());
+        all.extend(segments.iter().cloned());
         match self.solver.check_assumptions(&all) {
             SatResult::Sat => match self.solver.get_model() {
                 Some(model) => Answer::Sat(model),
@@ -153,30 +179,13 @@ impl Session {
             },
             SatResult::Unsat => {
                 let core = self.solver.get_unsat_core();
-                let mut indices: Vec<usize> = assumptions
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, a)| core.iter().any(|c| c == *a))
-                    .map(|(i, _)| i)
-                    .collect();
-                // What segment `k` guards was asserted by the execution after decision `k - 1`,
-                // which the decisions up to `k - 1` determine: a core that needs it needs that
-                // decision too, or pruning every path with the core's prefix would drop paths
-                // that share the prefix but not what the later execution asserted.
-                let last_segment = self
-                    .segments
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, s)| core.iter().any(|c| c == *s))
-                    .map(|(k, _)| k)
-                    .max();
-                if let Some(decision) = last_segment.and_then(|k| k.checked_sub(1)) {
-                    if decision < assumptions.len() && !indices.contains(&decision) {
-                        indices.push(decision);
-                        indices.sort_unstable();
-                    }
+                let in_core = |a: &Bool| core.iter().any(|c| c == a);
+                Answer::Unsat {
+                    core: (0..assumptions.len())
+                        .filter(|&i| in_core(&assumptions[i]))
+                        .collect(),
+                    segment: (0..segments.len()).rev().find(|&k| in_core(&segments[k])),
                 }
-                Answer::Unsat(indices)
             }
             SatResult::Unknown => Answer::Unknown,
         }
@@ -187,6 +196,6 @@ impl Session {
         let mut assumptions: Vec<Bool> = self.lits.clone();
         assumptions.extend(choices.iter().cloned());
         assumptions.push(cond.clone());
-        !matches!(self.check(&assumptions), Answer::Unsat(_))
+        !matches!(self.check(&assumptions), Answer::Unsat { .. })
     }
 }
