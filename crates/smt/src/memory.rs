@@ -11,7 +11,15 @@
 //! the zeroing of a range by a packet's growth, are layers above, which a read compares its
 //! offset with, newest first. A pointer spilled to memory (an 8-byte store of a pointer, as the
 //! verifier tracks spills) is kept whole and read back whole.
+//!
+//! A symbolic offset that those comparisons use is first given a name: a fresh variable defined
+//! equal to the offset ([`Memory::take_definitions`], asserted by the machine on the path). Compared
+//! with the offset's formula itself, Z3's rewriter solves each `offset == k` for one summand
+//! (a DNS label walk's offset is a sum of every earlier label's length): one adder per compared
+//! offset and per earlier read, hundreds of thousands of SAT variables and no answer within 10 s
+//! on the walk's slowest path; compared with the name, the sum is built once per read.
 
+use std::cell::Cell;
 use std::collections::BTreeMap;
 
 use linerate_sem::Concrete;
@@ -122,6 +130,31 @@ pub struct Memory {
     /// Writes folded beneath `cells`, oldest first.
     layers: Vec<Layer>,
     cells: BTreeMap<u64, Byte>,
+    /// Definitions of the offsets named since the machine last took them.
+    definitions: Vec<Bool>,
+}
+
+thread_local! {
+    /// Offsets named so far on this thread (Z3 terms belong to a thread's context): each name
+    /// is new, so a definition made on an abandoned path never constrains a later one.
+    static NAMED: Cell<u64> = const { Cell::new(0) };
+}
+
+/// Whether `bv` is a variable, or a variable plus a constant: an offset comparisons can use as
+/// it is.
+fn is_named(bv: &BV) -> bool {
+    let variable = |b: &BV| b.is_const() && b.as_u64().is_none();
+    if variable(bv) {
+        return true;
+    }
+    if !bv.is_app() || bv.decl().kind() != DeclKind::Badd || bv.num_children() != 2 {
+        return false;
+    }
+    let children = bv.children();
+    let (Some(a), Some(b)) = (children[0].as_bv(), children[1].as_bv()) else {
+        return false;
+    };
+    (variable(&a) && b.as_u64().is_some()) || (variable(&b) && a.as_u64().is_some())
 }
 
 impl Memory {
@@ -131,6 +164,7 @@ impl Memory {
             input: None,
             layers: Vec::new(),
             cells: BTreeMap::new(),
+            definitions: Vec::new(),
         }
     }
 
@@ -143,7 +177,35 @@ impl Memory {
             }),
             layers: Vec::new(),
             cells: BTreeMap::new(),
+            definitions: Vec::new(),
         }
+    }
+
+    /// The definitions of the offsets named since the last call, for the machine to assert on
+    /// the path (each a fresh variable equal to an offset's formula: asserting it constrains
+    /// nothing else).
+    pub fn take_definitions(&mut self) -> Vec<Bool> {
+        std::mem::take(&mut self.definitions)
+    }
+
+    /// `offset` as the comparisons of a symbolic access use it: a constant, an if-then-else of
+    /// constants (chosen among without comparing), a variable plus a constant, or else a fresh
+    /// variable whose definition [`Memory::take_definitions`] hands out.
+    fn name(&mut self, offset: &Bits) -> Bits {
+        let Bits::Sym(bv) = offset else {
+            return offset.clone();
+        };
+        if is_named(bv) || leaves(bv).is_some() {
+            return offset.clone();
+        }
+        let n = NAMED.with(|named| {
+            let n = named.get();
+            named.set(n.wrapping_add(1));
+            n
+        });
+        let var = BV::new_const(format!("offset!{n}"), 64);
+        self.definitions.push(var.eq(bv));
+        Bits::Sym(var)
     }
 
     /// Makes offsets in `from..to` hold zero (nothing where `to <= from`).
@@ -267,8 +329,9 @@ impl Memory {
                 if let Some(byte) = leaves(bv).and_then(|l| self.byte_of_choice(&l)) {
                     return byte;
                 }
+                let offset = self.name(offset);
                 self.flush();
-                Byte::Sym(self.below(offset))
+                Byte::Sym(self.below(&offset))
             }
         }
     }
@@ -308,8 +371,9 @@ impl Memory {
                     }
                     return;
                 }
+                let offset = self.name(offset);
                 self.flush();
-                self.layers.push(Layer::Store(offset.clone(), value));
+                self.layers.push(Layer::Store(offset, value));
             }
         }
     }
@@ -317,6 +381,7 @@ impl Memory {
     /// Reads `len` bytes from `offset` as a little-endian value; `Err` for a read of part of a
     /// spilled pointer.
     pub fn load(&mut self, offset: &Bits, len: u32) -> Result<SymValue, &'static str> {
+        let offset = &self.name(offset);
         let bytes: Vec<Byte> = (0..len)
             .map(|i| self.byte(&add(offset, u64::from(i))))
             .collect();
@@ -358,6 +423,7 @@ impl Memory {
 
     /// Writes the low `len` bytes of `value` at `offset`.
     pub fn store(&mut self, offset: &Bits, len: u32, value: &SymValue) -> Result<(), &'static str> {
+        let offset = &self.name(offset);
         match value.tag {
             crate::value::Tag::Low32 if len > 4 => {
                 Err("a store of a value whose high half is undefined")
