@@ -122,7 +122,7 @@ impl State {
         session.assert(&Bool::or(&devices));
         // The packet's bytes are the input; the buffer around them reads as zero, which the
         // bounds moves make visible ([`HelperMachine::set_packet_bounds`]).
-        let packet = Memory::input("packet");
+        let packet = Memory::input("packet").naming_offsets();
         let end = c(HEADROOM).bvadd(&packet_len);
         let inputs = Inputs {
             packet_len: packet_len.clone(),
@@ -137,7 +137,7 @@ impl State {
             pc: 0,
             next: 0,
             steps: 0,
-            stack: Memory::zeroed(),
+            stack: Memory::zeroed().naming_offsets(),
             packet,
             bounds: PacketBounds {
                 data_meta: SymValue::constant(HEADROOM),
