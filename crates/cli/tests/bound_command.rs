@@ -222,7 +222,7 @@ fn dns_reaches_its_ssp() {
     let dir = TempDir::new("bound-dns");
     let dns = example("xdp_dns.o");
     let object = dns.to_str().unwrap();
-    let j = bound_json(&[object, "--timeout", "60"]);
+    let j = bound_json(&[object, "--timeout", "120", "--check-timeout", "60"]);
     assert_eq!(j["complete"], true, "{}", j["elapsed_s"]);
     let ssp = &j["ssp"];
     check_path_shape(ssp);
