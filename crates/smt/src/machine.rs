@@ -122,7 +122,7 @@ impl State {
         session.assert(&Bool::or(&devices));
         // The packet's bytes are the input; the buffer around them reads as zero, which the
         // bounds moves make visible ([`HelperMachine::set_packet_bounds`]).
-        let packet = Memory::input("packet");
+        let packet = Memory::input("packet").naming_offsets();
         let end = c(HEADROOM).bvadd(&packet_len);
         let inputs = Inputs {
             packet_len: packet_len.clone(),
@@ -137,7 +137,7 @@ impl State {
             pc: 0,
             next: 0,
             steps: 0,
-            stack: Memory::zeroed(),
+            stack: Memory::zeroed().naming_offsets(),
             packet,
             bounds: PacketBounds {
                 data_meta: SymValue::constant(HEADROOM),
@@ -239,6 +239,7 @@ impl Exec<'_> {
             };
             self.record_block(program, pc)?;
             let flow = step(self, pc, &insn)?;
+            self.assert_definitions();
             if let Some(why) = self.s.domain.fault.take() {
                 return Err(self.unsupported(pc, why));
             }
@@ -418,6 +419,19 @@ impl Exec<'_> {
             }
         }
         Ok((region, off))
+    }
+
+    /// Asserts on the path what the memories defined the offsets they named as (helpers read
+    /// memory too: the run asserts after every instruction).
+    fn assert_definitions(&mut self) {
+        let mut definitions = self.s.stack.take_definitions();
+        definitions.extend(self.s.packet.take_definitions());
+        for map in &mut self.s.maps {
+            definitions.extend(map.memory.take_definitions());
+        }
+        for d in &definitions {
+            self.session.assert(d);
+        }
     }
 
     pub(crate) fn memory(&mut self, pc: usize, region: Region) -> Result<&mut Memory, SmtError> {

@@ -11,8 +11,16 @@
 //! the zeroing of a range by a packet's growth, are layers above, which a read compares its
 //! offset with, newest first. A pointer spilled to memory (an 8-byte store of a pointer, as the
 //! verifier tracks spills) is kept whole and read back whole.
+//!
+//! A symbolic offset that those comparisons use is first given a name: a fresh variable defined
+//! equal to the offset ([`Memory::take_definitions`], asserted by the machine on the path). Compared
+//! with the offset's formula itself, Z3's rewriter solves each `offset == k` for one summand
+//! (a DNS label walk's offset is a sum of every earlier label's length): one adder per compared
+//! offset and per earlier read, hundreds of thousands of SAT variables and no answer within 10 s
+//! on the walk's slowest path; compared with the name, the sum is built once per read.
 
-use std::collections::BTreeMap;
+use std::cell::Cell;
+use std::collections::{BTreeMap, HashMap};
 
 use linerate_sem::Concrete;
 use z3::ast::{Ast, Bool, BV};
@@ -61,47 +69,63 @@ impl Byte {
 }
 
 /// Unknown initial contents (an input of the formula) and the offsets read from them so far.
+///
+/// A read at a symbolic offset gives the byte of the constant offset it equals among those
+/// read before, else a variable of its own; two such variables are equal where their offsets
+/// are (a constraint, Ackermann's reduction). Keeping those equalities out of the byte's
+/// formula keeps every read a flat choice among constant offsets: a chain of dependent reads
+/// (a DNS label walk over the packet, each offset a sum of earlier bytes) nested every earlier
+/// read's choice into each later one's, and Z3 found no answer for xdp_dns_nfp's walk in 10 s.
 #[derive(Clone, Debug)]
 struct Input {
     name: String,
-    /// Every read of the initial contents, in order: its offset and the byte it gave.
-    reads: Vec<(Bits, BV)>,
+    /// Every read at a constant offset, in order: the offset and the byte it gave.
+    reads: Vec<(u64, BV)>,
+    /// Every read at a symbolic offset, in order: the offset and its variable.
+    symbolic: Vec<(BV, BV)>,
 }
 
 impl Input {
-    /// The initial byte at `offset`: the byte of the earlier read at an equal offset, else a
-    /// variable of its own (named after a constant offset, so that a witness can read it).
-    fn read(&mut self, offset: &Bits) -> BV {
-        let own = match offset {
-            Bits::Const(o) => format!("{}@{o}", self.name),
-            Bits::Sym(_) => format!("{}#{}", self.name, self.reads.len()),
-        };
-        let read_before = self
-            .reads
-            .iter()
-            .any(|(o, _)| matches!((o, offset), (Bits::Const(a), Bits::Const(b)) if a == b));
-        let byte = self.lookup(offset, &own);
-        if !read_before {
-            self.reads.push((offset.clone(), byte.clone()));
-        }
-        byte
-    }
-
-    /// The byte at `offset` given the reads so far, without recording it.
-    fn lookup(&self, offset: &Bits, own: &str) -> BV {
-        let mut earlier: Vec<(Bool, &BV)> = Vec::new();
-        for (o, byte) in &self.reads {
-            match (offset, o) {
-                (Bits::Const(a), Bits::Const(b)) if a == b => return byte.clone(),
-                (Bits::Const(_), Bits::Const(_)) => {}
-                _ => earlier.push((offset.bv().eq(o.bv()), byte)),
+    /// The initial byte at `offset`, recorded as read; the constraints that tie it to earlier
+    /// reads go to `definitions`.
+    fn read(&mut self, offset: &Bits, definitions: &mut Vec<Bool>) -> BV {
+        match offset {
+            Bits::Const(o) => {
+                if let Some((_, byte)) = self.reads.iter().find(|(r, _)| r == o) {
+                    return byte.clone();
+                }
+                let byte = self.lookup(*o);
+                self.reads.push((*o, byte.clone()));
+                byte
+            }
+            Bits::Sym(o) => {
+                let own = BV::new_const(format!("{}#{}", self.name, fresh_number()), 8);
+                for (other, var) in &self.symbolic {
+                    definitions.push(o.eq(other).implies(own.eq(var)));
+                }
+                let mut byte = own.clone();
+                for (at, b) in self.reads.iter().rev() {
+                    byte = o.eq(BV::from_u64(*at, 64)).ite(b, &byte);
+                }
+                self.symbolic.push((o.clone(), own));
+                byte
             }
         }
-        let mut acc = BV::new_const(own, 8);
-        for (equal, byte) in earlier.into_iter().rev() {
-            acc = equal.ite(byte, &acc);
+    }
+
+    /// The initial byte at the constant offset `offset` given the reads so far, without
+    /// recording it: the byte read there, else the variable of a symbolic read at an equal
+    /// offset, else a variable named after the offset (so that a witness can read it).
+    fn lookup(&self, offset: u64) -> BV {
+        if let Some((_, byte)) = self.reads.iter().find(|(r, _)| *r == offset) {
+            return byte.clone();
         }
-        acc
+        let at = BV::from_u64(offset, 64);
+        let mut byte = BV::new_const(format!("{}@{offset}", self.name), 8);
+        for (o, var) in self.symbolic.iter().rev() {
+            byte = at.eq(o).ite(var, &byte);
+        }
+        byte
     }
 }
 
@@ -122,6 +146,45 @@ pub struct Memory {
     /// Writes folded beneath `cells`, oldest first.
     layers: Vec<Layer>,
     cells: BTreeMap<u64, Byte>,
+    /// Definitions of the offsets named since the machine last took them.
+    definitions: Vec<Bool>,
+    /// Every offset named so far and its name: an offset read and then written (a counter
+    /// incremented in place) keeps one name, so that the store's offset is the read's.
+    names: HashMap<BV, BV>,
+    /// Whether symbolic offsets are named ([`Memory::naming_offsets`]).
+    naming: bool,
+}
+
+thread_local! {
+    /// Variables made so far on this thread (Z3 terms belong to a thread's context): each name
+    /// is new, so a constraint made on an abandoned path never constrains a later one.
+    static NAMED: Cell<u64> = const { Cell::new(0) };
+}
+
+/// A number no variable made on this thread had yet.
+fn fresh_number() -> u64 {
+    NAMED.with(|named| {
+        let n = named.get();
+        named.set(n.wrapping_add(1));
+        n
+    })
+}
+
+/// Whether `bv` is a variable, or a variable plus a constant: an offset comparisons can use as
+/// it is.
+fn is_named(bv: &BV) -> bool {
+    let variable = |b: &BV| b.is_const() && b.as_u64().is_none();
+    if variable(bv) {
+        return true;
+    }
+    if !bv.is_app() || bv.decl().kind() != DeclKind::Badd || bv.num_children() != 2 {
+        return false;
+    }
+    let children = bv.children();
+    let (Some(a), Some(b)) = (children[0].as_bv(), children[1].as_bv()) else {
+        return false;
+    };
+    (variable(&a) && b.as_u64().is_some()) || (variable(&b) && a.as_u64().is_some())
 }
 
 impl Memory {
@@ -131,6 +194,9 @@ impl Memory {
             input: None,
             layers: Vec::new(),
             cells: BTreeMap::new(),
+            definitions: Vec::new(),
+            names: HashMap::new(),
+            naming: false,
         }
     }
 
@@ -140,10 +206,50 @@ impl Memory {
             input: Some(Input {
                 name: name.to_string(),
                 reads: Vec::new(),
+                symbolic: Vec::new(),
             }),
             layers: Vec::new(),
             cells: BTreeMap::new(),
+            definitions: Vec::new(),
+            names: HashMap::new(),
+            naming: false,
         }
+    }
+
+    /// The definitions of the offsets named since the last call, for the machine to assert on
+    /// the path (each a fresh variable equal to an offset's formula: asserting it constrains
+    /// nothing else).
+    pub fn take_definitions(&mut self) -> Vec<Bool> {
+        std::mem::take(&mut self.definitions)
+    }
+
+    /// The memory, naming the symbolic offsets its accesses compare ([`Memory::name`]): for the
+    /// packet and the stack, whose offsets are sums of bytes read (a parser's position). A map
+    /// value's offset (an index hashed from the packet: count-min's rows) is compared as it is,
+    /// which Z3 rewrites into smaller comparisons (xdp_cms_d20's paths: 0.7 s each as it is,
+    /// 2 to 12 s named).
+    pub fn naming_offsets(mut self) -> Memory {
+        self.naming = true;
+        self
+    }
+
+    /// `offset` as the comparisons of a symbolic access use it: a constant, an if-then-else of
+    /// constants (chosen among without comparing), a variable plus a constant, or else a fresh
+    /// variable whose definition [`Memory::take_definitions`] hands out.
+    fn name(&mut self, offset: &Bits) -> Bits {
+        let Bits::Sym(bv) = offset else {
+            return offset.clone();
+        };
+        if !self.naming || is_named(bv) || leaves(bv).is_some() {
+            return offset.clone();
+        }
+        if let Some(name) = self.names.get(bv) {
+            return Bits::Sym(name.clone());
+        }
+        let var = BV::new_const(format!("offset!{}", fresh_number()), 64);
+        self.definitions.push(var.eq(bv));
+        self.names.insert(bv.clone(), var.clone());
+        Bits::Sym(var)
     }
 
     /// Makes offsets in `from..to` hold zero (nothing where `to <= from`).
@@ -174,7 +280,7 @@ impl Memory {
     /// The initial byte at `offset` (an input's variable, recorded as read).
     pub fn initial_byte(&mut self, offset: u64) -> BV {
         match &mut self.input {
-            Some(input) => input.read(&Bits::Const(offset)),
+            Some(input) => input.read(&Bits::Const(offset), &mut self.definitions),
             None => BV::from_u64(0, 8),
         }
     }
@@ -183,7 +289,7 @@ impl Memory {
     /// (for reading a model: an offset never read is unconstrained).
     pub fn peek_initial(&self, offset: u64) -> BV {
         match &self.input {
-            Some(input) => input.lookup(&Bits::Const(offset), &format!("{}@{offset}", input.name)),
+            Some(input) => input.lookup(offset),
             None => BV::from_u64(0, 8),
         }
     }
@@ -246,7 +352,7 @@ impl Memory {
         let mut acc = match found {
             Some(byte) => byte,
             None => match &mut self.input {
-                Some(input) => input.read(offset),
+                Some(input) => input.read(offset, &mut self.definitions),
                 None => zero(),
             },
         };
@@ -267,8 +373,9 @@ impl Memory {
                 if let Some(byte) = leaves(bv).and_then(|l| self.byte_of_choice(&l)) {
                     return byte;
                 }
+                let offset = self.name(offset);
                 self.flush();
-                Byte::Sym(self.below(offset))
+                Byte::Sym(self.below(&offset))
             }
         }
     }
@@ -308,8 +415,9 @@ impl Memory {
                     }
                     return;
                 }
+                let offset = self.name(offset);
                 self.flush();
-                self.layers.push(Layer::Store(offset.clone(), value));
+                self.layers.push(Layer::Store(offset, value));
             }
         }
     }
@@ -317,6 +425,7 @@ impl Memory {
     /// Reads `len` bytes from `offset` as a little-endian value; `Err` for a read of part of a
     /// spilled pointer.
     pub fn load(&mut self, offset: &Bits, len: u32) -> Result<SymValue, &'static str> {
+        let offset = &self.name(offset);
         let bytes: Vec<Byte> = (0..len)
             .map(|i| self.byte(&add(offset, u64::from(i))))
             .collect();
@@ -358,6 +467,7 @@ impl Memory {
 
     /// Writes the low `len` bytes of `value` at `offset`.
     pub fn store(&mut self, offset: &Bits, len: u32, value: &SymValue) -> Result<(), &'static str> {
+        let offset = &self.name(offset);
         match value.tag {
             crate::value::Tag::Low32 if len > 4 => {
                 Err("a store of a value whose high half is undefined")
