@@ -282,21 +282,32 @@ impl PathChecker {
                 forced: &forced,
                 s: state,
             };
-            let finished = match exec.run() {
-                Ok(finished) => Some(finished),
-                Err(SmtError::PathEnds { .. }) if prefix => None,
+            // A failure the execution met after decisions that cannot all hold (a helper's
+            // outcome chosen on an impossible prefix, say) is no failure of a possible path:
+            // the solver decides which it is.
+            let (finished, failure) = match exec.run() {
+                Ok(finished) => (Some(finished), None),
+                Err(SmtError::PathEnds { .. }) if prefix => (None, None),
+                Err(
+                    e @ (SmtError::Unsupported { .. } | SmtError::Memory { .. } | SmtError::Sem(_)),
+                ) => (None, Some(e)),
                 Err(e) => return Err(e),
             };
             let state = exec.s;
-            if state.next != decisions.len() {
+            if failure.is_none() && state.next != decisions.len() {
                 return Err(SmtError::PathTooLong {
                     used: state.next,
                     given: decisions.len(),
                 });
             }
             let mut assumptions = self.session.lits.clone();
+            let decided = assumptions.len();
             assumptions.extend(state.choices.iter().cloned());
-            match self.session.check(&assumptions) {
+            let answer = self.session.check(&assumptions);
+            if let (Some(e), Answer::Sat(_) | Answer::Unknown) = (failure, &answer) {
+                return Err(e);
+            }
+            match answer {
                 Answer::Unknown => return Ok(Checked::Verdict(Verdict::Unknown)),
                 Answer::Sat(model) => {
                     let finished = match finished {
@@ -313,17 +324,27 @@ impl PathChecker {
                     return Ok(Checked::Verdict(Verdict::Sat(Box::new(witness))));
                 }
                 Answer::Unsat(core) => {
+                    // Where Z3's core names outcomes chosen inside helpers, the decisions may
+                    // still conflict on their own: then that is the answer, with no outcome to
+                    // try the other way.
+                    let core = match core.iter().any(|&i| i >= decided) {
+                        true => match self.session.check(&assumptions[..decided]) {
+                            Answer::Unsat(own) => own,
+                            _ => core,
+                        },
+                        false => core,
+                    };
                     // An outcome chosen inside a helper is in the conflict: try the other
                     // outcome of the latest such choice not tried both ways yet.
                     let choice = core
                         .iter()
-                        .filter_map(|&i| i.checked_sub(decisions.len()))
+                        .filter_map(|&i| i.checked_sub(decided))
                         .filter(|&j| !flipped.get(j).copied().unwrap_or(false))
                         .max();
                     let Some(j) = choice else {
                         self.forget_forced(&forced);
                         return Ok(Checked::Verdict(Verdict::Unsat {
-                            core: self.core(&assumptions, decisions.len(), core),
+                            core: self.core(&assumptions, decided, decisions.len(), core),
                         }));
                     };
                     forced = state.chosen[..j].iter().map(|c| c.0).collect();
@@ -354,8 +375,16 @@ impl PathChecker {
     /// Decision indices of an unsatisfiable core, shrunk where the options say so. A core that
     /// involves an outcome chosen inside a helper is widened to every decision: that choice was
     /// the machine's, not the path's, so only the whole path is known to be impossible.
-    fn core(&mut self, assumptions: &[Bool], decisions: usize, core: Vec<usize>) -> Vec<usize> {
-        if core.iter().any(|&i| i >= decisions) {
+    /// `decided`: the decisions the execution took (the first assumptions; the rest are
+    /// choices), of the path's `decisions`.
+    fn core(
+        &mut self,
+        assumptions: &[Bool],
+        decided: usize,
+        decisions: usize,
+        core: Vec<usize>,
+    ) -> Vec<usize> {
+        if core.iter().any(|&i| i >= decided) {
             return (0..decisions).collect();
         }
         let mut core = core;
@@ -428,18 +457,28 @@ impl PathChecker {
         let Some(len) = model.eval(&inputs.packet_len, true) else {
             return model;
         };
-        let mut trial = assumptions.to_vec();
-        trial.push(
+        let context = [
             inputs
                 .ingress_ifindex
                 .eq(c(crate::host::LOOPBACK_IFINDEX.into())),
-        );
-        trial.push(inputs.rx_queue_index.eq(c(0)));
-        trial.push(inputs.packet_len.eq(&len));
-        match self.session.check(&trial) {
-            Answer::Sat(m) => m,
-            _ => model,
+            inputs.rx_queue_index.eq(c(0)),
+        ];
+        // Then what a replay repeats (an empty ring buffer, CPU 0), where the path allows it.
+        let replay = crate::replay::preferences(state);
+        let mut trials = vec![[&context[..], &replay[..]].concat()];
+        if !replay.is_empty() {
+            trials.push(replay);
+            trials.push(context.to_vec());
         }
+        for extra in trials {
+            let mut trial = assumptions.to_vec();
+            trial.extend(extra);
+            trial.push(inputs.packet_len.eq(&len));
+            if let Answer::Sat(m) = self.session.check(&trial) {
+                return m;
+            }
+        }
+        model
     }
 
     fn witness(&self, state: &State, r0: &crate::value::SymValue, model: &Model) -> Witness {
@@ -473,11 +512,7 @@ impl PathChecker {
             }
         }
         let return_value = value(&r0.bits.bv()) & 0xffff_ffff;
-        let unrepeatable = state
-            .sources
-            .iter()
-            .map(|s| format!("{} at insn {} = {}", s.what, s.pc, value(&s.bv)))
-            .collect();
+        let unrepeatable = crate::replay::unrepeatable(&self.env, state, model);
         Witness {
             packet,
             minimal: true,

@@ -16,9 +16,10 @@ use z3::ast::{Bool, BV};
 
 use crate::error::SmtError;
 use crate::machine::Exec;
-use crate::maps::SymMap;
-use crate::memory::add;
-use crate::value::{Region, SymValue};
+use crate::maps::{value_offset, SymMap};
+use crate::memory::{add, Byte};
+use crate::streams::{Queue, Ring, MAX_QUEUE};
+use crate::value::{Bits, Region, SymValue};
 
 impl Exec<'_> {
     /// The packet pointer `offset` bytes past `data` (helpers that take packet offsets).
@@ -84,6 +85,57 @@ impl Exec<'_> {
         for constraint in constraints {
             self.session.assert(&constraint);
         }
+    }
+}
+
+/// The low byte of a value as an 8-bit formula.
+fn byte_of(v: &SymValue) -> BV {
+    match Byte::of_scalar(&v.bits, 0) {
+        Byte::Const(c) => BV::from_u64(u64::from(c), 8),
+        Byte::Sym(bv) => bv,
+        Byte::Pointer { .. } => BV::from_u64(0, 8),
+    }
+}
+
+impl Exec<'_> {
+    /// Ring buffer `map`'s state, its initial positions constrained on first use.
+    fn ring(&mut self, pc: usize, map: usize) -> Result<&mut Ring, SmtError> {
+        let def = &self.env.object.maps[map];
+        if def.map_type != MapType::RINGBUF {
+            return Err(self.fault(pc, format!("map `{}` is not a ring buffer", def.name)));
+        }
+        if self.s.maps[map].ring.is_none() {
+            let (ring, axioms) = Ring::new(map, def.max_entries);
+            self.session.assert(&axioms);
+            self.s.maps[map].ring = Some(ring);
+        }
+        Ok(self.s.maps[map].ring.as_mut().expect("made above"))
+    }
+
+    /// Queue or stack `map`'s elements, its initial length constrained on first use.
+    fn queue(&mut self, pc: usize, map: usize) -> Result<&mut Queue, SmtError> {
+        let def = &self.env.object.maps[map];
+        if !def.map_type.is_queue() {
+            return Err(self.fault(pc, format!("map `{}` is not a queue or stack", def.name)));
+        }
+        if def.max_entries > MAX_QUEUE {
+            return Err(self.unsupported(
+                pc,
+                format!(
+                    "{} `{}` of {} elements (at most {MAX_QUEUE} are modelled)",
+                    def.map_type.name(),
+                    def.name,
+                    def.max_entries
+                ),
+            ));
+        }
+        if self.s.maps[map].queue.is_none() {
+            let lifo = def.map_type == MapType::STACK;
+            let (queue, axiom) = Queue::new(map, lifo, def.max_entries, def.value_size);
+            self.session.assert(&axiom);
+            self.s.maps[map].queue = Some(queue);
+        }
+        Ok(self.s.maps[map].queue.as_mut().expect("made above"))
     }
 }
 
@@ -319,7 +371,7 @@ impl HelperMachine for Exec<'_> {
             }
             Source::Random32 => self.fresh(pc, "bpf_get_prandom_u32", 32),
             Source::ProcessorId => {
-                let v = self.fresh(pc, "bpf_get_smp_processor_id", 64);
+                let v = self.fresh(pc, crate::replay::PROCESSOR_ID, 64);
                 let cpus = self.env.cpus;
                 self.session.assert(&v.bvult(BV::from_u64(cpus, 64)));
                 v
@@ -395,53 +447,84 @@ impl HelperMachine for Exec<'_> {
 
     fn trace(&mut self, _pc: usize, _line: String) {}
 
-    fn ring_positions(&mut self, pc: usize, _map: usize) -> Result<(SymValue, SymValue), SmtError> {
-        Err(self.unsupported(pc, "ring buffers"))
+    fn ring_positions(&mut self, pc: usize, map: usize) -> Result<(SymValue, SymValue), SmtError> {
+        let ring = self.ring(pc, map)?;
+        Ok((
+            SymValue::symbolic(ring.consumer0.clone()),
+            SymValue::symbolic(ring.producer.clone()),
+        ))
     }
 
     fn emit_record(
         &mut self,
         pc: usize,
-        _map: usize,
-        _record: Vec<SymValue>,
+        map: usize,
+        record: Vec<SymValue>,
     ) -> Result<(), SmtError> {
-        Err(self.unsupported(pc, "ring buffers and perf event output"))
+        // What a record holds reaches only its reader; a perf event array keeps no position.
+        if self.env.object.maps[map].map_type == MapType::RINGBUF {
+            self.ring(pc, map)?.produce(record.len() as u64);
+        }
+        Ok(())
     }
 
-    fn ring_reserve(&mut self, pc: usize, _map: usize, _size: u64) -> Result<SymValue, SmtError> {
-        Err(self.unsupported(pc, "ring buffers"))
+    fn ring_reserve(&mut self, pc: usize, map: usize, size: u64) -> Result<SymValue, SmtError> {
+        let ring = self.ring(pc, map)?;
+        ring.produce(size);
+        let slot = ring.reserved.len() as u64;
+        ring.reserved.push(size);
+        // The record's bytes are whatever the ring held there: the map's unknown contents.
+        Ok(SymValue::pointer(
+            Region::MapValue(map),
+            value_offset(&Bits::Const(slot), 0),
+        ))
     }
 
     fn ring_commit(
         &mut self,
         pc: usize,
-        _record: &SymValue,
+        record: &SymValue,
         _discard: bool,
     ) -> Result<(), SmtError> {
-        Err(self.unsupported(pc, "ring buffers"))
+        // Committing or discarding changes what the reader gets, not what the program sees.
+        match record.region() {
+            Some(Region::MapValue(map)) if self.s.maps[map].ring.is_some() => Ok(()),
+            _ => Err(SmtError::Sem(SemError::BadHelperArgument {
+                pc,
+                helper: linerate_bpf::facts::helper::RINGBUF_SUBMIT,
+                reason: "the record is not one reserved in a ring buffer",
+            })),
+        }
     }
 
-    fn queue_len(&mut self, pc: usize, _map: usize) -> Result<SymValue, SmtError> {
-        Err(self.unsupported(pc, "queue and stack maps"))
+    fn queue_len(&mut self, pc: usize, map: usize) -> Result<SymValue, SmtError> {
+        Ok(SymValue::symbolic(self.queue(pc, map)?.len()))
     }
 
     fn queue_push(
         &mut self,
         pc: usize,
-        _map: usize,
-        _value: Vec<SymValue>,
-        _evict: &Bool,
+        map: usize,
+        value: Vec<SymValue>,
+        evict: &Bool,
     ) -> Result<(), SmtError> {
-        Err(self.unsupported(pc, "queue and stack maps"))
+        let bytes = value.iter().map(byte_of).collect();
+        self.queue(pc, map)?.push(bytes, evict);
+        Ok(())
     }
 
     fn queue_take(
         &mut self,
         pc: usize,
-        _map: usize,
-        _remove: bool,
+        map: usize,
+        remove: bool,
     ) -> Result<Vec<SymValue>, SmtError> {
-        Err(self.unsupported(pc, "queue and stack maps"))
+        let value_size = self.env.object.maps[map].value_size;
+        let bytes = self.queue(pc, map)?.take(remove, value_size);
+        Ok(bytes
+            .into_iter()
+            .map(|b| SymValue::symbolic(b.zero_ext(56)))
+            .collect())
     }
 
     fn device(

@@ -58,7 +58,9 @@ mod host;
 mod machine;
 mod maps;
 mod memory;
+mod replay;
 mod session;
+mod streams;
 mod value;
 
 pub use checker::{check, BlockRef, Options, PathChecker, PrefixVerdict, Verdict, Witness};

@@ -393,7 +393,7 @@ impl Exec<'_> {
                 if write && self.s.maps[map].is_frozen() {
                     return Err(self.fault(pc, format!("store to read-only map `{}`", def.name)));
                 }
-                let size = u64::from(def.value_size);
+                let size = self.s.maps[map].value_size(def, &off);
                 match off {
                     Bits::Const(o) if (o & 0xffff_ffff) + len <= size => {}
                     Bits::Const(o) => {

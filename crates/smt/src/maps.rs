@@ -20,6 +20,7 @@ use linerate_bpf::program::{MapDef, MapOrigin, MapType};
 use z3::ast::{Ast, Bool, BV};
 
 use crate::memory::{Byte, Memory};
+use crate::streams::{Queue, Ring};
 use crate::value::{bool_ite, Bits, Region, SymValue};
 
 /// How a map's entries behave.
@@ -73,6 +74,10 @@ pub struct SymMap {
     next_slot: u64,
     /// Entries introduced since the machine last took them ([`SymMap::take_fresh`]).
     fresh: Vec<Fresh>,
+    /// A ring buffer's positions and reservations, once the path used it.
+    pub ring: Option<Ring>,
+    /// A queue's or stack's elements, once the path used it.
+    pub queue: Option<Queue>,
 }
 
 /// First slot of array elements reached through symbolic indices (element `i` reached through
@@ -171,6 +176,22 @@ impl SymMap {
             records: Vec::new(),
             next_slot: 0,
             fresh: Vec::new(),
+            ring: None,
+            queue: None,
+        }
+    }
+
+    /// Bytes of the value a pointer at offset `off` of the map's region points into: the map's
+    /// value size, or for a ring buffer the size of the record reserved in that slot.
+    pub fn value_size(&self, def: &MapDef, off: &Bits) -> u64 {
+        match (&self.ring, off) {
+            (Some(ring), Bits::Const(o)) => ring
+                .reserved
+                .get((o >> 32) as usize)
+                .copied()
+                .unwrap_or(0),
+            (Some(_), Bits::Sym(_)) => 0,
+            (None, _) => u64::from(def.value_size),
         }
     }
 
@@ -482,7 +503,14 @@ impl SymMap {
     /// the path saw that was present initially (for arrays and global data, every index it
     /// touched), with the value it held then.
     pub fn witness(&self, def: &MapDef, model: &z3::Model) -> Vec<(Vec<u8>, Vec<u8>)> {
-        if !self.initial {
+        if let Some(queue) = &self.queue {
+            return queue
+                .witness(model)
+                .into_iter()
+                .map(|v| (Vec::new(), v))
+                .collect();
+        }
+        if !self.initial || def.map_type.is_record_output() || def.map_type.is_queue() {
             return Vec::new();
         }
         let value_of = |slot: u64| -> Vec<u8> {
