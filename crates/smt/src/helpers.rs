@@ -51,6 +51,7 @@ impl Exec<'_> {
                 .unwrap_or_else(|| c(0, 32))
         };
         let mut constraints = Vec::new();
+        let mut placement = Vec::new();
         for fresh in self.s.maps[map].take_fresh() {
             if fresh.value.len() < 4 {
                 continue;
@@ -72,6 +73,27 @@ impl Exec<'_> {
                     &fresh.key.bvult(c(self.env.cpus, fresh.key.get_size())),
                 ]),
                 MapType::PROG_ARRAY => value.bvult(c(self.env.object.programs.len() as u64, 32)),
+                t if t.is_map_in_map() => {
+                    // The inner maps user space may place: the object's maps that fit the
+                    // template (`SeedEntry::check_inner` refuses the others, as the kernel).
+                    let fitting: Vec<Bool> = inner_candidates(&self.env.object, map)
+                        .into_iter()
+                        .map(|i| value.eq(c(i as u64, 32)))
+                        .collect();
+                    for &(slot, inner) in def.inner.iter().flat_map(|i| &i.initial) {
+                        let here = fresh
+                            .key
+                            .eq(BV::from_u64(u64::from(slot), fresh.key.get_size()));
+                        let placed = Bool::and(&[&fresh.present, &value.eq(c(inner as u64, 32))]);
+                        let why = format!(
+                            "map `{}` slot {slot} not holding map `{}`, which the object places \
+                             there (a witness cannot remove it)",
+                            def.name, self.env.object.maps[inner].name
+                        );
+                        placement.push((Bool::and(&[&here, &placed.not()]), why));
+                    }
+                    Bool::or(&fitting)
+                }
                 _ => continue,
             };
             // The rest of the value (a program to run on the device or CPU) stays empty.
@@ -85,7 +107,69 @@ impl Exec<'_> {
         for constraint in constraints {
             self.session.assert(&constraint);
         }
+        self.s.maps[map].placement.extend(placement);
     }
+
+    /// A lookup in LPM trie `map` ([`crate::lpm`]): an access of its contents under the
+    /// normalised key, consistent with the path's other lookups in it.
+    fn lpm_lookup(&mut self, map: usize, key: &[SymValue]) -> SymValue {
+        let def = &self.env.object.maps[map];
+        let (normal, prefix, data) = crate::lpm::normalise(key);
+        let pointer = self.s.maps[map].lookup(def, &normal);
+        let found = match &pointer.tag {
+            crate::value::Tag::Ptr {
+                null: Some(null), ..
+            } => null.not(),
+            _ => Bool::from_bool(true),
+        };
+        let access = crate::lpm::Access::new(prefix, data, found);
+        let constraints: Vec<Bool> = self.s.maps[map]
+            .lpm
+            .iter()
+            .map(|earlier| access.consistent_with(earlier))
+            .collect();
+        for c in constraints {
+            self.session.assert(&c);
+        }
+        self.s.maps[map].lpm.push(access);
+        pointer
+    }
+
+    /// The handle of the inner map a slot of map of maps `outer` holds: one of those that fit
+    /// its template, as the slot's contents say (each tried in turn as an outcome of the path,
+    /// since which map a pointer refers to is not a formula).
+    fn choose_inner(&mut self, pc: usize, outer: usize, slot: &SymValue) -> Result<usize, SmtError> {
+        let candidates = inner_candidates(&self.env.object, outer);
+        let Some((&last, rest)) = candidates.split_last() else {
+            return Err(self.fault(
+                pc,
+                format!(
+                    "map `{}` has no inner map template, or no map fits it",
+                    self.env.object.maps[outer].name
+                ),
+            ));
+        };
+        let slot = slot.bits.bv().extract(31, 0);
+        for &inner in rest {
+            let is = slot.eq(BV::from_u64(inner as u64, 32));
+            if self.decide(pc, &is)? {
+                return Ok(inner);
+            }
+        }
+        let is = slot.eq(BV::from_u64(last as u64, 32));
+        self.decide(pc, &is)?;
+        Ok(last)
+    }
+}
+
+/// The maps of `object` that fit the inner map template of map of maps `outer`, by index.
+fn inner_candidates(object: &linerate_bpf::Object, outer: usize) -> Vec<usize> {
+    let Some(template) = object.maps.get(outer).and_then(|d| d.inner.as_deref()) else {
+        return Vec::new();
+    };
+    (0..object.maps.len())
+        .filter(|&i| template.mismatch(&object.maps[i]).is_none())
+        .collect()
 }
 
 /// The low byte of a value as an 8-bit formula.
@@ -249,6 +333,9 @@ impl HelperMachine for Exec<'_> {
     ) -> Result<SymValue, SmtError> {
         let def = &self.env.object.maps[map];
         SymMap::check_modelled(def).map_err(|e| self.unsupported(pc, e.0))?;
+        if def.map_type == MapType::LPM_TRIE {
+            return Ok(self.lpm_lookup(map, key));
+        }
         let pointer = self.s.maps[map].lookup(def, key);
         self.constrain_fresh(map);
         Ok(pointer)
@@ -263,7 +350,7 @@ impl HelperMachine for Exec<'_> {
         flags: &SymValue,
     ) -> Result<SymValue, SmtError> {
         let def = &self.env.object.maps[map];
-        SymMap::check_modelled(def).map_err(|e| self.unsupported(pc, e.0))?;
+        SymMap::check_changes(def).map_err(|e| self.unsupported(pc, e.0))?;
         let result = self.s.maps[map]
             .update(def, key, value, flags)
             .map_err(|e| self.unsupported(pc, e.0));
@@ -274,10 +361,11 @@ impl HelperMachine for Exec<'_> {
     fn inner_map(
         &mut self,
         pc: usize,
-        _outer: usize,
-        _slot: &SymValue,
+        outer: usize,
+        slot: &SymValue,
     ) -> Result<SymValue, SmtError> {
-        Err(self.unsupported(pc, "maps of maps"))
+        let inner = self.choose_inner(pc, outer, slot)?;
+        Ok(SymValue::pointer(Region::MapHandle(inner), Bits::Const(0)))
     }
 
     fn map_delete(
@@ -287,7 +375,7 @@ impl HelperMachine for Exec<'_> {
         key: &[SymValue],
     ) -> Result<SymValue, SmtError> {
         let def = &self.env.object.maps[map];
-        SymMap::check_modelled(def).map_err(|e| self.unsupported(pc, e.0))?;
+        SymMap::check_changes(def).map_err(|e| self.unsupported(pc, e.0))?;
         let result = self.s.maps[map]
             .delete(def, key)
             .map_err(|e| self.unsupported(pc, e.0));

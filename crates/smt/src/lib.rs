@@ -55,6 +55,7 @@ mod conflict;
 mod error;
 mod helpers;
 mod host;
+mod lpm;
 mod machine;
 mod maps;
 mod memory;

@@ -78,6 +78,11 @@ pub struct SymMap {
     pub ring: Option<Ring>,
     /// A queue's or stack's elements, once the path used it.
     pub queue: Option<Queue>,
+    /// For a map of maps: conditions under which an entry the path saw differs from what the
+    /// object places statically (which a witness cannot take away), each with a description.
+    pub placement: Vec<(Bool, String)>,
+    /// For an LPM trie: the path's lookups ([`crate::lpm`]).
+    pub lpm: Vec<crate::lpm::Access>,
 }
 
 /// First slot of array elements reached through symbolic indices (element `i` reached through
@@ -178,6 +183,8 @@ impl SymMap {
             fresh: Vec::new(),
             ring: None,
             queue: None,
+            placement: Vec::new(),
+            lpm: Vec::new(),
         }
     }
 
@@ -210,6 +217,9 @@ impl SymMap {
                 | MapType::DEVMAP
                 | MapType::DEVMAP_HASH
                 | MapType::CPUMAP
+                | MapType::ARRAY_OF_MAPS
+                | MapType::HASH_OF_MAPS
+                | MapType::LPM_TRIE
         );
         if ok {
             Ok(())
@@ -221,6 +231,19 @@ impl SymMap {
                 t.name()
             )))
         }
+    }
+
+    /// Whether updates and deletes of this map type are modelled: those of the types whose
+    /// lookups are, except LPM tries (whose lookups do not find entries by their own key).
+    pub fn check_changes(def: &MapDef) -> Result<(), Unmodelled> {
+        SymMap::check_modelled(def)?;
+        if def.map_type == MapType::LPM_TRIE {
+            return Err(Unmodelled(format!(
+                "an update or delete of LPM trie `{}`",
+                def.name
+            )));
+        }
+        Ok(())
     }
 
     /// The array index a 4-byte key names, zero-extended.

@@ -15,13 +15,19 @@ use crate::machine::{Env, State};
 pub(crate) const PROCESSOR_ID: &str = "bpf_get_smp_processor_id";
 
 /// Conditions under which a replay repeats the path's inputs: every ring buffer empty at
-/// position 0, the CPU 0.
+/// position 0, the CPU 0, the inner maps the object places statically in their slots.
 pub(crate) fn preferences(state: &State) -> Vec<Bool> {
     let mut out: Vec<Bool> = state
         .maps
         .iter()
         .filter_map(|m| m.ring.as_ref().map(|r| r.fresh()))
         .collect();
+    out.extend(
+        state
+            .maps
+            .iter()
+            .flat_map(|m| m.placement.iter().map(|(differs, _)| differs.not())),
+    );
     out.extend(
         state
             .sources
@@ -42,6 +48,11 @@ pub(crate) fn unrepeatable(env: &Env, state: &State, model: &Model) -> Vec<Strin
         .filter(|s| !(s.what == PROCESSOR_ID && value(&s.bv) == 0))
         .map(|s| format!("{} at insn {} = {}", s.what, s.pc, value(&s.bv)))
         .collect();
+    for (differs, why) in state.maps.iter().flat_map(|m| &m.placement) {
+        if model.eval(differs, true).and_then(|b| b.as_bool()) == Some(true) {
+            out.push(why.clone());
+        }
+    }
     for (map, def) in state.maps.iter().zip(&env.object.maps) {
         if let Some(why) = map.ring.as_ref().and_then(|r| r.unrepeatable(&def.name, model)) {
             out.push(why);
