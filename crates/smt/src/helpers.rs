@@ -627,27 +627,21 @@ impl HelperMachine for Exec<'_> {
         &mut self,
         pc: usize,
         helper: u32,
-        _value: &SymValue,
+        value: &SymValue,
     ) -> Result<usize, SmtError> {
-        Err(self.unsupported(
-            pc,
-            format!(
-                "callbacks of {} (summarised by the path graph, not executed per path)",
-                linerate_bpf::helpers::helper_name(helper)
-            ),
-        ))
+        self.callback_function(pc, helper, value)
     }
 
-    fn callback_key(&mut self, pc: usize, _key: &[SymValue]) -> Result<SymValue, SmtError> {
-        Err(self.unsupported(pc, "callbacks"))
+    fn callback_key(&mut self, pc: usize, key: &[SymValue]) -> Result<SymValue, SmtError> {
+        self.place_callback_key(pc, key)
     }
 
     fn map_next_element(
         &mut self,
         pc: usize,
-        _map: usize,
-        _after: Option<WalkPosition>,
+        map: usize,
+        after: Option<WalkPosition>,
     ) -> Result<Option<WalkedElement<SymValue>>, SmtError> {
-        Err(self.unsupported(pc, "callbacks"))
+        self.walk_hash(pc, map, after)
     }
 }

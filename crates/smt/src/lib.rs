@@ -50,6 +50,7 @@
 //! # Ok::<(), linerate_smt::SmtError>(())
 //! ```
 
+mod callbacks;
 mod checker;
 mod conflict;
 mod error;

@@ -67,6 +67,8 @@ pub(crate) struct State {
     pub next: usize,
     pub steps: u64,
     pub stack: Memory,
+    /// Keys handed to callbacks ([`Region::CallbackKey`]).
+    pub callback_keys: Memory,
     pub packet: Memory,
     pub bounds: PacketBounds<SymValue>,
     pub maps: Vec<SymMap>,
@@ -138,6 +140,7 @@ impl State {
             next: 0,
             steps: 0,
             stack: Memory::zeroed(),
+            callback_keys: Memory::zeroed(),
             packet,
             bounds: PacketBounds {
                 data_meta: SymValue::constant(HEADROOM),
@@ -254,6 +257,12 @@ impl Exec<'_> {
                     taken,
                     fallthrough,
                 } => {
+                    if self.in_callback() {
+                        // Not a decision of the path: the solver's ([`crate::callbacks`]).
+                        let go = taken == fallthrough || self.callback_branch(pc, &cond)?;
+                        self.s.pc = if go { taken } else { fallthrough };
+                        continue;
+                    }
                     let index = self.s.next;
                     let decision = self.decision(pc)?;
                     let Decision::Branch { taken: go, .. } = decision else {
@@ -413,7 +422,8 @@ impl Exec<'_> {
                 }
             }
             Region::Ctx => {}
-            Region::Function | Region::MapHandle(_) => {
+            Region::CallbackKey if !write => {}
+            Region::CallbackKey | Region::Function | Region::MapHandle(_) => {
                 return Err(self.fault(pc, "access through a function address or a map handle"))
             }
         }
@@ -425,6 +435,7 @@ impl Exec<'_> {
             Region::Packet => Ok(&mut self.s.packet),
             Region::Stack => Ok(&mut self.s.stack),
             Region::MapValue(map) => Ok(&mut self.s.maps[map].memory),
+            Region::CallbackKey => Ok(&mut self.s.callback_keys),
             _ => Err(self.fault(pc, "access to a region without memory")),
         }
     }

@@ -399,8 +399,14 @@ impl SymMap {
     }
 
     /// Writes `value` into `slot` where `ok` holds.
-    fn write_value(&mut self, slot: &Bits, value: &[SymValue], ok: &Bool) {
+    /// The bytes of a `struct bpf_spin_lock` in the value are never written (`copy_map_value`
+    /// skips them).
+    fn write_value(&mut self, def: &MapDef, slot: &Bits, value: &[SymValue], ok: &Bool) {
+        let lock = def.spin_lock.map(|at| at as usize..at as usize + 4);
         for (i, v) in value.iter().enumerate() {
+            if lock.as_ref().is_some_and(|l| l.contains(&i)) {
+                continue;
+            }
             let at = value_offset(slot, i as u64);
             let new = Byte::of_scalar(&v.bits, 0);
             let byte = match ok.as_bool() {
@@ -431,7 +437,16 @@ impl SymMap {
     ) -> Result<SymValue, Unmodelled> {
         let flags = flags.bits.bv();
         let c = |v: u64| BV::from_u64(v, 64);
-        let lock = flags.bvand(c(update::F_LOCK)).eq(c(0)).not();
+        // `BPF_F_LOCK` needs a spin lock in the value, and a map that takes the flag: arrays
+        // and plain hash maps (LRU and per-CPU hash maps refuse it), as the interpreter checks.
+        let takes_lock = def.spin_lock.is_some()
+            && (self.kind == Kind::Array
+                || !(def.map_type.is_percpu()
+                    || matches!(def.map_type, MapType::LRU_HASH | MapType::LRU_PERCPU_HASH)));
+        let lock = Bool::and(&[
+            &flags.bvand(c(update::F_LOCK)).eq(c(0)).not(),
+            &Bool::from_bool(!takes_lock),
+        ]);
         let plain = flags.bvand(c(!update::F_LOCK));
         let bad_flags = plain.bvugt(c(update::EXIST));
         let noexist = plain.eq(c(update::NOEXIST));
@@ -477,7 +492,7 @@ impl SymMap {
         if ok.is_some() {
             self.set_presence(key, &succeeded, true);
         }
-        self.write_value(&slot, value, &succeeded);
+        self.write_value(def, &slot, value, &succeeded);
         Ok(SymValue::scalar(match result.as_u64() {
             Some(v) => Bits::Const(v),
             None => Bits::Sym(result),
