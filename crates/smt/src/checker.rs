@@ -69,7 +69,8 @@ pub struct Witness {
     /// The packet: the shortest that takes the path (at least the 14 bytes test_run accepts).
     pub packet: Vec<u8>,
     /// Whether no shorter packet takes the path (false where a check of the search for the
-    /// shortest ran out of time: the packet is then the shortest found).
+    /// shortest ran out of time, or where the path made choices inside helpers or callbacks,
+    /// which the search keeps: the packet is then the shortest found).
     pub minimal: bool,
     /// Metadata in front of the packet: always empty (the engine starts with `data_meta ==
     /// data`, as a run without metadata does).
@@ -320,32 +321,35 @@ impl PathChecker {
                     let (model, minimal) = self.shortest(&assumptions, &state, model);
                     let model = self.plain_context(&assumptions, &state, model);
                     let mut witness = self.witness(&state, &finished.r0, &model);
-                    witness.minimal = minimal;
+                    // The search for the shortest packet keeps the outcomes chosen inside
+                    // helpers and callbacks; others might allow a shorter one.
+                    witness.minimal = minimal && state.chosen.is_empty();
                     return Ok(Checked::Verdict(Verdict::Sat(Box::new(witness))));
                 }
                 Answer::Unsat(core) => {
-                    // Where Z3's core names outcomes chosen inside helpers, the decisions may
-                    // still conflict on their own: then that is the answer, with no outcome to
-                    // try the other way.
-                    let core = match core.iter().any(|&i| i >= decided) {
-                        true => match self.session.check(&assumptions[..decided]) {
-                            Answer::Unsat(own) => own,
-                            _ => core,
-                        },
-                        false => core,
-                    };
-                    // An outcome chosen inside a helper is in the conflict: try the other
+                    // An outcome chosen inside a helper (or a callback) before the core's last
+                    // decision may have steered what the execution computed for the core's
+                    // conditions, even where the core does not name the choice: try the other
                     // outcome of the latest such choice not tried both ways yet.
-                    let choice = core
-                        .iter()
-                        .filter_map(|&i| i.checked_sub(decided))
+                    let last = core.iter().filter(|&&i| i < decided).max().copied();
+                    let involved = |j: usize| {
+                        core.contains(&(decided + j))
+                            || last.is_some_and(|last| state.chosen[j].1 <= last)
+                    };
+                    let choice = (0..state.chosen.len())
+                        .filter(|&j| involved(j))
                         .filter(|&j| !flipped.get(j).copied().unwrap_or(false))
                         .max();
                     let Some(j) = choice else {
                         self.forget_forced(&forced);
-                        return Ok(Checked::Verdict(Verdict::Unsat {
-                            core: self.core(&assumptions, decided, decisions.len(), core),
-                        }));
+                        let core = if (0..state.chosen.len()).any(involved) {
+                            // Every outcome of the choices involved was tried: the path, not
+                            // its decisions alone, is impossible.
+                            (0..decisions.len()).collect()
+                        } else {
+                            self.core(&assumptions, decided, decisions.len(), core)
+                        };
+                        return Ok(Checked::Verdict(Verdict::Unsat { core }));
                     };
                     forced = state.chosen[..j].iter().map(|c| c.0).collect();
                     forced.push(!state.chosen[j].0);
@@ -355,11 +359,9 @@ impl PathChecker {
                 }
             }
         }
-        // Out of choices to try: only the whole path is known to be impossible.
+        // Out of tries with outcomes left untried: no verdict (the path may still be possible).
         self.forget_forced(&forced);
-        Ok(Checked::Verdict(Verdict::Unsat {
-            core: (0..decisions.len()).collect(),
-        }))
+        Ok(Checked::Verdict(Verdict::Unknown))
     }
 
     /// After a check that forced helper outcomes, makes the next check start from the entry:

@@ -263,6 +263,10 @@ impl HelperMachine for Exec<'_> {
     ) -> Result<u64, SmtError> {
         match self.constant_of(size) {
             Some(n) => Ok(n.min(max)),
+            // A perf event sample's bytes reach only its reader, and nothing of the program's
+            // depends on how many there are beyond what the helper computes from `size` itself
+            // (its checks): the sample is left without them.
+            None if helper == linerate_bpf::facts::helper::PERF_EVENT_OUTPUT => Ok(0),
             None => Err(self.unsupported(
                 pc,
                 format!(
