@@ -57,6 +57,19 @@ pub fn decisions(object: &Object, steps: &[Step]) -> Vec<Decision> {
     out
 }
 
+/// Whether an interpreter run called a helper that calls a callback.
+#[allow(dead_code)]
+pub fn calls_back(object: &Object, steps: &[Step]) -> bool {
+    steps.iter().any(|s| {
+        matches!(
+            instruction(object, s.program, s.slot),
+            Some(Instruction::Call(CallTarget::Helper(
+                helper::LOOP | helper::FOR_EACH_MAP_ELEM
+            )))
+        )
+    })
+}
+
 /// The blocks an interpreter run entered, in order.
 pub fn blocks(object: &Object, steps: &[Step]) -> Vec<BlockRef> {
     let cfgs: Vec<Option<Cfg>> = object.programs.iter().map(|p| Cfg::build(p).ok()).collect();
