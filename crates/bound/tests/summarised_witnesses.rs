@@ -18,7 +18,12 @@ use linerate_vm::{Vm, VmOptions};
 /// Paths per example.
 const PATHS: usize = 4;
 
-fn search(name: &str) -> (linerate_conformance::examples::Example, Vec<Result<Witness, String>>) {
+fn search(
+    name: &str,
+) -> (
+    linerate_conformance::examples::Example,
+    Vec<Result<Witness, String>>,
+) {
     let path = linerate_conformance::examples::examples_dir().join(format!("{name}.o"));
     let example = linerate_conformance::examples::load(&path).expect("example loads");
     let model = Model::builtin("x86").expect("shipped model");
@@ -74,7 +79,11 @@ fn blocks(object: &linerate_bpf::Object, steps: &[linerate_vm::trace::Step]) -> 
 
 /// Replays `witness` in the interpreter (blocks, action) and, where it relies on nothing a run
 /// cannot repeat, in the kernel (action); whether the kernel ran it.
-fn replay(example: &linerate_conformance::examples::Example, witness: &Witness, kernel: bool) -> bool {
+fn replay(
+    example: &linerate_conformance::examples::Example,
+    witness: &Witness,
+    kernel: bool,
+) -> bool {
     let (object, program, name) = (&example.object, example.entry, example.name());
     let mut vm = Vm::new(
         object,
@@ -115,7 +124,11 @@ fn replay(example: &linerate_conformance::examples::Example, witness: &Witness, 
     let out = loaded
         .test_run(program, &input)
         .unwrap_or_else(|e| panic!("{name}: test_run: {e}"));
-    assert_eq!(u64::from(out.retval), witness.return_value, "{name} in the kernel");
+    assert_eq!(
+        u64::from(out.retval),
+        witness.return_value,
+        "{name} in the kernel"
+    );
     true
 }
 
@@ -138,7 +151,10 @@ fn slowest_paths_through_callbacks_and_special_maps_replay() {
                 .unwrap_or_else(|why| panic!("{name} path {i} not confirmed: {why}"));
             in_kernel += usize::from(replay(&example, witness, kernel));
         }
-        assert!(!kernel || in_kernel > 0, "{name}: no witness ran in the kernel");
+        assert!(
+            !kernel || in_kernel > 0,
+            "{name}: no witness ran in the kernel"
+        );
     }
 }
 

@@ -138,7 +138,12 @@ impl Exec<'_> {
     /// The handle of the inner map a slot of map of maps `outer` holds: one of those that fit
     /// its template, as the slot's contents say (each tried in turn as an outcome of the path,
     /// since which map a pointer refers to is not a formula).
-    fn choose_inner(&mut self, pc: usize, outer: usize, slot: &SymValue) -> Result<usize, SmtError> {
+    fn choose_inner(
+        &mut self,
+        pc: usize,
+        outer: usize,
+        slot: &SymValue,
+    ) -> Result<usize, SmtError> {
         let candidates = inner_candidates(&self.env.object, outer);
         let Some((&last, rest)) = candidates.split_last() else {
             return Err(self.fault(
@@ -196,6 +201,41 @@ impl Exec<'_> {
         Ok(self.s.maps[map].ring.as_mut().expect("made above"))
     }
 
+    /// Whether the condition `cond` the helper at `pc` asks about guards only a record sent to
+    /// user space (`bpf_ringbuf_output`, `bpf_ringbuf_reserve`, `bpf_perf_event_output`): the
+    /// record is then produced as a weak update — a ring buffer's producer advances where `cond`
+    /// holds — instead of as an outcome chosen for the path, since the helper computes its
+    /// result from `cond` itself. (Each such choice would be one more outcome to try both ways
+    /// before refuting a path: nine ring outputs in a row, 512 tries.)
+    fn weak_record(&mut self, pc: usize, cond: &Bool) -> bool {
+        use linerate_bpf::facts::helper::{PERF_EVENT_OUTPUT, RINGBUF_OUTPUT, RINGBUF_RESERVE};
+        use linerate_bpf::insn::{CallTarget, Instruction};
+        let insn = self
+            .env
+            .slots
+            .get(self.s.program)
+            .and_then(|p| p.get(pc))
+            .copied()
+            .flatten();
+        let Some(Instruction::Call(CallTarget::Helper(helper))) = insn else {
+            return false;
+        };
+        match helper {
+            PERF_EVENT_OUTPUT => true,
+            RINGBUF_OUTPUT | RINGBUF_RESERVE => match self.s.regs[1].region() {
+                Some(Region::MapHandle(map)) => match self.s.maps[map].ring.as_mut() {
+                    Some(ring) => {
+                        ring.guard = Some(cond.clone());
+                        true
+                    }
+                    None => false,
+                },
+                _ => false,
+            },
+            _ => false,
+        }
+    }
+
     /// Queue or stack `map`'s elements, its initial length constrained on first use.
     fn queue(&mut self, pc: usize, map: usize) -> Result<&mut Queue, SmtError> {
         let def = &self.env.object.maps[map];
@@ -240,7 +280,9 @@ impl HelperMachine for Exec<'_> {
         if let Some(b) = cond.as_bool() {
             return Ok(b);
         }
-        let _ = pc;
+        if self.weak_record(pc, cond) {
+            return Ok(true);
+        }
         let index = self.s.choices.len();
         let holds = match self.forced.get(index) {
             Some(&forced) => forced,
@@ -261,12 +303,14 @@ impl HelperMachine for Exec<'_> {
         size: &SymValue,
         max: u64,
     ) -> Result<u64, SmtError> {
+        // A perf event sample's bytes reach only its reader, and nothing of the program's
+        // depends on them beyond what the helper computes from `size` itself (its checks): the
+        // sample is left without them, so it is sent as a weak update ([`Self::weak_record`]).
+        if helper == linerate_bpf::facts::helper::PERF_EVENT_OUTPUT {
+            return Ok(0);
+        }
         match self.constant_of(size) {
             Some(n) => Ok(n.min(max)),
-            // A perf event sample's bytes reach only its reader, and nothing of the program's
-            // depends on how many there are beyond what the helper computes from `size` itself
-            // (its checks): the sample is left without them.
-            None if helper == linerate_bpf::facts::helper::PERF_EVENT_OUTPUT => Ok(0),
             None => Err(self.unsupported(
                 pc,
                 format!(
@@ -627,12 +671,7 @@ impl HelperMachine for Exec<'_> {
         Err(self.unsupported(pc, "bpf_check_mtu (devices)"))
     }
 
-    fn function_of(
-        &mut self,
-        pc: usize,
-        helper: u32,
-        value: &SymValue,
-    ) -> Result<usize, SmtError> {
+    fn function_of(&mut self, pc: usize, helper: u32, value: &SymValue) -> Result<usize, SmtError> {
         self.callback_function(pc, helper, value)
     }
 

@@ -192,11 +192,9 @@ impl SymMap {
     /// value size, or for a ring buffer the size of the record reserved in that slot.
     pub fn value_size(&self, def: &MapDef, off: &Bits) -> u64 {
         match (&self.ring, off) {
-            (Some(ring), Bits::Const(o)) => ring
-                .reserved
-                .get((o >> 32) as usize)
-                .copied()
-                .unwrap_or(0),
+            (Some(ring), Bits::Const(o)) => {
+                ring.reserved.get((o >> 32) as usize).copied().unwrap_or(0)
+            }
             (Some(_), Bits::Sym(_)) => 0,
             (None, _) => u64::from(def.value_size),
         }

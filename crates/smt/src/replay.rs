@@ -54,7 +54,11 @@ pub(crate) fn unrepeatable(env: &Env, state: &State, model: &Model) -> Vec<Strin
         }
     }
     for (map, def) in state.maps.iter().zip(&env.object.maps) {
-        if let Some(why) = map.ring.as_ref().and_then(|r| r.unrepeatable(&def.name, model)) {
+        if let Some(why) = map
+            .ring
+            .as_ref()
+            .and_then(|r| r.unrepeatable(&def.name, model))
+        {
             out.push(why);
         }
     }

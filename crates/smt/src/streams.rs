@@ -30,6 +30,9 @@ pub struct Ring {
     pub producer: BV,
     /// Bytes of each record the path reserved, by slot.
     pub reserved: Vec<u64>,
+    /// Where the next record is produced: under this condition only (the helper's checks,
+    /// carried out as a weak update rather than chosen), or always (`None`).
+    pub guard: Option<Bool>,
 }
 
 impl Ring {
@@ -53,18 +56,21 @@ impl Ring {
             consumer0,
             producer0,
             reserved: Vec::new(),
+            guard: None,
         };
         (ring, axioms)
     }
 
     /// Advances the producer past a record of `len` bytes (with its 8-byte header, rounded up
-    /// to 8 bytes, as `linerate_bpf::facts::ringbuf` describes it).
+    /// to 8 bytes, as `linerate_bpf::facts::ringbuf` describes it), where the guard holds.
     pub fn produce(&mut self, len: u64) {
         let padded = (len + linerate_bpf::facts::ringbuf::HDR_SIZE).next_multiple_of(8);
-        self.producer = self
-            .producer
-            .bvadd(BV::from_u64(padded, 64))
-            .simplify();
+        let advanced = self.producer.bvadd(BV::from_u64(padded, 64));
+        self.producer = match self.guard.take() {
+            Some(guard) => guard.ite(&advanced, &self.producer),
+            None => advanced,
+        }
+        .simplify();
     }
 
     /// The ring as a fresh map holds it: empty, at position 0.

@@ -44,8 +44,7 @@ pub fn decisions(object: &Object, steps: &[Step]) -> Vec<Decision> {
                 pc: step.slot,
                 taken,
             });
-        } else if insn == Some(Instruction::Call(CallTarget::Helper(helper::TAIL_CALL)))
-        {
+        } else if insn == Some(Instruction::Call(CallTarget::Helper(helper::TAIL_CALL))) {
             let next = steps[i + 1];
             let fell_through = next.program == step.program && next.slot == step.slot + 1;
             out.push(Decision::TailCall {
