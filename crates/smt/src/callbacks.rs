@@ -32,6 +32,27 @@ impl Exec<'_> {
         self.s.frames.iter().any(|f| f.resume.is_some())
     }
 
+    /// Whether an outcome chosen at `pc` steers control flow: one inside a callback, or the
+    /// helper's own choice whether to call its callback (again).
+    pub(crate) fn steers(&self, pc: usize) -> bool {
+        use linerate_bpf::facts::helper::{FOR_EACH_MAP_ELEM, LOOP};
+        use linerate_bpf::insn::{CallTarget, Instruction};
+        let insn = self
+            .env
+            .slots
+            .get(self.s.program)
+            .and_then(|p| p.get(pc))
+            .copied()
+            .flatten();
+        self.in_callback()
+            || matches!(
+                insn,
+                Some(Instruction::Call(CallTarget::Helper(
+                    LOOP | FOR_EACH_MAP_ELEM
+                )))
+            )
+    }
+
     /// The outcome of a branch inside a callback, with condition `cond` (true: jump taken).
     pub(crate) fn callback_branch(&mut self, pc: usize, cond: &Bool) -> Result<bool, SmtError> {
         linerate_sem::helpers::HelperMachine::decide(self, pc, cond)

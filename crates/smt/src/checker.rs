@@ -274,6 +274,7 @@ impl PathChecker {
         self.previous = decisions.to_vec();
         let mut start = common.min(self.session.depth());
         let (mut forced, mut flipped): (Vec<bool>, Vec<bool>) = (Vec::new(), Vec::new());
+        let mut steered = false;
         for _ in 0..MAX_FLIPS {
             let state = self.session.rewind(start);
             let mut exec = Exec {
@@ -304,6 +305,7 @@ impl PathChecker {
             let mut assumptions = self.session.lits.clone();
             let decided = assumptions.len();
             assumptions.extend(state.choices.iter().cloned());
+            steered |= !state.steering.is_empty();
             let answer = self.session.check(&assumptions);
             if let (Some(e), Answer::Sat(_) | Answer::Unknown) = (failure, &answer) {
                 return Err(e);
@@ -327,14 +329,16 @@ impl PathChecker {
                     return Ok(Checked::Verdict(Verdict::Sat(Box::new(witness))));
                 }
                 Answer::Unsat(core) => {
-                    // An outcome chosen inside a helper (or a callback) before the core's last
-                    // decision may have steered what the execution computed for the core's
-                    // conditions, even where the core does not name the choice: try the other
-                    // outcome of the latest such choice not tried both ways yet.
+                    // An outcome chosen inside a callback before the core's last decision may
+                    // have steered what the execution computed for the core's conditions, even
+                    // where the core does not name the choice; other outcomes chosen inside
+                    // helpers count where the core names them. Try the other outcome of the
+                    // latest such choice not tried both ways yet.
                     let last = core.iter().filter(|&&i| i < decided).max().copied();
                     let involved = |j: usize| {
                         core.contains(&(decided + j))
-                            || last.is_some_and(|last| state.chosen[j].1 <= last)
+                            || (state.steering.contains(&j)
+                                && last.is_some_and(|last| state.chosen[j].1 <= last))
                     };
                     let choice = (0..state.chosen.len())
                         .filter(|&j| involved(j))
@@ -359,9 +363,16 @@ impl PathChecker {
                 }
             }
         }
-        // Out of tries with outcomes left untried: no verdict (the path may still be possible).
+        // Out of tries: only the whole path is known to be impossible, where the outcomes
+        // tried did not steer control flow; where they did, an untried one may still take the
+        // path, which then has no verdict.
         self.forget_forced(&forced);
-        Ok(Checked::Verdict(Verdict::Unknown))
+        if steered {
+            return Ok(Checked::Verdict(Verdict::Unknown));
+        }
+        Ok(Checked::Verdict(Verdict::Unsat {
+            core: (0..decisions.len()).collect(),
+        }))
     }
 
     /// After a check that forced helper outcomes, makes the next check start from the entry:

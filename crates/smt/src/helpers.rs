@@ -292,6 +292,9 @@ impl HelperMachine for Exec<'_> {
         let literal = Bool::new_const(format!("choice{}", self.s.choices.len()));
         self.session.assert(&literal.implies(&chosen));
         self.s.choices.push(literal);
+        if self.steers(pc) {
+            self.s.steering.push(self.s.chosen.len());
+        }
         self.s.chosen.push((holds, self.s.next));
         Ok(holds)
     }
@@ -666,9 +669,45 @@ impl HelperMachine for Exec<'_> {
     fn device(
         &mut self,
         pc: usize,
-        _ifindex: &SymValue,
+        ifindex: &SymValue,
     ) -> Result<Device<SymValue, Bool>, SmtError> {
-        Err(self.unsupported(pc, "bpf_check_mtu (devices)"))
+        use linerate_bpf::facts::mtu::{LOOPBACK_HARD_HEADER_LEN, LOOPBACK_IFINDEX, LOOPBACK_MTU};
+        // Where the program runs, any device may be asked about: whether it exists, its MTU
+        // and its hard header length are unknown.
+        let exists = self.fresh(pc, "bpf_check_mtu (device exists)", 1);
+        let mtu = self.fresh(pc, "bpf_check_mtu (device MTU)", 32);
+        let header = self.fresh(pc, "bpf_check_mtu (device header length)", 16);
+        let c = |v: u64| BV::from_u64(v, 64);
+        let exists = exists.eq(c(1));
+        // The interpreter knows the loopback device alone (ifindex 0 is the packet's own,
+        // loopback): a replay repeats the path where it asks about that one, or about an
+        // ifindex no device of this host has (which the kernel does not find either).
+        let ifindex = ifindex.bits.bv();
+        let loopback = Bool::or(&[&ifindex.eq(c(0)), &ifindex.eq(c(LOOPBACK_IFINDEX))]);
+        let other_devices: Vec<Bool> = self
+            .env
+            .devices
+            .iter()
+            .map(|&(i, _)| ifindex.eq(c(u64::from(i))))
+            .collect();
+        let as_replayed = Bool::and(&[
+            &exists.eq(&loopback),
+            &Bool::or(&[&loopback, &Bool::or(&other_devices).not()]),
+            &loopback.implies(Bool::and(&[
+                &mtu.eq(c(LOOPBACK_MTU)),
+                &header.eq(c(LOOPBACK_HARD_HEADER_LEN)),
+            ])),
+        ]);
+        self.s.sources.push(crate::machine::SourceVar {
+            pc,
+            what: crate::replay::DEVICE_AS_REPLAYED,
+            bv: as_replayed.ite(&c(1), &c(0)),
+        });
+        Ok(Device {
+            exists,
+            mtu: SymValue::symbolic(mtu),
+            hard_header_len: SymValue::symbolic(header),
+        })
     }
 
     fn function_of(&mut self, pc: usize, helper: u32, value: &SymValue) -> Result<usize, SmtError> {

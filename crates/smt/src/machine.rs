@@ -80,6 +80,9 @@ pub(crate) struct State {
     pub choices: Vec<Bool>,
     /// For each choice, its outcome and the number of decisions taken before it.
     pub chosen: Vec<(bool, usize)>,
+    /// Indices of the choices that steer control flow (made inside callbacks or about another
+    /// call of one: [`crate::callbacks`]).
+    pub steering: Vec<usize>,
     /// Where each packet access ends (buffer offsets), for a first guess at the shortest packet.
     pub packet_ends: Vec<BV>,
     /// Lowest buffer offset the packet (or its metadata) has started at: the buffer in front of
@@ -159,6 +162,7 @@ impl State {
             sources: Vec::new(),
             choices: Vec::new(),
             chosen: Vec::new(),
+            steering: Vec::new(),
             packet_ends: Vec::new(),
             headroom_clean: HEADROOM,
             last_time: [None, None],

@@ -14,6 +14,15 @@ use crate::machine::{Env, State};
 /// Name of the CPU source (`HelperMachine::source`), which replays run as CPU 0.
 pub(crate) const PROCESSOR_ID: &str = "bpf_get_smp_processor_id";
 
+/// Name of the indicator that a device `bpf_check_mtu` asked about is as a replay sees it
+/// (the loopback device alone): 1 where it is.
+pub(crate) const DEVICE_AS_REPLAYED: &str = "bpf_check_mtu (a device as a replay sees it)";
+
+/// Whether source `what` is one of a device's properties, which [`DEVICE_AS_REPLAYED`] covers.
+fn device_property(what: &str) -> bool {
+    what.starts_with("bpf_check_mtu (device")
+}
+
 /// Conditions under which a replay repeats the path's inputs: every ring buffer empty at
 /// position 0, the CPU 0, the inner maps the object places statically in their slots.
 pub(crate) fn preferences(state: &State) -> Vec<Bool> {
@@ -28,13 +37,11 @@ pub(crate) fn preferences(state: &State) -> Vec<Bool> {
             .iter()
             .flat_map(|m| m.placement.iter().map(|(differs, _)| differs.not())),
     );
-    out.extend(
-        state
-            .sources
-            .iter()
-            .filter(|s| s.what == PROCESSOR_ID)
-            .map(|s| s.bv.eq(BV::from_u64(0, 64))),
-    );
+    out.extend(state.sources.iter().filter_map(|s| match s.what {
+        PROCESSOR_ID => Some(s.bv.eq(BV::from_u64(0, 64))),
+        DEVICE_AS_REPLAYED => Some(s.bv.eq(BV::from_u64(1, 64))),
+        _ => None,
+    }));
     out
 }
 
@@ -45,8 +52,19 @@ pub(crate) fn unrepeatable(env: &Env, state: &State, model: &Model) -> Vec<Strin
     let mut out: Vec<String> = state
         .sources
         .iter()
-        .filter(|s| !(s.what == PROCESSOR_ID && value(&s.bv) == 0))
-        .map(|s| format!("{} at insn {} = {}", s.what, s.pc, value(&s.bv)))
+        .filter(|s| !device_property(s.what))
+        .filter(|s| match s.what {
+            PROCESSOR_ID => value(&s.bv) != 0,
+            DEVICE_AS_REPLAYED => value(&s.bv) != 1,
+            _ => true,
+        })
+        .map(|s| match s.what {
+            DEVICE_AS_REPLAYED => format!(
+                "a device bpf_check_mtu asks about at insn {} other than a replay's loopback",
+                s.pc
+            ),
+            _ => format!("{} at insn {} = {}", s.what, s.pc, value(&s.bv)),
+        })
         .collect();
     for (differs, why) in state.maps.iter().flat_map(|m| &m.placement) {
         if model.eval(differs, true).and_then(|b| b.as_bool()) == Some(true) {
