@@ -32,10 +32,11 @@ impl Exec<'_> {
         self.s.frames.iter().any(|f| f.resume.is_some())
     }
 
-    /// Whether an outcome chosen at `pc` steers control flow: one inside a callback, or the
-    /// helper's own choice whether to call its callback (again).
+    /// Whether an outcome chosen at `pc` steers what the execution computes beyond the helper's
+    /// own result: one inside a callback, the helper's choice whether to call its callback
+    /// (again), or which inner map a lookup in a map of maps gives.
     pub(crate) fn steers(&self, pc: usize) -> bool {
-        use linerate_bpf::facts::helper::{FOR_EACH_MAP_ELEM, LOOP};
+        use linerate_bpf::facts::helper::{FOR_EACH_MAP_ELEM, LOOP, MAP_LOOKUP_ELEM};
         use linerate_bpf::insn::{CallTarget, Instruction};
         let insn = self
             .env
@@ -44,13 +45,21 @@ impl Exec<'_> {
             .and_then(|p| p.get(pc))
             .copied()
             .flatten();
+        let map_of_maps = || match self.s.regs[1].region() {
+            Some(Region::MapHandle(map)) => self
+                .env
+                .object
+                .maps
+                .get(map)
+                .is_some_and(|d| d.map_type.is_map_in_map()),
+            _ => false,
+        };
         self.in_callback()
-            || matches!(
-                insn,
-                Some(Instruction::Call(CallTarget::Helper(
-                    LOOP | FOR_EACH_MAP_ELEM
-                )))
-            )
+            || match insn {
+                Some(Instruction::Call(CallTarget::Helper(LOOP | FOR_EACH_MAP_ELEM))) => true,
+                Some(Instruction::Call(CallTarget::Helper(MAP_LOOKUP_ELEM))) => map_of_maps(),
+                _ => false,
+            }
     }
 
     /// The outcome of a branch inside a callback, with condition `cond` (true: jump taken).
