@@ -231,7 +231,7 @@ pub(crate) fn plan() -> Vec<(String, Pricing)> {
 }
 
 /// The bench whose unit is one cycle: a chain of dependent 64-bit register adds (one cycle of
-/// latency on every x86 core since the Pentium 4), timing the clock the core runs at.
+/// latency on current x86 cores), timing the clock the core runs at.
 pub(crate) const CLOCK_BENCH: &str = "aux.clock";
 
 /// The benches needed to price `items` (their dependencies and, transitively, what those

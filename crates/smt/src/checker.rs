@@ -71,7 +71,8 @@ pub struct Witness {
     /// The packet: the shortest that takes the path (at least the 14 bytes test_run accepts).
     pub packet: Vec<u8>,
     /// Whether no shorter packet takes the path (false where a check of the search for the
-    /// shortest ran out of time: the packet is then the shortest found).
+    /// shortest ran out of time, or where the path made choices inside helpers or callbacks,
+    /// which the search keeps: the packet is then the shortest found).
     pub minimal: bool,
     /// Metadata in front of the packet: always empty (the engine starts with `data_meta ==
     /// data`, as a run without metadata does).
@@ -127,9 +128,11 @@ pub enum PrefixVerdict {
     /// Some input takes the decisions given; `exited`: the program exits after them without
     /// another decision (the prefix is a whole path).
     Holds { exited: bool },
-    /// No input does; `core`: indices into the decision list of decisions that cannot all hold.
+    /// No input does; `core`: indices into the decision list of decisions that cannot all hold
+    /// with what the path's execution asserts up to the decision after the core's last one, so
+    /// no path that takes the decisions up to the core's last one is possible.
     Unsat { core: Vec<usize> },
-    /// The solver gave up (timeout).
+    /// The solver gave up (timeout), or helper outcomes remained untried.
     Unknown,
 }
 
@@ -286,21 +289,32 @@ impl PathChecker {
                 forced: &forced,
                 s: state,
             };
-            let finished = match exec.run() {
-                Ok(finished) => Some(finished),
-                Err(SmtError::PathEnds { .. }) if prefix => None,
+            // A failure the execution met after decisions that cannot all hold (a helper's
+            // outcome chosen on an impossible prefix, say) is no failure of a possible path:
+            // the solver decides which it is.
+            let (finished, failure) = match exec.run() {
+                Ok(finished) => (Some(finished), None),
+                Err(SmtError::PathEnds { .. }) if prefix => (None, None),
+                Err(
+                    e @ (SmtError::Unsupported { .. } | SmtError::Memory { .. } | SmtError::Sem(_)),
+                ) => (None, Some(e)),
                 Err(e) => return Err(e),
             };
             let state = exec.s;
-            if state.next != decisions.len() {
+            if failure.is_none() && state.next != decisions.len() {
                 return Err(SmtError::PathTooLong {
                     used: state.next,
                     given: decisions.len(),
                 });
             }
             let mut assumptions = self.session.lits.clone();
+            let decided = assumptions.len();
             assumptions.extend(state.choices.iter().cloned());
-            match self.session.check(&assumptions) {
+            let answer = self.session.check(&assumptions);
+            if let (Some(e), Answer::Sat(_) | Answer::Unknown) = (failure, &answer) {
+                return Err(e);
+            }
+            match answer {
                 Answer::Unknown => return Ok(Checked::Verdict(Verdict::Unknown)),
                 Answer::Sat(model) => {
                     let finished = match finished {
@@ -313,21 +327,37 @@ impl PathChecker {
                     let (model, minimal) = self.shortest(&assumptions, &state, model);
                     let model = self.plain_context(&assumptions, &state, model);
                     let mut witness = self.witness(&state, &finished.r0, &model);
-                    witness.minimal = minimal;
+                    // The search for the shortest packet keeps the outcomes chosen inside
+                    // helpers and callbacks; others might allow a shorter one.
+                    witness.minimal = minimal && state.chosen.is_empty();
                     return Ok(Checked::Verdict(Verdict::Sat(Box::new(witness))));
                 }
                 Answer::Unsat { core, segment } => {
-                    // An outcome chosen inside a helper is in the conflict: try the other
-                    // outcome of the latest such choice not tried both ways yet.
-                    let choice = core
-                        .iter()
-                        .filter_map(|&i| i.checked_sub(decisions.len()))
+                    // An outcome chosen inside a callback before the core's last decision may
+                    // have steered what the execution computed for the core's conditions, even
+                    // where the core does not name the choice; other outcomes chosen inside
+                    // helpers count where the core names them. Try the other outcome of the
+                    // latest such choice not tried both ways yet.
+                    let last = core.iter().filter(|&&i| i < decided).max().copied();
+                    let involved = |j: usize| {
+                        core.contains(&(decided + j))
+                            || (state.steering.contains(&j)
+                                && last.is_some_and(|last| state.chosen[j].1 <= last))
+                    };
+                    let choice = (0..state.chosen.len())
+                        .filter(|&j| involved(j))
                         .filter(|&j| !flipped.get(j).copied().unwrap_or(false))
                         .max();
                     let Some(j) = choice else {
-                        return Ok(Checked::Verdict(Verdict::Unsat {
-                            core: self.core(&assumptions, decisions.len(), core, segment),
-                        }));
+                        self.forget_forced(&forced);
+                        let core = if (0..state.chosen.len()).any(involved) {
+                            // Every outcome of the choices involved was tried: the path, not
+                            // its decisions alone, is impossible.
+                            (0..decisions.len()).collect()
+                        } else {
+                            self.core(&assumptions, decided, decisions.len(), core, segment)
+                        };
+                        return Ok(Checked::Verdict(Verdict::Unsat { core }));
                     };
                     forced = state.chosen[..j].iter().map(|c| c.0).collect();
                     forced.push(!state.chosen[j].0);
@@ -337,9 +367,20 @@ impl PathChecker {
                 }
             }
         }
-        // Out of flips before every combination of the helpers' outcomes was refuted: some
-        // combination not tried may take the path.
+        // Out of tries before every combination of the outcomes involved was refuted: one not
+        // tried may take the path.
+        self.forget_forced(&forced);
         Ok(Checked::Verdict(Verdict::Unknown))
+    }
+
+    /// After a check that forced helper outcomes, makes the next check start from the entry:
+    /// building on the snapshots of a forced run made a later check of a satisfiable path
+    /// answer unsatisfiable (tests/session_reuse.rs; why is not understood yet), which would
+    /// refute a possible path and prune others with it.
+    fn forget_forced(&mut self, forced: &[bool]) {
+        if !forced.is_empty() {
+            self.previous.clear();
+        }
     }
 
     /// Decision indices of an unsatisfiable core, shrunk where the options say so. A core that
@@ -354,20 +395,24 @@ impl PathChecker {
     /// ([`Session::check_through`]): checked with the whole path's, dropping a core's later
     /// decisions could keep a conflict that needs what they brought in (a packet access's bounds
     /// asserted after them) and claim it for a shorter prefix.
+    ///
+    /// `decided`: the decisions the execution took (the first assumptions; the rest are
+    /// choices), of the path's `decisions`.
     fn core(
         &mut self,
         assumptions: &[Bool],
+        decided: usize,
         decisions: usize,
         core: Vec<usize>,
         segment: Option<usize>,
     ) -> Vec<usize> {
-        if core.iter().any(|&i| i >= decisions) {
+        if core.iter().any(|&i| i >= decided) {
             return (0..decisions).collect();
         }
         let mut core = core;
         let needed = segment
             .and_then(|k| k.checked_sub(1))
-            .filter(|&d| d < decisions);
+            .filter(|&d| d < decided);
         if let Some(needed) = needed {
             if core.last().is_none_or(|&last| last < needed) {
                 core.push(needed);
@@ -445,18 +490,28 @@ impl PathChecker {
         let Some(len) = model.eval(&inputs.packet_len, true) else {
             return model;
         };
-        let mut trial = assumptions.to_vec();
-        trial.push(
+        let context = [
             inputs
                 .ingress_ifindex
                 .eq(c(crate::host::LOOPBACK_IFINDEX.into())),
-        );
-        trial.push(inputs.rx_queue_index.eq(c(0)));
-        trial.push(inputs.packet_len.eq(&len));
-        match self.session.check(&trial) {
-            Answer::Sat(m) => m,
-            _ => model,
+            inputs.rx_queue_index.eq(c(0)),
+        ];
+        // Then what a replay repeats (an empty ring buffer, CPU 0), where the path allows it.
+        let replay = crate::replay::preferences(state);
+        let mut trials = vec![[&context[..], &replay[..]].concat()];
+        if !replay.is_empty() {
+            trials.push(replay);
+            trials.push(context.to_vec());
         }
+        for extra in trials {
+            let mut trial = assumptions.to_vec();
+            trial.extend(extra);
+            trial.push(inputs.packet_len.eq(&len));
+            if let Answer::Sat(m) = self.session.check(&trial) {
+                return m;
+            }
+        }
+        model
     }
 
     fn witness(&self, state: &State, r0: &crate::value::SymValue, model: &Model) -> Witness {
@@ -490,11 +545,7 @@ impl PathChecker {
             }
         }
         let return_value = value(&r0.bits.bv()) & 0xffff_ffff;
-        let unrepeatable = state
-            .sources
-            .iter()
-            .map(|s| format!("{} at insn {} = {}", s.what, s.pc, value(&s.bv)))
-            .collect();
+        let unrepeatable = crate::replay::unrepeatable(&self.env, state, model);
         Witness {
             packet,
             minimal: true,

@@ -16,9 +16,10 @@ use z3::ast::{Bool, BV};
 
 use crate::error::SmtError;
 use crate::machine::Exec;
-use crate::maps::SymMap;
-use crate::memory::add;
-use crate::value::{Region, SymValue};
+use crate::maps::{value_offset, SymMap};
+use crate::memory::{add, Byte};
+use crate::streams::{Queue, Ring, MAX_QUEUE};
+use crate::value::{Bits, Region, SymValue};
 
 impl Exec<'_> {
     /// The packet pointer `offset` bytes past `data` (helpers that take packet offsets).
@@ -50,6 +51,7 @@ impl Exec<'_> {
                 .unwrap_or_else(|| c(0, 32))
         };
         let mut constraints = Vec::new();
+        let mut placement = Vec::new();
         for fresh in self.s.maps[map].take_fresh() {
             if fresh.value.len() < 4 {
                 continue;
@@ -71,6 +73,27 @@ impl Exec<'_> {
                     &fresh.key.bvult(c(self.env.cpus, fresh.key.get_size())),
                 ]),
                 MapType::PROG_ARRAY => value.bvult(c(self.env.object.programs.len() as u64, 32)),
+                t if t.is_map_in_map() => {
+                    // The inner maps user space may place: the object's maps that fit the
+                    // template (`SeedEntry::check_inner` refuses the others, as the kernel).
+                    let fitting: Vec<Bool> = inner_candidates(&self.env.object, map)
+                        .into_iter()
+                        .map(|i| value.eq(c(i as u64, 32)))
+                        .collect();
+                    for &(slot, inner) in def.inner.iter().flat_map(|i| &i.initial) {
+                        let here = fresh
+                            .key
+                            .eq(BV::from_u64(u64::from(slot), fresh.key.get_size()));
+                        let placed = Bool::and(&[&fresh.present, &value.eq(c(inner as u64, 32))]);
+                        let why = format!(
+                            "map `{}` slot {slot} not holding map `{}`, which the object places \
+                             there (a witness cannot remove it)",
+                            def.name, self.env.object.maps[inner].name
+                        );
+                        placement.push((Bool::and(&[&here, &placed.not()]), why));
+                    }
+                    Bool::or(&fitting)
+                }
                 _ => continue,
             };
             // The rest of the value (a program to run on the device or CPU) stays empty.
@@ -84,6 +107,159 @@ impl Exec<'_> {
         for constraint in constraints {
             self.session.assert(&constraint);
         }
+        self.s.maps[map].placement.extend(placement);
+    }
+
+    /// A lookup in LPM trie `map` ([`crate::lpm`]): an access of its contents under the
+    /// normalised key, consistent with the path's other lookups in it.
+    fn lpm_lookup(&mut self, map: usize, key: &[SymValue]) -> SymValue {
+        let def = &self.env.object.maps[map];
+        let (normal, prefix, data) = crate::lpm::normalise(key);
+        let pointer = self.s.maps[map].lookup(def, &normal);
+        let found = match &pointer.tag {
+            crate::value::Tag::Ptr {
+                null: Some(null), ..
+            } => null.not(),
+            _ => Bool::from_bool(true),
+        };
+        let access = crate::lpm::Access::new(prefix, data, found);
+        let constraints: Vec<Bool> = self.s.maps[map]
+            .lpm
+            .iter()
+            .map(|earlier| access.consistent_with(earlier))
+            .collect();
+        for c in constraints {
+            self.session.assert(&c);
+        }
+        self.s.maps[map].lpm.push(access);
+        pointer
+    }
+
+    /// The handle of the inner map a slot of map of maps `outer` holds: one of those that fit
+    /// its template, as the slot's contents say (each tried in turn as an outcome of the path,
+    /// since which map a pointer refers to is not a formula).
+    fn choose_inner(
+        &mut self,
+        pc: usize,
+        outer: usize,
+        slot: &SymValue,
+    ) -> Result<usize, SmtError> {
+        let candidates = inner_candidates(&self.env.object, outer);
+        let Some((&last, rest)) = candidates.split_last() else {
+            return Err(self.fault(
+                pc,
+                format!(
+                    "map `{}` has no inner map template, or no map fits it",
+                    self.env.object.maps[outer].name
+                ),
+            ));
+        };
+        let slot = slot.bits.bv().extract(31, 0);
+        for &inner in rest {
+            let is = slot.eq(BV::from_u64(inner as u64, 32));
+            if self.decide(pc, &is)? {
+                return Ok(inner);
+            }
+        }
+        let is = slot.eq(BV::from_u64(last as u64, 32));
+        self.decide(pc, &is)?;
+        Ok(last)
+    }
+}
+
+/// The maps of `object` that fit the inner map template of map of maps `outer`, by index.
+fn inner_candidates(object: &linerate_bpf::Object, outer: usize) -> Vec<usize> {
+    let Some(template) = object.maps.get(outer).and_then(|d| d.inner.as_deref()) else {
+        return Vec::new();
+    };
+    (0..object.maps.len())
+        .filter(|&i| template.mismatch(&object.maps[i]).is_none())
+        .collect()
+}
+
+/// The low byte of a value as an 8-bit formula.
+fn byte_of(v: &SymValue) -> BV {
+    match Byte::of_scalar(&v.bits, 0) {
+        Byte::Const(c) => BV::from_u64(u64::from(c), 8),
+        Byte::Sym(bv) => bv,
+        Byte::Pointer { .. } => BV::from_u64(0, 8),
+    }
+}
+
+impl Exec<'_> {
+    /// Ring buffer `map`'s state, its initial positions constrained on first use.
+    fn ring(&mut self, pc: usize, map: usize) -> Result<&mut Ring, SmtError> {
+        let def = &self.env.object.maps[map];
+        if def.map_type != MapType::RINGBUF {
+            return Err(self.fault(pc, format!("map `{}` is not a ring buffer", def.name)));
+        }
+        if self.s.maps[map].ring.is_none() {
+            let (ring, axioms) = Ring::new(map, def.max_entries);
+            self.session.assert(&axioms);
+            self.s.maps[map].ring = Some(ring);
+        }
+        Ok(self.s.maps[map].ring.as_mut().expect("made above"))
+    }
+
+    /// Whether the condition `cond` the helper at `pc` asks about guards only a record sent to
+    /// user space (`bpf_ringbuf_output`, `bpf_ringbuf_reserve`, `bpf_perf_event_output`): the
+    /// record is then produced as a weak update — a ring buffer's producer advances where `cond`
+    /// holds — instead of as an outcome chosen for the path, since the helper computes its
+    /// result from `cond` itself. (Each such choice would be one more outcome to try both ways
+    /// before refuting a path: nine ring outputs in a row, 512 tries.)
+    fn weak_record(&mut self, pc: usize, cond: &Bool) -> bool {
+        use linerate_bpf::facts::helper::{PERF_EVENT_OUTPUT, RINGBUF_OUTPUT, RINGBUF_RESERVE};
+        use linerate_bpf::insn::{CallTarget, Instruction};
+        let insn = self
+            .env
+            .slots
+            .get(self.s.program)
+            .and_then(|p| p.get(pc))
+            .copied()
+            .flatten();
+        let Some(Instruction::Call(CallTarget::Helper(helper))) = insn else {
+            return false;
+        };
+        match helper {
+            PERF_EVENT_OUTPUT => true,
+            RINGBUF_OUTPUT | RINGBUF_RESERVE => match self.s.regs[1].region() {
+                Some(Region::MapHandle(map)) => match self.s.maps[map].ring.as_mut() {
+                    Some(ring) => {
+                        ring.guard = Some(cond.clone());
+                        true
+                    }
+                    None => false,
+                },
+                _ => false,
+            },
+            _ => false,
+        }
+    }
+
+    /// Queue or stack `map`'s elements, its initial length constrained on first use.
+    fn queue(&mut self, pc: usize, map: usize) -> Result<&mut Queue, SmtError> {
+        let def = &self.env.object.maps[map];
+        if !def.map_type.is_queue() {
+            return Err(self.fault(pc, format!("map `{}` is not a queue or stack", def.name)));
+        }
+        if def.max_entries > MAX_QUEUE {
+            return Err(self.unsupported(
+                pc,
+                format!(
+                    "{} `{}` of {} elements (at most {MAX_QUEUE} are modelled)",
+                    def.map_type.name(),
+                    def.name,
+                    def.max_entries
+                ),
+            ));
+        }
+        if self.s.maps[map].queue.is_none() {
+            let lifo = def.map_type == MapType::STACK;
+            let (queue, axiom) = Queue::new(map, lifo, def.max_entries, def.value_size);
+            self.session.assert(&axiom);
+            self.s.maps[map].queue = Some(queue);
+        }
+        Ok(self.s.maps[map].queue.as_mut().expect("made above"))
     }
 }
 
@@ -104,7 +280,9 @@ impl HelperMachine for Exec<'_> {
         if let Some(b) = cond.as_bool() {
             return Ok(b);
         }
-        let _ = pc;
+        if self.weak_record(pc, cond) {
+            return Ok(true);
+        }
         let index = self.s.choices.len();
         let holds = match self.forced.get(index) {
             Some(&forced) => forced,
@@ -114,6 +292,9 @@ impl HelperMachine for Exec<'_> {
         let literal = Bool::new_const(format!("choice{}", self.s.choices.len()));
         self.session.assert(&literal.implies(&chosen));
         self.s.choices.push(literal);
+        if self.steers(pc) {
+            self.s.steering.push(self.s.chosen.len());
+        }
         self.s.chosen.push((holds, self.s.next));
         Ok(holds)
     }
@@ -125,6 +306,12 @@ impl HelperMachine for Exec<'_> {
         size: &SymValue,
         max: u64,
     ) -> Result<u64, SmtError> {
+        // A perf event sample's bytes reach only its reader, and nothing of the program's
+        // depends on them beyond what the helper computes from `size` itself (its checks): the
+        // sample is left without them, so it is sent as a weak update ([`Self::weak_record`]).
+        if helper == linerate_bpf::facts::helper::PERF_EVENT_OUTPUT {
+            return Ok(0);
+        }
         match self.constant_of(size) {
             Some(n) => Ok(n.min(max)),
             None => Err(self.unsupported(
@@ -197,6 +384,9 @@ impl HelperMachine for Exec<'_> {
     ) -> Result<SymValue, SmtError> {
         let def = &self.env.object.maps[map];
         SymMap::check_modelled(def).map_err(|e| self.unsupported(pc, e.0))?;
+        if def.map_type == MapType::LPM_TRIE {
+            return Ok(self.lpm_lookup(map, key));
+        }
         let pointer = self.s.maps[map].lookup(def, key);
         self.constrain_fresh(map);
         Ok(pointer)
@@ -211,7 +401,7 @@ impl HelperMachine for Exec<'_> {
         flags: &SymValue,
     ) -> Result<SymValue, SmtError> {
         let def = &self.env.object.maps[map];
-        SymMap::check_modelled(def).map_err(|e| self.unsupported(pc, e.0))?;
+        SymMap::check_changes(def).map_err(|e| self.unsupported(pc, e.0))?;
         let result = self.s.maps[map]
             .update(def, key, value, flags)
             .map_err(|e| self.unsupported(pc, e.0));
@@ -222,10 +412,11 @@ impl HelperMachine for Exec<'_> {
     fn inner_map(
         &mut self,
         pc: usize,
-        _outer: usize,
-        _slot: &SymValue,
+        outer: usize,
+        slot: &SymValue,
     ) -> Result<SymValue, SmtError> {
-        Err(self.unsupported(pc, "maps of maps"))
+        let inner = self.choose_inner(pc, outer, slot)?;
+        Ok(SymValue::pointer(Region::MapHandle(inner), Bits::Const(0)))
     }
 
     fn map_delete(
@@ -235,7 +426,7 @@ impl HelperMachine for Exec<'_> {
         key: &[SymValue],
     ) -> Result<SymValue, SmtError> {
         let def = &self.env.object.maps[map];
-        SymMap::check_modelled(def).map_err(|e| self.unsupported(pc, e.0))?;
+        SymMap::check_changes(def).map_err(|e| self.unsupported(pc, e.0))?;
         let result = self.s.maps[map]
             .delete(def, key)
             .map_err(|e| self.unsupported(pc, e.0));
@@ -319,7 +510,7 @@ impl HelperMachine for Exec<'_> {
             }
             Source::Random32 => self.fresh(pc, "bpf_get_prandom_u32", 32),
             Source::ProcessorId => {
-                let v = self.fresh(pc, "bpf_get_smp_processor_id", 64);
+                let v = self.fresh(pc, crate::replay::PROCESSOR_ID, 64);
                 let cpus = self.env.cpus;
                 self.session.assert(&v.bvult(BV::from_u64(cpus, 64)));
                 v
@@ -395,88 +586,144 @@ impl HelperMachine for Exec<'_> {
 
     fn trace(&mut self, _pc: usize, _line: String) {}
 
-    fn ring_positions(&mut self, pc: usize, _map: usize) -> Result<(SymValue, SymValue), SmtError> {
-        Err(self.unsupported(pc, "ring buffers"))
+    fn ring_positions(&mut self, pc: usize, map: usize) -> Result<(SymValue, SymValue), SmtError> {
+        let ring = self.ring(pc, map)?;
+        Ok((
+            SymValue::symbolic(ring.consumer0.clone()),
+            SymValue::symbolic(ring.producer.clone()),
+        ))
     }
 
     fn emit_record(
         &mut self,
         pc: usize,
-        _map: usize,
-        _record: Vec<SymValue>,
+        map: usize,
+        record: Vec<SymValue>,
     ) -> Result<(), SmtError> {
-        Err(self.unsupported(pc, "ring buffers and perf event output"))
+        // What a record holds reaches only its reader; a perf event array keeps no position.
+        if self.env.object.maps[map].map_type == MapType::RINGBUF {
+            self.ring(pc, map)?.produce(record.len() as u64);
+        }
+        Ok(())
     }
 
-    fn ring_reserve(&mut self, pc: usize, _map: usize, _size: u64) -> Result<SymValue, SmtError> {
-        Err(self.unsupported(pc, "ring buffers"))
+    fn ring_reserve(&mut self, pc: usize, map: usize, size: u64) -> Result<SymValue, SmtError> {
+        let ring = self.ring(pc, map)?;
+        ring.produce(size);
+        let slot = ring.reserved.len() as u64;
+        ring.reserved.push(size);
+        // The record's bytes are whatever the ring held there: the map's unknown contents.
+        Ok(SymValue::pointer(
+            Region::MapValue(map),
+            value_offset(&Bits::Const(slot), 0),
+        ))
     }
 
     fn ring_commit(
         &mut self,
         pc: usize,
-        _record: &SymValue,
+        record: &SymValue,
         _discard: bool,
     ) -> Result<(), SmtError> {
-        Err(self.unsupported(pc, "ring buffers"))
+        // Committing or discarding changes what the reader gets, not what the program sees.
+        match record.region() {
+            Some(Region::MapValue(map)) if self.s.maps[map].ring.is_some() => Ok(()),
+            _ => Err(SmtError::Sem(SemError::BadHelperArgument {
+                pc,
+                helper: linerate_bpf::facts::helper::RINGBUF_SUBMIT,
+                reason: "the record is not one reserved in a ring buffer",
+            })),
+        }
     }
 
-    fn queue_len(&mut self, pc: usize, _map: usize) -> Result<SymValue, SmtError> {
-        Err(self.unsupported(pc, "queue and stack maps"))
+    fn queue_len(&mut self, pc: usize, map: usize) -> Result<SymValue, SmtError> {
+        Ok(SymValue::symbolic(self.queue(pc, map)?.len()))
     }
 
     fn queue_push(
         &mut self,
         pc: usize,
-        _map: usize,
-        _value: Vec<SymValue>,
-        _evict: &Bool,
+        map: usize,
+        value: Vec<SymValue>,
+        evict: &Bool,
     ) -> Result<(), SmtError> {
-        Err(self.unsupported(pc, "queue and stack maps"))
+        let bytes = value.iter().map(byte_of).collect();
+        self.queue(pc, map)?.push(bytes, evict);
+        Ok(())
     }
 
     fn queue_take(
         &mut self,
         pc: usize,
-        _map: usize,
-        _remove: bool,
+        map: usize,
+        remove: bool,
     ) -> Result<Vec<SymValue>, SmtError> {
-        Err(self.unsupported(pc, "queue and stack maps"))
+        let value_size = self.env.object.maps[map].value_size;
+        let bytes = self.queue(pc, map)?.take(remove, value_size);
+        Ok(bytes
+            .into_iter()
+            .map(|b| SymValue::symbolic(b.zero_ext(56)))
+            .collect())
     }
 
     fn device(
         &mut self,
         pc: usize,
-        _ifindex: &SymValue,
+        ifindex: &SymValue,
     ) -> Result<Device<SymValue, Bool>, SmtError> {
-        Err(self.unsupported(pc, "bpf_check_mtu (devices)"))
-    }
-
-    fn function_of(
-        &mut self,
-        pc: usize,
-        helper: u32,
-        _value: &SymValue,
-    ) -> Result<usize, SmtError> {
-        Err(self.unsupported(
+        use linerate_bpf::facts::mtu::{LOOPBACK_HARD_HEADER_LEN, LOOPBACK_IFINDEX, LOOPBACK_MTU};
+        // Where the program runs, any device may be asked about: whether it exists, its MTU
+        // and its hard header length are unknown.
+        let exists = self.fresh(pc, "bpf_check_mtu (device exists)", 1);
+        let mtu = self.fresh(pc, "bpf_check_mtu (device MTU)", 32);
+        let header = self.fresh(pc, "bpf_check_mtu (device header length)", 16);
+        let c = |v: u64| BV::from_u64(v, 64);
+        let exists = exists.eq(c(1));
+        // The interpreter knows the loopback device alone (ifindex 0 is the packet's own,
+        // loopback): a replay repeats the path where it asks about that one, or about an
+        // ifindex no device of this host has (which the kernel does not find either).
+        let ifindex = ifindex.bits.bv();
+        let loopback = Bool::or(&[&ifindex.eq(c(0)), &ifindex.eq(c(LOOPBACK_IFINDEX))]);
+        let other_devices: Vec<Bool> = self
+            .env
+            .devices
+            .iter()
+            .map(|&(i, _)| ifindex.eq(c(u64::from(i))))
+            .collect();
+        let as_replayed = Bool::and(&[
+            &exists.eq(&loopback),
+            &Bool::or(&[&loopback, &Bool::or(&other_devices).not()]),
+            &loopback.implies(Bool::and(&[
+                &mtu.eq(c(LOOPBACK_MTU)),
+                &header.eq(c(LOOPBACK_HARD_HEADER_LEN)),
+            ])),
+        ]);
+        self.s.sources.push(crate::machine::SourceVar {
             pc,
-            format!(
-                "callbacks of {} (summarised by the path graph, not executed per path)",
-                linerate_bpf::helpers::helper_name(helper)
-            ),
-        ))
+            what: crate::replay::DEVICE_AS_REPLAYED,
+            bv: as_replayed.ite(&c(1), &c(0)),
+        });
+        Ok(Device {
+            exists,
+            mtu: SymValue::symbolic(mtu),
+            hard_header_len: SymValue::symbolic(header),
+        })
     }
 
-    fn callback_key(&mut self, pc: usize, _key: &[SymValue]) -> Result<SymValue, SmtError> {
-        Err(self.unsupported(pc, "callbacks"))
+    fn function_of(&mut self, pc: usize, helper: u32, value: &SymValue) -> Result<usize, SmtError> {
+        self.callback_function(pc, helper, value)
+    }
+
+    fn callback_key(&mut self, pc: usize, key: &[SymValue]) -> Result<SymValue, SmtError> {
+        self.place_callback_key(pc, key)
     }
 
     fn map_next_element(
         &mut self,
         pc: usize,
-        _map: usize,
-        _after: Option<WalkPosition>,
+        map: usize,
+        after: Option<WalkPosition>,
     ) -> Result<Option<WalkedElement<SymValue>>, SmtError> {
-        Err(self.unsupported(pc, "callbacks"))
+        self.walk_hash(pc, map, after)
     }
 }

@@ -10,9 +10,13 @@
 //!
 //! Instruction and helper effects come from `linerate_sem::step` and
 //! `linerate_sem::helpers::call`, never from here: this crate supplies values (module `value`),
-//! memory (module `memory`), maps and the path's environment (module `machine`). What it does not model —
-//! ring buffers, queues, maps of maps, helper callbacks, kfuncs, multi-buffer packets, metadata
-//! in front of the packet — is an error naming the feature and the slot.
+//! memory (module `memory`), maps and the path's environment (module `machine`): plain maps with
+//! two-level aliasing, LPM tries (module `lpm`), maps of maps, ring buffers, perf event arrays,
+//! queues and stacks (module `streams`), and the callbacks of `bpf_loop` and
+//! `bpf_for_each_map_elem` over arrays, followed per call with the branches inside chosen by the
+//! solver (module `callbacks`). What it does not model — walks over hash maps, kfuncs,
+//! `bpf_check_mtu`'s devices, multi-buffer packets, metadata in front of the packet — is an error
+//! naming the feature and the slot.
 //!
 //! ```
 //! use linerate_bpf::insn::build::{add64, exit, jmp, jmp_reg, ldx, mov64, mov64_reg};
@@ -50,15 +54,19 @@
 //! # Ok::<(), linerate_smt::SmtError>(())
 //! ```
 
+mod callbacks;
 mod checker;
 mod conflict;
 mod error;
 mod helpers;
 mod host;
+mod lpm;
 mod machine;
 mod maps;
 mod memory;
+mod replay;
 mod session;
+mod streams;
 mod value;
 
 pub use checker::{check, BlockRef, Options, PathChecker, PrefixVerdict, Verdict, Witness};

@@ -67,6 +67,8 @@ pub(crate) struct State {
     pub next: usize,
     pub steps: u64,
     pub stack: Memory,
+    /// Keys handed to callbacks ([`Region::CallbackKey`]).
+    pub callback_keys: Memory,
     pub packet: Memory,
     pub bounds: PacketBounds<SymValue>,
     pub maps: Vec<SymMap>,
@@ -78,6 +80,9 @@ pub(crate) struct State {
     pub choices: Vec<Bool>,
     /// For each choice, its outcome and the number of decisions taken before it.
     pub chosen: Vec<(bool, usize)>,
+    /// Indices of the choices that steer control flow (made inside callbacks or about another
+    /// call of one: [`crate::callbacks`]).
+    pub steering: Vec<usize>,
     /// Where each packet access ends (buffer offsets), for a first guess at the shortest packet.
     pub packet_ends: Vec<BV>,
     /// Lowest buffer offset the packet (or its metadata) has started at: the buffer in front of
@@ -138,6 +143,7 @@ impl State {
             next: 0,
             steps: 0,
             stack: Memory::zeroed().naming_offsets(),
+            callback_keys: Memory::zeroed(),
             packet,
             bounds: PacketBounds {
                 data_meta: SymValue::constant(HEADROOM),
@@ -156,6 +162,7 @@ impl State {
             sources: Vec::new(),
             choices: Vec::new(),
             chosen: Vec::new(),
+            steering: Vec::new(),
             packet_ends: Vec::new(),
             headroom_clean: HEADROOM,
             last_time: [None, None],
@@ -255,6 +262,12 @@ impl Exec<'_> {
                     taken,
                     fallthrough,
                 } => {
+                    if self.in_callback() {
+                        // Not a decision of the path: the solver's ([`crate::callbacks`]).
+                        let go = taken == fallthrough || self.callback_branch(pc, &cond)?;
+                        self.s.pc = if go { taken } else { fallthrough };
+                        continue;
+                    }
                     let index = self.s.next;
                     let decision = self.decision(pc)?;
                     let Decision::Branch { taken: go, .. } = decision else {
@@ -394,7 +407,7 @@ impl Exec<'_> {
                 if write && self.s.maps[map].is_frozen() {
                     return Err(self.fault(pc, format!("store to read-only map `{}`", def.name)));
                 }
-                let size = u64::from(def.value_size);
+                let size = self.s.maps[map].value_size(def, &off);
                 match off {
                     Bits::Const(o) if (o & 0xffff_ffff) + len <= size => {}
                     Bits::Const(o) => {
@@ -414,7 +427,8 @@ impl Exec<'_> {
                 }
             }
             Region::Ctx => {}
-            Region::Function | Region::MapHandle(_) => {
+            Region::CallbackKey if !write => {}
+            Region::CallbackKey | Region::Function | Region::MapHandle(_) => {
                 return Err(self.fault(pc, "access through a function address or a map handle"))
             }
         }
@@ -439,6 +453,7 @@ impl Exec<'_> {
             Region::Packet => Ok(&mut self.s.packet),
             Region::Stack => Ok(&mut self.s.stack),
             Region::MapValue(map) => Ok(&mut self.s.maps[map].memory),
+            Region::CallbackKey => Ok(&mut self.s.callback_keys),
             _ => Err(self.fault(pc, "access to a region without memory")),
         }
     }

@@ -20,6 +20,7 @@ use linerate_bpf::program::{MapDef, MapOrigin, MapType};
 use z3::ast::{Ast, Bool, BV};
 
 use crate::memory::{Byte, Memory};
+use crate::streams::{Queue, Ring};
 use crate::value::{bool_ite, Bits, Region, SymValue};
 
 /// How a map's entries behave.
@@ -73,6 +74,15 @@ pub struct SymMap {
     next_slot: u64,
     /// Entries introduced since the machine last took them ([`SymMap::take_fresh`]).
     fresh: Vec<Fresh>,
+    /// A ring buffer's positions and reservations, once the path used it.
+    pub ring: Option<Ring>,
+    /// A queue's or stack's elements, once the path used it.
+    pub queue: Option<Queue>,
+    /// For a map of maps: conditions under which an entry the path saw differs from what the
+    /// object places statically (which a witness cannot take away), each with a description.
+    pub placement: Vec<(Bool, String)>,
+    /// For an LPM trie: the path's lookups ([`crate::lpm`]).
+    pub lpm: Vec<crate::lpm::Access>,
 }
 
 /// First slot of array elements reached through symbolic indices (element `i` reached through
@@ -171,6 +181,22 @@ impl SymMap {
             records: Vec::new(),
             next_slot: 0,
             fresh: Vec::new(),
+            ring: None,
+            queue: None,
+            placement: Vec::new(),
+            lpm: Vec::new(),
+        }
+    }
+
+    /// Bytes of the value a pointer at offset `off` of the map's region points into: the map's
+    /// value size, or for a ring buffer the size of the record reserved in that slot.
+    pub fn value_size(&self, def: &MapDef, off: &Bits) -> u64 {
+        match (&self.ring, off) {
+            (Some(ring), Bits::Const(o)) => {
+                ring.reserved.get((o >> 32) as usize).copied().unwrap_or(0)
+            }
+            (Some(_), Bits::Sym(_)) => 0,
+            (None, _) => u64::from(def.value_size),
         }
     }
 
@@ -189,6 +215,9 @@ impl SymMap {
                 | MapType::DEVMAP
                 | MapType::DEVMAP_HASH
                 | MapType::CPUMAP
+                | MapType::ARRAY_OF_MAPS
+                | MapType::HASH_OF_MAPS
+                | MapType::LPM_TRIE
         );
         if ok {
             Ok(())
@@ -200,6 +229,19 @@ impl SymMap {
                 t.name()
             )))
         }
+    }
+
+    /// Whether updates and deletes of this map type are modelled: those of the types whose
+    /// lookups are, except LPM tries (whose lookups do not find entries by their own key).
+    pub fn check_changes(def: &MapDef) -> Result<(), Unmodelled> {
+        SymMap::check_modelled(def)?;
+        if def.map_type == MapType::LPM_TRIE {
+            return Err(Unmodelled(format!(
+                "an update or delete of LPM trie `{}`",
+                def.name
+            )));
+        }
+        Ok(())
     }
 
     /// The array index a 4-byte key names, zero-extended.
@@ -355,8 +397,14 @@ impl SymMap {
     }
 
     /// Writes `value` into `slot` where `ok` holds.
-    fn write_value(&mut self, slot: &Bits, value: &[SymValue], ok: &Bool) {
+    /// The bytes of a `struct bpf_spin_lock` in the value are never written (`copy_map_value`
+    /// skips them).
+    fn write_value(&mut self, def: &MapDef, slot: &Bits, value: &[SymValue], ok: &Bool) {
+        let lock = def.spin_lock.map(|at| at as usize..at as usize + 4);
         for (i, v) in value.iter().enumerate() {
+            if lock.as_ref().is_some_and(|l| l.contains(&i)) {
+                continue;
+            }
             let at = value_offset(slot, i as u64);
             let new = Byte::of_scalar(&v.bits, 0);
             let byte = match ok.as_bool() {
@@ -387,7 +435,16 @@ impl SymMap {
     ) -> Result<SymValue, Unmodelled> {
         let flags = flags.bits.bv();
         let c = |v: u64| BV::from_u64(v, 64);
-        let lock = flags.bvand(c(update::F_LOCK)).eq(c(0)).not();
+        // `BPF_F_LOCK` needs a spin lock in the value, and a map that takes the flag: arrays
+        // and plain hash maps (LRU and per-CPU hash maps refuse it), as the interpreter checks.
+        let takes_lock = def.spin_lock.is_some()
+            && (self.kind == Kind::Array
+                || !(def.map_type.is_percpu()
+                    || matches!(def.map_type, MapType::LRU_HASH | MapType::LRU_PERCPU_HASH)));
+        let lock = Bool::and(&[
+            &flags.bvand(c(update::F_LOCK)).eq(c(0)).not(),
+            &Bool::from_bool(!takes_lock),
+        ]);
         let plain = flags.bvand(c(!update::F_LOCK));
         let bad_flags = plain.bvugt(c(update::EXIST));
         let noexist = plain.eq(c(update::NOEXIST));
@@ -433,7 +490,7 @@ impl SymMap {
         if ok.is_some() {
             self.set_presence(key, &succeeded, true);
         }
-        self.write_value(&slot, value, &succeeded);
+        self.write_value(def, &slot, value, &succeeded);
         Ok(SymValue::scalar(match result.as_u64() {
             Some(v) => Bits::Const(v),
             None => Bits::Sym(result),
@@ -482,7 +539,14 @@ impl SymMap {
     /// the path saw that was present initially (for arrays and global data, every index it
     /// touched), with the value it held then.
     pub fn witness(&self, def: &MapDef, model: &z3::Model) -> Vec<(Vec<u8>, Vec<u8>)> {
-        if !self.initial {
+        if let Some(queue) = &self.queue {
+            return queue
+                .witness(model)
+                .into_iter()
+                .map(|v| (Vec::new(), v))
+                .collect();
+        }
+        if !self.initial || def.map_type.is_record_output() || def.map_type.is_queue() {
             return Vec::new();
         }
         let value_of = |slot: u64| -> Vec<u8> {

@@ -30,6 +30,9 @@ pub enum Region {
     MapValue(usize),
     /// The handle of map `i`, passed to helpers and never dereferenced.
     MapHandle(usize),
+    /// The key `bpf_for_each_map_elem` hands its callback at call depth `d`, at `d << 32`
+    /// (read-only: [`crate::callbacks`]).
+    CallbackKey,
 }
 
 /// The 64 bits of a value: a constant or a formula.

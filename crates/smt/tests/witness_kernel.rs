@@ -48,8 +48,11 @@ fn witnesses_give_the_named_action_in_the_kernel() {
                 Err(SmtError::Unsupported { .. } | SmtError::Sem(_)) => break,
                 other => panic!("{} line {}: {other:?}", example.name(), packet.line),
             };
-            // The path is the crafted packet's: so are its blocks.
-            assert_eq!(witness.blocks, common::blocks(object, &run.steps));
+            // The path is the crafted packet's: so are its blocks, except inside callbacks,
+            // whose branches the engine chooses itself (tests/examples_witness.rs replays those).
+            if !common::calls_back(object, &run.steps) {
+                assert_eq!(witness.blocks, common::blocks(object, &run.steps));
+            }
             if !witness.unrepeatable.is_empty() {
                 continue;
             }

@@ -1,0 +1,170 @@
+//! The slowest satisfiable paths of the examples whose paths run through what the symbolic
+//! engine models beyond plain maps — callbacks of `bpf_loop` and `bpf_for_each_map_elem` (priced
+//! by a summary, followed per call for the witness), maps of maps, LPM tries, queues and stacks —
+//! are confirmed, and their witnesses (and those of the next slowest paths) replay: run in the interpreter with their map entries they enter exactly
+//! the witness's blocks and return its action, and the kernel returns the same action.
+
+use std::time::Duration;
+
+use linerate_bound::prepare::{prepare, Options};
+use linerate_bound::solve::{guarantee, GuaranteeOptions};
+use linerate_bound::ssp;
+use linerate_cfg::Cfg;
+use linerate_cost::Model;
+use linerate_kernel::{load_object, usable_or_skip, TestRunInput};
+use linerate_smt::{BlockRef, Witness};
+use linerate_vm::{Vm, VmOptions};
+
+/// Paths per example.
+const PATHS: usize = 4;
+
+fn search(
+    name: &str,
+) -> (
+    linerate_conformance::examples::Example,
+    Vec<Result<Witness, String>>,
+) {
+    let path = linerate_conformance::examples::examples_dir().join(format!("{name}.o"));
+    let example = linerate_conformance::examples::load(&path).expect("example loads");
+    let model = Model::builtin("x86").expect("shipped model");
+    let prepared = prepare(&example.object, example.entry, &model, &Options::default())
+        .unwrap_or_else(|e| panic!("{name}: {e}"));
+    let options = GuaranteeOptions {
+        search: ssp::Options {
+            paths: PATHS,
+            threads: 2,
+            timeout: Some(Duration::from_secs(60)),
+            ..ssp::Options::default()
+        },
+        exhaustive: false,
+        check_timeout: Some(Duration::from_secs(20)),
+        learn: true,
+    };
+    let result = guarantee(
+        &example.object,
+        example.entry,
+        &prepared,
+        &model,
+        &options,
+        |_| {},
+    )
+    .unwrap_or_else(|e| panic!("{name}: {e}"));
+    let found = result
+        .outcome
+        .found
+        .into_iter()
+        .map(|f| f.witness.map(|w| *w))
+        .collect();
+    (example, found)
+}
+
+/// The blocks an interpreter run entered (first slots, across tail calls).
+fn blocks(object: &linerate_bpf::Object, steps: &[linerate_vm::trace::Step]) -> Vec<BlockRef> {
+    let cfgs: Vec<Option<Cfg>> = object.programs.iter().map(|p| Cfg::build(p).ok()).collect();
+    steps
+        .iter()
+        .filter(|s| {
+            cfgs[s.program].as_ref().is_some_and(|cfg| {
+                cfg.block_of(s.slot)
+                    .and_then(|b| cfg.block(b))
+                    .is_some_and(|b| b.slots().start == s.slot)
+            })
+        })
+        .map(|s| BlockRef {
+            program: s.program,
+            slot: s.slot,
+        })
+        .collect()
+}
+
+/// Replays `witness` in the interpreter (blocks, action) and, where it relies on nothing a run
+/// cannot repeat, in the kernel (action); whether the kernel ran it.
+fn replay(
+    example: &linerate_conformance::examples::Example,
+    witness: &Witness,
+    kernel: bool,
+) -> bool {
+    let (object, program, name) = (&example.object, example.entry, example.name());
+    let mut vm = Vm::new(
+        object,
+        VmOptions {
+            ingress_ifindex: witness.ingress_ifindex,
+            rx_queue_index: witness.rx_queue_index,
+            record_steps: true,
+            ..VmOptions::default()
+        },
+    )
+    .expect("vm");
+    vm.seed(&witness.maps)
+        .unwrap_or_else(|e| panic!("{name}: witness maps: {e}"));
+    let run = vm
+        .run(program, &witness.packet, &witness.meta)
+        .unwrap_or_else(|e| panic!("{name}: witness run: {e}"));
+    assert_eq!(
+        blocks(object, &run.steps),
+        witness.blocks,
+        "{name}: the interpreter takes other blocks than the witness's"
+    );
+    assert_eq!(run.return_value, witness.return_value, "{name}");
+    if !kernel || !witness.unrepeatable.is_empty() {
+        return false;
+    }
+    let loaded = load_object(object).expect("load");
+    loaded.load_program(program).expect("load program");
+    loaded
+        .seed(&witness.maps)
+        .unwrap_or_else(|e| panic!("{name}: witness maps in the kernel: {e}"));
+    let input = TestRunInput {
+        packet: witness.packet.clone(),
+        meta: witness.meta.clone(),
+        ingress_ifindex: witness.ingress_ifindex,
+        rx_queue_index: witness.rx_queue_index,
+        repeat: 1,
+    };
+    let out = loaded
+        .test_run(program, &input)
+        .unwrap_or_else(|e| panic!("{name}: test_run: {e}"));
+    assert_eq!(
+        u64::from(out.retval),
+        witness.return_value,
+        "{name} in the kernel"
+    );
+    true
+}
+
+#[test]
+fn slowest_paths_through_callbacks_and_special_maps_replay() {
+    let kernel = usable_or_skip("slowest_paths_through_callbacks_and_special_maps_replay");
+    for name in [
+        "xdp_bpf_loop",
+        "xdp_for_each",
+        "xdp_map_in_map",
+        "xdp_router",
+        "xdp_queue",
+    ] {
+        let (example, found) = search(name);
+        assert!(!found.is_empty(), "{name}: no satisfiable path");
+        if let Err(why) = &found[0] {
+            panic!("{name}: the slowest satisfiable path is not confirmed: {why}");
+        }
+        // Later paths may stay without a verdict (an impossible path whose refutation needs
+        // more tries of the outcomes chosen inside callbacks than a check makes); every witness
+        // given replays.
+        let mut in_kernel = 0;
+        for witness in found.iter().flatten() {
+            in_kernel += usize::from(replay(&example, witness, kernel));
+        }
+        assert!(
+            !kernel || in_kernel > 0,
+            "{name}: no witness ran in the kernel"
+        );
+    }
+}
+
+/// A walk over a hash map is not followed: the path stays unconfirmed, with the reason.
+#[test]
+fn hash_map_walks_stay_unconfirmed_with_the_reason() {
+    let (_, found) = search("xdp_for_each_hash");
+    let why = found[0].as_ref().expect_err("not followed");
+    assert!(why.contains("over hash map"), "{why}");
+}

@@ -1,0 +1,84 @@
+//! What a witness run can repeat: the inputs a path may need that a replay (the interpreter, or
+//! `BPF_PROG_TEST_RUN` on freshly created maps, pinned to CPU 0) cannot set up.
+//!
+//! The engine keeps such inputs open, since a guarantee covers them: time, random numbers, the
+//! CPU, a ring buffer whose reader lags. The checker first asks for a model with the values a
+//! replay has ([`preferences`]); what the path still needs otherwise is listed in the witness
+//! ([`unrepeatable`]), which the tests then check in the interpreter only, or not at all.
+
+use z3::ast::{Bool, BV};
+use z3::Model;
+
+use crate::machine::{Env, State};
+
+/// Name of the CPU source (`HelperMachine::source`), which replays run as CPU 0.
+pub(crate) const PROCESSOR_ID: &str = "bpf_get_smp_processor_id";
+
+/// Name of the indicator that a device `bpf_check_mtu` asked about is as a replay sees it
+/// (the loopback device alone): 1 where it is.
+pub(crate) const DEVICE_AS_REPLAYED: &str = "bpf_check_mtu (a device as a replay sees it)";
+
+/// Whether source `what` is one of a device's properties, which [`DEVICE_AS_REPLAYED`] covers.
+fn device_property(what: &str) -> bool {
+    what.starts_with("bpf_check_mtu (device")
+}
+
+/// Conditions under which a replay repeats the path's inputs: every ring buffer empty at
+/// position 0, the CPU 0, the inner maps the object places statically in their slots.
+pub(crate) fn preferences(state: &State) -> Vec<Bool> {
+    let mut out: Vec<Bool> = state
+        .maps
+        .iter()
+        .filter_map(|m| m.ring.as_ref().map(|r| r.fresh()))
+        .collect();
+    out.extend(
+        state
+            .maps
+            .iter()
+            .flat_map(|m| m.placement.iter().map(|(differs, _)| differs.not())),
+    );
+    out.extend(state.sources.iter().filter_map(|s| match s.what {
+        PROCESSOR_ID => Some(s.bv.eq(BV::from_u64(0, 64))),
+        DEVICE_AS_REPLAYED => Some(s.bv.eq(BV::from_u64(1, 64))),
+        _ => None,
+    }));
+    out
+}
+
+/// The values from outside the program the path relies on under `model` that a replay does not
+/// give: `"bpf_get_prandom_u32 at insn 7 = 5"`.
+pub(crate) fn unrepeatable(env: &Env, state: &State, model: &Model) -> Vec<String> {
+    let value = |bv: &BV| model.eval(bv, true).and_then(|v| v.as_u64()).unwrap_or(0);
+    let mut out: Vec<String> = state
+        .sources
+        .iter()
+        .filter(|s| !device_property(s.what))
+        .filter(|s| match s.what {
+            PROCESSOR_ID => value(&s.bv) != 0,
+            DEVICE_AS_REPLAYED => value(&s.bv) != 1,
+            _ => true,
+        })
+        .map(|s| match s.what {
+            DEVICE_AS_REPLAYED => format!(
+                "a device bpf_check_mtu asks about at insn {} other than a replay's loopback",
+                s.pc
+            ),
+            _ => format!("{} at insn {} = {}", s.what, s.pc, value(&s.bv)),
+        })
+        .collect();
+    for (differs, why) in state.maps.iter().flat_map(|m| &m.placement) {
+        if model.eval(differs, true).and_then(|b| b.as_bool()) == Some(true) {
+            out.push(why.clone());
+        }
+    }
+    for (map, def) in state.maps.iter().zip(&env.object.maps) {
+        if let Some(why) = map
+            .ring
+            .as_ref()
+            .and_then(|r| r.unrepeatable(&def.name, model))
+        {
+            out.push(why);
+        }
+    }
+    out
+}
