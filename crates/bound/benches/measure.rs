@@ -100,13 +100,14 @@ fn main() {
             skipped.push(format!("{name}: no satisfiable path found"));
             continue;
         }
-        let measured = match measure::measure(object, program, &model, &found, &options) {
-            Ok(m) => m,
-            Err(e) => {
-                skipped.push(format!("{name}: {e}"));
-                continue;
-            }
-        };
+        let measured =
+            match measure::measure(object, program, &prepared.dag, &model, &found, &options) {
+                Ok(m) => m,
+                Err(e) => {
+                    skipped.push(format!("{name}: {e}"));
+                    continue;
+                }
+            };
         let s = measure::summarize(&measured);
         let mut why: Vec<String> = Vec::new();
         for p in measured.iter().filter(|p| !p.counts()) {
@@ -115,6 +116,7 @@ fn main() {
                 Check::NoWitness(_) => format!("{}:no witness", p.rank),
                 Check::Differs(d) => format!("{}:differs ({d})", p.rank),
                 Check::Drifts(d) => format!("{}:drifts ({d})", p.rank),
+                Check::Confirmed if p.summarised => format!("{}:summary", p.rank),
                 Check::Confirmed => match p.ratio() {
                     Some(r) => format!("{}:fresh {r:.2}", p.rank),
                     None => format!("{}:not timed", p.rank),

@@ -30,6 +30,7 @@ use linerate_smt::{BlockRef, Witness};
 use linerate_vm::trace::Step;
 use linerate_vm::{xdp_action_name, Vm, VmError, VmOptions};
 
+use crate::dag::{PathDag, Step as PathStep};
 use crate::ssp::Found;
 
 /// How to time a path.
@@ -133,6 +134,11 @@ pub struct PathMeasurement {
     pub drift: Option<String>,
     /// For [`Method::Fresh`]: the single-run overhead subtracted from every run, ns.
     pub single_run_offset_ns: Option<f64>,
+    /// The path crosses a summary (a callback helper's calls or a long loop's middle iterations,
+    /// priced as the most of them a run makes times the worst one): its estimate is of the most
+    /// calls or iterations, while the witness makes what its inputs ask for, so estimate and
+    /// measurement are not of the same work and the path does not count.
+    pub summarised: bool,
     pub check: Check,
 }
 
@@ -152,12 +158,13 @@ impl PathMeasurement {
         self.measured_pps().map(|m| self.estimate_pps / m)
     }
 
-    /// Whether the measurement counts in the summary: confirmed and timed in repeated runs, as
-    /// the model was calibrated. Fresh figures carry the single runs' colder caches (tens of ns
+    /// Whether the measurement counts in the summary: confirmed, not through a summary, and
+    /// timed in repeated runs, as the model was calibrated. Fresh figures carry the single runs' colder caches (tens of ns
     /// slower than repeated runs of the same path on this host), which would hide
     /// over-estimates; they are reported but not counted.
     pub fn counts(&self) -> bool {
         self.check == Check::Confirmed
+            && !self.summarised
             && self.method == Some(Method::Repeated)
             && !self.trials_ns.is_empty()
     }
@@ -192,11 +199,12 @@ pub fn estimate(model: &Model, found: &Found<Box<Witness>>) -> (f64, String) {
     (pps, bottleneck)
 }
 
-/// Replays, checks and times every path of `found` (program `program` of `object`, estimated
-/// under `model`), in order. Needs BPF (see `linerate_kernel::check_access`).
+/// Replays, checks and times every path of `found` (program `program` of `object`, paths of
+/// `dag`, estimated under `model`), in order. Needs BPF (see `linerate_kernel::check_access`).
 pub fn measure(
     object: &Object,
     program: usize,
+    dag: &PathDag,
     model: &Model,
     found: &[Found<Box<Witness>>],
     options: &Options,
@@ -212,7 +220,25 @@ pub fn measure(
     found
         .iter()
         .enumerate()
-        .map(|(rank, f)| measure_one(object, program, model, &cfgs, rank, f, options, &mut offset))
+        .map(|(rank, f)| {
+            let summarised = f.path.edges.iter().any(|&e| {
+                matches!(
+                    dag.edges[e].step,
+                    PathStep::Callbacks { .. } | PathStep::Loop { .. }
+                )
+            });
+            measure_one(
+                object,
+                program,
+                model,
+                &cfgs,
+                rank,
+                f,
+                summarised,
+                options,
+                &mut offset,
+            )
+        })
         .collect()
 }
 
@@ -225,6 +251,7 @@ fn measure_one(
     cfgs: &[Option<Cfg>],
     rank: usize,
     found: &Found<Box<Witness>>,
+    summarised: bool,
     options: &Options,
     offset: &mut Option<f64>,
 ) -> Result<PathMeasurement, MeasureError> {
@@ -242,6 +269,7 @@ fn measure_one(
         method: None,
         drift: None,
         single_run_offset_ns: None,
+        summarised,
         check: Check::Confirmed,
     };
     let witness = match &found.witness {

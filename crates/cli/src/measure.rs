@@ -72,7 +72,7 @@ pub fn measure(args: &MeasureArgs) -> Result<()> {
         );
     }
     linerate_kernel::check_access().map_err(|e| anyhow!("measure needs BPF: {e}"))?;
-    let (_, result) = args.search.search(
+    let (prepared, result) = args.search.search(
         &args.input.object,
         &object,
         program,
@@ -86,6 +86,7 @@ pub fn measure(args: &MeasureArgs) -> Result<()> {
     let measured = measure::measure(
         &object,
         program,
+        &prepared.dag,
         &model,
         found,
         &measure::Options {
@@ -164,6 +165,7 @@ fn to_json(
                 "check": check_name(&p.check),
                 "check_detail": check_detail(&p.check),
                 "counted": p.counts(),
+                "summarised": p.summarised,
                 "vm_blocks_match": p.action.is_some() && p.vm_blocks == p.blocks,
                 "vm_action": p.vm_action,
                 "kernel_action": p.kernel_action,
@@ -244,6 +246,13 @@ fn to_text(
         }
         if let (Some(Method::Fresh), Some(drift)) = (p.method, &p.drift) {
             let _ = writeln!(out, "         single runs from restored maps: {drift}");
+        }
+        if p.summarised && p.action.is_some() {
+            let _ = writeln!(
+                out,
+                "         not counted: priced by a summary (the most callback calls or loop \
+                 iterations a run makes), the witness makes fewer"
+            );
         }
     }
     let _ = writeln!(
