@@ -402,23 +402,11 @@ fn measure_one(
     Ok(out)
 }
 
-/// The blocks a run entered, in order: the steps at the first slot of a block of their program.
+/// The blocks a run entered, in order.
 fn blocks(cfgs: &[Option<Cfg>], steps: &[Step]) -> Vec<BlockRef> {
-    steps
-        .iter()
-        .filter(|s| {
-            cfgs.get(s.program)
-                .and_then(Option::as_ref)
-                .is_some_and(|cfg| {
-                    cfg.block_of(s.slot)
-                        .and_then(|b| cfg.block(b))
-                        .is_some_and(|b| b.slots().start == s.slot)
-                })
-        })
-        .map(|s| BlockRef {
-            program: s.program,
-            slot: s.slot,
-        })
+    linerate_cfg::block_starts(cfgs, steps.iter().map(|s| (s.program, s.slot)))
+        .into_iter()
+        .map(|(program, slot)| BlockRef { program, slot })
         .collect()
 }
 

@@ -37,6 +37,7 @@ mod error;
 mod graph;
 mod paths;
 mod summary;
+mod trace;
 
 pub use decision::Decision;
 pub use error::CfgError;
@@ -45,3 +46,4 @@ pub use graph::{
 };
 pub use paths::PathLength;
 pub use summary::{CfgSummary, FunctionSummary, LoopSummary};
+pub use trace::block_starts;

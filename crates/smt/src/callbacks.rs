@@ -38,13 +38,7 @@ impl Exec<'_> {
     pub(crate) fn steers(&self, pc: usize) -> bool {
         use linerate_bpf::facts::helper::{FOR_EACH_MAP_ELEM, LOOP, MAP_LOOKUP_ELEM};
         use linerate_bpf::insn::{CallTarget, Instruction};
-        let insn = self
-            .env
-            .slots
-            .get(self.s.program)
-            .and_then(|p| p.get(pc))
-            .copied()
-            .flatten();
+        let insn = self.insn_at(pc);
         let map_of_maps = || match self.s.regs[1].region() {
             Some(Region::MapHandle(map)) => self
                 .env

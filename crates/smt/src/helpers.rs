@@ -210,13 +210,7 @@ impl Exec<'_> {
     fn weak_record(&mut self, pc: usize, cond: &Bool) -> bool {
         use linerate_bpf::facts::helper::{PERF_EVENT_OUTPUT, RINGBUF_OUTPUT, RINGBUF_RESERVE};
         use linerate_bpf::insn::{CallTarget, Instruction};
-        let insn = self
-            .env
-            .slots
-            .get(self.s.program)
-            .and_then(|p| p.get(pc))
-            .copied()
-            .flatten();
+        let insn = self.insn_at(pc);
         let Some(Instruction::Call(CallTarget::Helper(helper))) = insn else {
             return false;
         };

@@ -204,6 +204,16 @@ pub(crate) struct Exec<'a> {
 }
 
 impl Exec<'_> {
+    /// The instruction at `pc` of the executing program, if there is one there.
+    pub(crate) fn insn_at(&self, pc: usize) -> Option<linerate_bpf::insn::Instruction> {
+        self.env
+            .slots
+            .get(self.s.program)
+            .and_then(|p| p.get(pc))
+            .copied()
+            .flatten()
+    }
+
     pub(crate) fn program_name(&self) -> String {
         self.env
             .object

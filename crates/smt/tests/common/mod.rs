@@ -72,18 +72,8 @@ pub fn calls_back(object: &Object, steps: &[Step]) -> bool {
 /// The blocks an interpreter run entered, in order.
 pub fn blocks(object: &Object, steps: &[Step]) -> Vec<BlockRef> {
     let cfgs: Vec<Option<Cfg>> = object.programs.iter().map(|p| Cfg::build(p).ok()).collect();
-    steps
-        .iter()
-        .filter(|s| {
-            cfgs[s.program].as_ref().is_some_and(|cfg| {
-                cfg.block_of(s.slot)
-                    .and_then(|b| cfg.block(b))
-                    .is_some_and(|b| b.slots().start == s.slot)
-            })
-        })
-        .map(|s| BlockRef {
-            program: s.program,
-            slot: s.slot,
-        })
+    linerate_cfg::block_starts(&cfgs, steps.iter().map(|s| (s.program, s.slot)))
+        .into_iter()
+        .map(|(program, slot)| BlockRef { program, slot })
         .collect()
 }
