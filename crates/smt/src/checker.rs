@@ -30,6 +30,11 @@ use crate::session::{Answer, Session};
 /// Outcomes inside helpers tried the other way before a path counts as impossible.
 const MAX_FLIPS: usize = 16;
 
+/// Solver checks one core's shrinking makes at most: a core of hundreds of decisions (the DNS
+/// label walk's) would otherwise take a check per decision, several seconds each. A core left
+/// larger is still a core, it only prunes fewer paths.
+const MAX_SHRINK_CHECKS: usize = 24;
+
 /// Literals after which a checker starts over with a fresh solver: the solver keeps what every
 /// earlier path asserted (guarded by literals no longer assumed), which slows its checks as it
 /// grows.
@@ -423,8 +428,10 @@ impl PathChecker {
         // go first: a core that ends earlier prunes more paths.
         if self.options.minimise_cores {
             let mut i = core.len();
-            while i > 0 && core.len() > 1 {
+            let mut checks = 0;
+            while i > 0 && core.len() > 1 && checks < MAX_SHRINK_CHECKS {
                 i -= 1;
+                checks += 1;
                 let trial: Vec<usize> = core
                     .iter()
                     .enumerate()
