@@ -199,6 +199,10 @@ pub fn estimate(model: &Model, found: &Found<Box<Witness>>) -> (f64, String) {
     (pps, bottleneck)
 }
 
+/// How long timing waits for a search's remaining checks to end (each is bounded by the
+/// checker's timeout).
+const WORKERS_LIMIT: std::time::Duration = std::time::Duration::from_secs(300);
+
 /// Replays, checks and times every path of `found` (program `program` of `object`, paths of
 /// `dag`, estimated under `model`), in order. Needs BPF (see `linerate_kernel::check_access`).
 pub fn measure(
@@ -212,6 +216,9 @@ pub fn measure(
     if options.repeat == 0 || options.trials == 0 || options.single_runs == 0 {
         return Err(MeasureError::Options);
     }
+    // The search that found the paths may still have checks running on other threads; timed
+    // beside them, the kernel's runs would share the core with the solver.
+    crate::ssp::wait_for_workers(WORKERS_LIMIT);
     let cfgs: Vec<Option<Cfg>> = object.programs.iter().map(|p| Cfg::build(p).ok()).collect();
     if cfgs.get(program).is_none_or(|c| c.is_none()) {
         return Err(MeasureError::Cfg(format!("program {program}")));

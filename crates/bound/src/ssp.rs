@@ -32,6 +32,7 @@
 //! stays sound, and the report says the path was not confirmed.
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -182,6 +183,39 @@ type Answer<W> = (u64, Verdict<W>, Vec<Vec<usize>>);
 /// Makes one checker per worker thread.
 pub type MakeChecker<C> = Arc<dyn Fn() -> C + Send + Sync>;
 
+/// Worker threads of every search of this process that have not ended yet.
+static LIVE_WORKERS: AtomicUsize = AtomicUsize::new(0);
+
+/// Counts a worker thread as live while it exists.
+struct LiveWorker;
+
+impl LiveWorker {
+    fn new() -> LiveWorker {
+        LIVE_WORKERS.fetch_add(1, Ordering::SeqCst);
+        LiveWorker
+    }
+}
+
+impl Drop for LiveWorker {
+    fn drop(&mut self) {
+        LIVE_WORKERS.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// Waits until the worker threads of earlier searches (which end after the check they are in,
+/// see [`with_workers`]) have ended, at most `limit`; whether they have. Timing a program right
+/// after a search (`measure`) needs the cores to itself.
+pub fn wait_for_workers(limit: Duration) -> bool {
+    let start = Instant::now();
+    while LIVE_WORKERS.load(Ordering::SeqCst) > 0 {
+        if start.elapsed() >= limit {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    true
+}
+
 /// Runs `body` with `threads` worker threads, each checking the jobs it receives with its own
 /// checker from `make_checker` and sending back an [`Answer`].
 ///
@@ -200,7 +234,9 @@ fn with_workers<C: PathChecker + 'static, T>(
         let verdict_tx = verdict_tx.clone();
         let job_rx = Arc::clone(&job_rx);
         let make_checker = Arc::clone(make_checker);
+        let live = LiveWorker::new();
         std::thread::spawn(move || {
+            let _live = live;
             let mut checker = make_checker();
             loop {
                 let job = match job_rx.lock() {

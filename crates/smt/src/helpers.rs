@@ -72,7 +72,27 @@ impl Exec<'_> {
                     &value.bvule(c(16384, 32)),
                     &fresh.key.bvult(c(self.env.cpus, fresh.key.get_size())),
                 ]),
-                MapType::PROG_ARRAY => value.bvult(c(self.env.object.programs.len() as u64, 32)),
+                MapType::PROG_ARRAY => {
+                    for &(slot, program) in &def.initial_programs {
+                        let here = fresh
+                            .key
+                            .eq(BV::from_u64(u64::from(slot), fresh.key.get_size()));
+                        let placed = Bool::and(&[&fresh.present, &value.eq(c(program as u64, 32))]);
+                        let name = self
+                            .env
+                            .object
+                            .programs
+                            .get(program)
+                            .map_or("?", |p| p.name.as_str());
+                        let why = format!(
+                            "program array `{}` slot {slot} not holding program `{name}`, which \
+                             the object places there (a witness cannot remove it)",
+                            def.name
+                        );
+                        placement.push((Bool::and(&[&here, &placed.not()]), why));
+                    }
+                    value.bvult(c(self.env.object.programs.len() as u64, 32))
+                }
                 t if t.is_map_in_map() => {
                     // The inner maps user space may place: the object's maps that fit the
                     // template (`SeedEntry::check_inner` refuses the others, as the kernel).
