@@ -123,7 +123,8 @@ pub enum Verdict {
     /// with what the path's execution asserts up to the decision after the core's last one, so
     /// no path that takes the decisions up to the core's last one is possible.
     Unsat { core: Vec<usize> },
-    /// The solver gave up (timeout), or helper outcomes remained untried.
+    /// The solver gave up (timeout). (Outcomes chosen inside helpers that remain untried are
+    /// [`SmtError::OutcomesUntried`].)
     Unknown,
 }
 
@@ -137,7 +138,7 @@ pub enum PrefixVerdict {
     /// with what the path's execution asserts up to the decision after the core's last one, so
     /// no path that takes the decisions up to the core's last one is possible.
     Unsat { core: Vec<usize> },
-    /// The solver gave up (timeout), or helper outcomes remained untried.
+    /// The solver gave up (timeout).
     Unknown,
 }
 
@@ -375,7 +376,7 @@ impl PathChecker {
         // Out of tries before every combination of the outcomes involved was refuted: one not
         // tried may take the path.
         self.forget_forced(&forced);
-        Ok(Checked::Verdict(Verdict::Unknown))
+        Err(SmtError::OutcomesUntried { tries: MAX_FLIPS })
     }
 
     /// After a check that forced helper outcomes, makes the next check start from the entry:

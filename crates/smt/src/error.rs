@@ -51,4 +51,12 @@ pub enum SmtError {
         pc: usize,
         what: String,
     },
+    /// The path's outcomes chosen inside helpers and callbacks (how often a callback is called,
+    /// say) needed more tries than a check makes before every combination was refuted: no
+    /// verdict.
+    #[error(
+        "no verdict after trying {tries} combinations of the outcomes chosen inside helpers and \
+         callbacks (how often a callback is called, say)"
+    )]
+    OutcomesUntried { tries: usize },
 }
