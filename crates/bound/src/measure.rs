@@ -199,6 +199,27 @@ pub fn estimate(model: &Model, found: &Found<Box<Witness>>) -> (f64, String) {
     (pps, bottleneck)
 }
 
+/// The interpreter's options for replaying `witness`: its device and queue, steps recorded.
+pub fn replay_options(witness: &Witness) -> VmOptions {
+    VmOptions {
+        ingress_ifindex: witness.ingress_ifindex,
+        rx_queue_index: witness.rx_queue_index,
+        record_steps: true,
+        ..VmOptions::default()
+    }
+}
+
+/// One `BPF_PROG_TEST_RUN` of `witness`: its packet, metadata, device and queue.
+pub fn run_input(witness: &Witness) -> TestRunInput {
+    TestRunInput {
+        packet: witness.packet.clone(),
+        meta: witness.meta.clone(),
+        ingress_ifindex: witness.ingress_ifindex,
+        rx_queue_index: witness.rx_queue_index,
+        repeat: 1,
+    }
+}
+
 /// How long timing waits for a search's remaining checks to end (each is bounded by the
 /// checker's timeout).
 const WORKERS_LIMIT: std::time::Duration = std::time::Duration::from_secs(300);
@@ -291,15 +312,7 @@ fn measure_one(
 
     // The interpreter: the witness's blocks and action, then a second run on the first's output
     // with the maps as the first left them, as the kernel's next repeated run sees them.
-    let mut vm = Vm::new(
-        object,
-        VmOptions {
-            ingress_ifindex: witness.ingress_ifindex,
-            rx_queue_index: witness.rx_queue_index,
-            record_steps: true,
-            ..VmOptions::default()
-        },
-    )?;
+    let mut vm = Vm::new(object, replay_options(witness))?;
     vm.seed(&witness.maps).map_err(|e| MeasureError::Seed {
         rank,
         reason: e.to_string(),
@@ -336,13 +349,7 @@ fn measure_one(
     let loaded = driver.loaded();
     loaded.load_program(program)?;
     let initial = driver.maps()?;
-    let input = TestRunInput {
-        packet: witness.packet.clone(),
-        meta: witness.meta.clone(),
-        ingress_ifindex: witness.ingress_ifindex,
-        rx_queue_index: witness.rx_queue_index,
-        repeat: 1,
-    };
+    let input = run_input(witness);
     let single = loaded.test_run(program, &input)?;
     let kernel_action = xdp_action_name(u64::from(single.retval));
     out.kernel_action = Some(kernel_action);

@@ -6,14 +6,15 @@
 
 use std::time::Duration;
 
+use linerate_bound::measure;
 use linerate_bound::prepare::{prepare, Options};
 use linerate_bound::solve::{guarantee, GuaranteeOptions};
 use linerate_bound::ssp;
 use linerate_cfg::Cfg;
 use linerate_cost::Model;
-use linerate_kernel::{load_object, usable_or_skip, TestRunInput};
+use linerate_kernel::{load_object, usable_or_skip};
 use linerate_smt::{BlockRef, Witness};
-use linerate_vm::{Vm, VmOptions};
+use linerate_vm::Vm;
 
 /// Paths per example.
 const PATHS: usize = 4;
@@ -75,16 +76,7 @@ fn replay(
     kernel: bool,
 ) -> bool {
     let (object, program, name) = (&example.object, example.entry, example.name());
-    let mut vm = Vm::new(
-        object,
-        VmOptions {
-            ingress_ifindex: witness.ingress_ifindex,
-            rx_queue_index: witness.rx_queue_index,
-            record_steps: true,
-            ..VmOptions::default()
-        },
-    )
-    .expect("vm");
+    let mut vm = Vm::new(object, measure::replay_options(witness)).expect("vm");
     vm.seed(&witness.maps)
         .unwrap_or_else(|e| panic!("{name}: witness maps: {e}"));
     let run = vm
@@ -104,15 +96,8 @@ fn replay(
     loaded
         .seed(&witness.maps)
         .unwrap_or_else(|e| panic!("{name}: witness maps in the kernel: {e}"));
-    let input = TestRunInput {
-        packet: witness.packet.clone(),
-        meta: witness.meta.clone(),
-        ingress_ifindex: witness.ingress_ifindex,
-        rx_queue_index: witness.rx_queue_index,
-        repeat: 1,
-    };
     let out = loaded
-        .test_run(program, &input)
+        .test_run(program, &measure::run_input(witness))
         .unwrap_or_else(|e| panic!("{name}: test_run: {e}"));
     assert_eq!(
         u64::from(out.retval),
