@@ -11,7 +11,7 @@ use crate::programs::{
 };
 use crate::CalibrateError;
 use linerate_bpf::facts::helper;
-use linerate_cost::item::{self, Item, MapOp};
+use linerate_cost::item::{self, Item, MapOp, FAILURE_PRICED_MAP_TYPES};
 
 /// Spreads of figures below this many ns are taken relative to it (a zero-cost item's spread
 /// would otherwise be infinite).
@@ -225,6 +225,17 @@ pub(crate) fn plan() -> Vec<(String, Pricing)> {
                 },
             ));
             out.push((key(MapOp::Delete), Pricing::Delete { pair, lookup }));
+        }
+        if FAILURE_PRICED_MAP_TYPES.contains(&case.map_type) {
+            for op in [MapOp::Lookup, MapOp::Update, MapOp::Delete] {
+                let failed = Item::MapFailed {
+                    op,
+                    map_type: case.map_type,
+                    key_size: case.key_size,
+                }
+                .to_string();
+                out.push((failed.clone(), Pricing::Bench(failed)));
+            }
         }
     }
     out

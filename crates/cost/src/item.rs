@@ -134,7 +134,25 @@ impl MapOp {
             MapOp::Delete => "delete",
         }
     }
+
+    /// Whether the operation succeeded, from its return value compared with 0: a lookup returns
+    /// a pointer (NULL when the key is absent), an update or delete 0 or an error.
+    pub fn succeeds_when_zero(self) -> bool {
+        self != MapOp::Lookup
+    }
 }
+
+/// Map types whose failing operations a model may price apart ([`Item::MapFailed`]): the hash
+/// tables and the LPM trie, where a lookup that finds nothing, or an update or delete that is
+/// refused, stops after hashing or walking, at a fraction of a success's cost. Array lookups are
+/// inlined index checks, equally cheap either way.
+pub const FAILURE_PRICED_MAP_TYPES: [MapType; 5] = [
+    MapType::HASH,
+    MapType::PERCPU_HASH,
+    MapType::LRU_HASH,
+    MapType::LRU_PERCPU_HASH,
+    MapType::LPM_TRIE,
+];
 
 /// Map types whose operations models price. Programs using others get a clear error.
 pub const COSTED_MAP_TYPES: [MapType; 7] = [
@@ -231,6 +249,15 @@ pub enum Item {
     Helper(u32),
     /// `bpf_map_{lookup,update,delete}_elem` on a map type with a key size.
     Map {
+        op: MapOp,
+        map_type: MapType,
+        key_size: u32,
+    },
+    /// A map operation that fails: a lookup returning NULL, an update or delete returning an
+    /// error. Optional in a model (only [`FAILURE_PRICED_MAP_TYPES`]); where the program tests
+    /// the result, the call is charged this and the edge taken on success the rest
+    /// (`crate::outcome`).
+    MapFailed {
         op: MapOp,
         map_type: MapType,
         key_size: u32,
@@ -363,6 +390,11 @@ impl fmt::Display for Item {
                 map_type,
                 key_size,
             } => write!(f, "map.{}.{}.k{key_size}", op.name(), map_type.name()),
+            Item::MapFailed {
+                op,
+                map_type,
+                key_size,
+            } => write!(f, "{}.k{key_size}", failed_family_key(op, map_type)),
             Item::TailCall => f.write_str("tail_call"),
             Item::MapDispatch(id) => {
                 write!(f, "map.dispatch.{}", linerate_bpf::helpers::helper_name(id))
@@ -372,13 +404,30 @@ impl fmt::Display for Item {
 }
 
 impl Item {
+    /// A map operation's item on another map type (a map of maps is priced as its storage);
+    /// other items unchanged.
+    pub fn on_map_type(self, map_type: MapType) -> Item {
+        match self {
+            Item::Map { op, key_size, .. } => Item::Map {
+                op,
+                map_type,
+                key_size,
+            },
+            Item::MapFailed { op, key_size, .. } => Item::MapFailed {
+                op,
+                map_type,
+                key_size,
+            },
+            other => other,
+        }
+    }
+
     /// For map operations, the key without the key size (`map.lookup.hash`): a model prices a
     /// family at a few key sizes and [`crate::Model`] interpolates between them.
     pub fn family(&self) -> Option<String> {
         match *self {
-            Item::Map { op, map_type, .. } => {
-                Some(format!("map.{}.{}", op.name(), map_type.name()))
-            }
+            Item::Map { op, map_type, .. } => Some(family_key(op, map_type)),
+            Item::MapFailed { op, map_type, .. } => Some(failed_family_key(op, map_type)),
             _ => None,
         }
     }
@@ -496,6 +545,19 @@ pub fn map_families() -> Vec<(MapOp, MapType)> {
 /// The key of a map-operation family.
 pub fn family_key(op: MapOp, map_type: MapType) -> String {
     format!("map.{}.{}", op.name(), map_type.name())
+}
+
+/// The failing map-operation families (`map.lookup_failed.hash`, ...) a model may price.
+pub fn failed_families() -> Vec<(MapOp, MapType)> {
+    FAILURE_PRICED_MAP_TYPES
+        .into_iter()
+        .flat_map(|t| [MapOp::Lookup, MapOp::Update, MapOp::Delete].map(|op| (op, t)))
+        .collect()
+}
+
+/// The key of a failing map-operation family.
+pub fn failed_family_key(op: MapOp, map_type: MapType) -> String {
+    format!("map.{}_failed.{}", op.name(), map_type.name())
 }
 
 #[cfg(test)]

@@ -10,6 +10,7 @@
 //! - [`item`]: the cost items, the vocabulary of every model (`alu64.add.imm`, `load.packet.u32`,
 //!   `map.lookup.hash.k8`, ...), and the universe a complete model must price.
 //! - [`model`]: model files (schema, validation, prices, packet rates).
+//! - `outcome`: map operations priced by their outcome where the program tests it.
 //! - [`program`]: the cost vector of every block and edge of a program under a model, with
 //!   history-dependent costs over-approximated per edge (paper 000 §5.2).
 //! - [`trace`]: the block sequence of one executed run, for pricing executed paths.
@@ -17,6 +18,7 @@
 pub mod error;
 pub mod item;
 pub mod model;
+mod outcome;
 pub mod program;
 pub mod trace;
 

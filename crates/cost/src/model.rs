@@ -331,6 +331,10 @@ impl Model {
             .into_iter()
             .map(|(op, t)| item::family_key(op, t))
             .collect();
+        let failed_families: Vec<String> = item::failed_families()
+            .into_iter()
+            .map(|(op, t)| item::failed_family_key(op, t))
+            .collect();
         let map_in_map: Vec<String> = item::MAP_IN_MAP_FAMILIES
             .into_iter()
             .map(|(op, t)| item::family_key(op, t))
@@ -351,12 +355,12 @@ impl Model {
             }
             let sized = key.rsplit_once(".k").and_then(|(family, size)| {
                 let size: u32 = size.parse().ok()?;
-                families
-                    .contains(&family.to_string())
+                let family = family.to_string();
+                (families.contains(&family) || failed_families.contains(&family))
                     .then_some((family, size))
             });
             match sized {
-                Some((family, size)) => map_sizes.entry(family.into()).or_default().push(size),
+                Some((family, size)) => map_sizes.entry(family).or_default().push(size),
                 None => return Err(invalid(format!("unknown item `{key}`"))),
             }
         }
@@ -484,27 +488,24 @@ impl Model {
         if let Some(p) = self.prices.get(&key) {
             return p.clone();
         }
-        let (
-            &Item::Map {
-                op,
-                map_type,
-                key_size,
-            },
-            Some(family),
-        ) = (item, item.family())
-        else {
-            return Err(format!("no price for `{key}`"));
+        let (map_type, key_size, family) = match (*item, item.family()) {
+            (
+                Item::Map {
+                    map_type, key_size, ..
+                }
+                | Item::MapFailed {
+                    map_type, key_size, ..
+                },
+                Some(family),
+            ) => (map_type, key_size, family),
+            _ => return Err(format!("no price for `{key}`")),
         };
         let storage = item::priced_as(map_type);
         if storage != map_type {
             if let Some(p) = self.prices.get(&family) {
                 return p.clone();
             }
-            return self.price(&Item::Map {
-                op,
-                map_type: storage,
-                key_size,
-            });
+            return self.price(&item.on_map_type(storage));
         }
         let key_size = &key_size;
         if let Some(p) = self.prices.get(&family) {

@@ -15,6 +15,8 @@
 //! entry and after calls, where the history is unknown). Summing edges therefore never
 //! underestimates a path.
 
+use std::collections::HashMap;
+
 use linerate_bpf::insn::{CallTarget, Instruction, Operand};
 use linerate_bpf::program::Object;
 use linerate_cfg::{BlockId, Cfg, EdgeKind};
@@ -22,6 +24,7 @@ use linerate_cfg::{BlockId, Cfg, EdgeKind};
 use crate::error::CostError;
 use crate::item::{Access, Item, MapOp, Region};
 use crate::model::{Cost, GapOrigin, Model};
+use crate::outcome;
 use linerate_analysis::{Analysis, Fact};
 use linerate_bpf::facts::helper;
 
@@ -471,6 +474,9 @@ impl ProgramCost {
             .collect();
         // Charges of every instruction of every block (the final conditional jump excluded).
         let mut charges: Vec<Vec<Charge>> = Vec::new();
+        // Blocks ending in a test of a map operation's outcome: the edge taken on success, what
+        // it adds, and the operation's items ([`crate::outcome`]).
+        let mut on_success: HashMap<BlockId, (EdgeKind, Cost, Vec<Item>)> = HashMap::new();
         for b in func.blocks.clone() {
             let mut list = Vec::new();
             for (slot, insn) in cfg.block_instructions(b) {
@@ -479,6 +485,24 @@ impl ProgramCost {
                     continue;
                 }
                 let mut charge = p.charge(*slot, &items)?;
+                let mut charged_items = items.clone();
+                if let Some((op, failed)) = outcome::failed_items(&items) {
+                    let test = outcome::outcome_test(cfg, b, op).filter(|t| t.call == *slot);
+                    if let (Some(test), Ok(fail)) = (test, p.charge(*slot, &failed)) {
+                        let rest = Cost(
+                            charge
+                                .cost
+                                .0
+                                .iter()
+                                .zip(&fail.cost.0)
+                                .map(|(ok, failed)| (ok - failed).max(0.0))
+                                .collect(),
+                        );
+                        charge.cost = fail.cost;
+                        charged_items = failed;
+                        on_success.insert(b, (test.success, rest, items.clone()));
+                    }
+                }
                 if let Some(id) = p.dispatched(*slot, insn) {
                     charge
                         .cost
@@ -490,7 +514,7 @@ impl ProgramCost {
                         cost: charge.cost.clone(),
                         taken: None,
                         gaps: charge.gaps.clone(),
-                        items: items.clone(),
+                        items: charged_items,
                     },
                 );
                 if let (Instruction::Call(CallTarget::Local(_)), Callees::Apart) = (insn, p.callees)
@@ -531,7 +555,10 @@ impl ProgramCost {
             charges.push(list);
         }
         let local = |b: BlockId| b - func.blocks.start;
-        let branch = |b: BlockId, kind: EdgeKind| -> Result<Option<(Item, Charge)>, CostError> {
+        // A block's final conditional jump, priced per edge (with the rest of a map operation
+        // on its success edge): its item, its charge, and the map operation's items there.
+        type Branch = Option<(Item, Charge, Vec<Item>)>;
+        let branch = |b: BlockId, kind: EdgeKind| -> Result<Branch, CostError> {
             let block = &cfg.blocks()[b];
             let Some((slot, last)) = cfg.block_instructions(b).last() else {
                 return Ok(None);
@@ -550,7 +577,15 @@ impl ProgramCost {
                 Instruction::MayGoto { .. } => Item::MayGoto { taken },
                 _ => return Ok(None),
             };
-            p.charge(*slot, &[item]).map(|c| Some((item, c)))
+            let mut charge = p.charge(*slot, &[item])?;
+            let mut operation = Vec::new();
+            if let Some((success, rest, items)) = on_success.get(&b) {
+                if *success == kind {
+                    charge.cost.add(rest);
+                    operation.clone_from(items);
+                }
+            }
+            Ok(Some((item, charge, operation)))
         };
 
         // Runs a block from an entry distance state: its cost (stalls included) and exit state.
@@ -604,7 +639,7 @@ impl ProgramCost {
             for &e in &cfg.blocks()[b].succs {
                 let edge = cfg.edges()[e];
                 let out = match branch(b, edge.kind)? {
-                    Some((_, c)) => advance(&exit, &c.cost),
+                    Some((_, c, _)) => advance(&exit, &c.cost),
                     None => exit.clone(),
                 };
                 let slot = &mut entry[local(edge.to)];
@@ -626,7 +661,7 @@ impl ProgramCost {
             for &e in &cfg.blocks()[b].succs {
                 let mut edge_cost = cost.clone();
                 let kind = cfg.edges()[e].kind;
-                if let Some((item, c)) = branch(b, kind)? {
+                if let Some((item, c, operation)) = branch(b, kind)? {
                     edge_cost.add(&c.cost);
                     let slot = self
                         .slots
@@ -638,6 +673,7 @@ impl ProgramCost {
                             items: Vec::new(),
                         });
                     slot.items.push(item);
+                    slot.items.extend(operation);
                     if kind == EdgeKind::Taken {
                         slot.taken = Some(c.cost);
                     } else {

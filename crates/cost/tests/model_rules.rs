@@ -5,7 +5,10 @@
 use linerate_bpf::insn::{AluOp, Cond};
 use linerate_bpf::program::{Function, MapDef, MapType, Object, Program};
 use linerate_cfg::Cfg;
-use linerate_cost::item::{family_key, map_families, universe, Item, MapOp, LOOKUP_ONLY_MAP_TYPES};
+use linerate_cost::item::{
+    failed_families, failed_family_key, family_key, map_families, universe, Item, MapOp,
+    LOOKUP_ONLY_MAP_TYPES,
+};
 use linerate_cost::model::{Component, Device, ItemPrice, Limits, ModelFile};
 use linerate_cost::{CostError, Model, ProgramCost};
 
@@ -415,4 +418,74 @@ fn call_sites_several_maps_reach_pay_the_dispatch() {
     let one = lookup_block("flows");
     let two = lookup_block("other");
     assert_eq!(two - one, 500.0, "one map {one}, two maps {two}");
+}
+
+/// A hash lookup whose result the block tests against NULL is charged its miss price, and the
+/// edge taken on a hit the rest; where the result is not tested (or the register was
+/// overwritten first), or the model has no miss price, the call keeps the hit price.
+#[test]
+fn tested_map_outcomes_split_the_price_between_call_and_edge() {
+    let with_failures = |file: &mut ModelFile| {
+        for (op, t) in failed_families() {
+            file.items
+                .insert(format!("{}.k16", failed_family_key(op, t)), cycles(4.0));
+        }
+    };
+    let lookup = |test: &str| {
+        format!(
+            "
+            r1 = flows ll
+            r2 = r10
+            r2 += -0x8
+            call 0x1
+            r6 = r0
+            {test}
+            r0 = 0x1
+            exit
+            r0 = 0x2
+            exit
+        "
+        )
+    };
+    // Every instruction 1 cycle; the lookup (8-byte key, priced at k16) 30, its miss 4.
+    let split = {
+        let mut f = complete();
+        with_failures(&mut f);
+        Model::new(f, "m.json").unwrap()
+    };
+    let plain = Model::new(complete(), "m.json").unwrap();
+    let costs = |text: &str, m: &Model| {
+        let (object, cfg) = object(text, vec![hash_map(8)]);
+        let cost = ProgramCost::new(&object, &cfg, m).unwrap();
+        let edge = |kind| {
+            cost.edges
+                .iter()
+                .find(|e| e.from == 0 && e.kind == kind)
+                .map(|e| e.cost.0[0])
+        };
+        (
+            cost.blocks[0].cost.0[0],
+            edge(linerate_cfg::EdgeKind::NotTaken),
+            edge(linerate_cfg::EdgeKind::Taken),
+        )
+    };
+    // ld_imm64 + mov + add + call + mov = 4 + lookup; the jump 1 per edge.
+    let tested = lookup("if r6 == 0x0 goto +0x2");
+    assert_eq!(
+        costs(&tested, &split),
+        (8.0, Some(8.0 + 1.0 + 26.0), Some(9.0))
+    );
+    assert_eq!(costs(&tested, &plain), (34.0, Some(35.0), Some(35.0)));
+    // `r6 != 0` jumps on a hit.
+    let inverted = lookup("if r6 != 0x0 goto +0x2");
+    assert_eq!(
+        costs(&inverted, &split),
+        (8.0, Some(9.0), Some(8.0 + 1.0 + 26.0))
+    );
+    // r6 overwritten before the test: the test says nothing about the lookup.
+    let overwritten = lookup("r6 = 0x1\n            if r6 == 0x0 goto +0x2");
+    assert_eq!(costs(&overwritten, &split).0, 35.0);
+    // A pointer compared on 32 bits is no null test.
+    let narrow = lookup("if w6 == 0x0 goto +0x2");
+    assert_eq!(costs(&narrow, &split).0, 34.0);
 }

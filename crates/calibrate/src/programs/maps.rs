@@ -160,6 +160,13 @@ enum MapUnit {
     Delete,
     /// Insert a fresh key, then delete it.
     Pair,
+    /// Look up a key the map does not hold (NULL).
+    LookupFailed,
+    /// Update an existing key with `BPF_NOEXIST` (`-EEXIST`): the refusal that finds the key,
+    /// the costlier one.
+    UpdateFailed,
+    /// Delete a key the map does not hold (`-ENOENT`).
+    DeleteFailed,
 }
 
 pub(super) fn map_group() -> Group {
@@ -214,6 +221,20 @@ pub(super) fn map_group() -> Group {
         } else {
             units_of.push((MapUnit::Pair, format!("aux.map.pair.{name}")));
         }
+        if FAILURE_PRICED_MAP_TYPES.contains(&case.map_type) {
+            for (unit, op) in [
+                (MapUnit::LookupFailed, MapOp::Lookup),
+                (MapUnit::UpdateFailed, MapOp::Update),
+                (MapUnit::DeleteFailed, MapOp::Delete),
+            ] {
+                let item = Item::MapFailed {
+                    op,
+                    map_type: case.map_type,
+                    key_size: case.key_size,
+                };
+                units_of.push((unit, item.to_string()));
+            }
+        }
         for (kind, key) in units_of {
             let emit = |a: &mut Asm, k: u32, fail: Option<Label>| {
                 let k = k as usize;
@@ -230,15 +251,15 @@ pub(super) fn map_group() -> Group {
                         check_r0(a, e, fail);
                     }
                 };
-                let update = |a: &mut Asm, set| {
+                let update = |a: &mut Asm, set, flags: u64, expect| {
                     a.extend([
                         ld_map(R1, map),
                         ld_imm64(R2, key_at(set)),
                         ld_imm64(R3, value_at),
-                        mov64(R4, 0),
+                        mov64(R4, flags as i32),
                         call_helper(helper::MAP_UPDATE_ELEM),
                     ]);
-                    check(a, Expect::Eq(0));
+                    check(a, expect);
                 };
                 let delete = |a: &mut Asm, set, expect| {
                     a.extend([
@@ -248,21 +269,27 @@ pub(super) fn map_group() -> Group {
                     ]);
                     check(a, expect);
                 };
+                let lookup = |a: &mut Asm, set, expect| {
+                    a.extend([
+                        ld_map(R1, map),
+                        ld_imm64(R2, key_at(set)),
+                        call_helper(helper::MAP_LOOKUP_ELEM),
+                    ]);
+                    check(a, expect);
+                };
                 match kind {
-                    MapUnit::Lookup => {
-                        a.extend([
-                            ld_map(R1, map),
-                            ld_imm64(R2, key_at(0)),
-                            call_helper(helper::MAP_LOOKUP_ELEM),
-                        ]);
-                        check(a, Expect::NonNull);
-                    }
-                    MapUnit::Update => update(a, 1),
+                    MapUnit::Lookup => lookup(a, 0, Expect::NonNull),
+                    MapUnit::Update => update(a, 1, update::ANY, Expect::Eq(0)),
                     MapUnit::Delete => delete(a, 1, Expect::Eq(-(EINVAL as i32))),
                     MapUnit::Pair => {
-                        update(a, 2);
+                        update(a, 2, update::ANY, Expect::Eq(0));
                         delete(a, 2, Expect::Eq(0));
                     }
+                    MapUnit::LookupFailed => lookup(a, 2, Expect::Null),
+                    MapUnit::UpdateFailed => {
+                        update(a, 1, update::NOEXIST, Expect::Eq(-(EEXIST as i32)))
+                    }
+                    MapUnit::DeleteFailed => delete(a, 2, Expect::Eq(-(ENOENT as i32))),
                 }
             };
             // Inlined array lookups: code within the 32 KiB instruction cache.
@@ -295,6 +322,21 @@ pub(super) fn map_group() -> Group {
                 MapUnit::Pair => (
                     vec![("ld_imm64", 5.0), ("alu64.mov.imm", 1.0)],
                     format!("insert of a new key then its delete, {KEYS} keys"),
+                ),
+                MapUnit::LookupFailed => (
+                    vec![("ld_imm64", 2.0)],
+                    format!(
+                        "lookups that miss, cycling over {KEYS} keys absent from a map holding \
+                         {POPULATION} entries, minus argument setup"
+                    ),
+                ),
+                MapUnit::UpdateFailed => (
+                    vec![("ld_imm64", 3.0), ("alu64.mov.imm", 1.0)],
+                    format!("updates (BPF_NOEXIST) of existing entries, refused with -EEXIST, {KEYS} keys"),
+                ),
+                MapUnit::DeleteFailed => (
+                    vec![("ld_imm64", 2.0)],
+                    format!("deletes of absent keys, refused with -ENOENT, {KEYS} keys, minus argument setup"),
                 ),
             };
             let mut bench = Bench::new(&key, "map base", units).note(note);

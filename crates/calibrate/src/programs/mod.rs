@@ -7,9 +7,10 @@
 //! [`helpers`], [`dispatch`], [`records`], [`maps`]), which takes the builder and the kernel facts imported here through
 //! `use super::*`.
 
-use linerate_bpf::facts::errno::EINVAL;
+use linerate_bpf::facts::errno::{EEXIST, EINVAL, ENOENT};
 use linerate_bpf::facts::helper;
 use linerate_bpf::facts::limits::{FIB_LOOKUP_PARAMS, MAX_TAIL_CALLS};
+use linerate_bpf::facts::update;
 use linerate_bpf::facts::xdp::{XDP_PASS, XDP_REDIRECT};
 use linerate_bpf::facts::xdp_md;
 use linerate_bpf::insn::{
@@ -20,7 +21,8 @@ use linerate_bpf::program::{MapDef, MapOrigin, MapType};
 use crate::asm::*;
 use linerate_bpf::insn::build::*;
 use linerate_cost::item::{
-    costed_helpers, Access, Item, MapOp, Region, COSTED_MAP_TYPES, LOOKUP_ONLY_MAP_TYPES,
+    costed_helpers, Access, Item, MapOp, Region, COSTED_MAP_TYPES, FAILURE_PRICED_MAP_TYPES,
+    LOOKUP_ONLY_MAP_TYPES,
 };
 
 mod alu;
@@ -339,6 +341,7 @@ fn check_r0(a: &mut Asm, expect: Expect, fail: Label) {
     match expect {
         Expect::Eq(v) => a.jcc(true, Cond::Ne, R0, Operand::Imm(v), fail),
         Expect::NonNull => a.jcc(true, Cond::Eq, R0, Operand::Imm(0), fail),
+        Expect::Null => a.jcc(true, Cond::Ne, R0, Operand::Imm(0), fail),
     }
 }
 
@@ -346,6 +349,7 @@ fn check_r0(a: &mut Asm, expect: Expect, fail: Label) {
 enum Expect {
     Eq(i32),
     NonNull,
+    Null,
 }
 
 /// A probe: `setup`, `units` units with every call's result checked, `r0 = XDP_PASS; exit`; on an
