@@ -186,6 +186,7 @@ fn to_json(
             "median_under": summary.median_under,
             "largest_under": summary.largest_under,
             "ssp_is_slowest": summary.ssp_is_slowest,
+            "ssp_is_slowest_within_resolution": summary.ssp_is_slowest_within_resolution,
             "slowest_rank": summary.slowest_rank,
         },
     })
@@ -273,7 +274,18 @@ fn to_text(
         pct(measure::SLOWEST_TOLERANCE),
         match (summary.ssp_is_slowest, summary.slowest_rank) {
             (Some(true), _) => "yes".to_string(),
-            (Some(false), Some(r)) => format!("no (path {} is slower)", r + 1),
+            (Some(false), Some(r)) => format!(
+                "no (path {} is slower){}",
+                r + 1,
+                if summary.ssp_is_slowest_within_resolution == Some(true) {
+                    format!(
+                        ", but by no more than the kernel's {} ns resolution",
+                        measure::RESOLUTION_NS
+                    )
+                } else {
+                    String::new()
+                }
+            ),
             _ => "not known (the SSP was not measured)".to_string(),
         }
     );
