@@ -1,98 +1,176 @@
 //! Pricing a map operation by its outcome. A hash-table lookup that finds nothing, or an update or
 //! delete the map refuses, stops after hashing the key and walking one bucket; a success also
 //! compares the key, copies or links the value. Models may price the failures apart
-//! ([`Item::MapFailed`]). Where a block calls a map helper and ends by comparing the call's result
-//! with 0 (the usual `if (!value)` or `if (ret)` right after the call), each edge out of the block
-//! knows the outcome: the call is charged its failing price and the edge taken on success the
-//! rest. An execution crossing the failure edge made a failing call, one crossing the success
+//! ([`Item::MapFailed`]). Where the program compares the call's result with 0 (the usual `if
+//! (!value)` or `if (ret)`), each edge out of the comparing block knows the outcome: the call is
+//! charged its failing price and the edge taken on success the rest. That holds when every
+//! execution of the call reaches the comparison exactly once with the result still in the
+//! compared register, and nothing else reaches the comparison: the comparing block is the
+//! call's block or one the call's block dominates, every path from the call (no back edge, no
+//! tail call on the way) reaches it, and every path keeps a copy of the result in the register.
+//! Then an execution crossing the failure edge made a failing call and one crossing the success
 //! edge pays the full price, so every path's charge still bounds its executions. A call whose
-//! result the block does not test this way keeps the success price, the larger one.
+//! result is not compared this way keeps the success price, the larger one.
 
-use linerate_bpf::insn::{AtomicOp, CallTarget, Instruction, Operand, Reg};
+use linerate_bpf::facts::helper;
+use linerate_bpf::insn::{AluOp, AtomicOp, CallTarget, Cond, Instruction, Operand, Reg};
 use linerate_cfg::{BlockId, Cfg, EdgeKind};
 
 use crate::item::{Item, MapOp};
 
-/// A block's test of its last helper call's result.
+/// Where a map operation's result is compared with 0.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct OutcomeTest {
-    /// Slot of the call.
-    pub call: usize,
-    /// The edge out of the block taken when the operation succeeded.
+    /// The block ending in the comparison.
+    pub block: BlockId,
+    /// The edge out of it taken when the operation succeeded.
     pub success: EdgeKind,
 }
 
-/// The outcome test of block `block` for a map operation `op`: its last instruction compares
-/// the result of its last helper call (or a copy of it) with 0, and nothing in between changed
-/// it. A lookup's pointer must be compared on 64 bits; an update's or delete's result (0 or a
-/// negative errno of at most 4095) is 0 exactly when its low 32 bits are, so a 32-bit
-/// comparison of an `int` result counts too.
-pub(crate) fn outcome_test(cfg: &Cfg, block: BlockId, op: MapOp) -> Option<OutcomeTest> {
-    let insns = cfg.block_instructions(block);
-    let (last, rest) = insns.split_last()?;
+/// Registers holding the call's result, one bit per register.
+type Holders = u16;
+
+/// Blocks a search for the comparison visits at most, so that pricing stays linear in practice.
+const MAX_REGION: usize = 64;
+
+/// The comparison of the result of the map operation `op` called at `call` (a slot of `cfg`)
+/// with 0, if one is found as the module comment requires. A lookup's pointer must be compared
+/// on 64 bits; an update's or delete's result (0 or a negative errno of at most 4095) is 0
+/// exactly when its low 32 bits are, so a 32-bit comparison of an `int` result counts too.
+pub(crate) fn outcome_test(cfg: &Cfg, call: usize, op: MapOp) -> Option<OutcomeTest> {
+    let start = cfg.block_of(call)?;
+    let insns = cfg.block_instructions(start);
+    let at = insns.iter().position(|(slot, _)| *slot == call)?;
+    // Holders at the end of the call's block, or the call's own block's comparison.
+    let (exit, test) = scan(&insns[at + 1..], 1, op);
+    if let Some(success) = test {
+        return Some(OutcomeTest {
+            block: start,
+            success,
+        });
+    }
+    // Blocks after the call's, in topological order, with the holders every path into them
+    // keeps; the first comparison that every path from the call reaches is the one.
+    let order = cfg.function_of(start)?.topological_order();
+    let mut held: std::collections::HashMap<BlockId, Holders> = Default::default();
+    let mut visited = 0usize;
+    let enter = |held: &mut std::collections::HashMap<BlockId, Holders>, b: BlockId, h| {
+        let entry = held.entry(b).or_insert(h);
+        *entry &= h;
+    };
+    for &e in &cfg.blocks()[start].succs {
+        if cfg.is_back_edge(e) {
+            return None;
+        }
+        enter(&mut held, cfg.edges()[e].to, exit);
+    }
+    if cfg.blocks()[start].succs.is_empty() || tail_calls(cfg, start) {
+        return None;
+    }
+    let position = order.iter().position(|&b| b == start)?;
+    for &b in &order[position + 1..] {
+        let Some(&h) = held.get(&b) else {
+            continue;
+        };
+        visited += 1;
+        if visited > MAX_REGION || !cfg.dominates(start, b) {
+            return None;
+        }
+        let (out, test) = scan(cfg.block_instructions(b), h, op);
+        if let Some(success) = test {
+            // Every path from the call must end up here: a block still waiting was reached
+            // avoiding this one and, coming later in topological order, cannot lead to it.
+            return (held.len() == 1).then_some(OutcomeTest { block: b, success });
+        }
+        held.remove(&b);
+        let block = &cfg.blocks()[b];
+        if block.succs.is_empty() || tail_calls(cfg, b) {
+            return None;
+        }
+        for &e in &block.succs {
+            if cfg.is_back_edge(e) {
+                return None;
+            }
+            enter(&mut held, cfg.edges()[e].to, out);
+        }
+    }
+    None
+}
+
+/// Runs the holders through `insns`: the holders after them, and the success edge if the last
+/// one compares a holder with 0 as `op`'s outcome test.
+fn scan(
+    insns: &[(usize, Instruction)],
+    mut holders: Holders,
+    op: MapOp,
+) -> (Holders, Option<EdgeKind>) {
+    for (i, (_, insn)) in insns.iter().enumerate() {
+        if i + 1 == insns.len() {
+            if let Some(success) = compares(insn, holders, op) {
+                return (holders, Some(success));
+            }
+        }
+        holders = after(insn, holders);
+    }
+    (holders, None)
+}
+
+/// The success edge if `insn` compares a holder with 0 in a way that tells `op`'s outcome.
+fn compares(insn: &Instruction, holders: Holders, op: MapOp) -> Option<EdgeKind> {
     let Instruction::Jump {
         wide,
         cond,
         dst,
         src: Operand::Imm(0),
         ..
-    } = last.1
+    } = *insn
     else {
         return None;
     };
-    if !wide && !op.succeeds_when_zero() {
+    if holders & bit(dst) == 0 || (!wide && !op.succeeds_when_zero()) {
         return None;
     }
-    let call = rest
-        .iter()
-        .rposition(|(_, insn)| matches!(insn, Instruction::Call(_)))?;
-    if !matches!(rest[call].1, Instruction::Call(CallTarget::Helper(_))) {
-        return None;
-    }
-    // Registers holding the call's result.
-    let mut holders: u16 = 1;
-    for (_, insn) in &rest[call + 1..] {
-        let copied = match insn {
-            Instruction::Alu {
-                wide: true,
-                op: linerate_bpf::insn::AluOp::Mov,
-                src: Operand::Reg(src),
-                ..
-            } => holders & bit(*src) != 0,
-            _ => false,
-        };
-        if let Some(dst) = written(insn) {
-            holders &= !bit(dst);
-            if copied {
-                holders |= bit(dst);
-            }
-        }
-    }
-    if holders & bit(dst) == 0 {
-        return None;
-    }
-    let is_zero_taken = match cond {
-        linerate_bpf::insn::Cond::Eq => true,
-        linerate_bpf::insn::Cond::Ne => false,
+    let zero_taken = match cond {
+        Cond::Eq => true,
+        Cond::Ne => false,
         _ => return None,
     };
-    let success_taken = is_zero_taken == op.succeeds_when_zero();
-    Some(OutcomeTest {
-        call: rest[call].0,
-        success: if success_taken {
-            EdgeKind::Taken
-        } else {
-            EdgeKind::NotTaken
-        },
+    Some(if zero_taken == op.succeeds_when_zero() {
+        EdgeKind::Taken
+    } else {
+        EdgeKind::NotTaken
     })
 }
 
-fn bit(reg: Reg) -> u16 {
+/// The holders after `insn`: a 64-bit register move copies a holder; a write of any other kind
+/// replaces its register's value; a call replaces r0–r5.
+fn after(insn: &Instruction, holders: Holders) -> Holders {
+    match *insn {
+        Instruction::Alu {
+            wide: true,
+            op: AluOp::Mov,
+            dst,
+            src: Operand::Reg(src),
+        } => {
+            if holders & bit(src) != 0 {
+                holders | bit(dst)
+            } else {
+                holders & !bit(dst)
+            }
+        }
+        Instruction::Call(_) => holders & !0b11_1111,
+        _ => match written(insn) {
+            Some(dst) => holders & !bit(dst),
+            None => holders,
+        },
+    }
+}
+
+fn bit(reg: Reg) -> Holders {
     1u16.checked_shl(u32::from(reg)).unwrap_or(0)
 }
 
-/// The register an instruction other than a call writes (the scan starts after the block's last
-/// call).
+/// The register an instruction other than a call writes.
 fn written(insn: &Instruction) -> Option<Reg> {
     match *insn {
         Instruction::Alu { dst, .. }
@@ -111,11 +189,20 @@ fn written(insn: &Instruction) -> Option<Reg> {
     }
 }
 
-/// The failing counterparts of a call's items, if every one is a map operation `op` of a type
-/// priced apart when failing.
+/// Whether block `b` makes a tail call (which leaves the function when it jumps).
+fn tail_calls(cfg: &Cfg, b: BlockId) -> bool {
+    cfg.block_instructions(b)
+        .iter()
+        .any(|(_, i)| matches!(i, Instruction::Call(CallTarget::Helper(helper::TAIL_CALL))))
+}
+
+/// The failing counterparts of a call's items, if every one is a map operation `op` and at
+/// least one is of a type priced apart when failing; the others (an array reached by the same
+/// call site, say) fail at their full price.
 pub(crate) fn failed_items(items: &[Item]) -> Option<(MapOp, Vec<Item>)> {
     let mut op = None;
     let mut out = Vec::with_capacity(items.len());
+    let mut cheaper = false;
     for item in items {
         let Item::Map {
             op: o,
@@ -125,16 +212,19 @@ pub(crate) fn failed_items(items: &[Item]) -> Option<(MapOp, Vec<Item>)> {
         else {
             return None;
         };
-        if *op.get_or_insert(o) != o
-            || !crate::item::FAILURE_PRICED_MAP_TYPES.contains(&crate::item::priced_as(map_type))
-        {
+        if *op.get_or_insert(o) != o {
             return None;
         }
-        out.push(Item::MapFailed {
-            op: o,
-            map_type,
-            key_size,
-        });
+        if crate::item::FAILURE_PRICED_MAP_TYPES.contains(&crate::item::priced_as(map_type)) {
+            cheaper = true;
+            out.push(Item::MapFailed {
+                op: o,
+                map_type,
+                key_size,
+            });
+        } else {
+            out.push(*item);
+        }
     }
-    Some((op?, out))
+    cheaper.then_some((op?, out))
 }

@@ -487,7 +487,8 @@ impl ProgramCost {
                 let mut charge = p.charge(*slot, &items)?;
                 let mut charged_items = items.clone();
                 if let Some((op, failed)) = outcome::failed_items(&items) {
-                    let test = outcome::outcome_test(cfg, b, op).filter(|t| t.call == *slot);
+                    let test = outcome::outcome_test(cfg, *slot, op)
+                        .filter(|t| !on_success.contains_key(&t.block));
                     if let (Some(test), Ok(fail)) = (test, p.charge(*slot, &failed)) {
                         let rest = Cost(
                             charge
@@ -500,7 +501,7 @@ impl ProgramCost {
                         );
                         charge.cost = fail.cost;
                         charged_items = failed;
-                        on_success.insert(b, (test.success, rest, items.clone()));
+                        on_success.insert(test.block, (test.success, rest, items.clone()));
                     }
                 }
                 if let Some(id) = p.dispatched(*slot, insn) {

@@ -489,3 +489,82 @@ fn tested_map_outcomes_split_the_price_between_call_and_edge() {
     let narrow = lookup("if w6 == 0x0 goto +0x2");
     assert_eq!(costs(&narrow, &split).0, 34.0);
 }
+
+/// The comparison may come blocks after the call, with the result kept in a callee-saved
+/// register across other calls and branches, as long as every path from the call reaches it
+/// with the result intact and nothing else reaches it.
+#[test]
+fn outcomes_tested_blocks_later_split_too() {
+    let mut f = complete();
+    for (op, t) in failed_families() {
+        f.items
+            .insert(format!("{}.k16", failed_family_key(op, t)), cycles(4.0));
+    }
+    let m = Model::new(f, "m.json").unwrap();
+    // An update (8-byte key: priced at k16, 30; failing 4) whose result is recorded through a
+    // second lookup (on the array `results`, not split) before it is tested.
+    let program = |between: &str| {
+        format!(
+            "
+            r1 = flows ll
+            r2 = r10
+            r2 += -0x8
+            r3 = r10
+            r3 += -0x10
+            r4 = 0x2
+            call 0x2
+            r6 = r0
+            r1 = results ll
+            r2 = r10
+            r2 += -0x18
+            call 0x1
+            if r0 == 0x0 goto +0x1
+            *(u64 *)(r0 + 0x0) = r6
+            {between}
+            if r6 != 0x0 goto +0x2
+            r0 = 0x2
+            exit
+            r0 = 0x1
+            exit
+        "
+        )
+    };
+    let maps = || vec![hash_map(8), MapDef::new("results", MapType::ARRAY, 4, 8, 4)];
+    // The update's charge, and how much more the edge out of the block testing r6 that is
+    // taken on success (falling through: r6 == 0) costs than the other.
+    let charges = |text: &str| {
+        let (object, cfg) = object(text, maps());
+        let cost = ProgramCost::new(&object, &cfg, &m).unwrap();
+        let insns = cfg.instructions();
+        let call = insns
+            .iter()
+            .find(|(_, i)| matches!(i, linerate_bpf::insn::Instruction::Call(_)))
+            .unwrap()
+            .0;
+        let test = insns
+            .iter()
+            .find(|(_, i)| matches!(i, linerate_bpf::insn::Instruction::Jump { dst: 6, .. }))
+            .unwrap()
+            .0;
+        let block = cfg.block_of(test).unwrap();
+        let edge = |kind| {
+            cost.edges
+                .iter()
+                .find(|e| e.from == block && e.kind == kind)
+                .unwrap()
+                .cost
+                .0[0]
+        };
+        (
+            cost.slots[&call].cost.0[0],
+            edge(linerate_cfg::EdgeKind::NotTaken) - edge(linerate_cfg::EdgeKind::Taken),
+        )
+    };
+    assert_eq!(charges(&program("")), (4.0, 26.0));
+    // r6 overwritten on one path: no longer every path keeps the result.
+    let overwritten = program("if r1 == 0x0 goto +0x1\n            r6 = 0x0");
+    assert_eq!(charges(&overwritten), (30.0, 0.0));
+    // An exit on the way: that path never pays for a success.
+    let exits = program("if r1 == 0x0 goto +0x1\n            exit");
+    assert_eq!(charges(&exits), (30.0, 0.0));
+}
