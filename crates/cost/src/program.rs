@@ -487,8 +487,11 @@ impl ProgramCost {
                 let mut charge = p.charge(*slot, &items)?;
                 let mut charged_items = items.clone();
                 if let Some((op, failed)) = outcome::failed_items(&items) {
+                    // Only where the model prices every failure (a refused one would drop out
+                    // of the charge's maximum).
                     let test = outcome::outcome_test(cfg, *slot, op)
-                        .filter(|t| !on_success.contains_key(&t.block));
+                        .filter(|t| !on_success.contains_key(&t.block))
+                        .filter(|_| failed.iter().all(|i| p.model.price(i).is_ok()));
                     if let (Some(test), Ok(fail)) = (test, p.charge(*slot, &failed)) {
                         let rest = Cost(
                             charge

@@ -568,3 +568,51 @@ fn outcomes_tested_blocks_later_split_too() {
     let exits = program("if r1 == 0x0 goto +0x1\n            exit");
     assert_eq!(charges(&exits), (30.0, 0.0));
 }
+
+/// A call site reaching an array and a hash map splits only where the model prices the hash
+/// map's failure: the array fails at its full price, and a missing failure price never drops out
+/// of the charge.
+#[test]
+fn call_sites_reaching_an_array_split_only_with_every_failure_priced() {
+    let text = "
+        r6 = *(u32 *)(r1 + 0x10)
+        r1 = flows ll
+        if r6 == 0x0 goto +0x2
+        r1 = slots ll
+        r2 = r10
+        r2 += -0x8
+        r3 = 0x0
+        *(u64 *)(r10 - 0x8) = r3
+        call 0x1
+        if r0 == 0x0 goto +0x2
+        r0 = 0x1
+        exit
+        r0 = 0x2
+        exit
+    ";
+    let maps = vec![hash_map(8), MapDef::new("slots", MapType::ARRAY, 4, 8, 4)];
+    let (object, cfg) = object(text, maps);
+    let call_charge = |f: ModelFile| {
+        let m = Model::new(f, "m.json").unwrap();
+        let cost = ProgramCost::new(&object, &cfg, &m).unwrap();
+        cost.slots[&10].cost.0[0]
+    };
+    // Hash lookup (k16) 30, array lookup (k4) 10, every dispatch 1.
+    let mut f = complete();
+    for (op, t) in failed_families() {
+        f.items
+            .insert(format!("{}.k16", failed_family_key(op, t)), cycles(4.0));
+    }
+    let mut without_hash = f.clone();
+    without_hash.items.remove(&format!(
+        "{}.k16",
+        failed_family_key(MapOp::Lookup, MapType::HASH)
+    ));
+    assert_eq!(call_charge(complete()), 30.0 + 1.0);
+    assert_eq!(
+        call_charge(f),
+        10.0 + 1.0,
+        "the array's full price, the hash map's miss"
+    );
+    assert_eq!(call_charge(without_hash), 30.0 + 1.0);
+}
