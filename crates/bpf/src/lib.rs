@@ -14,6 +14,7 @@ pub mod btf_ext;
 pub mod contents;
 pub mod core_relo;
 pub mod disasm;
+pub mod elf_file;
 pub mod facts;
 pub mod helpers;
 pub mod insn;
