@@ -114,8 +114,8 @@ fn slowest_paths_through_callbacks_and_special_maps_replay() {
     // calls of their callbacks than a check tries outcomes for: they stay without a verdict,
     // which the bound counts as satisfiable, and the next paths bring witnesses.
     for (name, ssp_confirmed) in [
-        ("xdp_bpf_loop", false),
-        ("xdp_for_each", false),
+        ("xdp_bpf_loop", true),
+        ("xdp_for_each", true),
         ("xdp_map_in_map", true),
         ("xdp_router", true),
         ("xdp_queue", true),
