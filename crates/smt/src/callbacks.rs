@@ -136,7 +136,7 @@ impl Exec<'_> {
     /// most instructions — the worst case keeps going, through the longest body. `None` where
     /// the branch is not in the callback's own function, or neither side can return 0.
     fn continuing_side(&self, taken: usize, fallthrough: usize) -> Option<bool> {
-        if !self.prefer_calls || !self.s.frames.last().is_some_and(|f| f.resume.is_some()) {
+        if !self.prefer_calls || self.s.frames.last().is_none_or(|f| f.resume.is_none()) {
             return None;
         }
         let r0 = match (self.s.regs[0].is_scalar(), self.s.regs[0].bits.as_const()) {
