@@ -16,15 +16,13 @@ use linerate_kernel::{load_object, usable_or_skip};
 use linerate_smt::{BlockRef, Witness};
 use linerate_vm::Vm;
 
+/// A path's witness and whether it makes every call its summaries price, or why there is none.
+type Found = Result<(Witness, bool), String>;
+
 /// Paths per example.
 const PATHS: usize = 4;
 
-fn search(
-    name: &str,
-) -> (
-    linerate_conformance::examples::Example,
-    Vec<Result<(Witness, bool), String>>,
-) {
+fn search(name: &str) -> (linerate_conformance::examples::Example, Vec<Found>) {
     let path = linerate_conformance::examples::examples_dir().join(format!("{name}.o"));
     let example = linerate_conformance::examples::load(&path).expect("example loads");
     let model = Model::builtin("x86").expect("shipped model");
