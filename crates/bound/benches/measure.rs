@@ -100,14 +100,14 @@ fn main() {
             skipped.push(format!("{name}: no satisfiable path found"));
             continue;
         }
-        let measured =
-            match measure::measure(object, program, &prepared.dag, &model, &found, &options) {
-                Ok(m) => m,
-                Err(e) => {
-                    skipped.push(format!("{name}: {e}"));
-                    continue;
-                }
-            };
+        let measured = match measure::measure(object, program, &prepared, &model, &found, &options)
+        {
+            Ok(m) => m,
+            Err(e) => {
+                skipped.push(format!("{name}: {e}"));
+                continue;
+            }
+        };
         let s = measure::summarize(&measured);
         let mut why: Vec<String> = Vec::new();
         for p in measured.iter().filter(|p| !p.counts()) {

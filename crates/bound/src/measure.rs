@@ -30,7 +30,7 @@ use linerate_smt::{BlockRef, Witness};
 use linerate_vm::trace::Step;
 use linerate_vm::{xdp_action_name, Vm, VmError, VmOptions};
 
-use crate::dag::{PathDag, Step as PathStep};
+use crate::dag::Step as PathStep;
 use crate::ssp::Found;
 
 /// How to time a path.
@@ -142,7 +142,8 @@ pub struct PathMeasurement {
     /// The path crosses a summary (a callback helper's calls or a long loop's middle iterations,
     /// priced as the most of them a run makes times the worst one): its estimate is of the most
     /// calls or iterations, while the witness makes what its inputs ask for, so estimate and
-    /// measurement are not of the same work and the path does not count.
+    /// measurement are not of the same work and the path does not count — unless the witness
+    /// makes every call the estimate prices ([`crate::prepare::Prepared::makes_summarised_calls`]).
     pub summarised: bool,
     pub check: Check,
 }
@@ -238,7 +239,7 @@ const WORKERS_LIMIT: std::time::Duration = std::time::Duration::from_secs(300);
 pub fn measure(
     object: &Object,
     program: usize,
-    dag: &PathDag,
+    prepared: &crate::prepare::Prepared,
     model: &Model,
     found: &[Found<Box<Witness>>],
     options: &Options,
@@ -258,11 +259,14 @@ pub fn measure(
         .iter()
         .enumerate()
         .map(|(rank, f)| {
+            // A witness that makes every summarised call the estimate prices does its work.
             let summarised = f.path.edges.iter().any(|&e| {
                 matches!(
-                    dag.edges[e].step,
+                    prepared.dag.edges[e].step,
                     PathStep::Callbacks { .. } | PathStep::Loop { .. }
                 )
+            }) && f.witness.as_ref().map_or(true, |w| {
+                !prepared.makes_summarised_calls(&f.path.edges, &w.blocks)
             });
             measure_one(
                 object,

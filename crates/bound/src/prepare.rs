@@ -253,6 +253,39 @@ impl Prepared {
             .collect()
     }
 
+    /// Whether a run that entered `blocks` did the work `path`'s summaries price: at every
+    /// callback summary it crosses, the summary's most calls (its callback's first block entered
+    /// `max_calls` times per crossing, and no more often). False where `path` crosses a loop's
+    /// summary (its middle iterations are not told apart in the blocks), or a callback that
+    /// itself crosses a summary.
+    pub fn makes_summarised_calls(
+        &self,
+        path: &[EdgeId],
+        blocks: &[linerate_smt::BlockRef],
+    ) -> bool {
+        let mut expected: HashMap<(usize, usize), u64> = HashMap::new();
+        for &e in path {
+            match self.dag.edges[e].step {
+                Step::Loop { .. } => return false,
+                Step::Callbacks { summary, .. } => {
+                    let s = &self.summaries[summary];
+                    if !s.graph.summaries.is_empty() || !s.graph.loops.is_empty() {
+                        return false;
+                    }
+                    *expected.entry((s.program, s.callback)).or_default() += s.max_calls;
+                }
+                _ => {}
+            }
+        }
+        expected.iter().all(|(&(program, slot), &calls)| {
+            let entered = blocks
+                .iter()
+                .filter(|b| b.program == program && b.slot == slot)
+                .count() as u64;
+            entered == calls
+        })
+    }
+
     /// [`Prepared::decisions`], each with the edge of `path` that makes it.
     pub fn decision_edges(&self, path: &[EdgeId]) -> Vec<(Decision, EdgeId)> {
         let mut out = Vec::new();

@@ -86,7 +86,7 @@ pub fn measure(args: &MeasureArgs) -> Result<()> {
     let measured = measure::measure(
         &object,
         program,
-        &prepared.dag,
+        &prepared,
         &model,
         found,
         &measure::Options {

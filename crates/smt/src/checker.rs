@@ -158,6 +158,9 @@ pub struct PathChecker {
     restarts: u64,
     /// The decisions of the previous check (their prefix is what the snapshots hold).
     pub(crate) previous: Vec<Decision>,
+    /// A checker that does not follow callbacks, over-approximating them, for refuting paths
+    /// through them however they go ([`crate::callbacks`]); made on first use.
+    refuter: Option<Box<PathChecker>>,
 }
 
 impl PathChecker {
@@ -185,6 +188,7 @@ impl PathChecker {
             cfgs,
             devices: crate::host::devices(),
             cpus: crate::host::cpus(),
+            abstract_callbacks: false,
         };
         let session = fresh_session(&env, program, &options, false);
         Ok(PathChecker {
@@ -194,6 +198,7 @@ impl PathChecker {
             program,
             previous: Vec::new(),
             restarts: 0,
+            refuter: None,
         })
     }
 
@@ -286,6 +291,7 @@ impl PathChecker {
         self.previous = decisions.to_vec();
         let mut start = common.min(self.session.depth());
         let (mut forced, mut flipped): (Vec<bool>, Vec<bool>) = (Vec::new(), Vec::new());
+        let (mut refuted, mut prefer_calls) = (false, true);
         for _ in 0..MAX_FLIPS {
             let state = self.session.rewind(start);
             let mut exec = Exec {
@@ -293,6 +299,7 @@ impl PathChecker {
                 session: &mut self.session,
                 decisions,
                 forced: &forced,
+                prefer_calls,
                 s: state,
             };
             // A failure the execution met after decisions that cannot all hold (a helper's
@@ -354,6 +361,25 @@ impl PathChecker {
                         .filter(|&j| involved(j))
                         .filter(|&j| !flipped.get(j).copied().unwrap_or(false))
                         .max();
+                    if choice.is_some() && state.called_back && !refuted {
+                        refuted = true;
+                        if let Some(core) = self.refute(decisions) {
+                            self.forget_forced(&forced);
+                            return Ok(Checked::Verdict(Verdict::Unsat { core }));
+                        }
+                    }
+                    if choice.is_some() && state.called_back && prefer_calls {
+                        // The most calls do not take the path: the first outcomes it allows,
+                        // before trying others.
+                        prefer_calls = false;
+                        forced.clear();
+                        flipped.clear();
+                        if let Some(&(_, first)) = state.chosen.first() {
+                            start = start.min(first);
+                        }
+                        self.previous.clear();
+                        continue;
+                    }
                     let Some(j) = choice else {
                         self.forget_forced(&forced);
                         let core = if (0..state.chosen.len()).any(involved) {
@@ -377,6 +403,29 @@ impl PathChecker {
         // tried may take the path.
         self.forget_forced(&forced);
         Err(SmtError::OutcomesUntried { tries: MAX_FLIPS })
+    }
+
+    /// An unsatisfiable core of `decisions` that holds however the path's callbacks go (the
+    /// refuter's, which does not follow them); `None` where it finds the path possible or gives
+    /// no answer.
+    fn refute(&mut self, decisions: &[Decision]) -> Option<Vec<usize>> {
+        if self.env.abstract_callbacks {
+            return None;
+        }
+        if self.refuter.is_none() {
+            let mut refuter =
+                PathChecker::new(&self.env.object, self.program, self.options.clone()).ok()?;
+            refuter.env.abstract_callbacks = true;
+            self.refuter = Some(Box::new(refuter));
+        }
+        let refuter = self.refuter.as_mut()?;
+        let before = refuter.session.checks;
+        let verdict = refuter.check_prefix(decisions);
+        self.session.checks += refuter.session.checks.saturating_sub(before);
+        match verdict {
+            Ok(PrefixVerdict::Unsat { core }) => Some(core),
+            _ => None,
+        }
     }
 
     /// After a check that forced helper outcomes, makes the next check start from the entry:

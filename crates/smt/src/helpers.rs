@@ -277,6 +277,36 @@ impl Exec<'_> {
     }
 }
 
+impl Exec<'_> {
+    /// An outcome of `cond` chosen for the path (a choice the checker may flip): `prefer` where
+    /// the path allows it (true where no preference is given), else the other.
+    pub(crate) fn choose(
+        &mut self,
+        pc: usize,
+        cond: &Bool,
+        prefer: Option<bool>,
+    ) -> Result<bool, SmtError> {
+        let index = self.s.choices.len();
+        let prefer = prefer.unwrap_or(true);
+        let holds = match self.forced.get(index) {
+            Some(&forced) => forced,
+            None => {
+                let preferred = if prefer { cond.clone() } else { cond.not() };
+                self.session.possible(&preferred, &self.s.choices) == prefer
+            }
+        };
+        let chosen = if holds { cond.clone() } else { cond.not() };
+        let literal = Bool::new_const(format!("choice{}", self.s.choices.len()));
+        self.session.assert(&literal.implies(&chosen));
+        self.s.choices.push(literal);
+        if self.steers(pc) {
+            self.s.steering.push(self.s.chosen.len());
+        }
+        self.s.chosen.push((holds, self.s.next));
+        Ok(holds)
+    }
+}
+
 impl HelperMachine for Exec<'_> {
     fn constant_of(&mut self, value: &SymValue) -> Option<u64> {
         if value.is_scalar() {
@@ -297,20 +327,8 @@ impl HelperMachine for Exec<'_> {
         if self.weak_record(pc, cond) {
             return Ok(true);
         }
-        let index = self.s.choices.len();
-        let holds = match self.forced.get(index) {
-            Some(&forced) => forced,
-            None => self.session.possible(cond, &self.s.choices),
-        };
-        let chosen = if holds { cond.clone() } else { cond.not() };
-        let literal = Bool::new_const(format!("choice{}", self.s.choices.len()));
-        self.session.assert(&literal.implies(&chosen));
-        self.s.choices.push(literal);
-        if self.steers(pc) {
-            self.s.steering.push(self.s.chosen.len());
-        }
-        self.s.chosen.push((holds, self.s.next));
-        Ok(holds)
+        let prefer = self.preferred_outcome(pc);
+        self.choose(pc, cond, prefer)
     }
 
     fn byte_count(

@@ -36,6 +36,10 @@ pub(crate) struct Env {
     pub devices: Vec<(u32, u32)>,
     /// CPUs a program may run on.
     pub cpus: u64,
+    /// Whether callbacks of `bpf_loop` and `bpf_for_each_map_elem` are left unfollowed, their
+    /// effects over-approximated ([`crate::callbacks`]: refuting a path for every way its
+    /// callbacks may go).
+    pub abstract_callbacks: bool,
 }
 
 /// A value the program read from outside (time, random numbers, routes), for the witness.
@@ -83,6 +87,10 @@ pub(crate) struct State {
     /// Indices of the choices that steer control flow (made inside callbacks or about another
     /// call of one: [`crate::callbacks`]).
     pub steering: Vec<usize>,
+    /// Whether the path called a helper that calls a callback ([`crate::callbacks`]).
+    pub called_back: bool,
+    /// Choices made so far of whether a callback helper calls (again).
+    pub callback_calls: u64,
     /// Where each packet access ends (buffer offsets), for a first guess at the shortest packet.
     pub packet_ends: Vec<BV>,
     /// Lowest buffer offset the packet (or its metadata) has started at: the buffer in front of
@@ -163,6 +171,8 @@ impl State {
             choices: Vec::new(),
             chosen: Vec::new(),
             steering: Vec::new(),
+            called_back: false,
+            callback_calls: 0,
             packet_ends: Vec::new(),
             headroom_clean: HEADROOM,
             last_time: [None, None],
@@ -200,6 +210,9 @@ pub(crate) struct Exec<'a> {
     pub decisions: &'a [Decision],
     /// Outcomes imposed on the first choices inside helpers (the checker's backtracking).
     pub forced: &'a [bool],
+    /// Whether choices about callbacks first try another call, through the longest body
+    /// ([`crate::callbacks`]); otherwise the first outcome the path allows.
+    pub prefer_calls: bool,
     pub s: State,
 }
 
@@ -274,7 +287,8 @@ impl Exec<'_> {
                 } => {
                     if self.in_callback() {
                         // Not a decision of the path: the solver's ([`crate::callbacks`]).
-                        let go = taken == fallthrough || self.callback_branch(pc, &cond)?;
+                        let go = taken == fallthrough
+                            || self.callback_branch(pc, &cond, taken, fallthrough)?;
                         self.s.pc = if go { taken } else { fallthrough };
                         continue;
                     }
@@ -620,6 +634,12 @@ impl Machine for Exec<'_> {
                 return Err(self.mismatch(index, pc, "a tail call past the limit, which fails"));
             }
             self.s.pending = Some((index, Bool::from_bool(true)));
+        }
+        if crate::callbacks::calls_back(id) {
+            if self.env.abstract_callbacks {
+                return self.havoc_callbacks(pc, id);
+            }
+            self.s.called_back = true;
         }
         linerate_sem::helpers::call(self, pc, id)
     }

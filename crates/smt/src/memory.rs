@@ -255,6 +255,24 @@ impl Memory {
         Bits::Sym(var)
     }
 
+    /// Forgets what the memory holds, as after writes of unknown scalars anywhere in it: every
+    /// byte becomes unknown (a new input named after `name`), but spilled pointers stay
+    /// (`crate::callbacks`: a callback's effects, not followed, over-approximated).
+    pub fn havoc(&mut self, name: &str) {
+        let pointers: BTreeMap<u64, Byte> = self
+            .cells
+            .iter()
+            .filter(|(_, b)| matches!(b, Byte::Pointer { .. }))
+            .map(|(&o, b)| (o, b.clone()))
+            .collect();
+        let definitions = std::mem::take(&mut self.definitions);
+        let naming = self.naming;
+        *self = Memory::input(&format!("{name}!{}", fresh_number()));
+        self.cells = pointers;
+        self.definitions = definitions;
+        self.naming = naming;
+    }
+
     /// Makes offsets in `from..to` hold zero (nothing where `to <= from`).
     pub fn zero_range(&mut self, from: &BV, to: &BV) {
         if let (Some(f), Some(t)) = (from.as_u64(), to.as_u64()) {
