@@ -26,7 +26,7 @@
 //! - **Callbacks** of `bpf_loop` and `bpf_for_each_map_elem` are not unrolled: the edge through
 //!   the helper costs the most calls one execution makes (the analysis's
 //!   [`linerate_analysis::Fact::Callback`]: the helper's count argument, or the map's
-//!   `max_entries`) times one call's worst (`call.local` plus the component-wise maximum over the
+//!   `max_entries`) times one call's worst (`callback.<helper>` plus the component-wise maximum over the
 //!   callback's own prepared graph), and that graph is kept in [`Prepared::summaries`] with its
 //!   worst path per component, for a witness to follow.
 //! - **Tail calls** lead into every program the program array may hold, and fall through (a
@@ -170,7 +170,7 @@ pub struct Summary {
     pub function: String,
     /// Most calls of the callback one execution of the helper makes.
     pub max_calls: u64,
-    /// Cost of one call at its worst: `call.local` plus, per component, the largest cost of a
+    /// Cost of one call at its worst: `callback.<helper>` plus, per component, the largest cost of a
     /// path through the callback's graph.
     pub per_call: Cost,
     /// Cost on the edge: `max_calls × per_call`.

@@ -224,15 +224,17 @@ fn callbacks_are_priced_by_their_summary() {
             ("skip_ext".to_string(), 6)
         ]
     );
-    let call_local = model
-        .price(&linerate_cost::Item::CallLocal)
+    let call = model
+        .price(&linerate_cost::Item::Callback(
+            linerate_bpf::facts::helper::LOOP,
+        ))
         .expect("priced")
         .cost;
     for (index, s) in prepared.summaries.iter().enumerate() {
         s.graph.dag.validate().expect("callback graph");
         let longest = longest(&s.graph.dag);
         for (c, &most) in longest.iter().enumerate() {
-            assert!(same(&[s.per_call.0[c]], &[call_local.0[c] + most]));
+            assert!(same(&[s.per_call.0[c]], &[call.0[c] + most]));
             assert!(same(
                 &[s.total.0[c]],
                 &[s.per_call.0[c] * s.max_calls as f64]

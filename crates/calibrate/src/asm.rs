@@ -2,7 +2,7 @@
 //! name [`Label`]s, resolved to slot offsets when the program is finished.
 
 use linerate_bpf::insn::build::ldx;
-use linerate_bpf::insn::{CallTarget, Cond, Instruction, Operand, RawInsn, Reg, Size};
+use linerate_bpf::insn::{CallTarget, Cond, Imm64, Instruction, Operand, RawInsn, Reg, Size};
 
 pub(crate) const R0: Reg = 0;
 pub(crate) const R1: Reg = 1;
@@ -27,7 +27,12 @@ enum Item {
     Jump(Instruction, Label),
     /// A BPF-to-BPF call of the function at the label.
     Call(Label),
+    /// `dst = ` the address of the function at the label (`BPF_PSEUDO_FUNC`), a callback.
+    FuncAddr(Reg, Label),
 }
+
+/// `src_reg` of a 64-bit immediate load holding a function's address (include/uapi/linux/bpf.h).
+const BPF_PSEUDO_FUNC: u8 = 4;
 
 /// A program under construction.
 #[derive(Debug, Default)]
@@ -122,10 +127,15 @@ impl Asm {
         self.items.push(Item::Call(target));
     }
 
+    /// `dst = &function at target`, for a helper taking a callback.
+    pub fn ld_func(&mut self, dst: Reg, target: Label) {
+        self.items.push(Item::FuncAddr(dst, target));
+    }
+
     /// Whether a jump or call targets `label`.
     pub fn is_used(&self, label: Label) -> bool {
         self.items.iter().any(|i| match i {
-            Item::Jump(_, l) | Item::Call(l) => *l == label,
+            Item::Jump(_, l) | Item::Call(l) | Item::FuncAddr(_, l) => *l == label,
             Item::Insn(_) => false,
         })
     }
@@ -147,6 +157,7 @@ impl Asm {
             slot_of.push(slot);
             slot += match item {
                 Item::Insn(i) => i.slots(),
+                Item::FuncAddr(..) => 2,
                 _ => 1,
             };
         }
@@ -186,6 +197,14 @@ impl Asm {
                     long: false,
                 },
                 Item::Call(label) => Instruction::Call(CallTarget::Local(rel(label) as i32)),
+                Item::FuncAddr(dst, label) => Instruction::LoadImm64 {
+                    dst,
+                    imm: Imm64::Pseudo {
+                        src: BPF_PSEUDO_FUNC,
+                        imm: rel(label) as i32,
+                        next_imm: 0,
+                    },
+                },
             };
             insns.extend(insn.encode());
         }

@@ -37,6 +37,12 @@ pub(crate) enum Pricing {
         pair: String,
         lookup: String,
     },
+    /// `of − less`: a bench that also does another bench's unit of work, less that work.
+    Less {
+        of: String,
+        less: String,
+        what: String,
+    },
     /// Shares another item's price.
     SameAs { target: String, note: String },
     /// Costs nothing beyond other items.
@@ -55,6 +61,7 @@ impl Pricing {
             Pricing::Bench(b) => vec![b.clone()],
             Pricing::Max { of, .. } | Pricing::Placements { of } => of.clone(),
             Pricing::Delete { pair, lookup } => vec![pair.clone(), lookup.clone()],
+            Pricing::Less { of, less, .. } => vec![of.clone(), less.clone()],
             Pricing::Update {
                 overwrite,
                 pair,
@@ -153,21 +160,10 @@ pub(crate) fn plan() -> Vec<(String, Pricing)> {
                  makes a program release every lock it takes with exactly one unlock)"
                     .into(),
             ),
-            Item::Helper(helper::LOOP) => Pricing::SameAs {
-                target: Item::CallLocal.to_string(),
-                note: "the helper's own work (argument checks; the verifier inlines `bpf_loop` \
-                       into a counted loop) besides its callback calls, which are priced per \
-                       call as `call.local` plus the callback's worst case; not timed (a timed \
-                       program needs a callback with BTF func_info), priced as one more local \
-                       call"
-                    .into(),
-            },
-            Item::Helper(helper::FOR_EACH_MAP_ELEM) => Pricing::SameAs {
-                target: Item::CallLocal.to_string(),
-                note: "the helper's own work (argument checks, the walk's setup) besides its \
-                       callback calls, which are priced per element as `call.local` plus the \
-                       callback's worst case; not timed (a timed program needs a callback with \
-                       BTF func_info), priced as one more local call"
+            Item::Helper(id @ (helper::LOOP | helper::FOR_EACH_MAP_ELEM)) => Pricing::Less {
+                of: format!("aux.{}.once", linerate_bpf::helpers::helper_name(id)),
+                less: Item::Callback(id).to_string(),
+                what: "the helper's own work: a call making one callback call, less that call"
                     .into(),
             },
             Item::MapDispatch(helper::MAP_LOOKUP_ELEM) => {
@@ -541,6 +537,20 @@ pub(crate) fn price(
                     fs[0].note,
                     fs.len(),
                     copies.join(", ")
+                ),
+            }
+        }
+        Pricing::Less { of, less, what } => {
+            let (o, l) = (get(of)?, get(less)?);
+            let rounds = o.fitted.rounds.iter().map(|x| x - l.fitted.ns).collect();
+            Priced::Cost {
+                fitted: Fitted::new(o.fitted.ns - l.fitted.ns, rounds),
+                note: format!(
+                    "{what}: {} ({}) minus {} ({})",
+                    fmt(o.fitted.ns),
+                    o.note,
+                    fmt(l.fitted.ns),
+                    less
                 ),
             }
         }

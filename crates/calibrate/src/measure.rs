@@ -4,7 +4,7 @@ use std::collections::{HashMap, HashSet};
 use std::time::Instant;
 
 use linerate_bpf::facts::xdp::XDP_PASS;
-use linerate_bpf::program::Function;
+use linerate_bpf::program::{FuncInfo, Function};
 use linerate_bpf::{Object, Program};
 use linerate_kernel::{load_entry, LoadedObject, TestRunInput};
 
@@ -83,12 +83,25 @@ fn build_object(name: &str, group: &crate::programs::Group, programs: &[&Prog]) 
                     },
                 ],
             };
+            let func_info = match (p.func_types, &functions[..]) {
+                (Some(types), [main, sub]) => vec![
+                    FuncInfo {
+                        slot: main.start,
+                        type_id: types[0],
+                    },
+                    FuncInfo {
+                        slot: sub.start,
+                        type_id: types[1],
+                    },
+                ],
+                _ => Vec::new(),
+            };
             Program {
                 name: p.name.clone(),
                 section: "xdp".into(),
                 insns,
                 functions,
-                func_info: Vec::new(),
+                func_info,
                 line_info: Vec::new(),
             }
         })

@@ -201,6 +201,9 @@ const OWN_ITEM_HELPERS: [u32; 4] = [
     helper::TAIL_CALL,
 ];
 
+/// Helpers that call a callback, priced per call as `callback.<name>` besides their own item.
+pub const CALLBACK_HELPERS: [u32; 2] = [helper::LOOP, helper::FOR_EACH_MAP_ELEM];
+
 /// Helpers priced as `helper.<name>`: every helper the semantics gives a meaning to
 /// ([`linerate_sem::helpers::SUPPORTED`]) but those with items of their own.
 pub fn costed_helpers() -> impl Iterator<Item = u32> {
@@ -243,6 +246,10 @@ pub enum Item {
     MayGoto { taken: bool },
     /// BPF-to-BPF call of a local function (the callee's instructions are costed separately).
     CallLocal,
+    /// One call of a callback by the helper that takes it (`bpf_loop`, `bpf_for_each_map_elem`):
+    /// the helper's work per call and the call and return (the callback's instructions are
+    /// costed separately). By helper.
+    Callback(u32),
     /// Return from a function.
     Exit,
     /// A helper call other than map operations and tail calls.
@@ -383,6 +390,9 @@ impl fmt::Display for Item {
                 write!(f, "may_goto.{}", if taken { "taken" } else { "not_taken" })
             }
             Item::CallLocal => f.write_str("call.local"),
+            Item::Callback(id) => {
+                write!(f, "callback.{}", linerate_bpf::helpers::helper_name(id))
+            }
             Item::Exit => f.write_str("exit"),
             Item::Helper(id) => write!(f, "helper.{}", linerate_bpf::helpers::helper_name(id)),
             Item::Map {
@@ -517,6 +527,7 @@ pub fn universe() -> Vec<Item> {
     out.push(Item::MayGoto { taken: true });
     out.push(Item::MayGoto { taken: false });
     out.push(Item::CallLocal);
+    out.extend(CALLBACK_HELPERS.map(Item::Callback));
     out.push(Item::Exit);
     out.extend(costed_helpers().map(Item::Helper));
     out.push(Item::TailCall);

@@ -403,13 +403,14 @@ impl ProgramCost {
     }
 
     /// The cost of a helper that calls a callback (`helper` being the helper's own price): plus
-    /// as many calls, each a `call.local` with the callback's worst case, as the analysis says one
+    /// as many calls, each a `callback.<helper>` with the callback's worst case, as the analysis says one
     /// execution makes at most — `nr_loops` for `bpf_loop` with a known count (2^23 where
     /// unknown), `max_entries` for `bpf_for_each_map_elem`.
     fn callback_calls(
         &self,
         p: &Pricer<'_>,
         slot: usize,
+        helper_id: u32,
         helper: &Cost,
     ) -> Result<Cost, CostError> {
         let cfg = p.cfg;
@@ -451,7 +452,7 @@ impl ProgramCost {
         let worst = worst.ok_or_else(|| {
             p.program_error(slot, format!("no function starts at slots {lo}..={hi}"))
         })?;
-        let mut once = p.charge(slot, &[Item::CallLocal])?.cost;
+        let mut once = p.charge(slot, &[Item::Callback(helper_id)])?.cost;
         once.add(&worst);
         let mut total = Cost(once.0.iter().map(|c| c * max_calls as f64).collect());
         total.add(helper);
@@ -546,11 +547,11 @@ impl ProgramCost {
                     charge.forgets_history = true;
                 }
                 if let Instruction::Call(CallTarget::Helper(
-                    helper::LOOP | helper::FOR_EACH_MAP_ELEM,
-                )) = insn
+                    id @ (helper::LOOP | helper::FOR_EACH_MAP_ELEM),
+                )) = *insn
                 {
                     if p.callees == Callees::Included {
-                        charge.cost = self.callback_calls(p, *slot, &charge.cost)?;
+                        charge.cost = self.callback_calls(p, *slot, id, &charge.cost)?;
                     }
                     charge.forgets_history = true;
                 }

@@ -60,7 +60,7 @@ fn priced_calls(name: &str, helper: u32) -> Vec<(u64, f64, f64)> {
             };
             if s == slot {
                 assert_eq!(charge.items, vec![Item::Helper(helper)]);
-                let mut once = model.price(&Item::CallLocal).expect("priced").cost;
+                let mut once = model.price(&Item::Callback(helper)).expect("priced").cost;
                 once.add(&worst);
                 expected.add(&Cost(once.0.iter().map(|c| c * max_calls as f64).collect()));
                 expected.add(&charge.cost);
@@ -155,17 +155,16 @@ fn a_loop_of_four_is_priced_from_the_model() {
         model.price(&item).expect("priced").cost.0[0]
     };
     let mov = price("alu64.mov.imm");
-    // Main: mov, ld_imm64, 2 movs, the helper (priced as one local call) and 4 calls of the
-    // callback (a local call, `mov` and `exit`), then `mov` and `exit`.
+    // Main: mov, ld_imm64, 2 movs, the helper and 4 calls of the callback (a
+    // `callback.loop`, `mov` and `exit`), then `mov` and `exit`.
     let callback = mov + price("exit");
     let expected = mov
         + price("ld_imm64")
         + 2.0 * mov
         + price("helper.loop")
-        + 4.0 * (price("call.local") + callback)
+        + 4.0 * (price("callback.loop") + callback)
         + mov
         + price("exit");
-    assert_eq!(price("helper.loop"), price("call.local"));
     let got = cost.blocks[0].cost.0[0];
     assert!((got - expected).abs() < 1e-9, "{got} vs {expected}");
 }

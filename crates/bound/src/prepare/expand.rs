@@ -247,9 +247,11 @@ impl Builder<'_, '_> {
                     self.raw[n].end = slot + 1;
                     return self.tail_call(n, &key, slot, leave_cost, zero);
                 }
-                Instruction::Call(CallTarget::Helper(helper::LOOP | helper::FOR_EACH_MAP_ELEM)) => {
+                Instruction::Call(CallTarget::Helper(
+                    id @ (helper::LOOP | helper::FOR_EACH_MAP_ELEM),
+                )) => {
                     self.raw[n].end = slot + 1;
-                    return self.callbacks(n, &key, slot);
+                    return self.callbacks(n, &key, slot, id);
                 }
                 _ => {}
             }
@@ -644,11 +646,18 @@ impl Builder<'_, '_> {
         Ok(())
     }
 
-    /// A helper calling a callback at `slot`: one edge priced by the callback's summary.
-    fn callbacks(&mut self, n: usize, key: &Key, slot: usize) -> Result<(), PrepareError> {
+    /// The helper `helper` calling a callback at `slot`: one edge priced by the callback's
+    /// summary.
+    fn callbacks(
+        &mut self,
+        n: usize,
+        key: &Key,
+        slot: usize,
+        helper: u32,
+    ) -> Result<(), PrepareError> {
         let summary = match self.summarised.get(&(key.program, slot)) {
             Some(&s) => Some(s),
-            None => self.summarise(key.program, slot)?,
+            None => self.summarise(key.program, slot, helper)?,
         };
         let Some(summary) = summary else {
             // The analysis reaches no execution of the helper.
@@ -677,12 +686,17 @@ impl Builder<'_, '_> {
         Ok(())
     }
 
-    /// Prepares the callback of the helper at `slot` and summarises it; `None` if the analysis
+    /// Prepares the callback of the helper `helper` at `slot` and summarises it; `None` if the analysis
     /// never reaches the helper. Where the call site may pass several functions (clang merging
     /// the helper calls of a switch), each is prepared: the summary's per-call cost is their
     /// component-wise worst, and its graph and worst paths those of the dearest in the first
     /// component.
-    fn summarise(&mut self, program: usize, slot: usize) -> Result<Option<usize>, PrepareError> {
+    fn summarise(
+        &mut self,
+        program: usize,
+        slot: usize,
+        helper: u32,
+    ) -> Result<Option<usize>, PrepareError> {
         let name = self.programs.name(program);
         let inputs = self.programs.get(program)?;
         let ((lo, hi), max_calls) = match inputs.analysis.fact(slot) {
@@ -718,15 +732,16 @@ impl Builder<'_, '_> {
         let mut dearest: Option<Dearest> = None;
         let mut per_call_worst: Option<Cost> = None;
         for (entry, start, function) in candidates {
-            let call_local = model
-                .price(&Item::CallLocal)
+            let call = Item::Callback(helper);
+            let call_cost = model
+                .price(&call)
                 .map_err(|reason| PrepareError::Cost {
                     program: name.clone(),
                     source: Box::new(linerate_cost::CostError::Unsupported {
                         target: model.target().into(),
                         function: function.clone(),
                         slot,
-                        item: Item::CallLocal.to_string(),
+                        item: call.to_string(),
                         reason,
                     }),
                 })?
@@ -739,7 +754,7 @@ impl Builder<'_, '_> {
                 Root::Callback,
             )?;
             let worst = super::finish::worst_paths(&graph.dag);
-            let mut per_call = call_local;
+            let mut per_call = call_cost;
             let components = per_call.0.len();
             for (c, path) in worst.iter().enumerate().take(components) {
                 per_call.0[c] += graph.dag.path_cost(path).0[c];

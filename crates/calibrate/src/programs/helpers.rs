@@ -229,7 +229,7 @@ pub(super) fn helper_group() -> Group {
     g.populate.push((2, slot0, 192u32.to_le_bytes().to_vec()));
     g.timed("helper base", program(helper_setup, 0, |_, _, _| {}), None);
     for id in costed_helpers() {
-        // Helpers with callbacks are priced from `call.local` (see `fit::plan`), not timed.
+        // Helpers with callbacks have a group of their own (`callbacks`).
         if matches!(id, helper::LOOP | helper::FOR_EACH_MAP_ELEM) {
             continue;
         }

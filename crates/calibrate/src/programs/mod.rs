@@ -26,10 +26,11 @@ use linerate_cost::item::{
 };
 
 mod alu;
+mod btf;
+mod callbacks;
 mod control;
 mod dispatch;
 mod helpers;
-mod lock_btf;
 mod maps;
 mod memory;
 mod records;
@@ -102,6 +103,9 @@ pub(crate) struct Prog {
     pub insns: Vec<RawInsn>,
     /// Slot where the (only) subprogram starts.
     pub subprog: Option<usize>,
+    /// BTF `FUNC` type ids of the main function and the subprogram, for a program that must
+    /// carry `func_info` (one passing a callback; the group's BTF defines them).
+    pub func_types: Option<[u32; 2]>,
     pub packet: Vec<u8>,
     pub role: Role,
     /// The program runs its body as many times as the packet's last 4 bytes say
@@ -183,6 +187,7 @@ impl Group {
             name: name.into(),
             insns,
             subprog: None,
+            func_types: None,
             packet: zero_packet(),
             role: Role::Timed(bench),
             looped: true,
@@ -206,6 +211,7 @@ impl Group {
             name: format!("probe {of}"),
             insns,
             subprog: None,
+            func_types: None,
             packet: zero_packet(),
             role: Role::Probe {
                 of: of.into(),
@@ -229,6 +235,7 @@ pub(crate) fn suite() -> Suite {
             mem_group(Region::Global),
             jump_group(),
             call_group(),
+            callbacks::callback_group(),
             helper_group(),
             dispatch_group(),
             records_group(),

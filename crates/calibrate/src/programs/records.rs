@@ -392,15 +392,9 @@ pub(super) fn lock_group() -> Group {
     let mut g = Group::new("lock");
     g.maps.push(MapDef {
         origin: MapOrigin::Btf,
-        ..MapDef::new(
-            LOCK_MAP,
-            MapType::ARRAY,
-            4,
-            super::lock_btf::LOCK_VALUE_SIZE,
-            1,
-        )
+        ..MapDef::new(LOCK_MAP, MapType::ARRAY, 4, super::btf::LOCK_VALUE_SIZE, 1)
     });
-    g.btf = Some(super::lock_btf::lock_map_btf(LOCK_MAP));
+    g.btf = Some(super::btf::lock_map_btf(LOCK_MAP));
     g.timed("lock base", program(lock_setup, 0, |_, _, _| {}), None);
     let key = "aux.spin_lock_unlock";
     let units = 200;
