@@ -22,9 +22,14 @@
 //!   constants (immediates, 64-bit constant loads); ALU and byte-order operations on invariant
 //!   registers (each is a function of its operands, so the same operands give the same formula);
 //!   loads from the context or the packet (per the analysis's region fact of the load) at an
-//!   invariant address, provided no path to the load may have written or moved the packet. A load
-//!   from anywhere else (stack, map values), a helper's or kfunc's result and the registers they
-//!   clobber are varying.
+//!   invariant address, provided no path to the load may have written or moved the packet; loads
+//!   from a stack slot at a known offset of the frame (the frame pointer plus constants) that
+//!   every path to the load last wrote with the same store of the same width, of an invariant
+//!   value (the load reads back what that store wrote). A load from anywhere else (map values,
+//!   the stack elsewhere), a helper's or kfunc's result and the registers they clobber are
+//!   varying. Stack slots are forgotten at a store or atomic the analysis does not place off the
+//!   stack at a known offset, at helpers that may write through their arguments, and across
+//!   calls, returns and summarised work.
 //! - "May have written the packet" is true past any store or atomic the analysis does not place
 //!   on the stack or in a map value, any helper not known to leave packet data and bounds alone
 //!   ([`leaves_packet`]: `bpf_xdp_adjust_head`, `bpf_xdp_store_bytes`, `bpf_fib_lookup` writing
@@ -38,9 +43,12 @@
 //! So a conditional jump whose compared registers are invariant asserts the same condition, one
 //! formula over the inputs, on every path taking a given outcome edge.
 
+use std::collections::BTreeMap;
+
 use linerate_analysis::{Analysis, Fact, Region};
 use linerate_bpf::facts::helper;
 use linerate_bpf::insn::{AluOp, CallTarget, Imm64, Instruction, Operand, NUM_REGS};
+use linerate_bpf::program::MapType;
 use linerate_bpf::Object;
 use linerate_cfg::{Cfg, EdgeKind};
 
@@ -53,24 +61,41 @@ const VARYING: Def = u32::MAX;
 /// The context pointer `r1` at the program's entry.
 const CONTEXT: Def = 0;
 
+mod window;
+
 /// The branch edges of a prepared graph whose conditions are invariant.
 #[derive(Clone, Debug, Default)]
 pub struct Invariance {
     edges: Vec<bool>,
+    /// What holds at each node's entry (empty where not analysed), and the programs' decoded
+    /// slots and analyses: the start of [`Invariance::windows`]' walk along one path.
+    entries: Vec<Point>,
+    programs: Vec<Option<Program>>,
+    /// For each map of the object, its key size where it is an array (`BPF_MAP_TYPE_ARRAY`,
+    /// `PERCPU_ARRAY`: every index below `max_entries` present, whatever the path did).
+    arrays: Vec<Option<u32>>,
 }
 
-/// Register contents and whether the packet may have been written, at one point.
+/// Register contents and whether the packet may have been written, at one point; which
+/// registers hold the frame pointer plus a known offset, and the stack slots at known offsets of
+/// the current frame (offset -> width and the definition instance stored there).
 #[derive(Clone, Debug, PartialEq, Eq)]
 struct Point {
     regs: [Def; NUM_REGS],
     dirty: bool,
+    fp: [Option<i64>; NUM_REGS],
+    slots: BTreeMap<i64, (u32, Def)>,
 }
 
 impl Point {
     fn varying(dirty: bool) -> Point {
+        let mut fp = [None; NUM_REGS];
+        fp[10] = Some(0);
         Point {
             regs: [VARYING; NUM_REGS],
             dirty,
+            fp,
+            slots: BTreeMap::new(),
         }
     }
 
@@ -80,6 +105,12 @@ impl Point {
                 *a = VARYING;
             }
         }
+        for (a, b) in self.fp.iter_mut().zip(&other.fp) {
+            if *a != *b {
+                *a = None;
+            }
+        }
+        self.slots.retain(|o, v| other.slots.get(o) == Some(v));
         self.dirty |= other.dirty;
     }
 
@@ -91,17 +122,32 @@ impl Point {
         if let Some(slot) = self.regs.get_mut(r as usize) {
             *slot = d;
         }
+        if let Some(fp) = self.fp.get_mut(r as usize) {
+            *fp = None;
+        }
+    }
+
+    fn fp_of(&self, r: u8) -> Option<i64> {
+        self.fp.get(r as usize).copied().flatten()
+    }
+
+    /// Forgets the slots overlapping `width` bytes at frame offset `at`.
+    fn forget(&mut self, at: i64, width: u32) {
+        let end = at + i64::from(width);
+        self.slots
+            .retain(|&o, &mut (w, _)| o + i64::from(w) <= at || o >= end);
     }
 
     fn clobber_call(&mut self) {
         for r in 0..=5 {
             self.regs[r] = VARYING;
+            self.fp[r] = None;
         }
     }
 }
 
-/// Whether helper `id` neither writes packet data (through any pointer argument) nor moves the
-/// packet's bounds. Only helpers known to be so; every other one counts as writing the packet.
+/// Whether helper `id` neither writes packet data (nor any other memory: the stack) through any
+/// pointer argument nor moves the packet's bounds. Only helpers known to be so; every other one counts as writing the packet.
 /// Sources: the helpers' descriptions in `include/uapi/linux/bpf.h` (map helpers copy from
 /// their key and value arguments into the map, output helpers read their data argument).
 pub fn leaves_packet(id: u32) -> bool {
@@ -141,6 +187,7 @@ impl Invariance {
     pub fn none(edges: usize) -> Invariance {
         Invariance {
             edges: vec![false; edges],
+            ..Invariance::default()
         }
     }
 
@@ -165,6 +212,7 @@ impl Invariance {
             into[edge.to].push(e);
         }
         let mut exits: Vec<Point> = Vec::with_capacity(dag.nodes.len());
+        let mut entries: Vec<Point> = Vec::with_capacity(dag.nodes.len());
         let mut out = Invariance::none(dag.edges.len());
         let mut next_def: Def = CONTEXT + 1;
         for (n, node) in dag.nodes.iter().enumerate() {
@@ -193,6 +241,7 @@ impl Invariance {
                 }
                 programs.get(p).and_then(Option::as_ref)
             });
+            entries.push(point.clone());
             let Some(program) = program else {
                 exits.push(Point::varying(true));
                 continue;
@@ -220,11 +269,21 @@ impl Invariance {
             }
             exits.push(point);
         }
+        out.entries = entries;
+        out.programs = programs;
+        out.arrays = object
+            .maps
+            .iter()
+            .map(|m| {
+                matches!(m.map_type, MapType::ARRAY | MapType::PERCPU_ARRAY).then_some(m.key_size)
+            })
+            .collect();
         out
     }
 }
 
 /// A program's decoded slots and its analysis.
+#[derive(Clone, Debug)]
 struct Program {
     slots: Vec<Option<Instruction>>,
     analysis: Analysis,
@@ -277,15 +336,32 @@ fn transfer(point: &mut Point, insn: &Instruction, fact: Option<Fact>, next: &mu
         *next = next.saturating_add(1).min(VARYING - 1);
         d
     };
+    let stack = matches!(fact, Some(Fact::Memory(Some(Region::Stack { .. }))));
+    // A store the analysis places nowhere known may hit the stack.
+    let elsewhere =
+        matches!(fact, Some(Fact::Memory(Some(r))) if !matches!(r, Region::Stack { .. }));
     match *insn {
-        Instruction::Alu { op, dst, src, .. } => {
+        Instruction::Alu { wide, op, dst, src } => {
             let dst_ok = matches!(op, AluOp::Mov | AluOp::MovSx(_)) || point.reg(dst) != VARYING;
             let src_ok = match src {
                 Operand::Imm(_) => true,
                 Operand::Reg(s) => point.reg(s) != VARYING,
             };
+            let fp = match (op, src) {
+                (AluOp::Mov, Operand::Reg(s)) if wide => point.fp_of(s),
+                (AluOp::Add, Operand::Imm(i)) if wide => {
+                    point.fp_of(dst).map(|o| o.wrapping_add(i64::from(i)))
+                }
+                (AluOp::Sub, Operand::Imm(i)) if wide => {
+                    point.fp_of(dst).map(|o| o.wrapping_sub(i64::from(i)))
+                }
+                _ => None,
+            };
             let d = if dst_ok && src_ok { fresh() } else { VARYING };
             point.set(dst, d);
+            if let Some(f) = point.fp.get_mut(dst as usize) {
+                *f = fp;
+            }
         }
         Instruction::Endian { dst, .. } => {
             let d = if point.reg(dst) != VARYING {
@@ -303,23 +379,65 @@ fn transfer(point: &mut Point, insn: &Instruction, fact: Option<Fact>, next: &mu
             };
             point.set(dst, d);
         }
-        Instruction::Load { dst, src, .. } => {
+        Instruction::Load {
+            size,
+            signed,
+            dst,
+            src,
+            off,
+        } => {
             let input = matches!(fact, Some(Fact::Memory(Some(Region::Ctx | Region::Packet))));
-            let d = if input && !point.dirty && point.reg(src) != VARYING {
+            let from_slot = stack
+                && !signed
+                && point
+                    .fp_of(src)
+                    .and_then(|o| point.slots.get(&(o + i64::from(off))))
+                    .is_some_and(|&(w, d)| w == size.bytes() && d != VARYING);
+            let d = if (input && !point.dirty && point.reg(src) != VARYING) || from_slot {
                 fresh()
             } else {
                 VARYING
             };
             point.set(dst, d);
         }
-        Instruction::Store { .. } => {
+        Instruction::Store {
+            size,
+            dst,
+            off,
+            src,
+        } => {
             if !off_packet(fact) {
                 point.dirty = true;
             }
+            match (stack, point.fp_of(dst)) {
+                (true, Some(o)) => {
+                    let at = o + i64::from(off);
+                    point.forget(at, size.bytes());
+                    let d = match src {
+                        Operand::Imm(_) => fresh(),
+                        Operand::Reg(r) => point.reg(r),
+                    };
+                    point.slots.insert(at, (size.bytes(), d));
+                }
+                _ if elsewhere => {}
+                _ => point.slots.clear(),
+            }
         }
-        Instruction::Atomic { src, fetch, .. } => {
+        Instruction::Atomic {
+            size,
+            src,
+            fetch,
+            dst,
+            off,
+            ..
+        } => {
             if !off_packet(fact) {
                 point.dirty = true;
+            }
+            match (stack, point.fp_of(dst)) {
+                (true, Some(o)) => point.forget(o + i64::from(off), size.bytes()),
+                _ if elsewhere => {}
+                _ => point.slots.clear(),
             }
             if fetch {
                 point.set(src, VARYING);
@@ -330,7 +448,10 @@ fn transfer(point: &mut Point, insn: &Instruction, fact: Option<Fact>, next: &mu
         Instruction::Call(target) => {
             match target {
                 CallTarget::Helper(id) if leaves_packet(id) => {}
-                CallTarget::Helper(_) | CallTarget::Kfunc(_) => point.dirty = true,
+                CallTarget::Helper(_) | CallTarget::Kfunc(_) => {
+                    point.dirty = true;
+                    point.slots.clear();
+                }
                 CallTarget::Local(_) => {}
             }
             point.clobber_call();

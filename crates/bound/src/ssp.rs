@@ -27,7 +27,12 @@
 //! (a tail call, a branch on a map value or a helper result, a branch after a packet write), or
 //! one the checker widened because an outcome chosen inside a helper was in the conflict (its
 //! conditions then mention helper variables), or one that needs what the path asserted besides
-//! its decisions, falls back to its prefix. A check that gives no verdict (a timeout, a
+//! its decisions, falls back to its prefix. A decision whose condition is not the same formula
+//! on every path may still be the same on every path through a stretch of this one (its window,
+//! [`Invariance::windows`]: the compared values were made by a few instructions before it, a
+//! constant, an array lookup by a constant key, a value stored on the stack and loaded back); a
+//! conflict of such decisions forbids the edges of their windows together, which prunes every
+//! path holding those stretches whatever it did before them. A check that gives no verdict (a timeout, a
 //! program part the checker cannot follow) counts as satisfiable without a witness: the bound
 //! stays sound, and the report says the path was not confirmed.
 
@@ -316,6 +321,7 @@ pub fn search_learning<C: PathChecker + 'static>(
             started,
             enumerator: &mut enumerator,
             in_flight: BTreeMap::new(),
+            windows: BTreeMap::new(),
             done: BTreeMap::new(),
             next_seq: 0,
             next_final: 0,
@@ -417,6 +423,10 @@ struct Driver<'a, 'd, W> {
     enumerator: &'a mut Enumerator<'d, crate::enumerate::ModelRates<'a>>,
     /// Paths handed out and not yet answered, by sequence number.
     in_flight: BTreeMap<u64, Candidate>,
+    /// For each path in flight, each decision's window (`Invariance::windows`): the first and
+    /// last position in the path of the edges its condition is the same formula on every path
+    /// holding; `None` where not known.
+    windows: BTreeMap<u64, Vec<Option<(usize, usize)>>>,
     /// Answered paths waiting for every earlier one.
     done: BTreeMap<u64, (Candidate, Verdict<W>)>,
     next_seq: u64,
@@ -443,14 +453,13 @@ impl<W> Driver<'_, '_, W> {
                     break;
                 };
                 let decisions = self.prepared.decision_edges(&path.edges);
+                let windows = self.windows(&path, &decisions);
                 let job = Job {
                     seq: self.next_seq,
                     decisions: decisions.iter().map(|(d, _)| *d).collect(),
-                    invariant: decisions
-                        .iter()
-                        .map(|&(_, e)| self.invariant.edge(e))
-                        .collect(),
+                    invariant: windows.iter().map(Option::is_some).collect(),
                 };
+                self.windows.insert(self.next_seq, windows);
                 self.in_flight.insert(self.next_seq, (path, decisions));
                 self.next_seq += 1;
                 if jobs.send(job).is_err() {
@@ -477,17 +486,28 @@ impl<W> Driver<'_, '_, W> {
             };
             self.outcome.paths_checked += 1;
             if let Some((path, decisions)) = self.in_flight.remove(&seq) {
+                let windows = self.windows.remove(&seq).unwrap_or_default();
                 if let Verdict::Unsat { core } = &verdict {
                     // A learned set within the core prunes all the core's prefix would.
                     let mut covered = false;
                     for set in &learned {
-                        let Some(edges) = set
+                        // Each decision's window: the stretch of the path its condition is the
+                        // same formula on every path holding.
+                        let Some(stretches) = set
                             .iter()
-                            .map(|&i| decisions.get(i).map(|d| d.1))
-                            .collect::<Option<Vec<EdgeId>>>()
+                            .map(|&i| windows.get(i).copied().flatten())
+                            .collect::<Option<Vec<(usize, usize)>>>()
                         else {
                             continue;
                         };
+                        let mut edges: Vec<EdgeId> = stretches
+                            .iter()
+                            .filter_map(|&(s, e)| path.edges.get(s..=e))
+                            .flatten()
+                            .copied()
+                            .collect();
+                        edges.sort_unstable();
+                        edges.dedup();
                         covered |= !set.is_empty() && set.iter().all(|i| core.contains(i));
                         self.learned += 1;
                         let edges = match single_edge(&self.prepared.dag, &edges) {
@@ -508,6 +528,26 @@ impl<W> Driver<'_, '_, W> {
                 return Ok(());
             }
         }
+    }
+
+    /// Each decision's window on `path` ([`Invariance::windows`]): a decision at an edge whose
+    /// condition is the same on every path is its own window.
+    fn windows(
+        &self,
+        path: &RankedPath,
+        decisions: &[(Decision, EdgeId)],
+    ) -> Vec<Option<(usize, usize)>> {
+        let starts = self.invariant.windows(self.prepared, &path.edges);
+        decisions
+            .iter()
+            .map(|&(_, e)| {
+                let end = path.edges.iter().position(|&p| p == e)?;
+                if self.invariant.edge(e) {
+                    return Some((end, end));
+                }
+                starts.get(&end).map(|&start| (start, end))
+            })
+            .collect()
     }
 
     /// Time or memory cap reached.

@@ -1,0 +1,476 @@
+//! Conditions invariant along a stretch of one path: for each branch decision of a path, the
+//! shortest stretch of the path ending at the decision's edge (a window) such that every path
+//! holding that stretch tests the same formula there.
+//!
+//! [`Invariance`] finds the branches whose condition is the same on every path; most are not (a
+//! register reloaded from the stack, a value computed after a helper call or a BPF-to-BPF call),
+//! and a core with such a decision prunes only the paths sharing its whole prefix. Yet many of
+//! those conditions are fixed by a few instructions just before the branch: the null test of an
+//! array lookup with a constant index, a flag a callee returns as a constant, a value the path
+//! stored on the stack and loads back. This walk follows one path, the way the program runs it,
+//! tracking for each register and each stack slot written at a known frame offset the earliest
+//! node of the path its value depends on (its definition, and transitively its operands'); a
+//! value that the global analysis finds invariant at a point depends on no node there, and
+//! where a later join makes it vary, on the node before that join (every path through the edge
+//! from it holds the same formula). A
+//! condition whose compared registers depend on nodes from position `s` on is the same formula
+//! on every path holding the path's edges `s..=` the decision's edge: such a path holds them in
+//! a row (a path through two consecutive edges of a loop-free graph takes them one after the
+//! other), so it runs the same instructions on the same operands from node `s` to the branch.
+//!
+//! What a value depends on, by instruction (anything else, or an operand that depends on an
+//! unknown, makes it unknown):
+//!
+//! - constants (immediates, 64-bit constant loads): their own node;
+//! - ALU and byte-order operations: their node and their operands' nodes; adding a constant to a
+//!   frame pointer keeps it a frame pointer at a known offset, which is how stack slots are named;
+//! - context and packet loads: as in the global analysis (no path to here may have written the
+//!   packet), their node and their address's;
+//! - stack loads at a known offset that a store of the same width on the path wrote (since the
+//!   last helper that may write through its arguments, or store at an unknown stack address):
+//!   their node and the stored value's;
+//! - `bpf_map_lookup_elem` on an array (`BPF_MAP_TYPE_ARRAY`, `PERCPU_ARRAY`) whose key is a
+//!   constant the path stored on the stack: the pointer and its null-ness are a function of the
+//!   index alone (`linerate_smt`'s maps resolve an array's constant index to its own slot, present
+//!   within `max_entries`), so they depend on the lookup's node and the key's.
+//!
+//! BPF-to-BPF calls push a frame (the callee sees the caller's arguments, not its `r0` or
+//! `r6`–`r9`), returns pop it (restoring the caller's `r6`–`r9` and frame pointer, `r0` the
+//! callee's); tail calls, summarised callbacks and loops make everything unknown.
+
+use std::collections::BTreeMap;
+
+use linerate_analysis::{Fact, Region};
+use linerate_bpf::facts::helper;
+use linerate_bpf::insn::{AluOp, CallTarget, Imm64, Instruction, Operand, Size, NUM_REGS};
+use linerate_cfg::EdgeKind;
+
+use super::{leaves_packet, off_packet, Invariance, VARYING};
+use crate::dag::{EdgeId, Step};
+use crate::prepare::Prepared;
+
+/// The earliest path position (node index along the path) a value depends on; [`ANY`]: none
+/// (the same on every path); `None`: unknown.
+type Since = Option<usize>;
+const ANY: usize = usize::MAX;
+
+fn join(a: Since, b: Since) -> Since {
+    Some(a?.min(b?))
+}
+
+/// A register's or stack slot's value along the path.
+#[derive(Clone, Copy, Debug)]
+struct Val {
+    since: Since,
+    /// The value, where it is a constant.
+    konst: Option<u64>,
+    /// A frame pointer plus this offset: (frame depth along the path, offset).
+    fp: Option<(usize, i64)>,
+}
+
+const UNKNOWN: Val = Val {
+    since: None,
+    konst: None,
+    fp: None,
+};
+
+/// One frame: its stack slots (offset -> width and value), and the caller's registers `r6`–`r10`
+/// to restore on return.
+#[derive(Clone, Debug, Default)]
+struct Frame {
+    slots: BTreeMap<i64, (u32, Val)>,
+    saved: Vec<Val>,
+}
+
+/// The walk's state.
+struct Walk {
+    regs: [Val; NUM_REGS],
+    frames: Vec<Frame>,
+    dirty: bool,
+}
+
+impl Walk {
+    fn clear_stack(&mut self) {
+        for f in &mut self.frames {
+            f.slots.clear();
+        }
+    }
+
+    /// Forgets every slot overlapping `width` bytes at `off` of frame `frame`.
+    fn forget(&mut self, frame: usize, off: i64, width: u32) {
+        if let Some(f) = self.frames.get_mut(frame) {
+            let end = off + i64::from(width);
+            f.slots
+                .retain(|&o, &mut (w, _)| o + i64::from(w) <= off || o >= end);
+        }
+    }
+
+    fn slot(&self, frame: usize, off: i64, width: u32) -> Option<Val> {
+        let (w, v) = self.frames.get(frame)?.slots.get(&off)?;
+        (*w == width).then_some(*v)
+    }
+
+    fn reg(&self, r: u8) -> Val {
+        self.regs.get(r as usize).copied().unwrap_or(UNKNOWN)
+    }
+
+    fn set(&mut self, r: u8, v: Val) {
+        if let Some(slot) = self.regs.get_mut(r as usize) {
+            *slot = v;
+        }
+    }
+
+    fn clobber_call(&mut self) {
+        for r in 0..=5 {
+            self.regs[r] = UNKNOWN;
+        }
+    }
+}
+
+fn mask(width: u32, v: u64) -> u64 {
+    if width >= 8 {
+        v
+    } else {
+        v & ((1u64 << (8 * width)) - 1)
+    }
+}
+
+impl Invariance {
+    /// For each position `j` of `path` (edges from the source) whose edge is a conditional
+    /// branch outcome, the first position `s` of the window ending there: every path holding
+    /// `path[s..=j]` tests the same formula at that branch. Positions without a known window are
+    /// absent. Empty where the graph was not analysed ([`Invariance::none`]).
+    pub fn windows(&self, prepared: &Prepared, path: &[EdgeId]) -> BTreeMap<usize, usize> {
+        let mut out = BTreeMap::new();
+        let dag = &prepared.dag;
+        if self.entries.len() != dag.nodes.len() {
+            return out;
+        }
+        let mut walk = Walk {
+            regs: [UNKNOWN; NUM_REGS],
+            frames: vec![Frame::default()],
+            dirty: true,
+        };
+        walk.regs[10] = Val {
+            since: Some(ANY),
+            konst: None,
+            fp: Some((0, 0)),
+        };
+        for (j, &e) in path.iter().enumerate() {
+            let Some(edge) = dag.edges.get(e) else { break };
+            let node = edge.from;
+            let entry = &self.entries[node];
+            for (r, v) in walk.regs.iter_mut().enumerate() {
+                if entry.regs[r] != VARYING {
+                    v.since = Some(ANY);
+                } else if v.since == Some(ANY) {
+                    // Invariant up to the previous node's exit, no longer after the join here:
+                    // the same on every path through the edge from there.
+                    v.since = Some(j.saturating_sub(1));
+                }
+            }
+            walk.dirty = entry.dirty;
+            let n = &dag.nodes[node];
+            let Some(program) = n
+                .program
+                .and_then(|p| self.programs.get(p))
+                .and_then(Option::as_ref)
+            else {
+                break;
+            };
+            let end = prepared.ends.get(node).copied().unwrap_or(n.slot);
+            // The global analysis along the node: a register it finds invariant after an
+            // instruction depends on no node (its instance numbers only need to differ within
+            // the node).
+            let mut global = entry.clone();
+            let mut scratch: super::Def = super::CONTEXT + 1;
+            for slot in n.slot..end {
+                let Some(Some(insn)) = program.slots.get(slot) else {
+                    continue;
+                };
+                if prepared.branch_pc(node) == Some(slot)
+                    && matches!(edge.step, Step::Flow(EdgeKind::Taken | EdgeKind::NotTaken))
+                {
+                    if let Some(s) = compared(&walk, insn) {
+                        out.insert(j, if s == ANY { j } else { s });
+                    }
+                }
+                let fact = program.analysis.fact(slot);
+                self.transfer(&mut walk, insn, fact, j);
+                super::transfer(&mut global, insn, fact, &mut scratch);
+                for (v, d) in walk.regs.iter_mut().zip(&global.regs) {
+                    if *d != VARYING {
+                        v.since = Some(ANY);
+                    }
+                }
+            }
+            across(&mut walk, edge.step);
+        }
+        out
+    }
+
+    /// Applies `insn` at path position `j` (analysis fact `fact`).
+    fn transfer(&self, w: &mut Walk, insn: &Instruction, fact: Option<Fact>, j: usize) {
+        let here = Some(j);
+        match *insn {
+            Instruction::Alu {
+                wide, op, dst, src, ..
+            } => {
+                let s = match src {
+                    Operand::Imm(i) => Val {
+                        since: here,
+                        konst: Some(i as i64 as u64),
+                        fp: None,
+                    },
+                    Operand::Reg(r) => w.reg(r),
+                };
+                let d = w.reg(dst);
+                let v = match op {
+                    AluOp::Mov => Val {
+                        since: join(here, s.since),
+                        konst: s.konst.map(|k| if wide { k } else { mask(4, k) }),
+                        fp: s.fp.filter(|_| wide),
+                    },
+                    AluOp::Add | AluOp::Sub if wide && d.fp.is_some() => {
+                        let delta = s.konst.map(|k| k as i64);
+                        let fp = d.fp.zip(delta).map(|((f, o), k)| {
+                            (
+                                f,
+                                if op == AluOp::Add {
+                                    o.wrapping_add(k)
+                                } else {
+                                    o.wrapping_sub(k)
+                                },
+                            )
+                        });
+                        Val {
+                            since: join(here, join(d.since, s.since)),
+                            konst: None,
+                            fp,
+                        }
+                    }
+                    _ => Val {
+                        since: join(here, join(d.since, s.since)),
+                        konst: None,
+                        fp: None,
+                    },
+                };
+                w.set(dst, v);
+            }
+            Instruction::Endian { dst, .. } => {
+                let d = w.reg(dst);
+                w.set(
+                    dst,
+                    Val {
+                        since: join(here, d.since),
+                        konst: None,
+                        fp: None,
+                    },
+                );
+            }
+            Instruction::LoadImm64 { dst, imm } => {
+                let v = match imm {
+                    Imm64::Const(c) => Val {
+                        since: here,
+                        konst: Some(c),
+                        fp: None,
+                    },
+                    _ => UNKNOWN,
+                };
+                w.set(dst, v);
+            }
+            Instruction::Load {
+                size,
+                signed,
+                dst,
+                src,
+                off,
+            } => {
+                let a = w.reg(src);
+                let v = match fact {
+                    Some(Fact::Memory(Some(Region::Ctx | Region::Packet))) if !w.dirty => Val {
+                        since: join(here, a.since),
+                        konst: None,
+                        fp: None,
+                    },
+                    Some(Fact::Memory(Some(Region::Stack { .. }))) if !signed => {
+                        a.fp.and_then(|(f, o)| w.slot(f, o + i64::from(off), size.bytes()))
+                            .map_or(UNKNOWN, |v| Val {
+                                since: join(here, v.since),
+                                konst: v.konst.map(|k| mask(size.bytes(), k)),
+                                fp: v.fp.filter(|_| size == Size::Dw),
+                            })
+                    }
+                    _ => UNKNOWN,
+                };
+                w.set(dst, v);
+            }
+            Instruction::Store {
+                size,
+                dst,
+                off,
+                src,
+            } => match fact {
+                Some(Fact::Memory(Some(Region::Stack { .. }))) => match w.reg(dst).fp {
+                    Some((f, o)) => {
+                        let at = o + i64::from(off);
+                        w.forget(f, at, size.bytes());
+                        let v = match src {
+                            Operand::Imm(i) => Val {
+                                since: here,
+                                konst: Some(mask(size.bytes(), i as i64 as u64)),
+                                fp: None,
+                            },
+                            Operand::Reg(r) => {
+                                let v = w.reg(r);
+                                Val {
+                                    since: join(here, v.since),
+                                    konst: v.konst.map(|k| mask(size.bytes(), k)),
+                                    fp: v.fp.filter(|_| size == Size::Dw),
+                                }
+                            }
+                        };
+                        if let Some(frame) = w.frames.get_mut(f) {
+                            frame.slots.insert(at, (size.bytes(), v));
+                        }
+                    }
+                    None => w.clear_stack(),
+                },
+                other => {
+                    if !off_packet(other) {
+                        w.dirty = true;
+                        w.clear_stack();
+                    }
+                }
+            },
+            Instruction::Atomic {
+                size,
+                fetch,
+                dst,
+                src,
+                off,
+                ..
+            } => {
+                match (fact, w.reg(dst).fp) {
+                    (Some(Fact::Memory(Some(Region::Stack { .. }))), Some((f, o))) => {
+                        w.forget(f, o + i64::from(off), size.bytes());
+                    }
+                    (other, _) if off_packet(other) => {}
+                    _ => {
+                        w.dirty = true;
+                        w.clear_stack();
+                    }
+                }
+                if fetch {
+                    w.set(src, UNKNOWN);
+                }
+                w.set(0, UNKNOWN);
+            }
+            Instruction::LegacyPacketLoad { .. } => w.clobber_call(),
+            Instruction::Call(target) => {
+                let result = match (target, fact) {
+                    (CallTarget::Helper(helper::MAP_LOOKUP_ELEM), Some(Fact::MapCall(Some(m)))) => {
+                        self.array_lookup(w, m, j)
+                    }
+                    _ => UNKNOWN,
+                };
+                match target {
+                    CallTarget::Helper(id) if leaves_packet(id) => {}
+                    CallTarget::Helper(_) | CallTarget::Kfunc(_) => {
+                        w.dirty = true;
+                        w.clear_stack();
+                    }
+                    // The callee's frame comes with the call edge.
+                    CallTarget::Local(_) => return,
+                }
+                w.clobber_call();
+                w.set(0, result);
+            }
+            Instruction::Ja { .. }
+            | Instruction::MayGoto { .. }
+            | Instruction::Jump { .. }
+            | Instruction::Exit => {}
+        }
+    }
+
+    /// `r0` after `bpf_map_lookup_elem` on map `map` at path position `j`: known where the map
+    /// is an array and the key (at `r2`) a constant the path stored on the stack.
+    fn array_lookup(&self, w: &Walk, map: usize, j: usize) -> Val {
+        let Some(Some(key_size)) = self.arrays.get(map) else {
+            return UNKNOWN;
+        };
+        let Some((f, o)) = w.reg(2).fp else {
+            return UNKNOWN;
+        };
+        match w.slot(f, o, *key_size) {
+            Some(key) if key.konst.is_some() => Val {
+                since: join(Some(j), key.since),
+                konst: None,
+                fp: None,
+            },
+            _ => UNKNOWN,
+        }
+    }
+}
+
+/// The earliest path position the registers a conditional jump compares depend on.
+fn compared(w: &Walk, insn: &Instruction) -> Since {
+    let Instruction::Jump { dst, src, .. } = *insn else {
+        return None;
+    };
+    let d = w.reg(dst).since;
+    match src {
+        Operand::Imm(_) => d,
+        Operand::Reg(s) => join(d, w.reg(s).since),
+    }
+}
+
+/// Follows an edge of kind `step`.
+fn across(w: &mut Walk, step: Step) {
+    match step {
+        Step::Flow(_) | Step::Exit => {}
+        Step::Call { .. } => {
+            let saved = w.regs[6..=10].to_vec();
+            w.frames.push(Frame {
+                slots: BTreeMap::new(),
+                saved,
+            });
+            w.regs[0] = UNKNOWN;
+            for r in 6..=9 {
+                w.regs[r] = UNKNOWN;
+            }
+            w.regs[10] = Val {
+                since: Some(ANY),
+                konst: None,
+                fp: Some((w.frames.len() - 1, 0)),
+            };
+        }
+        Step::Return { .. } => {
+            let frame = if w.frames.len() > 1 {
+                w.frames.pop()
+            } else {
+                None
+            };
+            match frame {
+                Some(f) if f.saved.len() == 5 => {
+                    w.regs[6..=10].copy_from_slice(&f.saved);
+                    for r in 1..=5 {
+                        w.regs[r] = UNKNOWN;
+                    }
+                }
+                _ => *w = unknown_walk(),
+            }
+        }
+        Step::TailCall { program: None, .. } => w.clobber_call(),
+        Step::TailCall { .. } | Step::Callbacks { .. } | Step::Loop { .. } => *w = unknown_walk(),
+    }
+}
+
+/// Nothing known: after work the walk does not follow.
+fn unknown_walk() -> Walk {
+    Walk {
+        regs: [UNKNOWN; NUM_REGS],
+        frames: vec![Frame::default()],
+        dirty: true,
+    }
+}
