@@ -27,11 +27,10 @@ use linerate_cfg::{BlockId, Cfg, EdgeId};
 
 pub use loops::LoopBound;
 pub use machine::{Fact, State};
-pub use value::{AbsValue, Interval, Region, Shape};
+pub use value::{AbsDomain, AbsValue, Interval, Region, Shape};
 
 use fixpoint::{arguments, callee_depth, function_fixpoint, FunctionStates};
 use machine::Facts;
-use value::AbsDomain;
 
 /// The analyses of one program.
 #[derive(Clone, Debug, Default)]
@@ -127,6 +126,24 @@ impl Analysis {
     /// `None` if no packet takes it.
     pub fn min_packet_len(&self, e: EdgeId) -> Option<u64> {
         self.edges.get(&e).map(|s| s.packet_len.lo.max(0) as u64)
+    }
+
+    /// Runs block `b` of `cfg` from `state` (at call depth `depth` of the block's function) and
+    /// returns the state along each of its edges that can be taken from there: the transfer the
+    /// fixpoint uses, for a caller that keeps its own states (per context of a path graph). The
+    /// states' identities come from `d`, which must be the domain `state` was made in. A
+    /// BPF-to-BPF call in the block is not followed (its effect over-approximated, as in the
+    /// fixpoint).
+    pub fn run_block(
+        object: &Object,
+        cfg: &Cfg,
+        d: &mut AbsDomain,
+        depth: Option<u8>,
+        b: BlockId,
+        state: State,
+    ) -> Vec<(EdgeId, State)> {
+        let mut facts = Facts::default();
+        fixpoint::run_block(object, cfg, d, &mut facts, depth, b, state).edges
     }
 
     /// Every loop with its bound, outer loops first within each function.

@@ -113,6 +113,21 @@ impl State {
         }
     }
 
+    /// The same facts with identities handed out by `d`, for a state from another domain's
+    /// run: values sharing an identity here share one there, and none shares one with a value `d`
+    /// handed out before. (A state between instructions holds no call frames.)
+    pub fn renamed(&self, d: &mut AbsDomain) -> State {
+        let mut ids: HashMap<u64, AbsValue> = HashMap::new();
+        let mut rename = |v: &AbsValue| *ids.entry(v.id).or_insert_with(|| d.value(v.shape));
+        State {
+            regs: std::array::from_fn(|r| rename(&self.regs[r])),
+            slots: self.slots.iter().map(|(&k, v)| (k, rename(v))).collect(),
+            wild: self.wild,
+            packet_len: self.packet_len,
+            frames: Vec::new(),
+        }
+    }
+
     /// Whether both states say the same (identities aside).
     pub fn same_facts(&self, other: &State) -> bool {
         self.regs == other.regs

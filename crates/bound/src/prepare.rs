@@ -38,7 +38,9 @@
 //!   call inside a callback is refused ([`PrepareError::TailCallInCallback`]): the summary has no
 //!   way to end the program from inside the helper.
 //! - **Impossible edges** — those the analysis finds no state for — are left out, and so is
-//!   everything only they lead to.
+//!   everything only they lead to. The analysis then runs again over the graph's block copies,
+//!   one state per copy (`contexts`): what it proves impossible there is removed too, and the
+//!   pairs of edges no run takes both of are kept in [`Prepared::conflicts`].
 //!
 //! Edge costs: a CFG edge costs its source block and branch outcome (stalls of blocking
 //! operations over-approximated per edge by the cost crate); the model's per-packet work is left
@@ -54,6 +56,7 @@
 //! `bpf_xdp_adjust_tail` may have run on a path to an edge, what it proves there says nothing
 //! about the packet that arrived, so such an edge takes only what held before.
 
+mod contexts;
 mod expand;
 mod finish;
 
@@ -228,6 +231,9 @@ pub struct Prepared {
     branch_pc: Vec<Option<usize>>,
     /// Whether some path may run `bpf_xdp_adjust_head` or `bpf_xdp_adjust_tail`.
     moves_packet: bool,
+    /// Sets of edges no run takes all of, proven by the analysis per context (`contexts`): the
+    /// search forbids them before its first path.
+    pub conflicts: Vec<Vec<EdgeId>>,
 }
 
 impl Prepared {
@@ -400,11 +406,22 @@ pub fn prepare(
         let f = &inputs.cfg.functions()[0];
         (f.entry, f.start)
     };
-    expand::build(
+    let mut prepared = expand::build(
         &mut programs,
         options,
         program,
         entry,
         expand::Root::Program,
-    )
+    )?;
+    if prepared.dag.nodes.len() <= contexts::MAX_NODES {
+        let proven = contexts::prove(&programs, &prepared);
+        let name = programs.name(program);
+        let edge_id = finish::remove_edges(&mut prepared, &proven.impossible, &name)?;
+        prepared.conflicts = proven
+            .conflicts
+            .iter()
+            .filter_map(|pair| pair.iter().map(|&e| edge_id[e]).collect())
+            .collect();
+    }
+    Ok(prepared)
 }

@@ -311,6 +311,9 @@ pub fn search_learning<C: PathChecker + 'static>(
     let started = Instant::now();
     let naive = Enumerator::with_model(&prepared.dag, model, options.metric)?.next_path();
     let mut enumerator = Enumerator::with_model(&prepared.dag, model, options.metric)?;
+    for set in &prepared.conflicts {
+        enumerator.forbid(set.clone())?;
+    }
     let threads = options.threads.max(1);
     with_workers(threads, make_checker, |jobs, verdicts| {
         let mut driver = Driver {

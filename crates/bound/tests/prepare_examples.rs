@@ -1,7 +1,7 @@
 //! The prepared graph of every example program on both device models: it is well formed, its
 //! longest paths are the cost crate's worst case where both should agree, and every crafted
 //! packet's run in the interpreter follows one of its paths, priced at least at what the run
-//! executed.
+//! executed, holding no conflict the preparation proved.
 
 mod common;
 
@@ -66,11 +66,12 @@ fn every_example_prepares_and_covers_its_runs() {
                     .unwrap_or_else(|e| panic!("{what}: {e}"));
                 prepared_count += 1;
                 eprintln!(
-                    "{what}: {} nodes, {} edges, {} impossible edges, {} tail-call edges, \
-                     {} summaries, {:.1} ms",
+                    "{what}: {} nodes, {} edges, {} impossible edges, {} conflicts, \
+                     {} tail-call edges, {} summaries, {:.1} ms",
                     prepared.dag.nodes.len(),
                     prepared.dag.edges.len(),
                     prepared.stats.impossible_edges,
+                    prepared.conflicts.len(),
                     prepared.stats.tail_calls,
                     prepared.summaries.len(),
                     elapsed.as_secs_f64() * 1e3
@@ -130,6 +131,13 @@ fn every_example_prepares_and_covers_its_runs() {
                     let run = vm.run(program, &packet.bytes, &[]).expect("runs");
                     let path =
                         follow(&prepared, &run.steps).unwrap_or_else(|e| panic!("{what}: {e}"));
+                    // The conflicts proven per context hold on every run.
+                    for set in &prepared.conflicts {
+                        assert!(
+                            !set.iter().all(|e| path.contains(e)),
+                            "{what}: the run holds every edge of conflict {set:?}"
+                        );
+                    }
                     let priced = prepared.dag.path_cost(&path);
                     let executed = executed_cost(&costs, &run.steps, n);
                     assert!(

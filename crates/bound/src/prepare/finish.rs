@@ -219,7 +219,88 @@ pub(super) fn finish(
         stats,
         branch_pc,
         moves_packet,
+        conflicts: Vec::new(),
     })
+}
+
+/// Removes the edges of `prepared` that `impossible` marks, then every node no longer on a
+/// source-to-sink path, keeping the order of the rest (still topological: the source first, the
+/// sink last). Returns the new id of each old edge (`None` for a removed one).
+pub(super) fn remove_edges(
+    prepared: &mut Prepared,
+    impossible: &[bool],
+    name: &str,
+) -> Result<Vec<Option<EdgeId>>, PrepareError> {
+    let dag = &prepared.dag;
+    let kept = |e: EdgeId| !impossible.get(e).copied().unwrap_or(false);
+    let n = dag.nodes.len();
+    // Reached from the source, in node order (edges go forward).
+    let mut reached = vec![false; n];
+    reached[PathDag::SOURCE] = true;
+    for v in 0..n {
+        if reached[v] {
+            for &e in dag.nodes[v].out.iter().filter(|&&e| kept(e)) {
+                reached[dag.edges[e].to] = true;
+            }
+        }
+    }
+    // Reaching the sink, in reverse node order.
+    let mut live = vec![false; n];
+    live[dag.sink()] = reached[dag.sink()];
+    for v in (0..n).rev() {
+        if reached[v]
+            && dag.nodes[v]
+                .out
+                .iter()
+                .any(|&e| kept(e) && live[dag.edges[e].to])
+        {
+            live[v] = true;
+        }
+    }
+    if !live[PathDag::SOURCE] {
+        return Err(PrepareError::NoPath {
+            program: name.to_string(),
+        });
+    }
+    let mut node_id = vec![usize::MAX; n];
+    let mut count = 0;
+    for v in 0..n {
+        if live[v] {
+            node_id[v] = count;
+            count += 1;
+        }
+    }
+    let mut edge_id: Vec<Option<EdgeId>> = vec![None; dag.edges.len()];
+    let mut edges = Vec::new();
+    let mut nodes = Vec::with_capacity(count);
+    let mut ends = Vec::with_capacity(count);
+    let mut branch_pc = Vec::with_capacity(count);
+    for v in (0..n).filter(|&v| live[v]) {
+        let mut node = dag.nodes[v].clone();
+        node.out.clear();
+        for &e in &dag.nodes[v].out {
+            let edge = &dag.edges[e];
+            if !kept(e) || !live[edge.to] {
+                continue;
+            }
+            edge_id[e] = Some(edges.len());
+            node.out.push(edges.len());
+            let mut edge = edge.clone();
+            edge.from = node_id[edge.from];
+            edge.to = node_id[edge.to];
+            edges.push(edge);
+        }
+        nodes.push(node);
+        ends.push(prepared.ends[v]);
+        branch_pc.push(prepared.branch_pc[v]);
+    }
+    prepared.stats.impossible_edges += impossible.iter().filter(|&&i| i).count();
+    prepared.stats.dead_nodes += n - count;
+    prepared.dag.nodes = nodes;
+    prepared.dag.edges = edges;
+    prepared.ends = ends;
+    prepared.branch_pc = branch_pc;
+    Ok(edge_id)
 }
 
 /// For each component, a source-to-sink path with the largest cost in it.
