@@ -8,12 +8,12 @@
 use std::rc::Rc;
 
 use linerate_bpf::facts::xdp_md;
-use linerate_bpf::insn::{Imm64, Instruction, Size, NUM_REGS};
+use linerate_bpf::insn::{Imm64, Size, NUM_REGS};
 use linerate_bpf::records::{push_record, Records};
 use linerate_bpf::Object;
-use linerate_sem::exec::{step, Flow, Frame, HelperOutcome, Machine, SemError, MAX_CALL_FRAMES};
+use linerate_sem::exec::{Flow, Frame, HelperOutcome, Machine, SemError, MAX_CALL_FRAMES};
 use linerate_sem::helpers::Callback;
-use linerate_sem::Concrete;
+use linerate_sem::{step_op, Concrete, Op};
 
 use crate::error::VmError;
 use crate::helpers::FibRoute;
@@ -66,10 +66,11 @@ impl Default for VmOptions {
     }
 }
 
-/// A program decoded for execution: `slots[i]` is the instruction starting at slot `i`.
+/// A program decoded for execution: `slots[i]` is the instruction starting at slot `i`, in the
+/// specialised form the semantics executes with one dispatch.
 #[derive(Clone, Debug)]
 struct Decoded {
-    slots: Rc<[Option<Instruction>]>,
+    slots: Rc<[Option<Op>]>,
     /// Whether the program is an XDP program (the section's kind, found once, not per run).
     xdp: bool,
 }
@@ -137,7 +138,7 @@ impl Vm {
                     program: p.name.clone(),
                     source,
                 })? {
-                    slots[i] = Some(insn);
+                    slots[i] = Some(Op::new(&insn));
                 }
                 Ok(Decoded {
                     slots: slots.into(),
@@ -382,7 +383,7 @@ impl Execution<'_> {
                     depth: self.scratch.frames.len(),
                 });
             }
-            let flow = step(self, pc, insn).map_err(|e| e.in_program(&self.program_name()))?;
+            let flow = step_op(self, pc, insn).map_err(|e| e.in_program(&self.program_name()))?;
             let (next, taken) = match flow {
                 Flow::Next(next) => (next, None),
                 Flow::Branch {
