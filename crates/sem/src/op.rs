@@ -10,9 +10,12 @@
 //! pattern) and executes it ([`step_op`] rebuilds the instruction with constant kind, operation,
 //! operand kind and width and hands it to [`step`], inlined, where the compiler folds the nested
 //! dispatch away). Every instruction's effect is therefore still [`step`]'s; an instruction
-//! without a variant here is kept as [`Op::Other`] and executed by [`step`] directly.
+//! without a variant here is kept as [`Op::Other`] and executed by [`step`] directly. Registers
+//! are kept as [`R`], whose range spares the register file's bounds checks.
 
-use linerate_bpf::insn::{AluOp, CallTarget, Cond, Endian, Imm64, Instruction, Operand, Reg, Size};
+use linerate_bpf::insn::{
+    AluOp, CallTarget, Cond, Endian, Imm64, Instruction, Operand, Reg, Size, NUM_REGS,
+};
 
 use crate::exec::{step, Bool, Flow, Machine};
 
@@ -36,16 +39,22 @@ macro_rules! specialised {
         impl Op {
             /// The specialised form of `insn`.
             pub fn new(insn: &Instruction) -> Op {
-                match *insn {
-                    $( $($insn)* => Op::$name { $($field),* }, )*
-                    other => Op::Other(other),
-                }
+                let specialised = match *insn {
+                    $( $($insn)* => (|| {
+                        Some(Op::$name { $($field: <$ty as Field<_>>::pack($field)?),* })
+                    })(), )*
+                    _ => None,
+                };
+                specialised.unwrap_or(Op::Other(*insn))
             }
 
             /// The instruction this stands for.
             pub fn instruction(&self) -> Instruction {
                 match *self {
-                    $( Op::$name { $($field),* } => $($insn)*, )*
+                    $( Op::$name { $($field),* } => {
+                        $( let $field = Field::unpack($field); )*
+                        $($insn)*
+                    } )*
                     Op::Other(insn) => insn,
                 }
             }
@@ -60,11 +69,77 @@ macro_rules! specialised {
             op: &Op,
         ) -> Result<Flow<Bool<M>>, M::Fault> {
             match *op {
-                $( Op::$name { $($field),* } => step(m, pc, &$($insn)*), )*
+                $( Op::$name { $($field),* } => {
+                    $( let $field = Field::unpack($field); )*
+                    step(m, pc, &$($insn)*)
+                } )*
                 Op::Other(ref insn) => step_other(m, pc, insn),
             }
         }
     };
+}
+
+/// A register number below [`NUM_REGS`]: in an [`Op`], registers have this type so that the
+/// compiler knows every register index is in bounds and checks none (an instruction naming a
+/// register beyond r10 stays [`Op::Other`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+#[allow(missing_docs)]
+pub enum R {
+    R0,
+    R1,
+    R2,
+    R3,
+    R4,
+    R5,
+    R6,
+    R7,
+    R8,
+    R9,
+    R10,
+}
+
+const REGISTERS: [R; NUM_REGS] = [
+    R::R0,
+    R::R1,
+    R::R2,
+    R::R3,
+    R::R4,
+    R::R5,
+    R::R6,
+    R::R7,
+    R::R8,
+    R::R9,
+    R::R10,
+];
+
+/// How an instruction's field is kept in an [`Op`]: `pack` converts it (or refuses), `unpack`
+/// gives it back.
+trait Field<T>: Sized {
+    fn pack(value: T) -> Option<Self>;
+    fn unpack(self) -> T;
+}
+
+impl<T> Field<T> for T {
+    #[inline(always)]
+    fn pack(value: T) -> Option<T> {
+        Some(value)
+    }
+    #[inline(always)]
+    fn unpack(self) -> T {
+        self
+    }
+}
+
+impl Field<Reg> for R {
+    #[inline(always)]
+    fn pack(value: Reg) -> Option<R> {
+        REGISTERS.get(value as usize).copied()
+    }
+    #[inline(always)]
+    fn unpack(self) -> Reg {
+        self as Reg
+    }
 }
 
 /// [`step`] for the instructions without a variant of their own: rare in the hot loop (calls,
@@ -79,129 +154,129 @@ fn step_other<M: Machine>(
 }
 
 specialised! {
-    Add64Imm { dst: Reg, imm: i32 } = [Instruction::Alu { wide: true, op: AluOp::Add, dst, src: Operand::Imm(imm) }],
-    Add64Reg { dst: Reg, src: Reg } = [Instruction::Alu { wide: true, op: AluOp::Add, dst, src: Operand::Reg(src) }],
-    Add32Imm { dst: Reg, imm: i32 } = [Instruction::Alu { wide: false, op: AluOp::Add, dst, src: Operand::Imm(imm) }],
-    Add32Reg { dst: Reg, src: Reg } = [Instruction::Alu { wide: false, op: AluOp::Add, dst, src: Operand::Reg(src) }],
-    Sub64Imm { dst: Reg, imm: i32 } = [Instruction::Alu { wide: true, op: AluOp::Sub, dst, src: Operand::Imm(imm) }],
-    Sub64Reg { dst: Reg, src: Reg } = [Instruction::Alu { wide: true, op: AluOp::Sub, dst, src: Operand::Reg(src) }],
-    Sub32Imm { dst: Reg, imm: i32 } = [Instruction::Alu { wide: false, op: AluOp::Sub, dst, src: Operand::Imm(imm) }],
-    Sub32Reg { dst: Reg, src: Reg } = [Instruction::Alu { wide: false, op: AluOp::Sub, dst, src: Operand::Reg(src) }],
-    Mul64Imm { dst: Reg, imm: i32 } = [Instruction::Alu { wide: true, op: AluOp::Mul, dst, src: Operand::Imm(imm) }],
-    Mul64Reg { dst: Reg, src: Reg } = [Instruction::Alu { wide: true, op: AluOp::Mul, dst, src: Operand::Reg(src) }],
-    Mul32Imm { dst: Reg, imm: i32 } = [Instruction::Alu { wide: false, op: AluOp::Mul, dst, src: Operand::Imm(imm) }],
-    Mul32Reg { dst: Reg, src: Reg } = [Instruction::Alu { wide: false, op: AluOp::Mul, dst, src: Operand::Reg(src) }],
-    Div64Imm { dst: Reg, imm: i32 } = [Instruction::Alu { wide: true, op: AluOp::Div, dst, src: Operand::Imm(imm) }],
-    Div64Reg { dst: Reg, src: Reg } = [Instruction::Alu { wide: true, op: AluOp::Div, dst, src: Operand::Reg(src) }],
-    Div32Imm { dst: Reg, imm: i32 } = [Instruction::Alu { wide: false, op: AluOp::Div, dst, src: Operand::Imm(imm) }],
-    Div32Reg { dst: Reg, src: Reg } = [Instruction::Alu { wide: false, op: AluOp::Div, dst, src: Operand::Reg(src) }],
-    SDiv64Imm { dst: Reg, imm: i32 } = [Instruction::Alu { wide: true, op: AluOp::SDiv, dst, src: Operand::Imm(imm) }],
-    SDiv64Reg { dst: Reg, src: Reg } = [Instruction::Alu { wide: true, op: AluOp::SDiv, dst, src: Operand::Reg(src) }],
-    SDiv32Imm { dst: Reg, imm: i32 } = [Instruction::Alu { wide: false, op: AluOp::SDiv, dst, src: Operand::Imm(imm) }],
-    SDiv32Reg { dst: Reg, src: Reg } = [Instruction::Alu { wide: false, op: AluOp::SDiv, dst, src: Operand::Reg(src) }],
-    Or64Imm { dst: Reg, imm: i32 } = [Instruction::Alu { wide: true, op: AluOp::Or, dst, src: Operand::Imm(imm) }],
-    Or64Reg { dst: Reg, src: Reg } = [Instruction::Alu { wide: true, op: AluOp::Or, dst, src: Operand::Reg(src) }],
-    Or32Imm { dst: Reg, imm: i32 } = [Instruction::Alu { wide: false, op: AluOp::Or, dst, src: Operand::Imm(imm) }],
-    Or32Reg { dst: Reg, src: Reg } = [Instruction::Alu { wide: false, op: AluOp::Or, dst, src: Operand::Reg(src) }],
-    And64Imm { dst: Reg, imm: i32 } = [Instruction::Alu { wide: true, op: AluOp::And, dst, src: Operand::Imm(imm) }],
-    And64Reg { dst: Reg, src: Reg } = [Instruction::Alu { wide: true, op: AluOp::And, dst, src: Operand::Reg(src) }],
-    And32Imm { dst: Reg, imm: i32 } = [Instruction::Alu { wide: false, op: AluOp::And, dst, src: Operand::Imm(imm) }],
-    And32Reg { dst: Reg, src: Reg } = [Instruction::Alu { wide: false, op: AluOp::And, dst, src: Operand::Reg(src) }],
-    Lsh64Imm { dst: Reg, imm: i32 } = [Instruction::Alu { wide: true, op: AluOp::Lsh, dst, src: Operand::Imm(imm) }],
-    Lsh64Reg { dst: Reg, src: Reg } = [Instruction::Alu { wide: true, op: AluOp::Lsh, dst, src: Operand::Reg(src) }],
-    Lsh32Imm { dst: Reg, imm: i32 } = [Instruction::Alu { wide: false, op: AluOp::Lsh, dst, src: Operand::Imm(imm) }],
-    Lsh32Reg { dst: Reg, src: Reg } = [Instruction::Alu { wide: false, op: AluOp::Lsh, dst, src: Operand::Reg(src) }],
-    Rsh64Imm { dst: Reg, imm: i32 } = [Instruction::Alu { wide: true, op: AluOp::Rsh, dst, src: Operand::Imm(imm) }],
-    Rsh64Reg { dst: Reg, src: Reg } = [Instruction::Alu { wide: true, op: AluOp::Rsh, dst, src: Operand::Reg(src) }],
-    Rsh32Imm { dst: Reg, imm: i32 } = [Instruction::Alu { wide: false, op: AluOp::Rsh, dst, src: Operand::Imm(imm) }],
-    Rsh32Reg { dst: Reg, src: Reg } = [Instruction::Alu { wide: false, op: AluOp::Rsh, dst, src: Operand::Reg(src) }],
-    Arsh64Imm { dst: Reg, imm: i32 } = [Instruction::Alu { wide: true, op: AluOp::Arsh, dst, src: Operand::Imm(imm) }],
-    Arsh64Reg { dst: Reg, src: Reg } = [Instruction::Alu { wide: true, op: AluOp::Arsh, dst, src: Operand::Reg(src) }],
-    Arsh32Imm { dst: Reg, imm: i32 } = [Instruction::Alu { wide: false, op: AluOp::Arsh, dst, src: Operand::Imm(imm) }],
-    Arsh32Reg { dst: Reg, src: Reg } = [Instruction::Alu { wide: false, op: AluOp::Arsh, dst, src: Operand::Reg(src) }],
-    Mod64Imm { dst: Reg, imm: i32 } = [Instruction::Alu { wide: true, op: AluOp::Mod, dst, src: Operand::Imm(imm) }],
-    Mod64Reg { dst: Reg, src: Reg } = [Instruction::Alu { wide: true, op: AluOp::Mod, dst, src: Operand::Reg(src) }],
-    Mod32Imm { dst: Reg, imm: i32 } = [Instruction::Alu { wide: false, op: AluOp::Mod, dst, src: Operand::Imm(imm) }],
-    Mod32Reg { dst: Reg, src: Reg } = [Instruction::Alu { wide: false, op: AluOp::Mod, dst, src: Operand::Reg(src) }],
-    SMod64Imm { dst: Reg, imm: i32 } = [Instruction::Alu { wide: true, op: AluOp::SMod, dst, src: Operand::Imm(imm) }],
-    SMod64Reg { dst: Reg, src: Reg } = [Instruction::Alu { wide: true, op: AluOp::SMod, dst, src: Operand::Reg(src) }],
-    SMod32Imm { dst: Reg, imm: i32 } = [Instruction::Alu { wide: false, op: AluOp::SMod, dst, src: Operand::Imm(imm) }],
-    SMod32Reg { dst: Reg, src: Reg } = [Instruction::Alu { wide: false, op: AluOp::SMod, dst, src: Operand::Reg(src) }],
-    Xor64Imm { dst: Reg, imm: i32 } = [Instruction::Alu { wide: true, op: AluOp::Xor, dst, src: Operand::Imm(imm) }],
-    Xor64Reg { dst: Reg, src: Reg } = [Instruction::Alu { wide: true, op: AluOp::Xor, dst, src: Operand::Reg(src) }],
-    Xor32Imm { dst: Reg, imm: i32 } = [Instruction::Alu { wide: false, op: AluOp::Xor, dst, src: Operand::Imm(imm) }],
-    Xor32Reg { dst: Reg, src: Reg } = [Instruction::Alu { wide: false, op: AluOp::Xor, dst, src: Operand::Reg(src) }],
-    Mov64Imm { dst: Reg, imm: i32 } = [Instruction::Alu { wide: true, op: AluOp::Mov, dst, src: Operand::Imm(imm) }],
-    Mov64Reg { dst: Reg, src: Reg } = [Instruction::Alu { wide: true, op: AluOp::Mov, dst, src: Operand::Reg(src) }],
-    Mov32Imm { dst: Reg, imm: i32 } = [Instruction::Alu { wide: false, op: AluOp::Mov, dst, src: Operand::Imm(imm) }],
-    Mov32Reg { dst: Reg, src: Reg } = [Instruction::Alu { wide: false, op: AluOp::Mov, dst, src: Operand::Reg(src) }],
-    Jeq64Imm { dst: Reg, imm: i32, off: i16 } = [Instruction::Jump { wide: true, cond: Cond::Eq, dst, src: Operand::Imm(imm), off }],
-    Jeq64Reg { dst: Reg, src: Reg, off: i16 } = [Instruction::Jump { wide: true, cond: Cond::Eq, dst, src: Operand::Reg(src), off }],
-    Jeq32Imm { dst: Reg, imm: i32, off: i16 } = [Instruction::Jump { wide: false, cond: Cond::Eq, dst, src: Operand::Imm(imm), off }],
-    Jeq32Reg { dst: Reg, src: Reg, off: i16 } = [Instruction::Jump { wide: false, cond: Cond::Eq, dst, src: Operand::Reg(src), off }],
-    Jne64Imm { dst: Reg, imm: i32, off: i16 } = [Instruction::Jump { wide: true, cond: Cond::Ne, dst, src: Operand::Imm(imm), off }],
-    Jne64Reg { dst: Reg, src: Reg, off: i16 } = [Instruction::Jump { wide: true, cond: Cond::Ne, dst, src: Operand::Reg(src), off }],
-    Jne32Imm { dst: Reg, imm: i32, off: i16 } = [Instruction::Jump { wide: false, cond: Cond::Ne, dst, src: Operand::Imm(imm), off }],
-    Jne32Reg { dst: Reg, src: Reg, off: i16 } = [Instruction::Jump { wide: false, cond: Cond::Ne, dst, src: Operand::Reg(src), off }],
-    Jgt64Imm { dst: Reg, imm: i32, off: i16 } = [Instruction::Jump { wide: true, cond: Cond::Gt, dst, src: Operand::Imm(imm), off }],
-    Jgt64Reg { dst: Reg, src: Reg, off: i16 } = [Instruction::Jump { wide: true, cond: Cond::Gt, dst, src: Operand::Reg(src), off }],
-    Jgt32Imm { dst: Reg, imm: i32, off: i16 } = [Instruction::Jump { wide: false, cond: Cond::Gt, dst, src: Operand::Imm(imm), off }],
-    Jgt32Reg { dst: Reg, src: Reg, off: i16 } = [Instruction::Jump { wide: false, cond: Cond::Gt, dst, src: Operand::Reg(src), off }],
-    Jge64Imm { dst: Reg, imm: i32, off: i16 } = [Instruction::Jump { wide: true, cond: Cond::Ge, dst, src: Operand::Imm(imm), off }],
-    Jge64Reg { dst: Reg, src: Reg, off: i16 } = [Instruction::Jump { wide: true, cond: Cond::Ge, dst, src: Operand::Reg(src), off }],
-    Jge32Imm { dst: Reg, imm: i32, off: i16 } = [Instruction::Jump { wide: false, cond: Cond::Ge, dst, src: Operand::Imm(imm), off }],
-    Jge32Reg { dst: Reg, src: Reg, off: i16 } = [Instruction::Jump { wide: false, cond: Cond::Ge, dst, src: Operand::Reg(src), off }],
-    Jlt64Imm { dst: Reg, imm: i32, off: i16 } = [Instruction::Jump { wide: true, cond: Cond::Lt, dst, src: Operand::Imm(imm), off }],
-    Jlt64Reg { dst: Reg, src: Reg, off: i16 } = [Instruction::Jump { wide: true, cond: Cond::Lt, dst, src: Operand::Reg(src), off }],
-    Jlt32Imm { dst: Reg, imm: i32, off: i16 } = [Instruction::Jump { wide: false, cond: Cond::Lt, dst, src: Operand::Imm(imm), off }],
-    Jlt32Reg { dst: Reg, src: Reg, off: i16 } = [Instruction::Jump { wide: false, cond: Cond::Lt, dst, src: Operand::Reg(src), off }],
-    Jle64Imm { dst: Reg, imm: i32, off: i16 } = [Instruction::Jump { wide: true, cond: Cond::Le, dst, src: Operand::Imm(imm), off }],
-    Jle64Reg { dst: Reg, src: Reg, off: i16 } = [Instruction::Jump { wide: true, cond: Cond::Le, dst, src: Operand::Reg(src), off }],
-    Jle32Imm { dst: Reg, imm: i32, off: i16 } = [Instruction::Jump { wide: false, cond: Cond::Le, dst, src: Operand::Imm(imm), off }],
-    Jle32Reg { dst: Reg, src: Reg, off: i16 } = [Instruction::Jump { wide: false, cond: Cond::Le, dst, src: Operand::Reg(src), off }],
-    Jsgt64Imm { dst: Reg, imm: i32, off: i16 } = [Instruction::Jump { wide: true, cond: Cond::Sgt, dst, src: Operand::Imm(imm), off }],
-    Jsgt64Reg { dst: Reg, src: Reg, off: i16 } = [Instruction::Jump { wide: true, cond: Cond::Sgt, dst, src: Operand::Reg(src), off }],
-    Jsgt32Imm { dst: Reg, imm: i32, off: i16 } = [Instruction::Jump { wide: false, cond: Cond::Sgt, dst, src: Operand::Imm(imm), off }],
-    Jsgt32Reg { dst: Reg, src: Reg, off: i16 } = [Instruction::Jump { wide: false, cond: Cond::Sgt, dst, src: Operand::Reg(src), off }],
-    Jsge64Imm { dst: Reg, imm: i32, off: i16 } = [Instruction::Jump { wide: true, cond: Cond::Sge, dst, src: Operand::Imm(imm), off }],
-    Jsge64Reg { dst: Reg, src: Reg, off: i16 } = [Instruction::Jump { wide: true, cond: Cond::Sge, dst, src: Operand::Reg(src), off }],
-    Jsge32Imm { dst: Reg, imm: i32, off: i16 } = [Instruction::Jump { wide: false, cond: Cond::Sge, dst, src: Operand::Imm(imm), off }],
-    Jsge32Reg { dst: Reg, src: Reg, off: i16 } = [Instruction::Jump { wide: false, cond: Cond::Sge, dst, src: Operand::Reg(src), off }],
-    Jslt64Imm { dst: Reg, imm: i32, off: i16 } = [Instruction::Jump { wide: true, cond: Cond::Slt, dst, src: Operand::Imm(imm), off }],
-    Jslt64Reg { dst: Reg, src: Reg, off: i16 } = [Instruction::Jump { wide: true, cond: Cond::Slt, dst, src: Operand::Reg(src), off }],
-    Jslt32Imm { dst: Reg, imm: i32, off: i16 } = [Instruction::Jump { wide: false, cond: Cond::Slt, dst, src: Operand::Imm(imm), off }],
-    Jslt32Reg { dst: Reg, src: Reg, off: i16 } = [Instruction::Jump { wide: false, cond: Cond::Slt, dst, src: Operand::Reg(src), off }],
-    Jsle64Imm { dst: Reg, imm: i32, off: i16 } = [Instruction::Jump { wide: true, cond: Cond::Sle, dst, src: Operand::Imm(imm), off }],
-    Jsle64Reg { dst: Reg, src: Reg, off: i16 } = [Instruction::Jump { wide: true, cond: Cond::Sle, dst, src: Operand::Reg(src), off }],
-    Jsle32Imm { dst: Reg, imm: i32, off: i16 } = [Instruction::Jump { wide: false, cond: Cond::Sle, dst, src: Operand::Imm(imm), off }],
-    Jsle32Reg { dst: Reg, src: Reg, off: i16 } = [Instruction::Jump { wide: false, cond: Cond::Sle, dst, src: Operand::Reg(src), off }],
-    Jset64Imm { dst: Reg, imm: i32, off: i16 } = [Instruction::Jump { wide: true, cond: Cond::Set, dst, src: Operand::Imm(imm), off }],
-    Jset64Reg { dst: Reg, src: Reg, off: i16 } = [Instruction::Jump { wide: true, cond: Cond::Set, dst, src: Operand::Reg(src), off }],
-    Jset32Imm { dst: Reg, imm: i32, off: i16 } = [Instruction::Jump { wide: false, cond: Cond::Set, dst, src: Operand::Imm(imm), off }],
-    Jset32Reg { dst: Reg, src: Reg, off: i16 } = [Instruction::Jump { wide: false, cond: Cond::Set, dst, src: Operand::Reg(src), off }],
-    LdxB { dst: Reg, src: Reg, off: i16 } = [Instruction::Load { size: Size::B, signed: false, dst, src, off }],
-    LdxH { dst: Reg, src: Reg, off: i16 } = [Instruction::Load { size: Size::H, signed: false, dst, src, off }],
-    LdxW { dst: Reg, src: Reg, off: i16 } = [Instruction::Load { size: Size::W, signed: false, dst, src, off }],
-    LdxDw { dst: Reg, src: Reg, off: i16 } = [Instruction::Load { size: Size::Dw, signed: false, dst, src, off }],
-    StxB { dst: Reg, off: i16, src: Reg } = [Instruction::Store { size: Size::B, dst, off, src: Operand::Reg(src) }],
-    StB { dst: Reg, off: i16, imm: i32 } = [Instruction::Store { size: Size::B, dst, off, src: Operand::Imm(imm) }],
-    StxH { dst: Reg, off: i16, src: Reg } = [Instruction::Store { size: Size::H, dst, off, src: Operand::Reg(src) }],
-    StH { dst: Reg, off: i16, imm: i32 } = [Instruction::Store { size: Size::H, dst, off, src: Operand::Imm(imm) }],
-    StxW { dst: Reg, off: i16, src: Reg } = [Instruction::Store { size: Size::W, dst, off, src: Operand::Reg(src) }],
-    StW { dst: Reg, off: i16, imm: i32 } = [Instruction::Store { size: Size::W, dst, off, src: Operand::Imm(imm) }],
-    StxDw { dst: Reg, off: i16, src: Reg } = [Instruction::Store { size: Size::Dw, dst, off, src: Operand::Reg(src) }],
-    StDw { dst: Reg, off: i16, imm: i32 } = [Instruction::Store { size: Size::Dw, dst, off, src: Operand::Imm(imm) }],
-    ToBe16 { dst: Reg } = [Instruction::Endian { kind: Endian::ToBe, bits: 16, dst }],
-    ToBe32 { dst: Reg } = [Instruction::Endian { kind: Endian::ToBe, bits: 32, dst }],
-    ToBe64 { dst: Reg } = [Instruction::Endian { kind: Endian::ToBe, bits: 64, dst }],
-    ToLe16 { dst: Reg } = [Instruction::Endian { kind: Endian::ToLe, bits: 16, dst }],
-    ToLe32 { dst: Reg } = [Instruction::Endian { kind: Endian::ToLe, bits: 32, dst }],
-    ToLe64 { dst: Reg } = [Instruction::Endian { kind: Endian::ToLe, bits: 64, dst }],
-    Swap16 { dst: Reg } = [Instruction::Endian { kind: Endian::Swap, bits: 16, dst }],
-    Swap32 { dst: Reg } = [Instruction::Endian { kind: Endian::Swap, bits: 32, dst }],
-    Swap64 { dst: Reg } = [Instruction::Endian { kind: Endian::Swap, bits: 64, dst }],
+    Add64Imm { dst: R, imm: i32 } = [Instruction::Alu { wide: true, op: AluOp::Add, dst, src: Operand::Imm(imm) }],
+    Add64Reg { dst: R, src: R } = [Instruction::Alu { wide: true, op: AluOp::Add, dst, src: Operand::Reg(src) }],
+    Add32Imm { dst: R, imm: i32 } = [Instruction::Alu { wide: false, op: AluOp::Add, dst, src: Operand::Imm(imm) }],
+    Add32Reg { dst: R, src: R } = [Instruction::Alu { wide: false, op: AluOp::Add, dst, src: Operand::Reg(src) }],
+    Sub64Imm { dst: R, imm: i32 } = [Instruction::Alu { wide: true, op: AluOp::Sub, dst, src: Operand::Imm(imm) }],
+    Sub64Reg { dst: R, src: R } = [Instruction::Alu { wide: true, op: AluOp::Sub, dst, src: Operand::Reg(src) }],
+    Sub32Imm { dst: R, imm: i32 } = [Instruction::Alu { wide: false, op: AluOp::Sub, dst, src: Operand::Imm(imm) }],
+    Sub32Reg { dst: R, src: R } = [Instruction::Alu { wide: false, op: AluOp::Sub, dst, src: Operand::Reg(src) }],
+    Mul64Imm { dst: R, imm: i32 } = [Instruction::Alu { wide: true, op: AluOp::Mul, dst, src: Operand::Imm(imm) }],
+    Mul64Reg { dst: R, src: R } = [Instruction::Alu { wide: true, op: AluOp::Mul, dst, src: Operand::Reg(src) }],
+    Mul32Imm { dst: R, imm: i32 } = [Instruction::Alu { wide: false, op: AluOp::Mul, dst, src: Operand::Imm(imm) }],
+    Mul32Reg { dst: R, src: R } = [Instruction::Alu { wide: false, op: AluOp::Mul, dst, src: Operand::Reg(src) }],
+    Div64Imm { dst: R, imm: i32 } = [Instruction::Alu { wide: true, op: AluOp::Div, dst, src: Operand::Imm(imm) }],
+    Div64Reg { dst: R, src: R } = [Instruction::Alu { wide: true, op: AluOp::Div, dst, src: Operand::Reg(src) }],
+    Div32Imm { dst: R, imm: i32 } = [Instruction::Alu { wide: false, op: AluOp::Div, dst, src: Operand::Imm(imm) }],
+    Div32Reg { dst: R, src: R } = [Instruction::Alu { wide: false, op: AluOp::Div, dst, src: Operand::Reg(src) }],
+    SDiv64Imm { dst: R, imm: i32 } = [Instruction::Alu { wide: true, op: AluOp::SDiv, dst, src: Operand::Imm(imm) }],
+    SDiv64Reg { dst: R, src: R } = [Instruction::Alu { wide: true, op: AluOp::SDiv, dst, src: Operand::Reg(src) }],
+    SDiv32Imm { dst: R, imm: i32 } = [Instruction::Alu { wide: false, op: AluOp::SDiv, dst, src: Operand::Imm(imm) }],
+    SDiv32Reg { dst: R, src: R } = [Instruction::Alu { wide: false, op: AluOp::SDiv, dst, src: Operand::Reg(src) }],
+    Or64Imm { dst: R, imm: i32 } = [Instruction::Alu { wide: true, op: AluOp::Or, dst, src: Operand::Imm(imm) }],
+    Or64Reg { dst: R, src: R } = [Instruction::Alu { wide: true, op: AluOp::Or, dst, src: Operand::Reg(src) }],
+    Or32Imm { dst: R, imm: i32 } = [Instruction::Alu { wide: false, op: AluOp::Or, dst, src: Operand::Imm(imm) }],
+    Or32Reg { dst: R, src: R } = [Instruction::Alu { wide: false, op: AluOp::Or, dst, src: Operand::Reg(src) }],
+    And64Imm { dst: R, imm: i32 } = [Instruction::Alu { wide: true, op: AluOp::And, dst, src: Operand::Imm(imm) }],
+    And64Reg { dst: R, src: R } = [Instruction::Alu { wide: true, op: AluOp::And, dst, src: Operand::Reg(src) }],
+    And32Imm { dst: R, imm: i32 } = [Instruction::Alu { wide: false, op: AluOp::And, dst, src: Operand::Imm(imm) }],
+    And32Reg { dst: R, src: R } = [Instruction::Alu { wide: false, op: AluOp::And, dst, src: Operand::Reg(src) }],
+    Lsh64Imm { dst: R, imm: i32 } = [Instruction::Alu { wide: true, op: AluOp::Lsh, dst, src: Operand::Imm(imm) }],
+    Lsh64Reg { dst: R, src: R } = [Instruction::Alu { wide: true, op: AluOp::Lsh, dst, src: Operand::Reg(src) }],
+    Lsh32Imm { dst: R, imm: i32 } = [Instruction::Alu { wide: false, op: AluOp::Lsh, dst, src: Operand::Imm(imm) }],
+    Lsh32Reg { dst: R, src: R } = [Instruction::Alu { wide: false, op: AluOp::Lsh, dst, src: Operand::Reg(src) }],
+    Rsh64Imm { dst: R, imm: i32 } = [Instruction::Alu { wide: true, op: AluOp::Rsh, dst, src: Operand::Imm(imm) }],
+    Rsh64Reg { dst: R, src: R } = [Instruction::Alu { wide: true, op: AluOp::Rsh, dst, src: Operand::Reg(src) }],
+    Rsh32Imm { dst: R, imm: i32 } = [Instruction::Alu { wide: false, op: AluOp::Rsh, dst, src: Operand::Imm(imm) }],
+    Rsh32Reg { dst: R, src: R } = [Instruction::Alu { wide: false, op: AluOp::Rsh, dst, src: Operand::Reg(src) }],
+    Arsh64Imm { dst: R, imm: i32 } = [Instruction::Alu { wide: true, op: AluOp::Arsh, dst, src: Operand::Imm(imm) }],
+    Arsh64Reg { dst: R, src: R } = [Instruction::Alu { wide: true, op: AluOp::Arsh, dst, src: Operand::Reg(src) }],
+    Arsh32Imm { dst: R, imm: i32 } = [Instruction::Alu { wide: false, op: AluOp::Arsh, dst, src: Operand::Imm(imm) }],
+    Arsh32Reg { dst: R, src: R } = [Instruction::Alu { wide: false, op: AluOp::Arsh, dst, src: Operand::Reg(src) }],
+    Mod64Imm { dst: R, imm: i32 } = [Instruction::Alu { wide: true, op: AluOp::Mod, dst, src: Operand::Imm(imm) }],
+    Mod64Reg { dst: R, src: R } = [Instruction::Alu { wide: true, op: AluOp::Mod, dst, src: Operand::Reg(src) }],
+    Mod32Imm { dst: R, imm: i32 } = [Instruction::Alu { wide: false, op: AluOp::Mod, dst, src: Operand::Imm(imm) }],
+    Mod32Reg { dst: R, src: R } = [Instruction::Alu { wide: false, op: AluOp::Mod, dst, src: Operand::Reg(src) }],
+    SMod64Imm { dst: R, imm: i32 } = [Instruction::Alu { wide: true, op: AluOp::SMod, dst, src: Operand::Imm(imm) }],
+    SMod64Reg { dst: R, src: R } = [Instruction::Alu { wide: true, op: AluOp::SMod, dst, src: Operand::Reg(src) }],
+    SMod32Imm { dst: R, imm: i32 } = [Instruction::Alu { wide: false, op: AluOp::SMod, dst, src: Operand::Imm(imm) }],
+    SMod32Reg { dst: R, src: R } = [Instruction::Alu { wide: false, op: AluOp::SMod, dst, src: Operand::Reg(src) }],
+    Xor64Imm { dst: R, imm: i32 } = [Instruction::Alu { wide: true, op: AluOp::Xor, dst, src: Operand::Imm(imm) }],
+    Xor64Reg { dst: R, src: R } = [Instruction::Alu { wide: true, op: AluOp::Xor, dst, src: Operand::Reg(src) }],
+    Xor32Imm { dst: R, imm: i32 } = [Instruction::Alu { wide: false, op: AluOp::Xor, dst, src: Operand::Imm(imm) }],
+    Xor32Reg { dst: R, src: R } = [Instruction::Alu { wide: false, op: AluOp::Xor, dst, src: Operand::Reg(src) }],
+    Mov64Imm { dst: R, imm: i32 } = [Instruction::Alu { wide: true, op: AluOp::Mov, dst, src: Operand::Imm(imm) }],
+    Mov64Reg { dst: R, src: R } = [Instruction::Alu { wide: true, op: AluOp::Mov, dst, src: Operand::Reg(src) }],
+    Mov32Imm { dst: R, imm: i32 } = [Instruction::Alu { wide: false, op: AluOp::Mov, dst, src: Operand::Imm(imm) }],
+    Mov32Reg { dst: R, src: R } = [Instruction::Alu { wide: false, op: AluOp::Mov, dst, src: Operand::Reg(src) }],
+    Jeq64Imm { dst: R, imm: i32, off: i16 } = [Instruction::Jump { wide: true, cond: Cond::Eq, dst, src: Operand::Imm(imm), off }],
+    Jeq64Reg { dst: R, src: R, off: i16 } = [Instruction::Jump { wide: true, cond: Cond::Eq, dst, src: Operand::Reg(src), off }],
+    Jeq32Imm { dst: R, imm: i32, off: i16 } = [Instruction::Jump { wide: false, cond: Cond::Eq, dst, src: Operand::Imm(imm), off }],
+    Jeq32Reg { dst: R, src: R, off: i16 } = [Instruction::Jump { wide: false, cond: Cond::Eq, dst, src: Operand::Reg(src), off }],
+    Jne64Imm { dst: R, imm: i32, off: i16 } = [Instruction::Jump { wide: true, cond: Cond::Ne, dst, src: Operand::Imm(imm), off }],
+    Jne64Reg { dst: R, src: R, off: i16 } = [Instruction::Jump { wide: true, cond: Cond::Ne, dst, src: Operand::Reg(src), off }],
+    Jne32Imm { dst: R, imm: i32, off: i16 } = [Instruction::Jump { wide: false, cond: Cond::Ne, dst, src: Operand::Imm(imm), off }],
+    Jne32Reg { dst: R, src: R, off: i16 } = [Instruction::Jump { wide: false, cond: Cond::Ne, dst, src: Operand::Reg(src), off }],
+    Jgt64Imm { dst: R, imm: i32, off: i16 } = [Instruction::Jump { wide: true, cond: Cond::Gt, dst, src: Operand::Imm(imm), off }],
+    Jgt64Reg { dst: R, src: R, off: i16 } = [Instruction::Jump { wide: true, cond: Cond::Gt, dst, src: Operand::Reg(src), off }],
+    Jgt32Imm { dst: R, imm: i32, off: i16 } = [Instruction::Jump { wide: false, cond: Cond::Gt, dst, src: Operand::Imm(imm), off }],
+    Jgt32Reg { dst: R, src: R, off: i16 } = [Instruction::Jump { wide: false, cond: Cond::Gt, dst, src: Operand::Reg(src), off }],
+    Jge64Imm { dst: R, imm: i32, off: i16 } = [Instruction::Jump { wide: true, cond: Cond::Ge, dst, src: Operand::Imm(imm), off }],
+    Jge64Reg { dst: R, src: R, off: i16 } = [Instruction::Jump { wide: true, cond: Cond::Ge, dst, src: Operand::Reg(src), off }],
+    Jge32Imm { dst: R, imm: i32, off: i16 } = [Instruction::Jump { wide: false, cond: Cond::Ge, dst, src: Operand::Imm(imm), off }],
+    Jge32Reg { dst: R, src: R, off: i16 } = [Instruction::Jump { wide: false, cond: Cond::Ge, dst, src: Operand::Reg(src), off }],
+    Jlt64Imm { dst: R, imm: i32, off: i16 } = [Instruction::Jump { wide: true, cond: Cond::Lt, dst, src: Operand::Imm(imm), off }],
+    Jlt64Reg { dst: R, src: R, off: i16 } = [Instruction::Jump { wide: true, cond: Cond::Lt, dst, src: Operand::Reg(src), off }],
+    Jlt32Imm { dst: R, imm: i32, off: i16 } = [Instruction::Jump { wide: false, cond: Cond::Lt, dst, src: Operand::Imm(imm), off }],
+    Jlt32Reg { dst: R, src: R, off: i16 } = [Instruction::Jump { wide: false, cond: Cond::Lt, dst, src: Operand::Reg(src), off }],
+    Jle64Imm { dst: R, imm: i32, off: i16 } = [Instruction::Jump { wide: true, cond: Cond::Le, dst, src: Operand::Imm(imm), off }],
+    Jle64Reg { dst: R, src: R, off: i16 } = [Instruction::Jump { wide: true, cond: Cond::Le, dst, src: Operand::Reg(src), off }],
+    Jle32Imm { dst: R, imm: i32, off: i16 } = [Instruction::Jump { wide: false, cond: Cond::Le, dst, src: Operand::Imm(imm), off }],
+    Jle32Reg { dst: R, src: R, off: i16 } = [Instruction::Jump { wide: false, cond: Cond::Le, dst, src: Operand::Reg(src), off }],
+    Jsgt64Imm { dst: R, imm: i32, off: i16 } = [Instruction::Jump { wide: true, cond: Cond::Sgt, dst, src: Operand::Imm(imm), off }],
+    Jsgt64Reg { dst: R, src: R, off: i16 } = [Instruction::Jump { wide: true, cond: Cond::Sgt, dst, src: Operand::Reg(src), off }],
+    Jsgt32Imm { dst: R, imm: i32, off: i16 } = [Instruction::Jump { wide: false, cond: Cond::Sgt, dst, src: Operand::Imm(imm), off }],
+    Jsgt32Reg { dst: R, src: R, off: i16 } = [Instruction::Jump { wide: false, cond: Cond::Sgt, dst, src: Operand::Reg(src), off }],
+    Jsge64Imm { dst: R, imm: i32, off: i16 } = [Instruction::Jump { wide: true, cond: Cond::Sge, dst, src: Operand::Imm(imm), off }],
+    Jsge64Reg { dst: R, src: R, off: i16 } = [Instruction::Jump { wide: true, cond: Cond::Sge, dst, src: Operand::Reg(src), off }],
+    Jsge32Imm { dst: R, imm: i32, off: i16 } = [Instruction::Jump { wide: false, cond: Cond::Sge, dst, src: Operand::Imm(imm), off }],
+    Jsge32Reg { dst: R, src: R, off: i16 } = [Instruction::Jump { wide: false, cond: Cond::Sge, dst, src: Operand::Reg(src), off }],
+    Jslt64Imm { dst: R, imm: i32, off: i16 } = [Instruction::Jump { wide: true, cond: Cond::Slt, dst, src: Operand::Imm(imm), off }],
+    Jslt64Reg { dst: R, src: R, off: i16 } = [Instruction::Jump { wide: true, cond: Cond::Slt, dst, src: Operand::Reg(src), off }],
+    Jslt32Imm { dst: R, imm: i32, off: i16 } = [Instruction::Jump { wide: false, cond: Cond::Slt, dst, src: Operand::Imm(imm), off }],
+    Jslt32Reg { dst: R, src: R, off: i16 } = [Instruction::Jump { wide: false, cond: Cond::Slt, dst, src: Operand::Reg(src), off }],
+    Jsle64Imm { dst: R, imm: i32, off: i16 } = [Instruction::Jump { wide: true, cond: Cond::Sle, dst, src: Operand::Imm(imm), off }],
+    Jsle64Reg { dst: R, src: R, off: i16 } = [Instruction::Jump { wide: true, cond: Cond::Sle, dst, src: Operand::Reg(src), off }],
+    Jsle32Imm { dst: R, imm: i32, off: i16 } = [Instruction::Jump { wide: false, cond: Cond::Sle, dst, src: Operand::Imm(imm), off }],
+    Jsle32Reg { dst: R, src: R, off: i16 } = [Instruction::Jump { wide: false, cond: Cond::Sle, dst, src: Operand::Reg(src), off }],
+    Jset64Imm { dst: R, imm: i32, off: i16 } = [Instruction::Jump { wide: true, cond: Cond::Set, dst, src: Operand::Imm(imm), off }],
+    Jset64Reg { dst: R, src: R, off: i16 } = [Instruction::Jump { wide: true, cond: Cond::Set, dst, src: Operand::Reg(src), off }],
+    Jset32Imm { dst: R, imm: i32, off: i16 } = [Instruction::Jump { wide: false, cond: Cond::Set, dst, src: Operand::Imm(imm), off }],
+    Jset32Reg { dst: R, src: R, off: i16 } = [Instruction::Jump { wide: false, cond: Cond::Set, dst, src: Operand::Reg(src), off }],
+    LdxB { dst: R, src: R, off: i16 } = [Instruction::Load { size: Size::B, signed: false, dst, src, off }],
+    LdxH { dst: R, src: R, off: i16 } = [Instruction::Load { size: Size::H, signed: false, dst, src, off }],
+    LdxW { dst: R, src: R, off: i16 } = [Instruction::Load { size: Size::W, signed: false, dst, src, off }],
+    LdxDw { dst: R, src: R, off: i16 } = [Instruction::Load { size: Size::Dw, signed: false, dst, src, off }],
+    StxB { dst: R, off: i16, src: R } = [Instruction::Store { size: Size::B, dst, off, src: Operand::Reg(src) }],
+    StB { dst: R, off: i16, imm: i32 } = [Instruction::Store { size: Size::B, dst, off, src: Operand::Imm(imm) }],
+    StxH { dst: R, off: i16, src: R } = [Instruction::Store { size: Size::H, dst, off, src: Operand::Reg(src) }],
+    StH { dst: R, off: i16, imm: i32 } = [Instruction::Store { size: Size::H, dst, off, src: Operand::Imm(imm) }],
+    StxW { dst: R, off: i16, src: R } = [Instruction::Store { size: Size::W, dst, off, src: Operand::Reg(src) }],
+    StW { dst: R, off: i16, imm: i32 } = [Instruction::Store { size: Size::W, dst, off, src: Operand::Imm(imm) }],
+    StxDw { dst: R, off: i16, src: R } = [Instruction::Store { size: Size::Dw, dst, off, src: Operand::Reg(src) }],
+    StDw { dst: R, off: i16, imm: i32 } = [Instruction::Store { size: Size::Dw, dst, off, src: Operand::Imm(imm) }],
+    ToBe16 { dst: R } = [Instruction::Endian { kind: Endian::ToBe, bits: 16, dst }],
+    ToBe32 { dst: R } = [Instruction::Endian { kind: Endian::ToBe, bits: 32, dst }],
+    ToBe64 { dst: R } = [Instruction::Endian { kind: Endian::ToBe, bits: 64, dst }],
+    ToLe16 { dst: R } = [Instruction::Endian { kind: Endian::ToLe, bits: 16, dst }],
+    ToLe32 { dst: R } = [Instruction::Endian { kind: Endian::ToLe, bits: 32, dst }],
+    ToLe64 { dst: R } = [Instruction::Endian { kind: Endian::ToLe, bits: 64, dst }],
+    Swap16 { dst: R } = [Instruction::Endian { kind: Endian::Swap, bits: 16, dst }],
+    Swap32 { dst: R } = [Instruction::Endian { kind: Endian::Swap, bits: 32, dst }],
+    Swap64 { dst: R } = [Instruction::Endian { kind: Endian::Swap, bits: 64, dst }],
     Ja { off: i32, long: bool } = [Instruction::Ja { off, long }],
-    LoadConst { dst: Reg, value: u64 } = [Instruction::LoadImm64 { dst, imm: Imm64::Const(value) }],
+    LoadConst { dst: R, value: u64 } = [Instruction::LoadImm64 { dst, imm: Imm64::Const(value) }],
     CallHelper { id: u32 } = [Instruction::Call(CallTarget::Helper(id))],
     Exit {} = [Instruction::Exit],
 }
@@ -309,6 +384,30 @@ mod tests {
         for insn in instructions() {
             assert_eq!(Op::new(&insn).instruction(), insn, "{insn:?}");
         }
+    }
+
+    #[test]
+    fn a_register_beyond_r10_stays_general() {
+        let insn = Instruction::Alu {
+            wide: true,
+            op: AluOp::Add,
+            dst: 11,
+            src: Operand::Imm(1),
+        };
+        assert_eq!(Op::new(&insn), Op::Other(insn));
+        let fine = Instruction::Alu {
+            wide: true,
+            op: AluOp::Add,
+            dst: 10,
+            src: Operand::Imm(1),
+        };
+        assert!(matches!(
+            Op::new(&fine),
+            Op::Add64Imm {
+                dst: R::R10,
+                imm: 1
+            }
+        ));
     }
 
     #[test]
