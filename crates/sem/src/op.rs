@@ -39,13 +39,17 @@ macro_rules! specialised {
         impl Op {
             /// The specialised form of `insn`.
             pub fn new(insn: &Instruction) -> Op {
-                let specialised = match *insn {
-                    $( $($insn)* => (|| {
-                        Some(Op::$name { $($field: <$ty as Field<_>>::pack($field)?),* })
-                    })(), )*
-                    _ => None,
-                };
-                specialised.unwrap_or(Op::Other(*insn))
+                Self::specialise(insn).unwrap_or(Op::Other(*insn))
+            }
+
+            /// The variant of `insn`, if it has one and its fields fit it.
+            fn specialise(insn: &Instruction) -> Option<Op> {
+                Some(match *insn {
+                    $( $($insn)* => Op::$name {
+                        $($field: <$ty as Field<_>>::pack($field)?),*
+                    }, )*
+                    _ => return None,
+                })
             }
 
             /// The instruction this stands for.
