@@ -3,7 +3,11 @@
 //! For every `examples/*.o` (its entry program), on its crafted packets with its seeded maps: the
 //! interpreter's instructions per second and ns per packet, the kernel's `BPF_PROG_TEST_RUN` ns per
 //! packet (average over `repeat` runs, as the kernel reports), and their ratio. Each figure is the
-//! median of five rounds. Run with `bench/vm` or `cargo bench -p linerate-conformance --bench vm`.
+//! median of five rounds. Run with `bench/vm` or `cargo bench -p linerate-conformance --bench vm`;
+//! with `BENCH_VM_ONLY=NAME,...` only those examples run (to profile one), and with
+//! `BENCH_VM_PASSES=N` the interpreter makes one round of exactly `N` passes over each example's
+//! packets and the kernel does not run (a fixed amount of work, for counting machine instructions
+//! with callgrind on a machine too busy for timings to compare).
 
 use std::time::Instant;
 
@@ -23,12 +27,16 @@ fn median(mut v: Vec<f64>) -> f64 {
 }
 
 fn main() {
-    let kernel = linerate_kernel::usable_or_skip("bench/vm kernel column");
+    let passes: Option<u64> = std::env::var("BENCH_VM_PASSES")
+        .ok()
+        .map(|n| n.parse().expect("BENCH_VM_PASSES is a number"));
+    let kernel = passes.is_none() && linerate_kernel::usable_or_skip("bench/vm kernel column");
     let examples = load_all().expect("example corpus");
     println!(
         "{:<18} {:>8} {:>10} {:>12} {:>14} {:>7}",
         "example", "insns/pkt", "vm Minsn/s", "vm ns/pkt", "kernel ns/pkt", "vm/jit"
     );
+    let only = std::env::var("BENCH_VM_ONLY").ok();
     let mut ratios = Vec::new();
     for example in &examples {
         let name = example
@@ -37,15 +45,24 @@ fn main() {
             .unwrap_or_default()
             .to_string_lossy()
             .into_owned();
+        if only
+            .as_ref()
+            .is_some_and(|only| !only.split(',').any(|n| n == name))
+        {
+            continue;
+        }
         let (obj, seed, entry) = (&example.object, &example.seed, example.entry);
         let packets = example.packet_bytes();
         let mut vm = Driver::new(obj, seed, VmOptions::default(), MapMode::Persist)
             .expect("interpreter accepts the example and its maps");
         let (mut vm_ns, mut vm_rate, mut per_packet) = (Vec::new(), Vec::new(), 0.0);
-        for _ in 0..ROUNDS {
-            let (mut runs, mut insns) = (0u64, 0u64);
+        for _ in 0..passes.map_or(ROUNDS, |_| 1) {
+            let (mut runs, mut insns, mut pass) = (0u64, 0u64, 0u64);
             let start = Instant::now();
-            while start.elapsed().as_secs_f64() < VM_ROUND_SECONDS {
+            while passes.map_or(start.elapsed().as_secs_f64() < VM_ROUND_SECONDS, |n| {
+                pass < n
+            }) {
+                pass += 1;
                 for p in &packets {
                     if let Ok(out) = vm.run(entry, p, &[]) {
                         insns += out.instructions;

@@ -15,6 +15,8 @@ pub mod exec;
 pub mod expr;
 pub mod helpers;
 pub mod kfuncs;
+pub mod op;
 
 pub use domain::{BinOp, CmpOp, Concrete, Domain};
 pub use exec::{step, Flow, Frame, HelperOutcome, Machine, SemError};
+pub use op::{step_op, Op};

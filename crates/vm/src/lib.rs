@@ -12,6 +12,7 @@ pub mod drive;
 mod error;
 pub mod hash_order;
 pub mod helpers;
+pub mod key_hash;
 pub mod keyless;
 mod machine;
 mod map_in_map;

@@ -8,12 +8,12 @@
 use std::rc::Rc;
 
 use linerate_bpf::facts::xdp_md;
-use linerate_bpf::insn::{Imm64, Instruction, Size, NUM_REGS};
+use linerate_bpf::insn::{Imm64, Size, NUM_REGS};
 use linerate_bpf::records::{push_record, Records};
 use linerate_bpf::Object;
-use linerate_sem::exec::{step, Flow, Frame, HelperOutcome, Machine, SemError, MAX_CALL_FRAMES};
+use linerate_sem::exec::{Flow, Frame, HelperOutcome, Machine, SemError, MAX_CALL_FRAMES};
 use linerate_sem::helpers::Callback;
-use linerate_sem::Concrete;
+use linerate_sem::{step_op, Concrete, Op};
 
 use crate::error::VmError;
 use crate::helpers::FibRoute;
@@ -66,10 +66,11 @@ impl Default for VmOptions {
     }
 }
 
-/// A program decoded for execution: `slots[i]` is the instruction starting at slot `i`.
+/// A program decoded for execution: `slots[i]` is the instruction starting at slot `i`, in the
+/// specialised form the semantics executes with one dispatch.
 #[derive(Clone, Debug)]
 struct Decoded {
-    slots: Rc<[Option<Instruction>]>,
+    slots: Rc<[Option<Op>]>,
     /// Whether the program is an XDP program (the section's kind, found once, not per run).
     xdp: bool,
 }
@@ -137,7 +138,7 @@ impl Vm {
                     program: p.name.clone(),
                     source,
                 })? {
-                    slots[i] = Some(insn);
+                    slots[i] = Some(Op::new(&insn));
                 }
                 Ok(Decoded {
                     slots: slots.into(),
@@ -330,6 +331,13 @@ enum Place {
     },
 }
 
+/// A place in the stack or the packet buffer ([`Execution::fast_place`]).
+#[derive(Clone, Copy)]
+struct FastPlace {
+    stack: bool,
+    offset: usize,
+}
+
 impl Execution<'_> {
     fn entry_registers(&mut self) {
         self.regs = [0; NUM_REGS];
@@ -382,7 +390,7 @@ impl Execution<'_> {
                     depth: self.scratch.frames.len(),
                 });
             }
-            let flow = step(self, pc, insn).map_err(|e| e.in_program(&self.program_name()))?;
+            let flow = step_op(self, pc, insn).map_err(|e| e.in_program(&self.program_name()))?;
             let (next, taken) = match flow {
                 Flow::Next(next) => (next, None),
                 Flow::Branch {
@@ -540,6 +548,67 @@ impl Execution<'_> {
             pc,
             what,
         })
+    }
+
+    /// Where `len` bytes at `addr` lie when they lie in the active stack frames or the packet
+    /// (the same checks as [`Execution::place`]'s for those regions); `None` for anything else,
+    /// including a faulting access, which [`Execution::place`] then explains.
+    #[inline(always)]
+    fn fast_place(&self, addr: u64, len: usize) -> Option<FastPlace> {
+        let (region, offset) = split(addr);
+        let offset = offset as usize;
+        if region == STACK_REGION {
+            (offset + len <= (self.scratch.frames.len() + 1) * FRAME_BYTES).then_some(FastPlace {
+                stack: true,
+                offset,
+            })
+        } else if region == PACKET_REGION {
+            let p = &self.scratch.packet;
+            (offset >= p.data_meta && offset + len <= p.data_end).then_some(FastPlace {
+                stack: false,
+                offset,
+            })
+        } else {
+            None
+        }
+    }
+
+    /// A load [`Execution::fast_place`] did not place: the context, map values, callback keys,
+    /// or a fault.
+    #[inline(never)]
+    fn load_elsewhere(&self, pc: usize, addr: u64, size: Size) -> Result<u64, Box<VmError>> {
+        if split(addr).0 == CTX_REGION {
+            return self.load_ctx(pc, split(addr).1, size);
+        }
+        let len = size.bytes() as usize;
+        let bytes: &[u8] = match self.place(pc, addr, len, false)? {
+            Place::Packet(o) => &self.scratch.packet.buf[o..],
+            Place::Stack(o) => &self.scratch.stack[o..],
+            Place::MapValue { map, loc } => self.vm.maps[map].slab.bytes(loc, len),
+            Place::Key { depth, offset } => &self.scratch.callback_keys[depth][offset..],
+        };
+        Ok(read_word(bytes, size))
+    }
+
+    /// A store [`Execution::fast_place`] did not place: map values or a fault.
+    #[inline(never)]
+    fn store_elsewhere(
+        &mut self,
+        pc: usize,
+        addr: u64,
+        size: Size,
+        value: u64,
+    ) -> Result<(), Box<VmError>> {
+        let len = size.bytes() as usize;
+        let bytes: &mut [u8] = match self.place(pc, addr, len, true)? {
+            Place::Packet(o) => &mut self.scratch.packet.buf[o..],
+            Place::Stack(o) => &mut self.scratch.stack[o..],
+            Place::MapValue { map, loc } => self.vm.maps[map].slab.bytes_mut(loc, len),
+            // `place` refuses writes to keys; the store would land in the key's copy.
+            Place::Key { depth, offset } => &mut self.scratch.callback_keys[depth][offset..],
+        };
+        write_word(bytes, size, value);
+        Ok(())
     }
 
     /// Reads `len` bytes at `addr` (for helpers).
@@ -728,22 +797,23 @@ impl Machine for Execution<'_> {
 
     fn pop_stack_frame(&mut self) {}
 
-    #[inline]
+    /// The stack and the packet, where nearly every access goes, are resolved here, inline in
+    /// the instruction loop; every other place out of line.
+    #[inline(always)]
     fn load(&mut self, pc: usize, addr: &u64, size: Size) -> Result<u64, Box<VmError>> {
-        if split(*addr).0 == CTX_REGION {
-            return self.load_ctx(pc, split(*addr).1, size);
-        }
         let len = size.bytes() as usize;
-        let bytes: &[u8] = match self.place(pc, *addr, len, false)? {
-            Place::Packet(o) => &self.scratch.packet.buf[o..],
-            Place::Stack(o) => &self.scratch.stack[o..],
-            Place::MapValue { map, loc } => self.vm.maps[map].slab.bytes(loc, len),
-            Place::Key { depth, offset } => &self.scratch.callback_keys[depth][offset..],
-        };
-        Ok(read_word(bytes, size))
+        if let Some(o) = self.fast_place(*addr, len) {
+            let bytes = if o.stack {
+                &self.scratch.stack[o.offset..]
+            } else {
+                &self.scratch.packet.buf[o.offset..]
+            };
+            return Ok(read_word(bytes, size));
+        }
+        self.load_elsewhere(pc, *addr, size)
     }
 
-    #[inline]
+    #[inline(always)]
     fn store(
         &mut self,
         pc: usize,
@@ -752,15 +822,16 @@ impl Machine for Execution<'_> {
         value: &u64,
     ) -> Result<(), Box<VmError>> {
         let len = size.bytes() as usize;
-        let bytes: &mut [u8] = match self.place(pc, *addr, len, true)? {
-            Place::Packet(o) => &mut self.scratch.packet.buf[o..],
-            Place::Stack(o) => &mut self.scratch.stack[o..],
-            Place::MapValue { map, loc } => self.vm.maps[map].slab.bytes_mut(loc, len),
-            // `place` refuses writes to keys; the store would land in the key's copy.
-            Place::Key { depth, offset } => &mut self.scratch.callback_keys[depth][offset..],
-        };
-        write_word(bytes, size, *value);
-        Ok(())
+        if let Some(o) = self.fast_place(*addr, len) {
+            let bytes = if o.stack {
+                &mut self.scratch.stack[o.offset..]
+            } else {
+                &mut self.scratch.packet.buf[o.offset..]
+            };
+            write_word(bytes, size, *value);
+            return Ok(());
+        }
+        self.store_elsewhere(pc, *addr, size, *value)
     }
 
     fn map_reference(&mut self, pc: usize, imm: &Imm64) -> Result<u64, Box<VmError>> {

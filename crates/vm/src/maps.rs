@@ -6,11 +6,10 @@
 //! written, so a 2^25-entry array costs what its written pages cost; hash-like maps add slots on
 //! insertion and find them through a key index. Return codes follow the kernel's (negative errno).
 
-use std::collections::HashMap;
-
 use linerate_bpf::{MapDef, MapType};
 
 use crate::hash_order::{Position, VisitOrder};
+use crate::key_hash::KeyIndex;
 use crate::keyless::{Queue, Ring};
 use crate::slab::{Loc, Slab};
 
@@ -30,7 +29,7 @@ enum Layout {
     Array { sparse: bool },
     /// Exact-match keys.
     Hash {
-        index: HashMap<Vec<u8>, usize>,
+        index: KeyIndex,
         free: Vec<usize>,
         /// Use order for LRU eviction: slot → last-use tick.
         last_use: Vec<u64>,
@@ -41,10 +40,7 @@ enum Layout {
         order: Option<VisitOrder>,
     },
     /// Longest-prefix match on `{u32 prefixlen; u8 data[]}` keys.
-    LpmTrie {
-        index: HashMap<Vec<u8>, usize>,
-        free: Vec<usize>,
-    },
+    LpmTrie { index: KeyIndex, free: Vec<usize> },
     /// Ring buffers and perf event arrays: no entries ([`crate::keyless`]).
     Ring(Ring),
     /// Queues and stacks: values without keys ([`crate::keyless`]).
@@ -103,7 +99,7 @@ impl MapState {
             t if t.is_array_like() => Layout::Array { sparse: true },
             MapType::HASH | MapType::PERCPU_HASH | MapType::DEVMAP_HASH | MapType::HASH_OF_MAPS => {
                 Layout::Hash {
-                    index: HashMap::new(),
+                    index: KeyIndex::default(),
                     free: Vec::new(),
                     last_use: Vec::new(),
                     lru: false,
@@ -112,7 +108,7 @@ impl MapState {
                 }
             }
             MapType::LRU_HASH | MapType::LRU_PERCPU_HASH => Layout::Hash {
-                index: HashMap::new(),
+                index: KeyIndex::default(),
                 free: Vec::new(),
                 last_use: Vec::new(),
                 lru: true,
@@ -142,7 +138,7 @@ impl MapState {
                     ));
                 }
                 Layout::LpmTrie {
-                    index: HashMap::new(),
+                    index: KeyIndex::default(),
                     free: Vec::new(),
                 }
             }
