@@ -33,6 +33,26 @@ fn builtin_x86_model_is_a_calibration_of_this_machine_type() {
         model.price(&item).expect("priced").cost.0[0]
     };
     assert!(ns("alu64.div.reg") > ns("alu64.add.reg"));
+    // A hash lookup that misses stops after hashing the key; a success compares and returns it.
+    let lookup = |failed| {
+        let item = if failed {
+            linerate_cost::Item::MapFailed {
+                op: linerate_cost::item::MapOp::Lookup,
+                map_type: linerate_bpf::MapType::HASH,
+                key_size: 4,
+            }
+        } else {
+            linerate_cost::Item::Map {
+                op: linerate_cost::item::MapOp::Lookup,
+                map_type: linerate_bpf::MapType::HASH,
+                key_size: 4,
+            }
+        };
+        model.price(&item).expect("priced").cost.0[0]
+    };
+    assert!(lookup(true) < lookup(false));
+    // bpf_for_each_map_elem calls its callback through a pointer from kernel code.
+    assert!(ns("callback.for_each_map_elem") > ns("callback.loop"));
     assert!(ns("helper.fib_lookup") > ns("helper.redirect"));
     assert!(model.per_packet().0[0] > 0.0);
 }
