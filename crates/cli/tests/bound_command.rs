@@ -250,9 +250,9 @@ fn dns_nfp_reaches_its_ssp() {
             "--target",
             target,
             "--timeout",
-            "120",
+            "400",
             "--check-timeout",
-            "60",
+            "120",
         ]);
         assert_eq!(j["complete"], true, "{target}: {}", j["elapsed_s"]);
         let ssp = &j["ssp"];
@@ -264,6 +264,24 @@ fn dns_nfp_reaches_its_ssp() {
         assert_eq!(ssp["witness"]["action"], "XDP_TX", "{target}");
         replays_in_both_engines(&dir, object, &ssp["witness"], kernel);
     }
+}
+
+/// The QUIC load balancer's slowest path on the NFP is possible (its witness replays in both
+/// engines), so the search confirms it first: a preparation that wrongly took it for impossible
+/// (an analysis whose wrapping sums made a possible edge impossible) sent the search through
+/// hundreds of impossible paths instead.
+#[test]
+fn quic_nfp_v6_confirms_its_naive_path() {
+    let kernel = linerate_kernel::usable_or_skip("quic_nfp_v6_confirms_its_naive_path");
+    let dir = TempDir::new("bound-quic-nfp");
+    let quic = example("xdp_quic_lb_nfp_v6.o");
+    let object = quic.to_str().unwrap();
+    let j = bound_json(&[object, "--target", "nfp", "--timeout", "120"]);
+    assert_eq!(j["complete"], true, "{}", j["elapsed_s"]);
+    let ssp = &j["ssp"];
+    check_path_shape(ssp);
+    assert_eq!(ssp["pps"], j["naive"]["pps"]);
+    replays_in_both_engines(&dir, object, &ssp["witness"], kernel);
 }
 
 /// Runs witness `w` of `object` with its map entries (`run --maps`) in the interpreter and,

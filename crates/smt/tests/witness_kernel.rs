@@ -67,6 +67,7 @@ fn witnesses_give_the_named_action_in_the_kernel() {
                 ingress_ifindex: witness.ingress_ifindex,
                 rx_queue_index: witness.rx_queue_index,
                 repeat: 1,
+                discard_records: false,
             };
             let out = loaded.test_run(program, &input).unwrap_or_else(|e| {
                 panic!("{} line {}: test_run: {e}", example.name(), packet.line)
