@@ -27,11 +27,8 @@ pub(crate) enum Pricing {
     /// Independently loaded copies of one bench: the upper median of their figures (the JIT
     /// places each copy at a random offset; a rare placement can be pathologically slow).
     Placements { of: Vec<String> },
-    /// `pair − lookup`: a delete, bounded from above by an insert+delete pair minus a lookup
-    /// (the insert does at least a lookup's work).
-    Delete { pair: String, lookup: String },
     /// `max(overwrite, pair − lookup)`: an update either overwrites (measured) or inserts (bounded
-    /// like a delete: the delete does at least a lookup's work).
+    /// like a delete, from an insert+delete pair minus a lookup).
     Update {
         overwrite: String,
         pair: String,
@@ -60,7 +57,6 @@ impl Pricing {
         match self {
             Pricing::Bench(b) => vec![b.clone()],
             Pricing::Max { of, .. } | Pricing::Placements { of } => of.clone(),
-            Pricing::Delete { pair, lookup } => vec![pair.clone(), lookup.clone()],
             Pricing::Less { of, less, .. } => vec![of.clone(), less.clone()],
             Pricing::Update {
                 overwrite,
@@ -220,7 +216,16 @@ pub(crate) fn plan() -> Vec<(String, Pricing)> {
                     lookup: lookup.clone(),
                 },
             ));
-            out.push((key(MapOp::Delete), Pricing::Delete { pair, lookup }));
+            out.push((
+                key(MapOp::Delete),
+                Pricing::Less {
+                    of: pair,
+                    less: lookup,
+                    what: "a delete, bounded from above by an insert+delete pair minus a lookup \
+                           (the insert does at least a lookup's work)"
+                        .into(),
+                },
+            ));
         }
         if FAILURE_PRICED_MAP_TYPES.contains(&case.map_type) {
             for op in [MapOp::Lookup, MapOp::Update, MapOp::Delete] {
@@ -551,20 +556,6 @@ pub(crate) fn price(
                     o.note,
                     fmt(l.fitted.ns),
                     less
-                ),
-            }
-        }
-        Pricing::Delete { pair, lookup } => {
-            let (p, l) = (get(pair)?, get(lookup)?);
-            let rounds = p.fitted.rounds.iter().map(|x| x - l.fitted.ns).collect();
-            Priced::Cost {
-                fitted: Fitted::new(p.fitted.ns - l.fitted.ns, rounds),
-                note: format!(
-                    "insert+delete pair {} minus a lookup {} (the insert does at least a lookup's \
-                     work, so this bounds the delete from above); pair: {}",
-                    fmt(p.fitted.ns),
-                    fmt(l.fitted.ns),
-                    p.note
                 ),
             }
         }

@@ -12,6 +12,8 @@
 //! edge pays the full price, so every path's charge still bounds its executions. A call whose
 //! result is not compared this way keeps the success price, the larger one.
 
+use std::collections::HashMap;
+
 use linerate_bpf::facts::helper;
 use linerate_bpf::insn::{AluOp, AtomicOp, CallTarget, Cond, Instruction, Operand, Reg};
 use linerate_cfg::{BlockId, Cfg, EdgeKind};
@@ -52,22 +54,10 @@ pub(crate) fn outcome_test(cfg: &Cfg, call: usize, op: MapOp) -> Option<OutcomeT
     // Blocks after the call's, in topological order, with the holders every path into them
     // keeps; the first comparison that every path from the call reaches is the one.
     let order = cfg.function_of(start)?.topological_order();
-    let mut held: std::collections::HashMap<BlockId, Holders> = Default::default();
-    let mut visited = 0usize;
-    let enter = |held: &mut std::collections::HashMap<BlockId, Holders>, b: BlockId, h| {
-        let entry = held.entry(b).or_insert(h);
-        *entry &= h;
-    };
-    for &e in &cfg.blocks()[start].succs {
-        if cfg.is_back_edge(e) {
-            return None;
-        }
-        enter(&mut held, cfg.edges()[e].to, exit);
-    }
-    if cfg.blocks()[start].succs.is_empty() || tail_calls(cfg, start) {
-        return None;
-    }
+    let mut held: HashMap<BlockId, Holders> = HashMap::new();
+    leave(cfg, start, exit, &mut held)?;
     let position = order.iter().position(|&b| b == start)?;
+    let mut visited = 0usize;
     for &b in &order[position + 1..] {
         let Some(&h) = held.get(&b) else {
             continue;
@@ -83,18 +73,31 @@ pub(crate) fn outcome_test(cfg: &Cfg, call: usize, op: MapOp) -> Option<OutcomeT
             return (held.len() == 1).then_some(OutcomeTest { block: b, success });
         }
         held.remove(&b);
-        let block = &cfg.blocks()[b];
-        if block.succs.is_empty() || tail_calls(cfg, b) {
-            return None;
-        }
-        for &e in &block.succs {
-            if cfg.is_back_edge(e) {
-                return None;
-            }
-            enter(&mut held, cfg.edges()[e].to, out);
-        }
+        leave(cfg, b, out, &mut held)?;
     }
     None
+}
+
+/// Passes `holders` from the end of block `b` on to its successors (each keeps what every path
+/// into it holds); `None` where a path may leave without reaching a comparison: an exit, a tail
+/// call or a back edge.
+fn leave(
+    cfg: &Cfg,
+    b: BlockId,
+    holders: Holders,
+    held: &mut HashMap<BlockId, Holders>,
+) -> Option<()> {
+    let block = &cfg.blocks()[b];
+    if block.succs.is_empty() || tail_calls(cfg, b) {
+        return None;
+    }
+    for &e in &block.succs {
+        if cfg.is_back_edge(e) {
+            return None;
+        }
+        *held.entry(cfg.edges()[e].to).or_insert(holders) &= holders;
+    }
+    Some(())
 }
 
 /// Runs the holders through `insns`: the holders after them, and the success edge if the last

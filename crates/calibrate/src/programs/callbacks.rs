@@ -26,13 +26,12 @@ const ONE: u32 = 1;
 
 /// One helper call whose callback is the function at `callback`, making `calls` calls.
 fn unit(a: &mut Asm, id: u32, calls: u32, callback: Label) {
-    if id == helper::LOOP {
-        a.push(mov64(R1, calls as i32));
-        a.ld_func(R2, callback);
+    a.push(if id == helper::LOOP {
+        mov64(R1, calls as i32)
     } else {
-        a.push(ld_map(R1, if calls == 1 { ONE } else { ARRAY }));
-        a.ld_func(R2, callback);
-    }
+        ld_map(R1, if calls == 1 { ONE } else { ARRAY })
+    });
+    a.ld_func(R2, callback);
     a.extend([mov64(R3, 0), mov64(R4, 0), call_helper(id)]);
 }
 
