@@ -38,6 +38,21 @@ pub(crate) fn run_block(
     b: BlockId,
     state: State,
 ) -> BlockExit {
+    run_block_observed(object, cfg, d, facts, depth, b, state, &mut |_, _| {})
+}
+
+/// Executes block `b` from `state`, showing `before` the state in front of each instruction.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn run_block_observed(
+    object: &Object,
+    cfg: &Cfg,
+    d: &mut AbsDomain,
+    facts: &mut Facts,
+    depth: Option<u8>,
+    b: BlockId,
+    state: State,
+    before: &mut dyn FnMut(usize, &State),
+) -> BlockExit {
     let block = &cfg.blocks()[b];
     let mut m = AbsMachine {
         object,
@@ -50,6 +65,7 @@ pub(crate) fn run_block(
     let mut calls = Vec::new();
     let mut flow = None;
     for (slot, insn) in cfg.block_instructions(b) {
+        before(*slot, &m.state);
         let f = match step(&mut m, *slot, insn) {
             Ok(f) => f,
             // The semantics refuses the instruction: nothing runs past it.

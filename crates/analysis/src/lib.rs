@@ -39,6 +39,8 @@ pub struct Analysis {
     blocks: HashMap<BlockId, State>,
     edges: HashMap<EdgeId, State>,
     loops: Vec<LoopBound>,
+    /// The domain the states were made in, for re-running blocks ([`Analysis::slot_states`]).
+    domain: AbsDomain,
 }
 
 impl Analysis {
@@ -103,6 +105,7 @@ impl Analysis {
             out.blocks.extend(states.blocks);
             out.edges.extend(states.edges);
         }
+        out.domain = d;
         out
     }
 
@@ -144,6 +147,30 @@ impl Analysis {
     ) -> Vec<(EdgeId, State)> {
         let mut facts = Facts::default();
         fixpoint::run_block(object, cfg, d, &mut facts, depth, b, state).edges
+    }
+
+    /// The state in front of each instruction of block `b` (of the entry function: call depth
+    /// 0), in slot order, from the fixpoint's state at the block's entry; empty where no path
+    /// reaches the block. What an optimizer asks about the registers where a window of code
+    /// starts.
+    pub fn slot_states(&self, object: &Object, cfg: &Cfg, b: BlockId) -> Vec<(usize, State)> {
+        let Some(entry) = self.blocks.get(&b) else {
+            return Vec::new();
+        };
+        let mut d = self.domain.clone();
+        let mut facts = Facts::default();
+        let mut states = Vec::new();
+        fixpoint::run_block_observed(
+            object,
+            cfg,
+            &mut d,
+            &mut facts,
+            Some(0),
+            b,
+            entry.clone(),
+            &mut |slot, state| states.push((slot, state.clone())),
+        );
+        states
     }
 
     /// Every loop with its bound, outer loops first within each function.

@@ -9,6 +9,7 @@
 use std::fmt;
 
 pub mod build;
+pub mod regs;
 
 /// Instruction classes (`code & 0x07`).
 pub mod class {
