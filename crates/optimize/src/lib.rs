@@ -1,0 +1,210 @@
+//! `linerate optimize`: a synthesizing optimizer for BPF programs in the manner of K2 (paper 002),
+//! on linerate's one semantics.
+//!
+//! The entry function of a program is cut into windows (module [`window`]): straight-line runs of
+//! ALU, load and store instructions inside basic blocks, each with what holds around it — the
+//! registers' provenance and constants where it starts, the registers and stack bytes read after
+//! it. For each window, Markov chains with K2's proposal rules ([`proposal`]) and cost function
+//! ([`search`]) look for a cheaper replacement under the goal ([`goal`]): candidates run on the
+//! window's tests in a concrete, provenance-tagged instantiation of the semantics ([`run`]),
+//! which also rejects the accesses the kernel's checker would refuse; a candidate that passes
+//! every test and improves on the best is proven equivalent by the [`search::Prover`] (Z3 over
+//! the same semantics, in `linerate-smt`), or yields a counterexample that joins the tests.
+//! The best proven rewrites are put back into the program ([`assemble`]) and the result checked
+//! against the original through the interpreter and the kernel ([`verify`]) before anything is
+//! written.
+//!
+//! This crate does not write object files (`linerate_bpf::rewrite` does) or parse arguments
+//! (the CLI does).
+
+pub mod assemble;
+pub mod goal;
+pub mod packets;
+pub mod proposal;
+pub mod run;
+pub mod search;
+pub mod verify;
+pub mod window;
+
+use std::time::{Duration, Instant};
+
+use linerate_analysis::Analysis;
+use linerate_bpf::program::Object;
+use linerate_cfg::Cfg;
+use rayon::prelude::*;
+
+pub use assemble::{assemble, Assembled, Rewrite};
+pub use search::{Performance, Proof, Prover, SearchStats};
+pub use window::Window;
+
+/// Why a program cannot be optimized.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum OptimizeError {
+    #[error("no program {0} in the object")]
+    NoProgram(usize),
+    #[error("program {program}: {reason}")]
+    Cfg { program: String, reason: String },
+    #[error(transparent)]
+    Assemble(#[from] assemble::AssembleError),
+}
+
+/// How to search.
+#[derive(Clone, Debug)]
+pub struct SearchOptions {
+    /// Wall time for the search (the final checks come on top).
+    pub budget: Duration,
+    /// Seed of every random choice: the same seed and round count give the same result.
+    pub seed: u64,
+    /// Most instructions in a window.
+    pub max_window: usize,
+    /// Random tests each window starts with.
+    pub tests: usize,
+    /// Steps each chain takes per round; the budget is checked between rounds.
+    pub round_steps: u64,
+    /// Most rounds (None: until the budget is spent).
+    pub max_rounds: Option<u64>,
+    /// Slots that must stay as they are (the object writer's relocated slots).
+    pub pinned: Vec<usize>,
+}
+
+impl Default for SearchOptions {
+    fn default() -> SearchOptions {
+        SearchOptions {
+            budget: Duration::from_secs(60),
+            seed: 1,
+            max_window: 12,
+            tests: 24,
+            round_steps: 2_000,
+            max_rounds: None,
+            pinned: Vec::new(),
+        }
+    }
+}
+
+/// Progress of a search, after each round.
+#[derive(Clone, Copy, Debug)]
+pub struct Progress {
+    pub round: u64,
+    pub elapsed: Duration,
+    /// The goal's total gain over every window so far.
+    pub gain: f64,
+    pub candidates: u64,
+}
+
+/// The result of a search: the best proven rewrite of each window that has one.
+#[derive(Clone, Debug)]
+pub struct Searched {
+    pub windows: usize,
+    pub rewrites: Vec<(Rewrite, f64)>,
+    pub stats: SearchStats,
+    pub rounds: u64,
+    pub elapsed: Duration,
+}
+
+/// The windows of program `program` with the analyses they need.
+pub fn windows(
+    object: &Object,
+    program: usize,
+    options: &SearchOptions,
+) -> Result<Vec<Window>, OptimizeError> {
+    let prog = object
+        .programs
+        .get(program)
+        .ok_or(OptimizeError::NoProgram(program))?;
+    let cfg = Cfg::build(prog).map_err(|e| OptimizeError::Cfg {
+        program: prog.name.clone(),
+        reason: e.to_string(),
+    })?;
+    let analysis = Analysis::run(object, &cfg);
+    Ok(window::find_windows(
+        object,
+        program,
+        &cfg,
+        &analysis,
+        &options.pinned,
+        options.max_window,
+    ))
+}
+
+/// Searches every window of program `program` for cheaper proven-equivalent replacements, in
+/// rounds across threads until the budget is spent. `prover` makes one prover per worker.
+pub fn search(
+    windows: Vec<Window>,
+    options: &SearchOptions,
+    perf: &dyn Performance,
+    prover: &(dyn Fn() -> Box<dyn Prover> + Sync),
+    progress: &mut dyn FnMut(Progress),
+) -> Searched {
+    let started = Instant::now();
+    let count = windows.len();
+    let mut searches: Vec<search::WindowSearch> = windows
+        .into_iter()
+        .enumerate()
+        .map(|(i, w)| {
+            let seed = options.seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ (i as u64 + 1);
+            search::WindowSearch::new(w, seed, options.tests, perf)
+        })
+        .filter(|s| s.searchable())
+        .collect();
+    let mut rounds = 0;
+    while options.max_rounds.is_none_or(|m| rounds < m) {
+        if rounds > 0 && started.elapsed() >= options.budget {
+            break;
+        }
+        searches.par_iter_mut().for_each_init(prover, |p, s| {
+            s.run(options.round_steps, p.as_mut(), perf);
+        });
+        rounds += 1;
+        let mut stats = SearchStats::default();
+        for s in &searches {
+            stats.add(&s.stats);
+        }
+        progress(Progress {
+            round: rounds,
+            elapsed: started.elapsed(),
+            gain: searches.iter().map(|s| s.gain()).sum(),
+            candidates: stats.candidates,
+        });
+    }
+    let mut stats = SearchStats::default();
+    for s in &searches {
+        stats.add(&s.stats);
+    }
+    let rewrites = searches
+        .iter()
+        .filter(|s| s.gain() > 0.0)
+        .map(|s| {
+            (
+                Rewrite {
+                    start: s.window.start,
+                    original: s.window.original.clone(),
+                    replacement: s.best.clone(),
+                },
+                s.gain(),
+            )
+        })
+        .collect();
+    Searched {
+        windows: count,
+        rewrites,
+        stats,
+        rounds,
+        elapsed: started.elapsed(),
+    }
+}
+
+/// `object` with program `program` rewritten.
+pub fn apply(
+    object: &Object,
+    program: usize,
+    rewrites: &[Rewrite],
+) -> Result<(Object, Assembled), OptimizeError> {
+    let prog = object
+        .programs
+        .get(program)
+        .ok_or(OptimizeError::NoProgram(program))?;
+    let assembled = assemble(prog, rewrites)?;
+    let mut out = object.clone();
+    out.programs[program] = assembled.program.clone();
+    Ok((out, assembled))
+}

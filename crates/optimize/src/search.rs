@@ -1,0 +1,423 @@
+//! The stochastic search over one window: Metropolis–Hastings chains with K2's cost function
+//! (paper 002 §3.2–§3.3) and its five best parameter settings (Table 8).
+//!
+//! A chain's state is a candidate window. Its cost is `α·err + β·perf + γ·unsafe`:
+//! `err` from the window's tests (Eq. 1: per-test distance of the live outputs, by popcount or
+//! absolute difference, optionally averaged over the tests, plus the number of failing tests
+//! when the candidate is not proven equal), `perf` the goal's cost relative to the original
+//! (instructions, or the latency model's nanoseconds), `unsafe` a large constant when a test
+//! shows an access the kernel's checker would refuse ([`crate::run::safety_violation`]). A
+//! candidate that passes every test and would improve on the best is handed to the [`Prover`];
+//! a counterexample becomes a new test, a proof makes it the new best. Proofs are cached by the
+//! candidate's canonical form (removed slots and dead instructions dropped: §5 V).
+
+use std::collections::HashMap;
+
+use linerate_bpf::insn::{Instruction, NUM_REGS};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+
+use crate::proposal::{draw_rule, propose, Candidate, RuleWeights, Vocabulary};
+use crate::run::{run_window, safety_violation, Outcome, Tag, WindowTest};
+use crate::window::{EntryFact, Place, Window};
+
+/// One parameter setting of a chain (a column of paper 002 Table 8).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Setting {
+    /// Absolute difference (ABS) rather than popcount (POP) as the distance of two values.
+    pub absolute: bool,
+    /// Average the error over the tests (`c = 1/|T|`) rather than add it up.
+    pub average: bool,
+    /// Weight of the error cost.
+    pub alpha: f64,
+    /// Weight of the performance cost.
+    pub beta: f64,
+    pub rules: RuleWeights,
+}
+
+/// K2's five best-performing settings (paper 002, Table 8).
+pub const SETTINGS: [Setting; 5] = [
+    Setting {
+        absolute: true,
+        average: false,
+        alpha: 0.5,
+        beta: 5.0,
+        rules: [0.2, 0.4, 0.15, 0.2, 0.0, 0.05],
+    },
+    Setting {
+        absolute: false,
+        average: false,
+        alpha: 0.5,
+        beta: 5.0,
+        rules: [0.17, 0.33, 0.15, 0.17, 0.0, 0.18],
+    },
+    Setting {
+        absolute: false,
+        average: false,
+        alpha: 0.5,
+        beta: 5.0,
+        rules: [0.2, 0.4, 0.15, 0.2, 0.0, 0.05],
+    },
+    Setting {
+        absolute: true,
+        average: false,
+        alpha: 0.5,
+        beta: 5.0,
+        rules: [0.17, 0.33, 0.15, 0.0, 0.17, 0.18],
+    },
+    Setting {
+        absolute: true,
+        average: true,
+        alpha: 0.5,
+        beta: 1.5,
+        rules: [0.17, 0.33, 0.15, 0.0, 0.17, 0.18],
+    },
+];
+
+/// Cost of an unsafe candidate (K2's ERR_MAX: large, but not infinite, so that a chain can pass
+/// through an unsafe program on its way to a better safe one).
+const UNSAFE_COST: f64 = 10_000.0;
+
+/// What the prover says of a candidate.
+#[derive(Clone, Debug)]
+pub enum Proof {
+    Equivalent,
+    /// An entry state on which the windows differ: a new test.
+    Counterexample(WindowTest),
+    /// No answer (timeout, something unmodelled): never used.
+    Unknown,
+}
+
+/// Proves candidates equivalent to a window's original under K2's window condition.
+pub trait Prover {
+    fn prove(&mut self, window: &Window, candidate: &[Instruction]) -> Proof;
+}
+
+/// How a candidate's cost is measured against the goal.
+pub trait Performance: Sync {
+    /// The cost of the window's instructions; `places` holds the place of each memory access in
+    /// order, where a test run found it.
+    fn cost(&self, insns: &[Instruction], places: &[Place]) -> f64;
+}
+
+/// Counters of one window's search.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SearchStats {
+    pub candidates: u64,
+    pub proofs_asked: u64,
+    pub cache_hits: u64,
+    pub proven: u64,
+    pub counterexamples: u64,
+    pub unknown: u64,
+}
+
+impl SearchStats {
+    pub fn add(&mut self, o: &SearchStats) {
+        self.candidates += o.candidates;
+        self.proofs_asked += o.proofs_asked;
+        self.cache_hits += o.cache_hits;
+        self.proven += o.proven;
+        self.counterexamples += o.counterexamples;
+        self.unknown += o.unknown;
+    }
+}
+
+struct Chain {
+    setting: Setting,
+    rng: StdRng,
+    current: Candidate,
+    cost: f64,
+}
+
+/// The search state of one window: its tests, chains, proof cache and best proven candidate.
+pub struct WindowSearch {
+    pub window: Window,
+    tags: [Tag; NUM_REGS],
+    tests: Vec<WindowTest>,
+    expected: Vec<Outcome>,
+    vocab: Vocabulary,
+    chains: Vec<Chain>,
+    cache: HashMap<Vec<Instruction>, bool>,
+    pub best: Candidate,
+    pub best_perf: f64,
+    original_perf: f64,
+    pub stats: SearchStats,
+}
+
+/// The provenance tags of a window's entry registers.
+pub fn entry_tags(window: &Window) -> [Tag; NUM_REGS] {
+    let mut tags = [Tag::Scalar; NUM_REGS];
+    for (t, f) in tags.iter_mut().zip(&window.entry) {
+        if let EntryFact::Pointer { place, .. } = f {
+            *t = Tag::Pointer(*place);
+        }
+    }
+    tags
+}
+
+/// Where each place starts in test states: far apart, so that no access of one reaches another.
+pub fn place_base(place: Place) -> u64 {
+    let k = match place {
+        Place::Stack => 1,
+        Place::Packet => 2,
+        Place::PacketMeta => 3,
+        Place::PacketEnd => 4,
+        Place::Ctx => 5,
+        Place::MapValue(m) => 16 + m as u64,
+        Place::Other(o) => 8 + o as u64,
+    };
+    k << 32
+}
+
+/// `count` random tests of a window: registers by their entry facts (pointers at their known
+/// offset, or a random one nearby), memory pseudo-random.
+pub fn random_tests(window: &Window, count: usize, rng: &mut StdRng) -> Vec<WindowTest> {
+    (0..count)
+        .map(|i| {
+            let mut regs = [0u64; NUM_REGS];
+            for (r, fact) in window.entry.iter().enumerate() {
+                regs[r] = match *fact {
+                    EntryFact::Constant(c) => c,
+                    EntryFact::Pointer { place, offset } => {
+                        let base = place_base(place) + 0x1000;
+                        let off = offset.unwrap_or_else(|| rng.gen_range(0..256));
+                        base.wrapping_add(off as u64)
+                    }
+                    // Small values first: they exercise the common header fields and counters.
+                    EntryFact::Scalar | EntryFact::Uninit => match i % 3 {
+                        0 => rng.gen_range(0..256),
+                        1 => rng.gen::<u32>() as u64,
+                        _ => rng.gen(),
+                    },
+                };
+            }
+            WindowTest {
+                regs,
+                memory: Default::default(),
+                fill: rng.gen::<u64>() | 1,
+            }
+        })
+        .collect()
+}
+
+/// A window's candidate without removed slots.
+pub fn kept(candidate: &[Option<Instruction>]) -> Vec<Instruction> {
+    candidate.iter().flatten().copied().collect()
+}
+
+impl WindowSearch {
+    /// A search of `window` seeded with `seed`, with `tests` random tests and one chain per
+    /// setting.
+    pub fn new(window: Window, seed: u64, tests: usize, perf: &dyn Performance) -> WindowSearch {
+        let mut rng = StdRng::seed_from_u64(seed);
+        let tags = entry_tags(&window);
+        let tests = random_tests(&window, tests, &mut rng);
+        let original: Candidate = window.original.iter().map(|i| Some(*i)).collect();
+        let expected: Vec<Outcome> = tests
+            .iter()
+            .map(|t| run_window(&original, &tags, t))
+            .collect();
+        let places = places_of(expected.first());
+        let original_perf = perf.cost(&window.original, &places);
+        let chains = SETTINGS
+            .iter()
+            .enumerate()
+            .map(|(k, s)| Chain {
+                setting: *s,
+                rng: StdRng::seed_from_u64(
+                    seed ^ (0x5851_f42d_4c95_7f2d_u64.wrapping_mul(k as u64 + 1)),
+                ),
+                current: original.clone(),
+                cost: 0.0,
+            })
+            .collect();
+        WindowSearch {
+            vocab: Vocabulary::of(&window),
+            window,
+            tags,
+            tests,
+            expected,
+            chains,
+            cache: HashMap::new(),
+            best: original,
+            best_perf: original_perf,
+            original_perf,
+            stats: SearchStats::default(),
+        }
+    }
+
+    /// Whether the original run faulted on some test: the window is outside what the runner
+    /// models (its tests would mean nothing), so it is not searched.
+    pub fn searchable(&self) -> bool {
+        self.expected.iter().all(|o| o.fault.is_none())
+    }
+
+    /// The improvement found so far, in the goal's units.
+    pub fn gain(&self) -> f64 {
+        self.original_perf - self.best_perf
+    }
+
+    /// Runs every chain `iterations` steps.
+    pub fn run(&mut self, iterations: u64, prover: &mut dyn Prover, perf: &dyn Performance) {
+        if !self.searchable() {
+            return;
+        }
+        for c in 0..self.chains.len() {
+            for _ in 0..iterations {
+                self.step(c, prover, perf);
+            }
+        }
+    }
+
+    fn step(&mut self, c: usize, prover: &mut dyn Prover, perf: &dyn Performance) {
+        let setting = self.chains[c].setting;
+        let rule = draw_rule(&mut self.chains[c].rng, &setting.rules);
+        let chain = &mut self.chains[c];
+        let proposal = propose(&chain.current, rule, &self.vocab, &mut chain.rng);
+        if proposal == self.chains[c].current {
+            return;
+        }
+        self.stats.candidates += 1;
+        let cost = self.cost(&proposal, setting, prover, perf);
+        let chain = &mut self.chains[c];
+        // Metropolis–Hastings acceptance (Eq. 3) with symmetric proposals.
+        let accept = cost <= chain.cost || chain.rng.gen::<f64>() < (chain.cost - cost).exp();
+        if accept {
+            chain.current = proposal;
+            chain.cost = cost;
+        }
+    }
+
+    fn cost(
+        &mut self,
+        candidate: &Candidate,
+        s: Setting,
+        prover: &mut dyn Prover,
+        perf: &dyn Performance,
+    ) -> f64 {
+        let insns = kept(candidate);
+        let mut err = 0.0;
+        let mut failing = 0usize;
+        let mut places = Vec::new();
+        for (i, (test, expected)) in self.tests.iter().zip(&self.expected).enumerate() {
+            let got = run_window(candidate, &self.tags, test);
+            if safety_violation(expected, &got).is_some() {
+                return UNSAFE_COST + s.beta * (perf.cost(&insns, &[]) - self.original_perf);
+            }
+            if i == 0 {
+                places = places_of(Some(&got));
+            }
+            let d = distance(&self.window, test, expected, &got, s.absolute);
+            if d > 0.0 {
+                failing += 1;
+                err += d;
+            }
+        }
+        if s.average && !self.tests.is_empty() {
+            err /= self.tests.len() as f64;
+        }
+        let p = perf.cost(&insns, &places);
+        let mut unequal = failing > 0;
+        if !unequal && p < self.best_perf {
+            match self.proven(&insns, prover) {
+                Some(true) => {
+                    self.best = candidate.clone();
+                    self.best_perf = p;
+                }
+                _ => unequal = true,
+            }
+        } else if !unequal {
+            // Not better than the best: whether it is equal matters only as the error term;
+            // a cached verdict is used, no solver call is made.
+            unequal = !matches!(self.cache.get(&insns), Some(true));
+            if unequal && insns == self.window.original {
+                unequal = false;
+            }
+        }
+        let num_tests = if unequal { failing.max(1) as f64 } else { 0.0 };
+        s.alpha * (err + num_tests) + s.beta * (p - self.original_perf)
+    }
+
+    /// Whether the candidate is proven equivalent (cached), adding a counterexample as a test.
+    fn proven(&mut self, insns: &[Instruction], prover: &mut dyn Prover) -> Option<bool> {
+        if let Some(v) = self.cache.get(insns) {
+            self.stats.cache_hits += 1;
+            return Some(*v);
+        }
+        self.stats.proofs_asked += 1;
+        let verdict = match prover.prove(&self.window, insns) {
+            Proof::Equivalent => {
+                self.stats.proven += 1;
+                Some(true)
+            }
+            Proof::Counterexample(test) => {
+                self.stats.counterexamples += 1;
+                let original: Candidate = self.window.original.iter().map(|i| Some(*i)).collect();
+                let expected = run_window(&original, &self.tags, &test);
+                if expected.fault.is_none() {
+                    self.tests.push(test);
+                    self.expected.push(expected);
+                }
+                Some(false)
+            }
+            Proof::Unknown => {
+                self.stats.unknown += 1;
+                None
+            }
+        };
+        if let Some(v) = verdict {
+            self.cache.insert(insns.to_vec(), v);
+        }
+        verdict
+    }
+}
+
+/// The places of a run's memory accesses in order.
+fn places_of(outcome: Option<&Outcome>) -> Vec<Place> {
+    outcome.map_or_else(Vec::new, |o| o.accesses.iter().map(|a| a.place).collect())
+}
+
+/// How far a candidate's run is from the original's on a test: over the live-out registers and
+/// every live byte either wrote (0 when they agree).
+pub fn distance(
+    window: &Window,
+    test: &WindowTest,
+    expected: &Outcome,
+    got: &Outcome,
+    absolute: bool,
+) -> f64 {
+    let diff = |a: u64, b: u64| -> f64 {
+        if absolute {
+            (a as i128 - b as i128).unsigned_abs() as f64
+        } else {
+            (a ^ b).count_ones() as f64
+        }
+    };
+    let mut d = 0.0;
+    for r in 0..NUM_REGS {
+        if window.live_out >> r & 1 == 0 {
+            continue;
+        }
+        let (a, b) = (expected.regs[r], got.regs[r]);
+        d += diff(a.v, b.v);
+        if a.tag != b.tag {
+            d += 64.0;
+        }
+    }
+    let frame = expected.regs[10].v;
+    let live = |addr: u64| -> bool {
+        if addr < frame && frame - addr <= 512 {
+            window.live_stack.contains(addr as i64 - frame as i64)
+        } else {
+            true
+        }
+    };
+    let final_byte =
+        |o: &Outcome, a: u64| o.written.get(&a).copied().unwrap_or_else(|| test.byte(a));
+    for &a in expected.written.keys().chain(got.written.keys()) {
+        if live(a) {
+            d += diff(final_byte(expected, a) as u64, final_byte(got, a) as u64);
+        }
+    }
+    d
+}
