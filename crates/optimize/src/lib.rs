@@ -21,6 +21,7 @@ pub mod assemble;
 pub mod goal;
 pub mod packets;
 pub mod proposal;
+pub mod rules;
 pub mod run;
 pub mod search;
 pub mod verify;
@@ -95,6 +96,9 @@ pub struct Progress {
 #[derive(Clone, Debug)]
 pub struct Searched {
     pub windows: usize,
+    /// Every improvement proven, as `(original, candidate)` windows: what the library learns.
+    pub proven: Vec<(Vec<linerate_bpf::insn::Instruction>, proposal::Candidate)>,
+    pub rules_applied: u64,
     pub rewrites: Vec<(Rewrite, f64)>,
     pub stats: SearchStats,
     pub rounds: u64,
@@ -126,10 +130,13 @@ pub fn windows(
     ))
 }
 
-/// Searches every window of program `program` for cheaper proven-equivalent replacements, in
-/// rounds across threads until the budget is spent. `prover` makes one prover per worker.
+/// Searches every window for cheaper proven-equivalent replacements: first the library's
+/// `rules`, then (unless `rules_only`) Markov chains in rounds across threads until the budget
+/// is spent. `prover` makes one prover per worker.
 pub fn search(
     windows: Vec<Window>,
+    rules: &[rules::Compiled],
+    rules_only: bool,
     options: &SearchOptions,
     perf: &dyn Performance,
     prover: &(dyn Fn() -> Box<dyn Prover> + Sync),
@@ -146,8 +153,11 @@ pub fn search(
         })
         .filter(|s| s.searchable())
         .collect();
+    searches.par_iter_mut().for_each_init(prover, |p, s| {
+        s.apply_rules(rules, p.as_mut(), perf);
+    });
     let mut rounds = 0;
-    while options.max_rounds.is_none_or(|m| rounds < m) {
+    while !rules_only && options.max_rounds.is_none_or(|m| rounds < m) {
         if rounds > 0 && started.elapsed() >= options.budget {
             break;
         }
@@ -186,6 +196,11 @@ pub fn search(
         .collect();
     Searched {
         windows: count,
+        proven: searches
+            .iter()
+            .flat_map(|s| s.proven.iter().map(|c| (s.window.original.clone(), c.clone())))
+            .collect(),
+        rules_applied: searches.iter().map(|s| s.rules_applied).sum(),
         rewrites,
         stats,
         rounds,

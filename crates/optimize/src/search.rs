@@ -18,6 +18,7 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
 use crate::proposal::{draw_rule, propose, Candidate, RuleWeights, Vocabulary};
+use crate::rules::{instantiate, Compiled};
 use crate::run::{run_window, safety_violation, Outcome, Tag, WindowTest};
 use crate::window::{EntryFact, Place, Window};
 
@@ -142,6 +143,10 @@ pub struct WindowSearch {
     pub best_perf: f64,
     original_perf: f64,
     pub stats: SearchStats,
+    /// Every improvement proven, in order (the rule library learns from them).
+    pub proven: Vec<Candidate>,
+    /// Rules of the library applied to this window.
+    pub rules_applied: u64,
 }
 
 /// The provenance tags of a window's entry registers.
@@ -243,6 +248,46 @@ impl WindowSearch {
             best_perf: original_perf,
             original_perf,
             stats: SearchStats::default(),
+            proven: Vec::new(),
+            rules_applied: 0,
+        }
+    }
+
+    /// Applies the library's rules to the best candidate while one proves an improvement, and
+    /// starts every chain from the result.
+    pub fn apply_rules(&mut self, rules: &[Compiled], prover: &mut dyn Prover, perf: &dyn Performance) {
+        if !self.searchable() || rules.is_empty() {
+            return;
+        }
+        let width = self.window.original.len();
+        'improve: for _ in 0..width {
+            let current = kept(&self.best);
+            for at in 0..current.len() {
+                for rule in rules {
+                    let Some(instance) = instantiate(rule, &current[at..]) else {
+                        continue;
+                    };
+                    let mut next: Vec<Instruction> = current[..at].to_vec();
+                    next.extend(&instance);
+                    next.extend(&current[at + rule.pattern.len()..]);
+                    if next.len() > width {
+                        continue;
+                    }
+                    let mut candidate: Candidate = next.iter().map(|i| Some(*i)).collect();
+                    candidate.resize(width, None);
+                    let before = (self.best_perf, self.proven.len());
+                    self.cost(&candidate, SETTINGS[0], prover, perf);
+                    if self.proven.len() > before.1 && self.best_perf < before.0 {
+                        self.rules_applied += 1;
+                        continue 'improve;
+                    }
+                }
+            }
+            break;
+        }
+        for chain in &mut self.chains {
+            chain.current = self.best.clone();
+            chain.cost = chain.setting.beta * (self.best_perf - self.original_perf);
         }
     }
 
@@ -323,6 +368,7 @@ impl WindowSearch {
                 Some(true) => {
                     self.best = candidate.clone();
                     self.best_perf = p;
+                    self.proven.push(candidate.clone());
                 }
                 _ => unequal = true,
             }
