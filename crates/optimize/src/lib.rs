@@ -24,6 +24,7 @@ pub mod proposal;
 pub mod rules;
 pub mod run;
 pub mod search;
+pub mod timing;
 pub mod verify;
 pub mod window;
 
@@ -198,7 +199,11 @@ pub fn search(
         windows: count,
         proven: searches
             .iter()
-            .flat_map(|s| s.proven.iter().map(|c| (s.window.original.clone(), c.clone())))
+            .flat_map(|s| {
+                s.proven
+                    .iter()
+                    .map(|c| (s.window.original.clone(), c.clone()))
+            })
             .collect(),
         rules_applied: searches.iter().map(|s| s.rules_applied).sum(),
         rewrites,

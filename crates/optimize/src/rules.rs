@@ -11,7 +11,9 @@
 
 use std::collections::HashMap;
 
-use linerate_bpf::insn::{decode_all, encode_all, Instruction, Operand, RawInsn, Reg, FRAME_POINTER};
+use linerate_bpf::insn::{
+    decode_all, encode_all, Instruction, Operand, RawInsn, Reg, FRAME_POINTER,
+};
 use serde::{Deserialize, Serialize};
 
 /// One rule: instructions to look for and what replaces them.
@@ -66,7 +68,8 @@ fn decode_hex(text: &str, origin: &str, k: usize) -> Result<Vec<Instruction>, Ru
                 .ok_or_else(|| invalid(format!("`{text}` is not hex")))
         })
         .collect::<Result<_, _>>()?;
-    let slots = RawInsn::parse_all(&bytes).ok_or_else(|| invalid(format!("`{text}` is not 8-byte slots")))?;
+    let slots = RawInsn::parse_all(&bytes)
+        .ok_or_else(|| invalid(format!("`{text}` is not 8-byte slots")))?;
     let insns = decode_all(&slots).map_err(|e| invalid(e.to_string()))?;
     Ok(insns.into_iter().map(|(_, i)| i).collect())
 }
@@ -98,7 +101,10 @@ impl Library {
         if library.format != FORMAT || library.version != 1 {
             return Err(RulesError::Invalid {
                 origin: origin.into(),
-                reason: format!("format `{}` version {}, expected `{FORMAT}` version 1", library.format, library.version),
+                reason: format!(
+                    "format `{}` version {}, expected `{FORMAT}` version 1",
+                    library.format, library.version
+                ),
             });
         }
         library.compile(origin)?;
@@ -128,14 +134,22 @@ impl Library {
                     .map(|h| decode_hex(h, origin, k))
                     .collect::<Result<Vec<_>, _>>()?
                     .concat();
-                Ok(Compiled { pattern, replacement })
+                Ok(Compiled {
+                    pattern,
+                    replacement,
+                })
             })
             .collect()
     }
 
     /// Adds the rule a proven rewrite of `original` into `replacement` gives (see the module
     /// documentation), unless it is already there or nothing changed.
-    pub fn learn(&mut self, original: &[Instruction], replacement: &[Option<Instruction>], origin: &str) -> bool {
+    pub fn learn(
+        &mut self,
+        original: &[Instruction],
+        replacement: &[Option<Instruction>],
+        origin: &str,
+    ) -> bool {
         let Some(rule) = generalize(original, replacement) else {
             return false;
         };
@@ -158,7 +172,10 @@ impl Library {
 
 /// The changed part of a rewrite, its registers renamed in order of appearance (r10 kept) and
 /// its offsets from each base register counted from the first.
-pub fn generalize(original: &[Instruction], replacement: &[Option<Instruction>]) -> Option<Compiled> {
+pub fn generalize(
+    original: &[Instruction],
+    replacement: &[Option<Instruction>],
+) -> Option<Compiled> {
     let mut lo = 0;
     while lo < original.len() && replacement.get(lo) == Some(&Some(original[lo])) {
         lo += 1;
@@ -198,12 +215,16 @@ pub fn generalize(original: &[Instruction], replacement: &[Option<Instruction>])
         )
     };
     let pattern: Vec<Instruction> = pattern.iter().map(&mut canonical).collect::<Option<_>>()?;
-    let replacement: Vec<Instruction> = replaced.iter().map(&mut canonical).collect::<Option<_>>()?;
+    let replacement: Vec<Instruction> =
+        replaced.iter().map(&mut canonical).collect::<Option<_>>()?;
     // Registers: at most r1..r9 after renaming.
     if next > FRAME_POINTER {
         return None;
     }
-    Some(Compiled { pattern, replacement })
+    Some(Compiled {
+        pattern,
+        replacement,
+    })
 }
 
 /// `insn` with each register through `reg` and each memory offset (with its base register,
@@ -248,7 +269,12 @@ fn map_insn(
                 off: o,
             }
         }
-        Instruction::Store { size, dst, off: o, src } => {
+        Instruction::Store {
+            size,
+            dst,
+            off: o,
+            src,
+        } => {
             let o = off(dst, o)?;
             Instruction::Store {
                 size,
@@ -348,10 +374,14 @@ pub fn instantiate(rule: &Compiled, insns: &[Instruction]) -> Option<Vec<Instruc
 /// The registers of an instruction in the order [`map_insn`] visits them.
 fn registers(insn: &Instruction) -> Vec<Reg> {
     let mut out = Vec::new();
-    map_insn(insn, &mut |r| {
-        out.push(r);
-        Some(r)
-    }, &mut |_, o| Some(o));
+    map_insn(
+        insn,
+        &mut |r| {
+            out.push(r);
+            Some(r)
+        },
+        &mut |_, o| Some(o),
+    );
     out
 }
 

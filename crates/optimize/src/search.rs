@@ -223,7 +223,7 @@ impl WindowSearch {
             .map(|t| run_window(&original, &tags, t))
             .collect();
         let places = places_of(expected.first());
-        let original_perf = perf.cost(&window.original, &places);
+        let original_perf = window.weight * perf.cost(&window.original, &places);
         let chains = SETTINGS
             .iter()
             .enumerate()
@@ -255,7 +255,12 @@ impl WindowSearch {
 
     /// Applies the library's rules to the best candidate while one proves an improvement, and
     /// starts every chain from the result.
-    pub fn apply_rules(&mut self, rules: &[Compiled], prover: &mut dyn Prover, perf: &dyn Performance) {
+    pub fn apply_rules(
+        &mut self,
+        rules: &[Compiled],
+        prover: &mut dyn Prover,
+        perf: &dyn Performance,
+    ) {
         if !self.searchable() || rules.is_empty() {
             return;
         }
@@ -347,7 +352,8 @@ impl WindowSearch {
         for (i, (test, expected)) in self.tests.iter().zip(&self.expected).enumerate() {
             let got = run_window(candidate, &self.tags, test);
             if safety_violation(expected, &got).is_some() {
-                return UNSAFE_COST + s.beta * (perf.cost(&insns, &[]) - self.original_perf);
+                return UNSAFE_COST
+                    + s.beta * (self.window.weight * perf.cost(&insns, &[]) - self.original_perf);
             }
             if i == 0 {
                 places = places_of(Some(&got));
@@ -361,7 +367,7 @@ impl WindowSearch {
         if s.average && !self.tests.is_empty() {
             err /= self.tests.len() as f64;
         }
-        let p = perf.cost(&insns, &places);
+        let p = self.window.weight * perf.cost(&insns, &places);
         let mut unequal = failing > 0;
         if !unequal && p < self.best_perf {
             match self.proven(&insns, prover) {

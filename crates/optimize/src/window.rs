@@ -95,6 +95,11 @@ pub struct Window {
     /// Slot of the first instruction (windows hold one-slot instructions only).
     pub start: usize,
     pub block: BlockId,
+    /// First slot of the block (how paths name blocks).
+    pub block_first: usize,
+    /// How much the window's cost counts toward the goal (1; less off the slowest path when the
+    /// goal is the worst case).
+    pub weight: f64,
     pub original: Vec<Instruction>,
     pub entry: [EntryFact; NUM_REGS],
     /// Registers read after the window before being written.
@@ -332,6 +337,8 @@ pub fn find_windows(
                 windows.push(Window {
                     start,
                     block: block.id,
+                    block_first: block.first,
+                    weight: 1.0,
                     original: piece.iter().map(|(_, i)| *i).collect(),
                     entry,
                     live_out: live.regs[end],

@@ -1,0 +1,96 @@
+//! Measured latency of an optimized program against its original: both loaded in this host's
+//! kernel with the same maps, timed with `BPF_PROG_TEST_RUN` on the same packets in alternating
+//! trials (so that drift of a shared host touches both alike); the figure is the median of the
+//! trials' mean nanoseconds per packet, and the difference comes with a 95% confidence interval
+//! over the per-trial differences.
+
+use linerate_bpf::contents::{MapMode, MapSeed};
+use linerate_bpf::Object;
+use linerate_kernel::drive::{DriveError, Driver};
+
+/// Latency before and after.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Comparison {
+    pub before_ns: f64,
+    pub after_ns: f64,
+    /// 95% confidence interval of `after - before` (ns per packet) over the trials.
+    pub difference_ci: (f64, f64),
+    pub trials: usize,
+}
+
+impl Comparison {
+    /// Worse beyond the confidence interval: the whole interval above zero.
+    pub fn worse(&self) -> bool {
+        self.difference_ci.0 > 0.0
+    }
+
+    /// Better beyond the confidence interval: the whole interval below zero.
+    pub fn better(&self) -> bool {
+        self.difference_ci.1 < 0.0
+    }
+}
+
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    match v.len() {
+        0 => 0.0,
+        n if n % 2 == 1 => v[n / 2],
+        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
+    }
+}
+
+/// Times program `program` of both objects on `packets` (each run `repeat` times per trial).
+pub fn compare(
+    original: &Object,
+    candidate: &Object,
+    program: usize,
+    seed: &MapSeed,
+    packets: &[Vec<u8>],
+    trials: usize,
+    repeat: u32,
+) -> Result<Comparison, DriveError> {
+    let mut a = Driver::new(original, seed, MapMode::Persist)?;
+    let mut b = Driver::new(candidate, seed, MapMode::Persist)?;
+    let mut mean = |d: &mut Driver| -> Result<f64, DriveError> {
+        let mut total = 0.0;
+        for p in packets {
+            total += d.run(program, p, &[], repeat)?.duration_ns as f64;
+        }
+        Ok(total / packets.len().max(1) as f64)
+    };
+    let (mut before, mut after, mut diffs) = (Vec::new(), Vec::new(), Vec::new());
+    for t in 0..trials {
+        // Alternate which goes first.
+        let (x, y) = if t % 2 == 0 {
+            let x = mean(&mut a)?;
+            (x, mean(&mut b)?)
+        } else {
+            let y = mean(&mut b)?;
+            (mean(&mut a)?, y)
+        };
+        before.push(x);
+        after.push(y);
+        diffs.push(y - x);
+    }
+    let n = diffs.len().max(1) as f64;
+    let m = diffs.iter().sum::<f64>() / n;
+    let var = diffs.iter().map(|d| (d - m) * (d - m)).sum::<f64>() / (n - 1.0).max(1.0);
+    // Student's t for 95% two-sided; 2.0 approximates it from about 30 trials on.
+    let t = match diffs.len() {
+        0..=2 => 12.71,
+        3 => 4.30,
+        4 => 3.18,
+        5 => 2.78,
+        6 => 2.57,
+        7..=10 => 2.36,
+        11..=20 => 2.13,
+        _ => 2.0,
+    };
+    let half = t * (var / n).sqrt();
+    Ok(Comparison {
+        before_ns: median(&mut before),
+        after_ns: median(&mut after),
+        difference_ci: (m - half, m + half),
+        trials,
+    })
+}
