@@ -18,6 +18,9 @@
 
 use crate::btf::{Btf, BtfError, TypeId, BTF_MAGIC};
 
+mod write;
+pub use write::{move_records, ExtBlock, MovedExt};
+
 /// Size of the header up to and including `line_info_len` (`struct btf_ext_header` without the
 /// optional CO-RE part).
 const HEADER_MIN_LEN: u32 = 24;

@@ -100,6 +100,22 @@ pub struct ElfFile {
     pub sections: Vec<Section>,
     /// Index of the section-name table (`e_shstrndx`).
     pub shstrndx: usize,
+    /// How the parsed file was laid out, so that writing it back reproduces its bytes.
+    pub layout: FileLayout,
+}
+
+/// The parts of a file's layout that are not in its sections: the order of the sections' bytes
+/// in the file and each section's name offset. Compilers choose both freely (LLVM writes the
+/// relocation sections, the symbol table and the string table after the other sections, and
+/// shares name suffixes: `.maps` inside `.rel.maps`); keeping them makes a rewrite that changes
+/// nothing give back the input byte for byte. A default (empty) layout writes the sections in
+/// index order and finds names in the section-name table.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct FileLayout {
+    /// Section indices in the order their bytes appear in the file.
+    pub order: Vec<usize>,
+    /// The name offset of each section (by index) in the section-name table.
+    pub name_offsets: Vec<u32>,
 }
 
 fn u16_at(b: &[u8], at: usize) -> Option<u16> {
@@ -156,6 +172,7 @@ impl ElfFile {
         }
         struct Raw {
             name: u32,
+            offset: u64,
             section: Section,
         }
         let mut raw = Vec::with_capacity(shnum);
@@ -183,6 +200,7 @@ impl ElfFile {
             };
             raw.push(Raw {
                 name: field32(0),
+                offset: offset as u64,
                 section: Section {
                     name: String::new(),
                     sh_type,
@@ -205,6 +223,12 @@ impl ElfFile {
                 index: shstrndx,
                 message: "the section-name table is missing".into(),
             })?;
+        let mut order: Vec<usize> = (1..raw.len()).collect();
+        order.sort_by_key(|&i| (raw[i].offset, i));
+        let layout = FileLayout {
+            order,
+            name_offsets: raw.iter().map(|r| r.name).collect(),
+        };
         let sections = raw
             .into_iter()
             .enumerate()
@@ -223,12 +247,15 @@ impl ElfFile {
             flags,
             sections,
             shstrndx,
+            layout,
         })
     }
 
-    /// The file: header, then each section's bytes at its alignment, then the section headers.
-    /// Section names are found in the section-name table as it is (clang shares it with the
-    /// symbol names, which must keep their offsets), names it lacks appended.
+    /// The file: header, then each section's bytes at its alignment (in the parsed file's order
+    /// where [`ElfFile::layout`] gives one, else in index order), then the section headers.
+    /// Section names keep their offsets in the section-name table where the layout gives them and
+    /// the name is still there (clang shares the table with the symbol names, which must keep
+    /// their offsets); other names are found in the table or appended.
     pub fn to_bytes(&self) -> Vec<u8> {
         let mut names = self
             .sections
@@ -244,6 +271,16 @@ impl ElfFile {
                 name_offsets.push(0u32);
                 continue;
             }
+            let kept = self
+                .layout
+                .name_offsets
+                .get(i)
+                .copied()
+                .filter(|&o| string_at(&names, o) == Some(s.name.as_str()));
+            if let Some(offset) = kept {
+                name_offsets.push(offset);
+                continue;
+            }
             let mut wanted = s.name.as_bytes().to_vec();
             wanted.push(0);
             let found = names
@@ -257,11 +294,12 @@ impl ElfFile {
             name_offsets.push(offset as u32);
         }
         let mut out = vec![0u8; EHDR_LEN];
-        let mut placed = Vec::with_capacity(self.sections.len());
-        for (i, s) in self.sections.iter().enumerate() {
+        let mut placed = vec![(0u64, 0u64); self.sections.len()];
+        for i in self.file_order() {
+            let s = &self.sections[i];
             let data: &[u8] = if i == self.shstrndx { &names } else { &s.data };
             let align = s.addralign.max(1) as usize;
-            if i != 0 && s.sh_type != SHT_NOBITS {
+            if s.sh_type != SHT_NOBITS {
                 out.resize(out.len().div_ceil(align) * align, 0);
             }
             let size = if s.sh_type == SHT_NOBITS {
@@ -269,7 +307,7 @@ impl ElfFile {
             } else {
                 data.len() as u64
             };
-            placed.push((if i == 0 { 0 } else { out.len() as u64 }, size));
+            placed[i] = (out.len() as u64, size);
             if s.sh_type != SHT_NOBITS {
                 out.extend_from_slice(data);
             }
@@ -310,6 +348,24 @@ impl ElfFile {
         header.extend_from_slice(&(self.shstrndx as u16).to_le_bytes());
         out[..EHDR_LEN].copy_from_slice(&header);
         out
+    }
+
+    /// The sections but the null one in the order their bytes are written: the layout's order
+    /// when it names every section once, else index order.
+    fn file_order(&self) -> Vec<usize> {
+        let n = self.sections.len();
+        let mut seen = vec![false; n];
+        let valid = self.layout.order.len() + 1 == n
+            && self
+                .layout
+                .order
+                .iter()
+                .all(|&i| i != 0 && i < n && !std::mem::replace(&mut seen[i], true));
+        if valid {
+            self.layout.order.clone()
+        } else {
+            (1..n).collect()
+        }
     }
 
     /// Index of the section named `name`.

@@ -24,6 +24,7 @@ pub mod object;
 pub mod program;
 pub mod program_kind;
 pub mod records;
+pub mod rewrite;
 
 pub use insn::{Instruction, RawInsn};
 pub use object::{read_object, read_object_file, read_object_with, ObjectError, ReadOptions};

@@ -1,6 +1,6 @@
 //! Every example object read as sections and written back loads as the same object: same
-//! programs, instructions, relocations resolved to the same maps, same maps and BTF; and writing
-//! twice gives the same bytes.
+//! programs, instructions, relocations resolved to the same maps, same maps and BTF; the bytes
+//! are the input's, and writing twice gives the same bytes.
 
 use linerate_bpf::elf_file::ElfFile;
 use linerate_bpf::read_object;
@@ -18,6 +18,7 @@ fn examples_survive_a_round_trip_through_sections() {
         let name = path.file_stem().unwrap().to_str().unwrap();
         let file = ElfFile::parse(&bytes).unwrap_or_else(|e| panic!("{name}: {e}"));
         let written = file.to_bytes();
+        assert!(written == bytes, "{name}: written back, the bytes differ");
         let again = ElfFile::parse(&written).unwrap();
         assert_eq!(again.sections.len(), file.sections.len(), "{name}");
         for (i, (a, b)) in again.sections.iter().zip(&file.sections).enumerate() {
