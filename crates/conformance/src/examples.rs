@@ -16,6 +16,12 @@ pub fn examples_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples")
 }
 
+/// The training corpus (`corpus/train/`), the programs the rewrite-rule library is grown from;
+/// its objects come with companion files in the examples' format.
+pub fn corpus_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../corpus/train")
+}
+
 /// A crafted packet and the action its author expects from freshly seeded maps.
 #[derive(Clone, Debug)]
 pub struct CraftedPacket {
@@ -144,8 +150,13 @@ pub fn load(path: &Path) -> Result<Example, String> {
 
 /// Every example, sorted by file name.
 pub fn load_all() -> Result<Vec<Example>, String> {
-    let dir = examples_dir();
-    let mut paths: Vec<PathBuf> = std::fs::read_dir(&dir)
+    load_dir(&examples_dir())
+}
+
+/// Every `*.o` directly in `dir` (subdirectories such as `examples/os/` are not entered) with
+/// its companion files, sorted by file name.
+pub fn load_dir(dir: &Path) -> Result<Vec<Example>, String> {
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(dir)
         .map_err(|e| format!("{}: {e}", dir.display()))?
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.extension().is_some_and(|e| e == "o"))
