@@ -122,8 +122,14 @@ fn read_seed(path: &Path, object: &Object) -> Result<MapSeed, String> {
 
 /// Reads one example and its companion files.
 pub fn load(path: &Path) -> Result<Example, String> {
+    load_with_inputs(path, path)
+}
+
+/// Reads the object at `path` with the companion files (`.packets`, `.maps.json`) of the object
+/// at `inputs`: another build of the same source, such as an `examples/os/` -Os baseline.
+pub fn load_with_inputs(path: &Path, inputs: &Path) -> Result<Example, String> {
     let object = linerate_io::load_object(path).map_err(|e| e.to_string())?;
-    let file = read_packets(&path.with_extension("packets"))?;
+    let file = read_packets(&inputs.with_extension("packets"))?;
     let index = |name: &str| {
         object
             .programs
@@ -137,7 +143,7 @@ pub fn load(path: &Path) -> Result<Example, String> {
         .iter()
         .map(|name| index(name))
         .collect::<Result<_, _>>()?;
-    let seed = read_seed(&path.with_extension("maps.json"), &object)?;
+    let seed = read_seed(&inputs.with_extension("maps.json"), &object)?;
     Ok(Example {
         path: path.to_path_buf(),
         object,
