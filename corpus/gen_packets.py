@@ -570,10 +570,115 @@ def gen_bogon_filter():
     ], maps)
 
 
+def ns(src, target, mac_opt=MAC_CLIENT, hlim=255, code=0, bad_csum=False, opt_type=1, extra=b"",
+       dst=None, typ=135):
+    """IPv6 Neighbor Solicitation with a source link-layer address option."""
+    dst = dst or "ff02::1:ff00:" + target.split(":")[-1]
+    body = struct.pack("!BBHI16s", typ, code, 0, 0, ip6(target)) + bytes([opt_type, 1]) + mac_opt + extra
+    pseudo = ip6(src) + ip6(dst) + struct.pack("!IxxxB", len(body), 58)
+    c = csum(pseudo + body) ^ (0x5555 if bad_csum else 0)
+    body = body[:2] + struct.pack("!H", c) + body[4:]
+    return eth(ETH_IP6, ipv6(src, dst, 58, body, hlim=hlim), dst=mac("33:33:ff:00:00:02"))
+
+
+def gen_ndp_resp():
+    maps = {"ndp_table": [(ip6("2001:db8::2"), MAC_SELF + bytes(2)), (ip6("fe80::2"), MAC_OTHER + bytes(2))]}
+    write("ndp_resp", [
+        (TX, "solicitation for 2001:db8::2: advertisement", ns("2001:db8::1", "2001:db8::2")),
+        (TX, "solicitation for fe80::2 from fe80::1", ns("fe80::1", "fe80::2")),
+        (PASS, "solicitation for an unknown target", ns("2001:db8::1", "2001:db8::7")),
+        (PASS, "duplicate address detection (source ::)", ns("::", "2001:db8::2")),
+        (DROP, "bad ICMPv6 checksum", ns("2001:db8::1", "2001:db8::2", bad_csum=True)),
+        (DROP, "hop limit 64", ns("2001:db8::1", "2001:db8::2", hlim=64)),
+        (DROP, "code 1", ns("2001:db8::1", "2001:db8::2", code=1)),
+        (PASS, "option other than source link-layer address", ns("2001:db8::1", "2001:db8::2", opt_type=14)),
+        (PASS, "solicitation with a second option (40 bytes)", ns("2001:db8::1", "2001:db8::2", extra=bytes([14, 1]) + bytes(6))),
+        (PASS, "neighbor advertisement", ns("2001:db8::1", "2001:db8::2", typ=136)),
+        (PASS, "ICMPv6 echo request", eth(ETH_IP6, ipv6("2001:db8::1", "2001:db8::2", 58, bytes([128, 0]) + bytes(6)))),
+        (DROP, "ICMPv6 header truncated", eth(ETH_IP6, ipv6("2001:db8::1", "2001:db8::2", 58, b"\x87"))),
+        (PASS, "solicitation cut short of its option", ns("2001:db8::1", "2001:db8::2")[:80]),
+        (PASS, "IPv6 UDP", eth(ETH_IP6, U6)),
+        (DROP, "IPv6 truncated", eth(ETH_IP6, U6[:30])),
+        (PASS, "IPv4", eth(ETH_IP, U4)),
+    ], maps)
+
+
+def gen_ecmp_hash():
+    nh = lambda ifindex, d, s: u32(ifindex) + mac(d) + mac(s)
+    maps = {"nexthops": [(u32(0), nh(2, "02:00:00:00:01:01", "02:00:00:00:00:02")),
+                         (u32(1), nh(3, "02:00:00:00:01:02", "02:00:00:00:00:02")),
+                         (u32(2), nh(0, "00:00:00:00:00:00", "00:00:00:00:00:00"))]}
+    write("ecmp_hash", [
+        (REDIRECT, "IPv4 TCP flow", eth(ETH_IP, T4)),
+        (REDIRECT, "IPv4 UDP flow", eth(ETH_IP, U4)),
+        (REDIRECT, "IPv4 ICMP", eth(ETH_IP, icmp4("192.0.2.1", "192.0.2.2"))),
+        (REDIRECT, "IPv6 UDP flow", eth(ETH_IP6, U6)),
+        (REDIRECT, "IPv4 with ports truncated", eth(ETH_IP, ipv4("192.0.2.1", "192.0.2.2", 17, b"\x00\x01"))),
+        (PASS, "IPv4 TTL 1: to the stack", eth(ETH_IP, udp4("192.0.2.1", "192.0.2.2", 1, 2, b"x", ttl=1))),
+        (PASS, "IPv6 hop limit 1", eth(ETH_IP6, ipv6("2001:db8::1", "2001:db8::2", 17, bytes(8), hlim=1))),
+        (DROP, "IPv4 truncated", eth(ETH_IP, U4[:10])),
+        (DROP, "IPv6 truncated", eth(ETH_IP6, U6[:20])),
+        (PASS, "ARP", arp()),
+    ] + [(REDIRECT, f"UDP flow from port {p}", eth(ETH_IP, udp4("192.0.2.1", "192.0.2.2", p, 53, b"q")))
+         for p in range(3000, 3006)], maps)
+
+
+def gen_trim_pad():
+    bad = bytearray(eth(ETH_IP, U4))
+    bad[24] ^= 0x10
+    write("trim_pad", [
+        (PASS, "exact frame: unchanged", eth(ETH_IP, U4)),
+        (PASS, "frame padded to 60 bytes: trimmed", pad(eth(ETH_IP, U4), 60)),
+        (PASS, "200 bytes of trailing junk: trimmed", eth(ETH_IP, U4) + bytes(range(200))),
+        (DROP, "wrong header checksum", bytes(bad)),
+        (DROP, "total length beyond the frame", eth(ETH_IP, ipv4("192.0.2.1", "192.0.2.2", 17, bytes(8), tot_len=100))),
+        (DROP, "total length 19", eth(ETH_IP, ipv4("192.0.2.1", "192.0.2.2", 17, bytes(8), tot_len=19))),
+        (PASS, "IP options: not handled", eth(ETH_IP, udp4("192.0.2.1", "192.0.2.2", 1, 2, options=bytes(4))) + bytes(9)),
+        (PASS, "IPv4 truncated", eth(ETH_IP, U4[:10])),
+        (PASS, "IPv6 with padding: not handled", eth(ETH_IP6, U6) + bytes(10)),
+    ])
+
+
+def gen_ringbuf_sample():
+    maps = {"sample_cfg": [(u32(0), u32(1))], "sample_seen": [(u32(0), u64(0))]}
+    write("ringbuf_sample", [
+        (PASS, "IPv4 TCP: sampled (N = 1)", eth(ETH_IP, T4)),
+        (PASS, "IPv4 UDP: sampled", eth(ETH_IP, U4)),
+        (PASS, "IPv4 ICMP: sampled without ports", eth(ETH_IP, icmp4("192.0.2.1", "192.0.2.2"))),
+        (PASS, "IPv4 UDP with ports past the frame", eth(ETH_IP, ipv4("192.0.2.1", "192.0.2.2", 17, b""))),
+        (PASS, "IHL 4: record discarded", eth(ETH_IP, ipv4("192.0.2.1", "192.0.2.2", 17, bytes(8), ihl=4))),
+        (PASS, "IP options: ports after them", eth(ETH_IP, udp4("192.0.2.1", "192.0.2.2", 7, 9, options=bytes(4)))),
+        (PASS, "IPv4 truncated: not counted", eth(ETH_IP, U4[:10])),
+        (PASS, "IPv6: not counted", eth(ETH_IP6, U6)),
+    ], maps)
+
+
+def gen_tail_dispatch():
+    write("tail_dispatch", [
+        (PASS, "IPv4 UDP -> dispatch_v4: counted", eth(ETH_IP, U4)),
+        (PASS, "802.1Q + IPv4 TCP -> dispatch_v4", vlan(5, ETH_IP, T4)),
+        (PASS, "802.1ad + 802.1Q + IPv4", vlan(5, ETH_VLAN, struct.pack("!H", 6) + struct.pack("!H", ETH_IP) + U4, outer=ETH_QINQ)),
+        (DROP, "IPv4 land packet", eth(ETH_IP, udp4("192.0.2.1", "192.0.2.1", 1, 2))),
+        (DROP, "IPv4 TTL 0", eth(ETH_IP, udp4("192.0.2.1", "192.0.2.2", 1, 2, ttl=0))),
+        (DROP, "IPv4 fragment offset 1", eth(ETH_IP, ipv4("192.0.2.1", "192.0.2.2", 6, bytes(20), frag=0x0001))),
+        (PASS, "IPv4 fragment offset 2", eth(ETH_IP, ipv4("192.0.2.1", "192.0.2.2", 6, bytes(20), frag=0x0002))),
+        (DROP, "IPv4 truncated", eth(ETH_IP, U4[:10])),
+        (PASS, "IPv6 -> dispatch_v6", eth(ETH_IP6, U6)),
+        (DROP, "IPv6 from a multicast source", eth(ETH_IP6, ipv6("ff02::1", "2001:db8::2", 17, bytes(8)))),
+        (DROP, "IPv6 hop limit 0", eth(ETH_IP6, ipv6("2001:db8::1", "2001:db8::2", 17, bytes(8), hlim=0))),
+        (DROP, "IPv6 truncated", eth(ETH_IP6, U6[:20])),
+        (PASS, "ARP: empty slot, falls through", arp()),
+        (PASS, "EtherType 0x9000", eth(0x9000, bytes(10))),
+        (DROP, "802.1Q tag truncated", vlan(5, ETH_IP)[:15]),
+        (DROP, "second tag truncated", vlan(5, ETH_VLAN)[:19]),
+    ])
+
+
 GENERATORS = [gen_vlan_tag, gen_mpls_pop, gen_ttl_dec, gen_arp_resp, gen_icmp_echo, gen_syn_guard,
               gen_token_bucket, gen_percpu_stats, gen_gre_decap, gen_vxlan_decap, gen_ipv6_ext,
               gen_port_knock, gen_nat44, gen_l4_lb, gen_mac_learn, gen_dscp_remark, gen_tcp_mss,
-              gen_udp_csum, gen_bogon_filter]
+              gen_udp_csum, gen_bogon_filter, gen_ndp_resp, gen_ecmp_hash, gen_trim_pad,
+              gen_ringbuf_sample, gen_tail_dispatch]
 
 if __name__ == "__main__":
     for g in GENERATORS:
