@@ -16,6 +16,12 @@ pub fn examples_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples")
 }
 
+/// The training corpus (`corpus/train/`), the programs the rewrite-rule library is grown from;
+/// its objects come with companion files in the examples' format.
+pub fn corpus_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../corpus/train")
+}
+
 /// A crafted packet and the action its author expects from freshly seeded maps.
 #[derive(Clone, Debug)]
 pub struct CraftedPacket {
@@ -116,8 +122,14 @@ fn read_seed(path: &Path, object: &Object) -> Result<MapSeed, String> {
 
 /// Reads one example and its companion files.
 pub fn load(path: &Path) -> Result<Example, String> {
+    load_with_inputs(path, path)
+}
+
+/// Reads the object at `path` with the companion files (`.packets`, `.maps.json`) of the object
+/// at `inputs`: another build of the same source, such as an `examples/os/` -Os baseline.
+pub fn load_with_inputs(path: &Path, inputs: &Path) -> Result<Example, String> {
     let object = linerate_io::load_object(path).map_err(|e| e.to_string())?;
-    let file = read_packets(&path.with_extension("packets"))?;
+    let file = read_packets(&inputs.with_extension("packets"))?;
     let index = |name: &str| {
         object
             .programs
@@ -131,7 +143,7 @@ pub fn load(path: &Path) -> Result<Example, String> {
         .iter()
         .map(|name| index(name))
         .collect::<Result<_, _>>()?;
-    let seed = read_seed(&path.with_extension("maps.json"), &object)?;
+    let seed = read_seed(&inputs.with_extension("maps.json"), &object)?;
     Ok(Example {
         path: path.to_path_buf(),
         object,
@@ -144,8 +156,13 @@ pub fn load(path: &Path) -> Result<Example, String> {
 
 /// Every example, sorted by file name.
 pub fn load_all() -> Result<Vec<Example>, String> {
-    let dir = examples_dir();
-    let mut paths: Vec<PathBuf> = std::fs::read_dir(&dir)
+    load_dir(&examples_dir())
+}
+
+/// Every `*.o` directly in `dir` (subdirectories such as `examples/os/` are not entered) with
+/// its companion files, sorted by file name.
+pub fn load_dir(dir: &Path) -> Result<Vec<Example>, String> {
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(dir)
         .map_err(|e| format!("{}: {e}", dir.display()))?
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.extension().is_some_and(|e| e == "o"))

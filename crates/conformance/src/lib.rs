@@ -1,8 +1,9 @@
 //! Conformance of linerate's engines to the kernel.
 //!
 //! linerate's chain of trust is kernel == interpreter == formula. This crate holds what checks
-//! it: the example corpus with its crafted inputs ([`examples`]), a generator of random programs
-//! the verifier accepts ([`random_program`]), objects of arbitrary decodable programs built from
+//! it: the example corpus and the training corpus with their crafted inputs ([`examples`]), the
+//! checks of one of their objects against the kernel ([`differential`]), a generator of random
+//! programs the verifier accepts ([`random_program`]), objects of arbitrary decodable programs built from
 //! bytes for fuzzing everything that reads a program ([`decodable`]), the bulk inputs of the
 //! flow-table example ([`flows`]) and, in `tests/`,
 //! the differential tests — every example and thousands of random programs run in the interpreter
@@ -10,6 +11,7 @@
 //! semantics evaluated against the interpreter. It is a test crate; nothing ships from it.
 
 pub mod decodable;
+pub mod differential;
 pub mod examples;
 pub mod flows;
 pub mod random_program;
