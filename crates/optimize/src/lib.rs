@@ -67,6 +67,9 @@ pub struct SearchOptions {
     pub max_rounds: Option<u64>,
     /// Slots that must stay as they are (the object writer's relocated slots).
     pub pinned: Vec<usize>,
+    /// Length of the first window of each straight-line run (0: `max_window`): passes with
+    /// different phases cut runs in different places.
+    pub phase: usize,
 }
 
 impl Default for SearchOptions {
@@ -79,6 +82,7 @@ impl Default for SearchOptions {
             round_steps: 2_000,
             max_rounds: None,
             pinned: Vec::new(),
+            phase: 0,
         }
     }
 }
@@ -128,6 +132,7 @@ pub fn windows(
         &analysis,
         &options.pinned,
         options.max_window,
+        options.phase,
     ))
 }
 
@@ -227,4 +232,20 @@ pub fn apply(
     let mut out = object.clone();
     out.programs[program] = assembled.program.clone();
     Ok((out, assembled))
+}
+
+/// One pass of rewriting: the program it started from, the rewrites it found, and where each
+/// of the starting program's entry-function slots went.
+#[derive(Clone, Debug)]
+pub struct Stage {
+    pub input: Object,
+    pub rewrites: Vec<Rewrite>,
+}
+
+/// `map` after `first`: where each slot of the first stage's input ends up.
+pub fn compose(first: &[Option<usize>], then: &[Option<usize>]) -> Vec<Option<usize>> {
+    first
+        .iter()
+        .map(|s| s.and_then(|s| then.get(s).copied().flatten()))
+        .collect()
 }

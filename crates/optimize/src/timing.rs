@@ -51,7 +51,7 @@ pub fn compare(
 ) -> Result<Comparison, DriveError> {
     let mut a = Driver::new(original, seed, MapMode::Persist)?;
     let mut b = Driver::new(candidate, seed, MapMode::Persist)?;
-    let mut mean = |d: &mut Driver| -> Result<f64, DriveError> {
+    let mean = |d: &mut Driver| -> Result<f64, DriveError> {
         let mut total = 0.0;
         for p in packets {
             total += d.run(program, p, &[], repeat)?.duration_ns as f64;

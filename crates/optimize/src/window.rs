@@ -294,7 +294,8 @@ fn initialised(cfg: &Cfg, slots: usize) -> Vec<RegSet> {
 
 /// The windows of program `program`'s entry function: maximal runs of windowable instructions
 /// inside each reachable block, none holding a slot of `pinned`, cut into pieces of at most
-/// `max_len` instructions.
+/// `max_len` instructions, the first piece of a run `phase` instructions long when that is
+/// shorter (so that a later pass with another phase puts the cuts elsewhere).
 pub fn find_windows(
     object: &Object,
     program: usize,
@@ -302,6 +303,7 @@ pub fn find_windows(
     analysis: &Analysis,
     pinned: &[usize],
     max_len: usize,
+    phase: usize,
 ) -> Vec<Window> {
     let Some(prog) = object.programs.get(program) else {
         return Vec::new();
@@ -322,7 +324,10 @@ pub fn find_windows(
         let insns = cfg.block_instructions(block.id);
         let mut run: Vec<(usize, Instruction)> = Vec::new();
         let mut flush = |run: &mut Vec<(usize, Instruction)>| {
-            for piece in run.chunks(max_len.max(1)) {
+            let max_len = max_len.max(1);
+            let first = if phase > 0 && phase < max_len { phase.min(run.len()) } else { 0 };
+            let (head, rest) = run.split_at(first);
+            for piece in std::iter::once(head).filter(|h| !h.is_empty()).chain(rest.chunks(max_len)) {
                 let start = piece[0].0;
                 let Some(state) = states.get(start).and_then(|s| s.as_ref()) else {
                     continue;
