@@ -1,6 +1,7 @@
 //! The objects `linerate_bpf::rewrite` writes load and run in the kernel like their inputs: every
-//! example with a `ja +0` inserted into the entry function of every program (so every function
-//! after one moves, with its calls, relocations and `.BTF.ext` records) is accepted by the
+//! example with a `ja +0` inserted into the entry function of every program, after its first
+//! instruction or before it (so every function after one moves, with its calls, relocations and
+//! `.BTF.ext` records, and the entry's first line record stays first) is accepted by the
 //! verifier and gives, on the example's crafted packets and mutations of them, the same action,
 //! packet, metadata, records and maps as the input object, packet after packet. Every example
 //! `bpftool prog loadall` (libbpf) accepts is accepted rewritten too.
@@ -24,14 +25,14 @@ use linerate_testkit::XorShift;
 const MUTATIONS: usize = 60;
 
 /// The example with `ja +0` inserted into every program it can be inserted into.
-fn rewritten(example: &Example, bytes: &[u8]) -> Vec<u8> {
+fn rewritten(example: &Example, bytes: &[u8], front: bool) -> Vec<u8> {
     let inserted: Vec<_> = example
         .object
         .programs
         .iter()
         .filter_map(|p| {
             let pinned = pinned_slots(bytes, &p.name).unwrap();
-            Some((p.name.as_str(), insert_ja(p, &pinned)?))
+            Some((p.name.as_str(), insert_ja(p, &pinned, front)?))
         })
         .collect();
     let replacements: Vec<Replacement> = inserted
@@ -65,9 +66,9 @@ fn packets(example: &Example) -> Vec<Vec<u8>> {
     out
 }
 
-fn run_alike(example: &Example, bytes: &[u8]) -> Result<usize, String> {
-    let name = example.name();
-    let out = rewritten(example, bytes);
+fn run_alike(example: &Example, bytes: &[u8], front: bool) -> Result<usize, String> {
+    let name = format!("{} (front {front})", example.name());
+    let out = rewritten(example, bytes, front);
     let again = read_object(&out, &example.object.name).map_err(|e| format!("{name}: {e}"))?;
     let packets = packets(example);
     let mut compared = 0;
@@ -119,9 +120,11 @@ fn rewritten_examples_load_and_run_like_their_inputs() {
     let mut packets = 0;
     for example in &examples {
         let bytes = std::fs::read(&example.path).unwrap();
-        match run_alike(example, &bytes) {
-            Ok(n) => packets += n,
-            Err(e) => failures.push(e),
+        for front in [false, true] {
+            match run_alike(example, &bytes, front) {
+                Ok(n) => packets += n,
+                Err(e) => failures.push(e),
+            }
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
@@ -160,13 +163,14 @@ fn what_libbpf_loads_it_loads_rewritten() {
             continue;
         }
         let bytes = std::fs::read(&example.path).unwrap();
-        let out = tmp.join(&name);
-        std::fs::write(&out, rewritten(&example, &bytes)).unwrap();
-        if bpftool_loads(&out, "out").unwrap() {
-            accepted.push(name);
-        } else {
-            failures.push(name);
+        for front in [false, true] {
+            let out = tmp.join(&name);
+            std::fs::write(&out, rewritten(&example, &bytes, front)).unwrap();
+            if !bpftool_loads(&out, "out").unwrap() {
+                failures.push(format!("{name} (front {front})"));
+            }
         }
+        accepted.push(name);
     }
     let _ = std::fs::remove_dir_all(&tmp);
     eprintln!("bpftool refuses as inputs: {}", refused.join(" "));

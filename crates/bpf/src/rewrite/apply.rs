@@ -110,7 +110,7 @@ pub(super) fn apply(
                 let old_target = target_of(sym.value as i64, i64::from(insn.imm));
                 let new_target = usize::try_from(old_target)
                     .ok()
-                    .and_then(|t| moves.exact(t))
+                    .and_then(|t| moves.target(t))
                     .ok_or_else(|| {
                         malformed(format!(
                             "a reference in {} reaches slot {old_target}, which is removed",
@@ -147,7 +147,7 @@ pub(super) fn apply(
         let old_target = old as i64 + i64::from(insn.imm) + 1;
         let new_target = usize::try_from(old_target)
             .ok()
-            .and_then(|t| moves.exact(t))
+            .and_then(|t| moves.target(t))
             .ok_or_else(|| {
                 malformed(format!(
                     "the call at section slot {old} reaches a removed slot"
@@ -211,6 +211,13 @@ fn move_ext(file: &mut ElfFile, at: &Located, moves: &SlotMoves) -> Result<(), R
             }
             for (k, next) in claimed {
                 placed[k] = Some(next);
+            }
+            // The kernel wants a record at every function's first slot: the record of the old
+            // first slot stays there when slots were inserted before it or it was removed.
+            let start = at.start as u32;
+            let first = insns.iter().position(|&i| i == start);
+            if let Some(k) = first.filter(|_| !placed.contains(&Some(start))) {
+                placed[k] = Some(start);
             }
         }
         placed
