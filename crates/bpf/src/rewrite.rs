@@ -21,8 +21,9 @@
 //!   kept one); the entry function's symbol size is its new length.
 //! * **`.BTF.ext`** (`func_info`, `line_info`, CO-RE relocations) follow their instructions. A
 //!   `line_info` record of a removed slot moves to the next kept slot of the entry function when
-//!   no record starts there (so the function's first slot keeps the record the kernel wants
-//!   there), and is dropped otherwise. The relocations of `.rel.BTF.ext` follow their records.
+//!   no record starts there, and is dropped otherwise; the record of the function's first slot
+//!   stays on the first slot (the kernel wants one there) when slots are inserted before it or
+//!   it is removed. The relocations of `.rel.BTF.ext` follow their records.
 //! * DWARF (`.debug_*`) is kept byte for byte: its addresses inside the rewritten function and
 //!   after it are stale, which no loader reads (libbpf and the kernel use BTF).
 //!
@@ -254,6 +255,16 @@ impl SlotMoves {
             self.map[s - self.start].map(|n| self.start + n)
         } else {
             Some(s - self.old_len + self.new_len)
+        }
+    }
+
+    /// Where a call or function-address load reaching old slot `s` lands: the entry function's
+    /// first slot stays its first slot whatever is inserted before or removed from it.
+    fn target(&self, s: usize) -> Option<usize> {
+        if s == self.start {
+            Some(s)
+        } else {
+            self.exact(s)
         }
     }
 

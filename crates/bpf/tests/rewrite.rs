@@ -78,15 +78,16 @@ fn identity_rewrites_give_the_input_bytes() {
 #[test]
 fn an_inserted_slot_reads_back_shifted_and_removing_it_restores_the_input() {
     let mut rewritten = 0;
-    for (name, bytes, object) in examples() {
+    let cases = examples();
+    for ((name, bytes, object), front) in cases.iter().flat_map(|e| [(e, false), (e, true)]) {
         for (index, p) in object.programs.iter().enumerate() {
-            let at = format!("{name}/{}", p.name);
-            let pinned = pinned_slots(&bytes, &p.name).unwrap();
-            let Some(ins) = insert_ja(p, &pinned) else {
+            let at = format!("{name}/{} (front {front})", p.name);
+            let pinned = pinned_slots(bytes, &p.name).unwrap();
+            let Some(ins) = insert_ja(p, &pinned, front) else {
                 continue;
             };
             let out = rewrite_object(
-                &bytes,
+                bytes,
                 &[Replacement {
                     program: &p.name,
                     insns: &ins.insns,
@@ -94,7 +95,7 @@ fn an_inserted_slot_reads_back_shifted_and_removing_it_restores_the_input() {
                 }],
             )
             .unwrap_or_else(|e| panic!("{at}: {e}"));
-            let again = read_object(&out, &name).unwrap_or_else(|e| panic!("{at}: {e}"));
+            let again = read_object(&out, name).unwrap_or_else(|e| panic!("{at}: {e}"));
             assert_eq!(again.programs.len(), object.programs.len(), "{at}");
             for (j, (a, b)) in again.programs.iter().zip(&object.programs).enumerate() {
                 let want = if j == index { &ins.expected } else { b };
@@ -144,7 +145,7 @@ fn an_inserted_slot_reads_back_shifted_and_removing_it_restores_the_input() {
             )
             .unwrap_or_else(|e| panic!("{at}: removing: {e}"));
             assert!(
-                restored == bytes,
+                &restored == bytes,
                 "{at}: removing the inserted slot does not restore the input"
             );
             rewritten += 1;

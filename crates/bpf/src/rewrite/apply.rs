@@ -50,10 +50,11 @@ pub(super) fn apply(
     let old_symbols = file.symbols();
     let mut symbols = old_symbols.clone();
     for s in &mut symbols {
-        if usize::from(s.shndx) != sec || s.info & 0xf == STT_SECTION {
+        let slot = usize::try_from(s.value / 8).unwrap_or(usize::MAX);
+        // Symbols past the section's end (malformed) are left as they are.
+        if usize::from(s.shndx) != sec || s.info & 0xf == STT_SECTION || slot > at.code.len() {
             continue;
         }
-        let slot = usize::try_from(s.value / 8).unwrap_or(usize::MAX);
         let is_entry = slot == at.start && s.value % 8 == 0;
         s.value = (moves.next_kept(slot) * 8) as u64 + s.value % 8;
         if is_entry && s.size == (at.len * 8) as u64 {
@@ -106,18 +107,19 @@ pub(super) fn apply(
                 continue;
             };
             // Old and new target slots; the immediate is relative to the symbol.
-            let fix = |target_of: &dyn Fn(i64, i64) -> i64, imm_for: &dyn Fn(i64, i64) -> i64| {
-                let old_target = target_of(sym.value as i64, i64::from(insn.imm));
+            let fix = |target_of: &dyn Fn(i128, i128) -> i128,
+                       imm_for: &dyn Fn(i128, i128) -> i128| {
+                let old_target = target_of(i128::from(sym.value), i128::from(insn.imm));
                 let new_target = usize::try_from(old_target)
                     .ok()
-                    .and_then(|t| moves.exact(t))
+                    .and_then(|t| moves.target(t))
                     .ok_or_else(|| {
                         malformed(format!(
                             "a reference in {} reaches slot {old_target}, which is removed",
                             file.sections[c].name
                         ))
                     })?;
-                i32::try_from(imm_for(new_sym.value as i64, new_target as i64))
+                i32::try_from(imm_for(i128::from(new_sym.value), new_target as i128))
                     .map_err(|_| malformed("a moved reference does not fit 32 bits".into()))
             };
             if insn.code == CALL_OPCODE && rel.kind == R_BPF_64_32 {
@@ -147,7 +149,7 @@ pub(super) fn apply(
         let old_target = old as i64 + i64::from(insn.imm) + 1;
         let new_target = usize::try_from(old_target)
             .ok()
-            .and_then(|t| moves.exact(t))
+            .and_then(|t| moves.target(t))
             .ok_or_else(|| {
                 malformed(format!(
                     "the call at section slot {old} reaches a removed slot"
@@ -211,6 +213,13 @@ fn move_ext(file: &mut ElfFile, at: &Located, moves: &SlotMoves) -> Result<(), R
             }
             for (k, next) in claimed {
                 placed[k] = Some(next);
+            }
+            // The kernel wants a record at every function's first slot: the record of the old
+            // first slot stays there when slots were inserted before it or it was removed.
+            let start = at.start as u32;
+            let first = insns.iter().position(|&i| i == start);
+            if let Some(k) = first.filter(|_| !placed.contains(&Some(start))) {
+                placed[k] = Some(start);
             }
         }
         placed

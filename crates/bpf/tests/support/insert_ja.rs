@@ -41,14 +41,15 @@ fn jump_field(raw: RawInsn) -> Option<bool> {
     Some(class == 0x06 && op == 0x00)
 }
 
-/// Inserts `ja +0` after the first entry-function slot execution falls through from (not
-/// splitting an `ld_imm64`); `None` when there is none. `pinned` are the writer's pinned slots.
-pub fn insert_ja(program: &Program, pinned: &[usize]) -> Option<Inserted> {
+/// Inserts `ja +0` before the entry function's first slot (`front`), or else after the first
+/// slot execution falls through from (not splitting an `ld_imm64`); `None` when there is none.
+/// `pinned` are the writer's pinned slots.
+pub fn insert_ja(program: &Program, pinned: &[usize], front: bool) -> Option<Inserted> {
     let len = program.functions.first()?.len;
     let insns = &program.insns;
-    let mut at = None;
+    let mut at = front.then_some(0);
     let mut i = 0;
-    while i < len {
+    while i < len && at.is_none() {
         let step = if insns[i].is_wide() { 2 } else { 1 };
         if falls_through(insns[i]) && i + step < len {
             at = Some(i + step);
@@ -58,6 +59,8 @@ pub fn insert_ja(program: &Program, pinned: &[usize]) -> Option<Inserted> {
     }
     let at = at?;
     let np = |x: i64| if x >= at as i64 { x + 1 } else { x };
+    // Where a call or function address lands: a function's first slot.
+    let target = |x: i64| if x == 0 { 0 } else { np(x) };
     let mut all: Vec<RawInsn> = Vec::with_capacity(insns.len() + 1);
     for (p, &raw) in insns.iter().enumerate() {
         if p == at {
@@ -80,25 +83,35 @@ pub fn insert_ja(program: &Program, pinned: &[usize]) -> Option<Inserted> {
                     raw.off = new as i16;
                 }
             } else if (raw.code == 0x85 && raw.src == 1) || (raw.is_wide() && raw.src == 4) {
-                raw.imm = (np(p + raw.imm as i64 + 1) - np(p) - 1) as i32;
+                raw.imm = (target(p + raw.imm as i64 + 1) - np(p) - 1) as i32;
             }
         }
         all.push(raw);
     }
     let mut expected = program.clone();
     expected.insns = all;
-    for f in &mut expected.functions {
-        if f.start >= at {
-            f.start += 1;
+    // The entry function grows; every function's first slot (and the line record there, which
+    // the kernel wants) stays its first slot.
+    let starts: Vec<usize> = program.functions.iter().map(|f| f.start).collect();
+    let moved = |slot: usize| {
+        if starts.contains(&slot) {
+            slot + usize::from(slot > 0)
         } else {
+            np(slot as i64) as usize
+        }
+    };
+    for (k, f) in expected.functions.iter_mut().enumerate() {
+        if k == 0 {
             f.len += 1;
+        } else {
+            f.start += 1;
         }
     }
     for f in &mut expected.func_info {
-        f.slot = np(f.slot as i64) as usize;
+        f.slot = moved(f.slot);
     }
     for l in &mut expected.line_info {
-        l.slot = np(l.slot as i64) as usize;
+        l.slot = moved(l.slot);
     }
     let mut entry = expected.insns[..len + 1].to_vec();
     for &p in pinned {
