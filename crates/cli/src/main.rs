@@ -11,6 +11,8 @@ mod calibrate;
 mod cost;
 mod inspect;
 mod measure;
+mod optimize;
+mod rules;
 mod output;
 mod run;
 
@@ -43,6 +45,11 @@ enum Command {
     Measure(measure::MeasureArgs),
     /// Measure this host's XDP costs through the kernel and write an x86 cost model.
     Calibrate(calibrate::CalibrateArgs),
+    /// A smaller or faster program that does the same (K2-style synthesis, proven equivalent,
+    /// checked in the kernel), written as a drop-in object.
+    Optimize(optimize::OptimizeArgs),
+    /// The rewrite-rule library of `optimize`: grow it from a corpus, show it.
+    Rules(rules::RulesArgs),
 }
 
 /// Detail printed after the one-line error (e.g. a verifier log).
@@ -59,7 +66,10 @@ impl std::error::Error for Detail {}
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let detaches_threads = matches!(cli.command, Command::Bound(_) | Command::Measure(_));
+    let detaches_threads = matches!(
+        cli.command,
+        Command::Bound(_) | Command::Measure(_) | Command::Optimize(_) | Command::Rules(_)
+    );
     let code = report(match cli.command {
         Command::Inspect(args) => inspect::inspect(&args),
         Command::Run(args) => run::run(&args),
@@ -67,6 +77,8 @@ fn main() -> ExitCode {
         Command::Bound(args) => bound::bound(&args),
         Command::Measure(args) => measure::measure(&args),
         Command::Calibrate(args) => calibrate::calibrate(&args),
+        Command::Optimize(args) => optimize::optimize(&args),
+        Command::Rules(args) => rules::rules(&args),
     });
     if detaches_threads {
         // A search's checker threads may still be inside a solver call (a search does not wait
@@ -111,17 +123,17 @@ fn report(result: Result<()>) -> ExitCode {
 /// The object at `path`, its CO-RE relocations resolved against the BTF file `btf` (`--btf`), or
 /// else the running kernel's.
 pub fn load_object(path: &Path, btf: Option<&Path>) -> Result<Object> {
-    let target = match btf {
-        None => None,
-        Some(p) => {
-            let bytes = std::fs::read(p)
-                .map_err(|e| anyhow!("cannot read BTF file {}: {e}", p.display()))?;
-            let btf = linerate_bpf::btf::Btf::parse(&bytes)
-                .map_err(|e| anyhow!("BTF file {}: {e}", p.display()))?;
-            Some(btf)
-        }
-    };
-    Ok(linerate_io::load_object_with(path, target.as_ref())?)
+    Ok(linerate_io::load_object_with(path, target_btf(btf)?.as_ref())?)
+}
+
+/// The BTF file `--btf` names, parsed (`None`: the running kernel's, read where needed).
+pub fn target_btf(btf: Option<&Path>) -> Result<Option<linerate_bpf::btf::Btf>> {
+    btf.map(|p| {
+        let bytes =
+            std::fs::read(p).map_err(|e| anyhow!("cannot read BTF file {}: {e}", p.display()))?;
+        linerate_bpf::btf::Btf::parse(&bytes).map_err(|e| anyhow!("BTF file {}: {e}", p.display()))
+    })
+    .transpose()
 }
 
 /// The index of the program `--prog` names, or the only/first program.

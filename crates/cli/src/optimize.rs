@@ -1,0 +1,561 @@
+//! `linerate optimize`: a smaller or faster program that does the same, written as a drop-in
+//! object. The search is `linerate_optimize`; the object writer `linerate_bpf::rewrite`; this
+//! is the command line: choosing the goal, the final checks in the interpreter and the kernel
+//! with fallback to fewer rewrites, the measurements before and after, and the report.
+
+use std::collections::HashSet;
+use std::fmt::Write as _;
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, bail, Context, Result};
+use clap::{Args, ValueEnum};
+use linerate_bound::enumerate::Metric;
+use linerate_bpf::contents::{MapMode, MapSeed};
+use linerate_bpf::disasm::{format_instruction, NoNames};
+use linerate_bpf::rewrite::{pinned_slots, rewrite_object, Replacement};
+use linerate_bpf::Object;
+use linerate_cfg::Cfg;
+use linerate_cost::trace::entry_blocks;
+use linerate_cost::{Model, ProgramCost};
+use linerate_optimize::goal::{Latency, Size};
+use linerate_optimize::prove::Z3Prover;
+use linerate_optimize::rules::Library;
+use linerate_optimize::verify::{in_kernel, in_vm, Rejection};
+use linerate_optimize::{
+    apply, compose, packets, search, timing, Performance, Prover, Rewrite, SearchOptions, SearchStats, Stage,
+};
+use linerate_vm::drive::run_packets;
+use linerate_vm::VmOptions;
+use serde_json::{json, Value};
+
+use crate::output::emit;
+
+/// What the search minimises.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Goal {
+    /// Instruction count.
+    Size,
+    /// The cost model's per-instruction prices along the executed paths.
+    Latency,
+    /// The cost of the slowest satisfiable path (`linerate bound`) under --target.
+    WorstCase,
+}
+
+#[derive(Args)]
+pub struct OptimizeArgs {
+    #[command(flatten)]
+    pub input: crate::args::ObjectArgs,
+    /// Where to write the optimized object (never the input).
+    #[arg(short, long, value_name = "PATH")]
+    pub output: PathBuf,
+    /// Program to optimize (function or section name); default: the first XDP program.
+    #[arg(long)]
+    pub prog: Option<String>,
+    #[arg(long, value_enum, default_value_t = Goal::Size)]
+    pub goal: Goal,
+    /// Seconds of search (the final checks and measurements come on top).
+    #[arg(long, default_value = "60s", value_name = "SECONDS")]
+    pub budget: String,
+    /// Seed of the search's random choices.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Search passes, each cutting the program into windows at other places.
+    #[arg(long, default_value_t = 3)]
+    pub passes: usize,
+    /// Apply the rule library only, no search.
+    #[arg(long)]
+    pub rules_only: bool,
+    /// A rule file instead of the shipped library.
+    #[arg(long, value_name = "PATH", conflicts_with = "no_rules")]
+    pub rules: Option<PathBuf>,
+    /// Use no rule library.
+    #[arg(long)]
+    pub no_rules: bool,
+    /// Packets (the `run --packets` format) to add to the differential test and to time.
+    #[arg(long, value_name = "PATH")]
+    pub packets: Option<PathBuf>,
+    /// Map contents (the `run --maps` JSON) for the differential test and timing.
+    #[arg(long, value_name = "PATH")]
+    pub maps: Option<PathBuf>,
+    /// Generated packets in the differential test (crafted frames and random bytes).
+    #[arg(long, default_value_t = 10_000, value_name = "N")]
+    pub differential_packets: usize,
+    /// Witnesses of the N slowest satisfiable paths (`linerate bound`) in the differential test.
+    #[arg(long, default_value_t = 10, value_name = "N")]
+    pub witnesses: usize,
+    /// Seconds `bound` may take for each worst-case figure.
+    #[arg(long, default_value_t = 20.0, value_name = "SECONDS")]
+    pub bound_timeout: f64,
+    /// Trials of the latency measurement (each runs every timed packet `--repeat` times).
+    #[arg(long, default_value_t = 11)]
+    pub trials: usize,
+    #[arg(long, default_value_t = 200)]
+    pub repeat: u32,
+    /// Skip the measurements (latency and worst-case throughput before and after).
+    #[arg(long)]
+    pub no_measure: bool,
+    #[command(flatten)]
+    pub device: crate::args::ModelArgs,
+    /// Show each rewrite as a diff of instructions.
+    #[arg(long)]
+    pub explain: bool,
+    /// Machine-readable output.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// A duration given as `60`, `60s`, `2m` or `500ms`.
+pub fn parse_duration(text: &str) -> Result<Duration> {
+    let t = text.trim();
+    let (number, scale) = if let Some(n) = t.strip_suffix("ms") {
+        (n, 0.001)
+    } else if let Some(n) = t.strip_suffix('s') {
+        (n, 1.0)
+    } else if let Some(n) = t.strip_suffix('m') {
+        (n, 60.0)
+    } else {
+        (t, 1.0)
+    };
+    let v: f64 = number
+        .trim()
+        .parse()
+        .map_err(|_| anyhow!("`{text}` is not a duration (60, 60s, 2m, 500ms)"))?;
+    Duration::try_from_secs_f64(v * scale).map_err(|_| anyhow!("`{text}` is not a duration"))
+}
+
+/// The packets of the differential test: given ones, generated ones, and the bound's witnesses
+/// (each with its own maps).
+struct TestInputs {
+    packets: Vec<Vec<u8>>,
+    witnesses: Vec<(Vec<u8>, MapSeed)>,
+}
+
+fn timed_packets(inputs: &TestInputs, given: usize) -> Vec<Vec<u8>> {
+    // The given packets when there are some, else a sample of the generated ones.
+    let n = if given > 0 { given } else { 64 };
+    inputs.packets.iter().take(n).cloned().collect()
+}
+
+/// The worst-case throughput of program `program` (`bound`'s SSP rate, packets/s), its witnesses,
+/// and the blocks of its slowest path.
+fn worst_case(
+    object: &Object,
+    program: usize,
+    model: &Model,
+    paths: usize,
+    timeout: f64,
+) -> Result<(Option<f64>, bool, Vec<(Vec<u8>, MapSeed)>, HashSet<usize>)> {
+    let args = crate::args::SearchArgs {
+        timeout: Some(timeout),
+        check_timeout: 10.0,
+        max_memory: 1024,
+        max_unroll: None,
+        threads: None,
+    };
+    let (_, result) = args.search(
+        Path::new(&object.name),
+        object,
+        program,
+        model,
+        Metric::PacketRate,
+        paths.max(1),
+        false,
+        |_| {},
+    )?;
+    let found = &result.outcome.found;
+    let rate = found.first().map(|f| f.path.rate);
+    let witnesses = found
+        .iter()
+        .filter_map(|f| f.witness.as_ref().ok())
+        .filter(|w| w.unrepeatable.is_empty())
+        .map(|w| (w.packet.clone(), w.maps.clone()))
+        .collect();
+    let hot = found
+        .first()
+        .and_then(|f| f.witness.as_ref().ok())
+        .map(|w| w.blocks.iter().filter(|b| b.program == program).map(|b| b.slot).collect())
+        .unwrap_or_default();
+    Ok((rate, result.outcome.complete, witnesses, hot))
+}
+
+/// The model's estimate in nanoseconds per packet, averaged over `packets` run in the
+/// interpreter (paths priced as `linerate cost --packets` prices them).
+fn estimated_ns(object: &Object, program: usize, model: &Model, seed: &MapSeed, packets: &[Vec<u8>]) -> Result<f64> {
+    let cfg = Cfg::build(&object.programs[program])?;
+    let cost = ProgramCost::new(object, &cfg, model)?;
+    let options = VmOptions {
+        record_steps: true,
+        ..VmOptions::default()
+    };
+    let runs = run_packets(object, seed, options, MapMode::Persist, program, packets, &[])?;
+    let capacity = model.components().first().map_or(1.0, |c| c.capacity_per_s);
+    let per_packet = model.per_packet().0.first().copied().unwrap_or(0.0);
+    let mut total = 0.0;
+    let mut n = 0usize;
+    for run in &runs.outcomes {
+        let Some(blocks) = entry_blocks(&cfg, run.steps.iter().map(|s| (s.program, s.slot))) else {
+            continue;
+        };
+        if let Ok(c) = cost.path_cost(&cfg, model, &blocks) {
+            total += c.0.first().copied().unwrap_or(0.0) + per_packet;
+            n += 1;
+        }
+    }
+    Ok(total / n.max(1) as f64 / capacity * 1e9)
+}
+
+/// A rejected candidate and why.
+struct Discarded {
+    rewrites: usize,
+    reason: String,
+}
+
+/// The verdict of the final checks on `candidate` against `original`.
+fn final_check(original: &Object, candidate: &Object, program: usize, seed: &MapSeed, inputs: &TestInputs) -> Result<(), Rejection> {
+    in_vm(original, candidate, program, seed, &inputs.packets)?;
+    for (p, s) in &inputs.witnesses {
+        in_vm(original, candidate, program, s, std::slice::from_ref(p))?;
+    }
+    in_kernel(original, candidate, program, seed, &inputs.packets)?;
+    for (p, s) in &inputs.witnesses {
+        in_kernel(original, candidate, program, s, std::slice::from_ref(p))?;
+    }
+    Ok(())
+}
+
+/// The result that passes the final checks: the last stage's rewrites with culprits dropped one
+/// at a time until the program passes, an earlier stage's result once none is left. Returns the
+/// object, the composed slot map of the entry function, and the stages' rewrites kept.
+fn checked(
+    object: &Object,
+    program: usize,
+    mut stages: Vec<Stage>,
+    seed: &MapSeed,
+    inputs: &TestInputs,
+    discarded: &mut Vec<Discarded>,
+) -> Result<(Object, Vec<Option<usize>>, Vec<Vec<Rewrite>>)> {
+    while let Some(mut last) = stages.pop() {
+        while !last.rewrites.is_empty() {
+            let (candidate, assembled) = apply(&last.input, program, &last.rewrites)?;
+            let rejection = match final_check(object, &candidate, program, seed, inputs) {
+                Ok(()) => {
+                    let mut map: Vec<Option<usize>> = (0..entry_len(object, program)).map(Some).collect();
+                    for s in &stages {
+                        let (_, a) = apply(&s.input, program, &s.rewrites)?;
+                        map = compose(&map, &a.slot_map);
+                    }
+                    map = compose(&map, &assembled.slot_map);
+                    let mut kept: Vec<Vec<Rewrite>> = stages.into_iter().map(|s| s.rewrites).collect();
+                    kept.push(last.rewrites);
+                    return Ok((candidate, map, kept));
+                }
+                Err(Rejection::Engine { engine, error }) => bail!("{engine} cannot run the programs: {error}"),
+                Err(r) => r,
+            };
+            discarded.push(Discarded {
+                rewrites: last.rewrites.len(),
+                reason: rejection.to_string(),
+            });
+            // The culprit: the rewrite around the slot the checker stopped at, or else the one
+            // whose removal alone makes the interpreter agree, or else the last one.
+            let culprit = match &rejection {
+                Rejection::Verifier { slot: Some(s), .. } => {
+                    let old = assembled.slot_map.iter().position(|n| n.is_some_and(|n| n >= *s));
+                    old.and_then(|o| last.rewrites.iter().rposition(|r| r.start <= o))
+                }
+                _ => None,
+            };
+            let culprit = culprit.or_else(|| {
+                (0..last.rewrites.len()).find(|&i| {
+                    let mut fewer = last.rewrites.clone();
+                    fewer.remove(i);
+                    apply(&last.input, program, &fewer)
+                        .ok()
+                        .is_some_and(|(c, _)| in_vm(object, &c, program, seed, &inputs.packets).is_ok())
+                })
+            });
+            let i = culprit.unwrap_or(last.rewrites.len() - 1);
+            last.rewrites.remove(i);
+        }
+    }
+    Ok((object.clone(), (0..entry_len(object, program)).map(Some).collect(), Vec::new()))
+}
+
+fn entry_len(object: &Object, program: usize) -> usize {
+    object.programs[program].functions.first().map_or(0, |f| f.len)
+}
+
+/// One instruction as llvm-objdump prints it (windows hold no map references).
+fn text(insn: &linerate_bpf::insn::Instruction) -> String {
+    format_instruction(insn, &NoNames)
+}
+
+fn read_input_bytes(path: &Path) -> Result<Vec<u8>> {
+    let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+    if !bytes.starts_with(b"\x7fELF") {
+        bail!(
+            "{}: optimize writes ELF objects and needs one as input (this looks like objdump text)",
+            path.display()
+        );
+    }
+    Ok(bytes)
+}
+
+pub fn optimize(args: &OptimizeArgs) -> Result<()> {
+    let started = Instant::now();
+    let budget = parse_duration(&args.budget).context("--budget")?;
+    let input_bytes = read_input_bytes(&args.input.object)?;
+    if std::fs::canonicalize(&args.output).ok() == std::fs::canonicalize(&args.input.object).ok() {
+        bail!("{}: the output must not be the input", args.output.display());
+    }
+    let object = args.input.load()?;
+    let program = crate::select_program(&object, args.prog.as_deref())?;
+    object.programs[program].require_xdp("optimize", "optimizes XDP programs")?;
+    linerate_kernel::check_access().context("optimize checks every output in the kernel")?;
+    let model = args.device.load()?;
+    let name = object.programs[program].name.clone();
+    let pinned = pinned_slots(&input_bytes, &name).map_err(|e| anyhow!("{}: {e}", args.input.object.display()))?;
+    let library = match (&args.rules, args.no_rules) {
+        (_, true) => Library::new(),
+        (Some(path), _) => {
+            let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+            Library::parse(&text, &path.display().to_string())?
+        }
+        (None, _) => Library::shipped()?,
+    };
+    let rules = library.compile("rules")?;
+    let seed = match &args.maps {
+        Some(path) => linerate_io::read_maps_file(path, &object)?,
+        None => MapSeed::new(),
+    };
+    let given = match &args.packets {
+        Some(path) => linerate_io::read_packets_file(path)?,
+        None => Vec::new(),
+    };
+    let show_progress = !args.json && std::io::stderr().is_terminal();
+    let measure = !args.no_measure;
+    let (wc_before, wc_complete_before, witnesses, hot) = if measure || args.goal == Goal::WorstCase {
+        if show_progress {
+            eprint!("\roptimize: bounding the worst case of the input...");
+        }
+        worst_case(&object, program, &model, args.witnesses, args.bound_timeout)?
+    } else {
+        (None, false, Vec::new(), HashSet::new())
+    };
+    let mut packets_all = given.clone();
+    packets_all.extend(packets::generate(args.differential_packets, args.seed));
+    let inputs = TestInputs {
+        packets: packets_all,
+        witnesses,
+    };
+
+    let latency = Latency { model: model.clone() };
+    let perf: &dyn Performance = match args.goal {
+        Goal::Size => &Size,
+        Goal::Latency | Goal::WorstCase => &latency,
+    };
+    let prover = || Box::new(Z3Prover::new(2_000)) as Box<dyn Prover>;
+    // Passes: each cuts the program into windows elsewhere (its phase) and searches them with
+    // its share of the budget; a pass's result is the next one's input.
+    let passes = if args.rules_only { 1 } else { args.passes.max(1) };
+    let mut stages: Vec<Stage> = Vec::new();
+    let mut current = object.clone();
+    let mut current_pinned = pinned;
+    let mut totals = SearchStats::default();
+    let (mut windows_total, mut rounds, mut rules_applied) = (0, 0, 0);
+    let search_started = Instant::now();
+    for pass in 0..passes {
+        let left = budget.saturating_sub(search_started.elapsed());
+        let options = SearchOptions {
+            budget: left / (passes - pass) as u32,
+            seed: args.seed.wrapping_add(pass as u64),
+            pinned: current_pinned.clone(),
+            phase: pass * SearchOptions::default().max_window / passes,
+            ..SearchOptions::default()
+        };
+        let mut windows = linerate_optimize::windows(&current, program, &options)?;
+        if args.goal == Goal::WorstCase {
+            // Windows off the slowest path still count, a hundredth as much.
+            for w in &mut windows {
+                if !hot.contains(&w.block_first) {
+                    w.weight = 0.01;
+                }
+            }
+        }
+        let gain_before: f64 = 0.0;
+        let mut report_progress = |p: linerate_optimize::Progress| {
+            if show_progress {
+                eprint!(
+                    "\r\x1b[2Koptimize: pass {}/{passes}, {:.0}s of {:.0}s, {} candidates, best gain {:.1} {}",
+                    pass + 1,
+                    search_started.elapsed().as_secs_f64(),
+                    budget.as_secs_f64(),
+                    totals.candidates + p.candidates,
+                    gain_before + p.gain,
+                    if args.goal == Goal::Size { "insns" } else { "cycles" },
+                );
+            }
+        };
+        let searched = search(windows, &rules, args.rules_only, &options, perf, &prover, &mut report_progress);
+        totals.add(&searched.stats);
+        windows_total += searched.windows;
+        rounds += searched.rounds;
+        rules_applied += searched.rules_applied;
+        let rewrites: Vec<Rewrite> = searched.rewrites.into_iter().map(|(r, _)| r).collect();
+        if rewrites.is_empty() {
+            continue;
+        }
+        let (next, assembled) = apply(&current, program, &rewrites)?;
+        current_pinned = current_pinned
+            .iter()
+            .filter_map(|&s| assembled.slot_map.get(s).copied().flatten())
+            .collect();
+        stages.push(Stage {
+            input: std::mem::replace(&mut current, next),
+            rewrites,
+        });
+    }
+    let search_seconds = search_started.elapsed().as_secs_f64().max(1e-9);
+    if show_progress {
+        eprint!("\r\x1b[2Koptimize: checking the result in the interpreter and the kernel...");
+    }
+    let mut discarded = Vec::new();
+    let (optimized, slot_map, kept) = checked(&object, program, stages, &seed, &inputs, &mut discarded)?;
+    let entry_insns = &optimized.programs[program].insns[..entry_len(&optimized, program)];
+    let out_bytes = rewrite_object(
+        &input_bytes,
+        &[Replacement {
+            program: &name,
+            insns: entry_insns,
+            slot_map: &slot_map,
+        }],
+    )
+    .map_err(|e| anyhow!("{}: writing the optimized object: {e}", args.output.display()))?;
+    // What is written must read back as the program that was checked.
+    let target = crate::target_btf(args.input.btf.as_deref())?;
+    let reread = linerate_io::parse_object_with(&out_bytes, &object.name, target.as_ref())
+        .map_err(|e| anyhow!("the written object does not read back: {e}"))?;
+    if reread.programs.get(program).map(|p| &p.insns) != Some(&optimized.programs[program].insns) {
+        bail!("the written object's program differs from the checked one (an object-writer bug)");
+    }
+    linerate_io::write_atomically(&args.output, &out_bytes)?;
+
+    let timed = timed_packets(&inputs, given.len());
+    let est_before = estimated_ns(&object, program, &model, &seed, &timed)?;
+    let est_after = estimated_ns(&optimized, program, &model, &seed, &timed)?;
+    let (latency_cmp, wc_after) = if measure {
+        if show_progress {
+            eprint!("\r\x1b[2Koptimize: measuring before and after...");
+        }
+        let cmp = timing::compare(&object, &optimized, program, &seed, &timed, args.trials, args.repeat)?;
+        let (after, complete, _, _) = worst_case(&optimized, program, &model, 1, args.bound_timeout)?;
+        (Some(cmp), Some((after, complete)))
+    } else {
+        (None, None)
+    };
+    if show_progress {
+        eprint!("\r\x1b[2K");
+    }
+    let insns_before = object.programs[program].insns.len();
+    let insns_after = optimized.programs[program].insns.len();
+    let kept: Vec<Rewrite> = kept.into_iter().flatten().collect();
+    let rewrites_json: Vec<Value> = kept
+        .iter()
+        .map(|r| {
+            json!({
+                "slot": r.start,
+                "before": r.original.iter().map(text).collect::<Vec<_>>(),
+                "after": r.replacement.iter().flatten().map(text).collect::<Vec<_>>(),
+            })
+        })
+        .collect();
+    let stats = &totals;
+    let seconds = search_seconds;
+    if args.json {
+        let v = json!({
+            "program": name,
+            "goal": format!("{:?}", args.goal).to_lowercase(),
+            "insns_before": insns_before,
+            "insns_after": insns_after,
+            "est_ns_before": est_before,
+            "est_ns_after": est_after,
+            "measured_ns_before": latency_cmp.map(|c| c.before_ns),
+            "measured_ns_after": latency_cmp.map(|c| c.after_ns),
+            "measured_ns_difference_ci95": latency_cmp.map(|c| [c.difference_ci.0, c.difference_ci.1]),
+            "worst_case_pps_before": wc_before,
+            "worst_case_pps_after": wc_after.and_then(|w| w.0),
+            "worst_case_complete": wc_after.map(|w| w.1 && wc_complete_before),
+            "verifier": "accepted",
+            "differential_packets": inputs.packets.len() + inputs.witnesses.len(),
+            "discarded": discarded.iter().map(|d| json!({"rewrites": d.rewrites, "reason": d.reason})).collect::<Vec<_>>(),
+            "rules_applied": rules_applied,
+            "rewrites": rewrites_json,
+            "search": {
+                "windows": windows_total,
+                "rounds": rounds,
+                "passes": passes,
+                "seconds": seconds,
+                "candidates": stats.candidates,
+                "candidates_per_s": stats.candidates as f64 / seconds,
+                "equivalence_checks": stats.proofs_asked,
+                "equivalence_checks_per_s": stats.proofs_asked as f64 / seconds,
+                "cache_hits": stats.cache_hits,
+                "cache_hit_rate": stats.cache_hits as f64 / (stats.cache_hits + stats.proofs_asked).max(1) as f64,
+                "counterexamples": stats.counterexamples,
+                "unknown": stats.unknown,
+            },
+            "seconds": started.elapsed().as_secs_f64(),
+        });
+        return emit(&(serde_json::to_string_pretty(&v)? + "\n"));
+    }
+    let mut out = String::new();
+    let pct = |a: f64, b: f64| if a > 0.0 { 100.0 * (a - b) / a } else { 0.0 };
+    writeln!(out, "{}: program {name} optimized for {:?} → {}", args.input.object.display(), args.goal, args.output.display())?;
+    writeln!(out, "  instructions   {insns_before} → {insns_after} ({:.1}% fewer)", pct(insns_before as f64, insns_after as f64))?;
+    writeln!(out, "  estimated      {est_before:.1} → {est_after:.1} ns/packet on {}", model.target())?;
+    if let Some(c) = latency_cmp {
+        writeln!(
+            out,
+            "  measured       {:.1} → {:.1} ns/packet (difference {:+.1} .. {:+.1} ns, 95% CI over {} trials)",
+            c.before_ns, c.after_ns, c.difference_ci.0, c.difference_ci.1, c.trials
+        )?;
+    }
+    if let (Some(b), Some((Some(a), _))) = (wc_before, wc_after) {
+        writeln!(out, "  worst case     {:.3} → {:.3} Mpps", b / 1e6, a / 1e6)?;
+    }
+    writeln!(
+        out,
+        "  checked        verifier accepted; identical on {} packets and {} path witnesses (interpreter and kernel)",
+        inputs.packets.len(),
+        inputs.witnesses.len()
+    )?;
+    writeln!(
+        out,
+        "  search         {} windows, {} rules applied, {} candidates ({:.0}/s), {} equivalence checks ({:.0}/s), cache hit rate {:.0}%, {} counterexamples",
+        windows_total,
+        rules_applied,
+        stats.candidates,
+        stats.candidates as f64 / seconds,
+        stats.proofs_asked,
+        stats.proofs_asked as f64 / seconds,
+        100.0 * stats.cache_hits as f64 / (stats.cache_hits + stats.proofs_asked).max(1) as f64,
+        stats.counterexamples
+    )?;
+    for d in &discarded {
+        writeln!(out, "  discarded      a candidate with {} rewrites: {}", d.rewrites, d.reason)?;
+    }
+    if args.explain {
+        for r in &kept {
+            writeln!(out, "\n  rewrite at insn {}:", r.start)?;
+            for i in &r.original {
+                writeln!(out, "    - {}", text(i))?;
+            }
+            for i in r.replacement.iter().flatten() {
+                writeln!(out, "    + {}", text(i))?;
+            }
+        }
+    }
+    emit(&out)
+}
