@@ -68,10 +68,15 @@ mod replay;
 mod session;
 mod streams;
 mod value;
+mod window;
 
 pub use checker::{check, BlockRef, Options, PathChecker, PrefixVerdict, Verdict, Witness};
 pub use error::SmtError;
 pub use linerate_cfg::Decision;
+pub use window::{
+    region_base, registers_used, EntryValue, WindowChecker, WindowCounterexample, WindowQuery,
+    WindowRegion, WindowStats, WindowVerdict, MAX_OFFSET, STACK_BYTES,
+};
 
 /// The linked Z3's version as it reports it (`Z3 4.8.12.0`): which libz3 a build uses (Debian's
 /// or the `z3-solver` wheel's, see `scripts/setup.sh`) shows in benchmark output.

@@ -182,7 +182,7 @@ pub fn bv_compare(op: CmpOp, a: &BV, b: &BV) -> Bool {
     }
 }
 
-fn bits_binary(op: BinOp, a: &Bits, b: &Bits) -> Bits {
+pub(crate) fn bits_binary(op: BinOp, a: &Bits, b: &Bits) -> Bits {
     match (a, b) {
         (Bits::Const(x), Bits::Const(y)) => Bits::Const(Concrete::eval_binary(op, *x, *y)),
         _ => {
@@ -205,7 +205,7 @@ fn bits_binary(op: BinOp, a: &Bits, b: &Bits) -> Bits {
     }
 }
 
-fn bits_compare(op: CmpOp, a: &Bits, b: &Bits) -> Bool {
+pub(crate) fn bits_compare(op: CmpOp, a: &Bits, b: &Bits) -> Bool {
     match (a, b) {
         (Bits::Const(x), Bits::Const(y)) => Bool::from_bool(Concrete::eval_compare(op, *x, *y)),
         _ => bv_compare(op, &a.bv(), &b.bv()),
