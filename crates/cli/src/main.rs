@@ -12,8 +12,8 @@ mod cost;
 mod inspect;
 mod measure;
 mod optimize;
-mod rules;
 mod output;
+mod rules;
 mod run;
 
 use std::path::Path;
@@ -123,7 +123,10 @@ fn report(result: Result<()>) -> ExitCode {
 /// The object at `path`, its CO-RE relocations resolved against the BTF file `btf` (`--btf`), or
 /// else the running kernel's.
 pub fn load_object(path: &Path, btf: Option<&Path>) -> Result<Object> {
-    Ok(linerate_io::load_object_with(path, target_btf(btf)?.as_ref())?)
+    Ok(linerate_io::load_object_with(
+        path,
+        target_btf(btf)?.as_ref(),
+    )?)
 }
 
 /// The BTF file `--btf` names, parsed (`None`: the running kernel's, read where needed).

@@ -24,7 +24,8 @@ use linerate_optimize::prove::Z3Prover;
 use linerate_optimize::rules::Library;
 use linerate_optimize::verify::{in_kernel, in_vm, Rejection};
 use linerate_optimize::{
-    apply, compose, packets, search, timing, Performance, Prover, Rewrite, SearchOptions, SearchStats, Stage,
+    apply, compose, packets, search, timing, Performance, Prover, Rewrite, SearchOptions,
+    SearchStats, Stage,
 };
 use linerate_vm::drive::run_packets;
 use linerate_vm::VmOptions;
@@ -175,21 +176,41 @@ fn worst_case(
     let hot = found
         .first()
         .and_then(|f| f.witness.as_ref().ok())
-        .map(|w| w.blocks.iter().filter(|b| b.program == program).map(|b| b.slot).collect())
+        .map(|w| {
+            w.blocks
+                .iter()
+                .filter(|b| b.program == program)
+                .map(|b| b.slot)
+                .collect()
+        })
         .unwrap_or_default();
     Ok((rate, result.outcome.complete, witnesses, hot))
 }
 
 /// The model's estimate in nanoseconds per packet, averaged over `packets` run in the
 /// interpreter (paths priced as `linerate cost --packets` prices them).
-fn estimated_ns(object: &Object, program: usize, model: &Model, seed: &MapSeed, packets: &[Vec<u8>]) -> Result<f64> {
+fn estimated_ns(
+    object: &Object,
+    program: usize,
+    model: &Model,
+    seed: &MapSeed,
+    packets: &[Vec<u8>],
+) -> Result<f64> {
     let cfg = Cfg::build(&object.programs[program])?;
     let cost = ProgramCost::new(object, &cfg, model)?;
     let options = VmOptions {
         record_steps: true,
         ..VmOptions::default()
     };
-    let runs = run_packets(object, seed, options, MapMode::Persist, program, packets, &[])?;
+    let runs = run_packets(
+        object,
+        seed,
+        options,
+        MapMode::Persist,
+        program,
+        packets,
+        &[],
+    )?;
     let capacity = model.components().first().map_or(1.0, |c| c.capacity_per_s);
     let per_packet = model.per_packet().0.first().copied().unwrap_or(0.0);
     let mut total = 0.0;
@@ -213,7 +234,13 @@ struct Discarded {
 }
 
 /// The verdict of the final checks on `candidate` against `original`.
-fn final_check(original: &Object, candidate: &Object, program: usize, seed: &MapSeed, inputs: &TestInputs) -> Result<(), Rejection> {
+fn final_check(
+    original: &Object,
+    candidate: &Object,
+    program: usize,
+    seed: &MapSeed,
+    inputs: &TestInputs,
+) -> Result<(), Rejection> {
     in_vm(original, candidate, program, seed, &inputs.packets)?;
     for (p, s) in &inputs.witnesses {
         in_vm(original, candidate, program, s, std::slice::from_ref(p))?;
@@ -241,17 +268,21 @@ fn checked(
             let (candidate, assembled) = apply(&last.input, program, &last.rewrites)?;
             let rejection = match final_check(object, &candidate, program, seed, inputs) {
                 Ok(()) => {
-                    let mut map: Vec<Option<usize>> = (0..entry_len(object, program)).map(Some).collect();
+                    let mut map: Vec<Option<usize>> =
+                        (0..entry_len(object, program)).map(Some).collect();
                     for s in &stages {
                         let (_, a) = apply(&s.input, program, &s.rewrites)?;
                         map = compose(&map, &a.slot_map);
                     }
                     map = compose(&map, &assembled.slot_map);
-                    let mut kept: Vec<Vec<Rewrite>> = stages.into_iter().map(|s| s.rewrites).collect();
+                    let mut kept: Vec<Vec<Rewrite>> =
+                        stages.into_iter().map(|s| s.rewrites).collect();
                     kept.push(last.rewrites);
                     return Ok((candidate, map, kept));
                 }
-                Err(Rejection::Engine { engine, error }) => bail!("{engine} cannot run the programs: {error}"),
+                Err(Rejection::Engine { engine, error }) => {
+                    bail!("{engine} cannot run the programs: {error}")
+                }
                 Err(r) => r,
             };
             discarded.push(Discarded {
@@ -262,7 +293,10 @@ fn checked(
             // whose removal alone makes the interpreter agree, or else the last one.
             let culprit = match &rejection {
                 Rejection::Verifier { slot: Some(s), .. } => {
-                    let old = assembled.slot_map.iter().position(|n| n.is_some_and(|n| n >= *s));
+                    let old = assembled
+                        .slot_map
+                        .iter()
+                        .position(|n| n.is_some_and(|n| n >= *s));
                     old.and_then(|o| last.rewrites.iter().rposition(|r| r.start <= o))
                 }
                 _ => None,
@@ -273,18 +307,27 @@ fn checked(
                     fewer.remove(i);
                     apply(&last.input, program, &fewer)
                         .ok()
-                        .is_some_and(|(c, _)| in_vm(object, &c, program, seed, &inputs.packets).is_ok())
+                        .is_some_and(|(c, _)| {
+                            in_vm(object, &c, program, seed, &inputs.packets).is_ok()
+                        })
                 })
             });
             let i = culprit.unwrap_or(last.rewrites.len() - 1);
             last.rewrites.remove(i);
         }
     }
-    Ok((object.clone(), (0..entry_len(object, program)).map(Some).collect(), Vec::new()))
+    Ok((
+        object.clone(),
+        (0..entry_len(object, program)).map(Some).collect(),
+        Vec::new(),
+    ))
 }
 
 fn entry_len(object: &Object, program: usize) -> usize {
-    object.programs[program].functions.first().map_or(0, |f| f.len)
+    object.programs[program]
+        .functions
+        .first()
+        .map_or(0, |f| f.len)
 }
 
 /// One instruction as llvm-objdump prints it (windows hold no map references).
@@ -308,7 +351,10 @@ pub fn optimize(args: &OptimizeArgs) -> Result<()> {
     let budget = parse_duration(&args.budget).context("--budget")?;
     let input_bytes = read_input_bytes(&args.input.object)?;
     if std::fs::canonicalize(&args.output).ok() == std::fs::canonicalize(&args.input.object).ok() {
-        bail!("{}: the output must not be the input", args.output.display());
+        bail!(
+            "{}: the output must not be the input",
+            args.output.display()
+        );
     }
     let object = args.input.load()?;
     let program = crate::select_program(&object, args.prog.as_deref())?;
@@ -316,11 +362,13 @@ pub fn optimize(args: &OptimizeArgs) -> Result<()> {
     linerate_kernel::check_access().context("optimize checks every output in the kernel")?;
     let model = args.device.load()?;
     let name = object.programs[program].name.clone();
-    let pinned = pinned_slots(&input_bytes, &name).map_err(|e| anyhow!("{}: {e}", args.input.object.display()))?;
+    let pinned = pinned_slots(&input_bytes, &name)
+        .map_err(|e| anyhow!("{}: {e}", args.input.object.display()))?;
     let library = match (&args.rules, args.no_rules) {
         (_, true) => Library::new(),
         (Some(path), _) => {
-            let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("cannot read {}", path.display()))?;
             Library::parse(&text, &path.display().to_string())?
         }
         (None, _) => Library::shipped()?,
@@ -336,7 +384,8 @@ pub fn optimize(args: &OptimizeArgs) -> Result<()> {
     };
     let show_progress = !args.json && std::io::stderr().is_terminal();
     let measure = !args.no_measure;
-    let (wc_before, wc_complete_before, witnesses, hot) = if measure || args.goal == Goal::WorstCase {
+    let (wc_before, wc_complete_before, witnesses, hot) = if measure || args.goal == Goal::WorstCase
+    {
         if show_progress {
             eprint!("\roptimize: bounding the worst case of the input...");
         }
@@ -351,7 +400,9 @@ pub fn optimize(args: &OptimizeArgs) -> Result<()> {
         witnesses,
     };
 
-    let latency = Latency { model: model.clone() };
+    let latency = Latency {
+        model: model.clone(),
+    };
     let perf: &dyn Performance = match args.goal {
         Goal::Size => &Size,
         Goal::Latency | Goal::WorstCase => &latency,
@@ -359,7 +410,11 @@ pub fn optimize(args: &OptimizeArgs) -> Result<()> {
     let prover = || Box::new(Z3Prover::new(2_000)) as Box<dyn Prover>;
     // Passes: each cuts the program into windows elsewhere (its phase) and searches them with
     // its share of the budget; a pass's result is the next one's input.
-    let passes = if args.rules_only { 1 } else { args.passes.max(1) };
+    let passes = if args.rules_only {
+        1
+    } else {
+        args.passes.max(1)
+    };
     let mut stages: Vec<Stage> = Vec::new();
     let mut current = object.clone();
     let mut current_pinned = pinned;
@@ -398,7 +453,15 @@ pub fn optimize(args: &OptimizeArgs) -> Result<()> {
                 );
             }
         };
-        let searched = search(windows, &rules, args.rules_only, &options, perf, &prover, &mut report_progress);
+        let searched = search(
+            windows,
+            &rules,
+            args.rules_only,
+            &options,
+            perf,
+            &prover,
+            &mut report_progress,
+        );
         totals.add(&searched.stats);
         windows_total += searched.windows;
         rounds += searched.rounds;
@@ -422,7 +485,8 @@ pub fn optimize(args: &OptimizeArgs) -> Result<()> {
         eprint!("\r\x1b[2Koptimize: checking the result in the interpreter and the kernel...");
     }
     let mut discarded = Vec::new();
-    let (optimized, slot_map, kept) = checked(&object, program, stages, &seed, &inputs, &mut discarded)?;
+    let (optimized, slot_map, kept) =
+        checked(&object, program, stages, &seed, &inputs, &mut discarded)?;
     let entry_insns = &optimized.programs[program].insns[..entry_len(&optimized, program)];
     let out_bytes = rewrite_object(
         &input_bytes,
@@ -432,7 +496,12 @@ pub fn optimize(args: &OptimizeArgs) -> Result<()> {
             slot_map: &slot_map,
         }],
     )
-    .map_err(|e| anyhow!("{}: writing the optimized object: {e}", args.output.display()))?;
+    .map_err(|e| {
+        anyhow!(
+            "{}: writing the optimized object: {e}",
+            args.output.display()
+        )
+    })?;
     // What is written must read back as the program that was checked.
     let target = crate::target_btf(args.input.btf.as_deref())?;
     let reread = linerate_io::parse_object_with(&out_bytes, &object.name, target.as_ref())
@@ -449,8 +518,17 @@ pub fn optimize(args: &OptimizeArgs) -> Result<()> {
         if show_progress {
             eprint!("\r\x1b[2Koptimize: measuring before and after...");
         }
-        let cmp = timing::compare(&object, &optimized, program, &seed, &timed, args.trials, args.repeat)?;
-        let (after, complete, _, _) = worst_case(&optimized, program, &model, 1, args.bound_timeout)?;
+        let cmp = timing::compare(
+            &object,
+            &optimized,
+            program,
+            &seed,
+            &timed,
+            args.trials,
+            args.repeat,
+        )?;
+        let (after, complete, _, _) =
+            worst_case(&optimized, program, &model, 1, args.bound_timeout)?;
         (Some(cmp), Some((after, complete)))
     } else {
         (None, None)
@@ -512,9 +590,23 @@ pub fn optimize(args: &OptimizeArgs) -> Result<()> {
     }
     let mut out = String::new();
     let pct = |a: f64, b: f64| if a > 0.0 { 100.0 * (a - b) / a } else { 0.0 };
-    writeln!(out, "{}: program {name} optimized for {:?} → {}", args.input.object.display(), args.goal, args.output.display())?;
-    writeln!(out, "  instructions   {insns_before} → {insns_after} ({:.1}% fewer)", pct(insns_before as f64, insns_after as f64))?;
-    writeln!(out, "  estimated      {est_before:.1} → {est_after:.1} ns/packet on {}", model.target())?;
+    writeln!(
+        out,
+        "{}: program {name} optimized for {:?} → {}",
+        args.input.object.display(),
+        args.goal,
+        args.output.display()
+    )?;
+    writeln!(
+        out,
+        "  instructions   {insns_before} → {insns_after} ({:.1}% fewer)",
+        pct(insns_before as f64, insns_after as f64)
+    )?;
+    writeln!(
+        out,
+        "  estimated      {est_before:.1} → {est_after:.1} ns/packet on {}",
+        model.target()
+    )?;
     if let Some(c) = latency_cmp {
         writeln!(
             out,
@@ -544,7 +636,11 @@ pub fn optimize(args: &OptimizeArgs) -> Result<()> {
         stats.counterexamples
     )?;
     for d in &discarded {
-        writeln!(out, "  discarded      a candidate with {} rewrites: {}", d.rewrites, d.reason)?;
+        writeln!(
+            out,
+            "  discarded      a candidate with {} rewrites: {}",
+            d.rewrites, d.reason
+        )?;
     }
     if args.explain {
         for r in &kept {

@@ -82,10 +82,19 @@ fn grow(args: &GrowArgs) -> Result<()> {
             };
             let windows = linerate_optimize::windows(&object, p, &options)
                 .map_err(|e| anyhow!("{}: {e}", path.display()))?;
-            let origin = format!("{}:{}", path.file_name().map_or_else(String::new, |n| n.to_string_lossy().into_owned()), program.name);
+            let origin = format!(
+                "{}:{}",
+                path.file_name()
+                    .map_or_else(String::new, |n| n.to_string_lossy().into_owned()),
+                program.name
+            );
             let searched = search(windows, &[], false, &options, &Size, &prover, &mut |pr| {
                 if show_progress {
-                    eprint!("\r\x1b[2Krules grow: {origin}: {:.0}s, gain {}", pr.elapsed.as_secs_f64(), pr.gain);
+                    eprint!(
+                        "\r\x1b[2Krules grow: {origin}: {:.0}s, gain {}",
+                        pr.elapsed.as_secs_f64(),
+                        pr.gain
+                    );
                 }
             });
             let learned = searched
@@ -93,7 +102,11 @@ fn grow(args: &GrowArgs) -> Result<()> {
                 .iter()
                 .filter(|(original, candidate)| library.learn(original, candidate, &origin))
                 .count();
-            writeln!(out, "{origin}: {} proven rewrites, {learned} new rules", searched.proven.len())?;
+            writeln!(
+                out,
+                "{origin}: {} proven rewrites, {learned} new rules",
+                searched.proven.len()
+            )?;
         }
     }
     if show_progress {
@@ -101,14 +114,21 @@ fn grow(args: &GrowArgs) -> Result<()> {
     }
     let text = serde_json::to_string_pretty(&library)? + "\n";
     linerate_io::write_atomically(&args.output, text.as_bytes())?;
-    writeln!(out, "{}: {} rules ({} new)", args.output.display(), library.rules.len(), library.rules.len() - before)?;
+    writeln!(
+        out,
+        "{}: {} rules ({} new)",
+        args.output.display(),
+        library.rules.len(),
+        library.rules.len() - before
+    )?;
     emit(&out)
 }
 
 fn show(file: Option<&PathBuf>) -> Result<()> {
     let library = match file {
         Some(path) => {
-            let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("cannot read {}", path.display()))?;
             Library::parse(&text, &path.display().to_string())?
         }
         None => Library::shipped()?,

@@ -52,7 +52,16 @@ fn reflector_gets_smaller_and_stays_the_same_program() {
     let j = optimize_json(
         &input,
         &output,
-        &["--budget", "8", "--seed", "3", "--differential-packets", "2000", "--trials", "3"],
+        &[
+            "--budget",
+            "8",
+            "--seed",
+            "3",
+            "--differential-packets",
+            "2000",
+            "--trials",
+            "3",
+        ],
     );
     for key in [
         "insns_before",
@@ -71,17 +80,27 @@ fn reflector_gets_smaller_and_stays_the_same_program() {
         assert!(j.get(key).is_some(), "optimize --json lacks {key}: {j}");
     }
     assert_eq!(j["verifier"], "accepted");
-    let (b, a) = (j["insns_before"].as_u64().unwrap(), j["insns_after"].as_u64().unwrap());
+    let (b, a) = (
+        j["insns_before"].as_u64().unwrap(),
+        j["insns_after"].as_u64().unwrap(),
+    );
     assert!(a < b, "the reflector's byte-wise copies merge: {b} -> {a}");
     assert!(j["differential_packets"].as_u64().unwrap() >= 2000);
     assert!(!j["rewrites"].as_array().unwrap().is_empty());
-    assert_eq!(std::fs::read(&input).unwrap(), before, "the input is never modified");
+    assert_eq!(
+        std::fs::read(&input).unwrap(),
+        before,
+        "the input is never modified"
+    );
     // The output is the program that was checked: fewer instructions when read back, and the
     // same results as the input in the kernel on the example's crafted packets.
     let inspected = run(["inspect", output.to_str().unwrap(), "--json"]).json();
     assert_eq!(inspected["programs"][0]["insns"].as_u64(), Some(a));
     let packets = example("xdp_reflector.packets");
-    assert_eq!(kernel_results(&output, &packets), kernel_results(&input, &packets));
+    assert_eq!(
+        kernel_results(&output, &packets),
+        kernel_results(&input, &packets)
+    );
     // libbpf loads it as it loads the input.
     let pin = format!("/sys/fs/bpf/linerate-optimize-test-{}", std::process::id());
     let loaded = std::process::Command::new("bpftool")
@@ -89,7 +108,11 @@ fn reflector_gets_smaller_and_stays_the_same_program() {
         .output();
     let _ = std::fs::remove_dir_all(&pin);
     if let Ok(out) = loaded {
-        assert!(out.status.success(), "bpftool refuses the output: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "bpftool refuses the output: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
     }
 }
 
@@ -103,12 +126,24 @@ fn rules_only_is_quick_and_deterministic() {
     let input = example("xdp_router.o");
     let a = dir.path().join("a.o");
     let b = dir.path().join("b.o");
-    let extra = ["--rules-only", "--no-measure", "--differential-packets", "500"];
+    let extra = [
+        "--rules-only",
+        "--no-measure",
+        "--differential-packets",
+        "500",
+    ];
     let ja = optimize_json(&input, &a, &extra);
     let jb = optimize_json(&input, &b, &extra);
     assert_eq!(ja["insns_after"], jb["insns_after"]);
-    assert_eq!(std::fs::read(&a).unwrap(), std::fs::read(&b).unwrap(), "same input, same output");
-    assert!(ja["search"]["candidates"].as_u64() == Some(0), "no search ran: {ja}");
+    assert_eq!(
+        std::fs::read(&a).unwrap(),
+        std::fs::read(&b).unwrap(),
+        "same input, same output"
+    );
+    assert!(
+        ja["search"]["candidates"].as_u64() == Some(0),
+        "no search ran: {ja}"
+    );
 }
 
 #[test]
@@ -118,12 +153,28 @@ fn refusals_are_one_line_errors_and_leave_nothing_behind() {
     dir.write("text.txt", "xdp_reflector.o:\tfile format elf64-bpf\n");
     dir.write("bad.o", b"\x7fELF\x02\x01\x01garbage");
     let r = reflector.file_name().unwrap().to_str().unwrap();
-    expect_error_in(&dir, &["optimize", "missing.o", "-o", "out.o"], &["missing.o"]);
+    expect_error_in(
+        &dir,
+        &["optimize", "missing.o", "-o", "out.o"],
+        &["missing.o"],
+    );
     expect_error_in(&dir, &["optimize", "text.txt", "-o", "out.o"], &["ELF"]);
     expect_error_in(&dir, &["optimize", "bad.o", "-o", "out.o"], &["bad.o"]);
     expect_error_in(&dir, &["optimize", r, "-o", r], &["must not be the input"]);
-    expect_error_in(&dir, &["optimize", r, "-o", "out.o", "--budget", "soon"], &["--budget"]);
-    expect_error_in(&dir, &["optimize", r, "-o", "out.o", "--prog", "nope"], &["nope"]);
+    expect_error_in(
+        &dir,
+        &["optimize", r, "-o", "out.o", "--budget", "soon"],
+        &["--budget"],
+    );
+    expect_error_in(
+        &dir,
+        &["optimize", r, "-o", "out.o", "--prog", "nope"],
+        &["nope"],
+    );
     dir.write("rules.json", "{\"format\": \"something else\"}");
-    expect_error_in(&dir, &["optimize", r, "-o", "out.o", "--rules", "rules.json"], &["rules.json"]);
+    expect_error_in(
+        &dir,
+        &["optimize", r, "-o", "out.o", "--rules", "rules.json"],
+        &["rules.json"],
+    );
 }

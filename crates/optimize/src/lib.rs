@@ -21,6 +21,7 @@ pub mod assemble;
 pub mod goal;
 pub mod packets;
 pub mod proposal;
+pub mod prove;
 pub mod rules;
 pub mod run;
 pub mod search;

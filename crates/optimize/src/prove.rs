@@ -2,7 +2,7 @@
 //! through `linerate_smt::window`, over the same semantics the search's test runs use.
 
 use linerate_bpf::insn::{Instruction, NUM_REGS};
-use linerate_smt::window::{EntryValue, WindowChecker, WindowQuery, WindowRegion, WindowVerdict};
+use linerate_smt::{EntryValue, WindowChecker, WindowQuery, WindowRegion, WindowVerdict};
 
 use crate::run::WindowTest;
 use crate::search::{Proof, Prover};

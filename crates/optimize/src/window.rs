@@ -325,9 +325,16 @@ pub fn find_windows(
         let mut run: Vec<(usize, Instruction)> = Vec::new();
         let mut flush = |run: &mut Vec<(usize, Instruction)>| {
             let max_len = max_len.max(1);
-            let first = if phase > 0 && phase < max_len { phase.min(run.len()) } else { 0 };
+            let first = if phase > 0 && phase < max_len {
+                phase.min(run.len())
+            } else {
+                0
+            };
             let (head, rest) = run.split_at(first);
-            for piece in std::iter::once(head).filter(|h| !h.is_empty()).chain(rest.chunks(max_len)) {
+            for piece in std::iter::once(head)
+                .filter(|h| !h.is_empty())
+                .chain(rest.chunks(max_len))
+            {
                 let start = piece[0].0;
                 let Some(state) = states.get(start).and_then(|s| s.as_ref()) else {
                     continue;
