@@ -65,8 +65,11 @@ pub fn assemble(program: &Program, rewrites: &[Rewrite]) -> Result<Assembled, As
                 next += insn.slots();
             }
             Some(None) => {}
-            // The second slot of a 64-bit immediate load: counted with the first.
-            None => new_of[slot] = next.saturating_sub(1),
+            // The second slot of a 64-bit immediate load: kept with the first, one after it.
+            None => {
+                new_of[slot] = next.saturating_sub(1);
+                kept[slot] = slot > 0 && kept[slot - 1];
+            }
         }
     }
     new_of[total] = next;
@@ -137,14 +140,14 @@ pub fn assemble(program: &Program, rewrites: &[Rewrite]) -> Result<Assembled, As
     for fi in &mut new.func_info {
         fi.slot = new_of[fi.slot.min(total)];
     }
-    // A line record stays where its slot was kept; a removed slot's record is dropped.
-    new.line_info.retain(|l| {
-        l.slot >= total || kept.get(l.slot).copied().unwrap_or(true) || at[l.slot].is_none()
-    });
+    // A removed slot's line record moves to the next kept slot unless that has its own (the
+    // object writer's rule): of the records landing on one slot, the last one stays.
     for l in &mut new.line_info {
         l.slot = new_of[l.slot.min(total)];
     }
+    new.line_info.reverse();
     new.line_info.dedup_by_key(|l| l.slot);
+    new.line_info.reverse();
     Ok(Assembled {
         entry_insns: new.insns[..entry_new_len].to_vec(),
         program: new,
