@@ -6,8 +6,8 @@
 use std::collections::{BTreeSet, HashMap};
 use std::time::Instant;
 
-use linerate_bpf::insn::build::{alu, alu64, alu64_reg, ldx, mov64_reg, st, stx};
-use linerate_bpf::insn::{AluOp, Endian, Instruction, Operand, Size, NUM_REGS};
+use linerate_bpf::insn::build::{alu, alu64, alu64_reg, atomic, ldx, mov64_reg, st, stx};
+use linerate_bpf::insn::{AluOp, AtomicOp, Endian, Instruction, Operand, Size, NUM_REGS};
 use linerate_sem::exec::Frame;
 use linerate_sem::helpers::Callback;
 use linerate_sem::{Concrete, Flow, HelperOutcome, Machine, SemError};
@@ -640,7 +640,8 @@ fn context_pointer_fields_give_pointers() {
 // Random windows.
 
 /// The entry of random windows: r0–r3 numbers, r4 a known number, r5 unreadable, r6 the packet
-/// at `data`, r7 a map value at an unknown offset, r8 the context, r9 unreadable, r10 the frame.
+/// at `data`, r7 a map value at an unknown offset, r8 the context, r9 the stack at an unknown
+/// offset, r10 the frame.
 fn random_entry(constant: u64) -> [EntryValue; NUM_REGS] {
     entry(&[
         (0, EntryValue::Scalar),
@@ -661,6 +662,13 @@ fn random_entry(constant: u64) -> [EntryValue; NUM_REGS] {
             EntryValue::Pointer {
                 region: WindowRegion::Ctx,
                 offset: Some(0),
+            },
+        ),
+        (
+            9,
+            EntryValue::Pointer {
+                region: WindowRegion::Stack,
+                offset: None,
             },
         ),
     ])
@@ -690,9 +698,9 @@ const SIZES: [Size; 4] = [Size::B, Size::H, Size::W, Size::Dw];
 fn instruction(ops: &[AluOp], kind: u8, a: u8, b: u8, imm: i32, small: u8) -> Instruction {
     let dst = a % 5;
     let size = SIZES[usize::from(small % 4)];
-    let base = [6u8, 7, 10, 8][usize::from(b % 4)];
+    let base = [6u8, 7, 10, 8, 9][usize::from(b % 5)];
     let off = match base {
-        10 => -i16::from(small % 24) - 1,
+        9 | 10 => -i16::from(small % 24) - 1,
         8 => [0i16, 8, 12, 16, 20][usize::from(small % 5)],
         _ => i16::from(small % 24),
     };
@@ -733,6 +741,21 @@ fn instruction(ops: &[AluOp], kind: u8, a: u8, b: u8, imm: i32, small: u8) -> In
         8 if base == 8 => mov64_reg(dst, [6, 7, 10][usize::from(small % 3)]),
         8 => stx(size, base, off, src),
         _ if base == 8 => alu64(AluOp::Add, dst, imm % 16),
+        _ if imm.rem_euclid(4) == 0 => {
+            let op = [
+                AtomicOp::Add,
+                AtomicOp::Xor,
+                AtomicOp::Xchg,
+                AtomicOp::CmpXchg,
+            ][usize::from(small % 4)];
+            let fetch = matches!(op, AtomicOp::Xchg | AtomicOp::CmpXchg) || a.is_multiple_of(2);
+            let size = if small.is_multiple_of(2) {
+                Size::W
+            } else {
+                Size::Dw
+            };
+            atomic(size, op, fetch, base, off, src)
+        }
         _ => st(size, base, off, imm),
     }
 }
