@@ -37,6 +37,7 @@ use z3::{Params, SatResult, Solver};
 
 use crate::value::Bits;
 use crate::SmtError;
+pub use machine::CTX_POINTERS as CONTEXT_POINTER_FIELDS;
 use machine::{Unmodelled, WindowMachine, CTX_POINTERS};
 use memory::{Inputs, Variable, Writes};
 use value::WinValue;
@@ -219,6 +220,36 @@ pub struct WindowStats {
 }
 
 /// Checks window equivalence with one Z3 solver, reset for each query.
+///
+/// ```
+/// use linerate_bpf::insn::build::{alu64, alu64_reg};
+/// use linerate_bpf::insn::{AluOp, NUM_REGS};
+/// use linerate_smt::{EntryValue, WindowChecker, WindowQuery, WindowRegion, WindowVerdict};
+///
+/// // r1 *= r3 where r3 is known to be 4, against r1 <<= 2; only r1 is read afterwards.
+/// let mut entry = [EntryValue::Uninit; NUM_REGS];
+/// entry[1] = EntryValue::Scalar;
+/// entry[3] = EntryValue::Constant(4);
+/// entry[10] = EntryValue::Pointer { region: WindowRegion::Stack, offset: Some(0) };
+/// let (original, candidate) = ([alu64_reg(AluOp::Mul, 1, 3)], [alu64(AluOp::Lsh, 1, 2)]);
+/// let query = WindowQuery {
+///     original: &original,
+///     candidate: &candidate,
+///     entry,
+///     live_out: 1 << 1,
+///     live_stack: [false; 512],
+/// };
+/// let mut checker = WindowChecker::new(1_000);
+/// assert_eq!(checker.check(&query)?, WindowVerdict::Equivalent);
+///
+/// // Without the inferred constant, a counterexample: r1 and r3 at the entry.
+/// entry[3] = EntryValue::Scalar;
+/// let WindowVerdict::Different(cex) = checker.check(&WindowQuery { entry, ..query })? else {
+///     panic!("r1 * r3 is not r1 << 2 for every r3");
+/// };
+/// assert_ne!(cex.regs[1].wrapping_mul(cex.regs[3]), cex.regs[1] << 2);
+/// # Ok::<(), linerate_smt::SmtError>(())
+/// ```
 pub struct WindowChecker {
     solver: Solver,
     stats: WindowStats,

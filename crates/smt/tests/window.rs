@@ -13,7 +13,7 @@ use linerate_sem::helpers::Callback;
 use linerate_sem::{Concrete, Flow, HelperOutcome, Machine, SemError};
 use linerate_smt::{
     region_base, EntryValue, WindowChecker, WindowCounterexample, WindowQuery, WindowRegion,
-    WindowVerdict, MAX_OFFSET, STACK_BYTES,
+    WindowVerdict, CONTEXT_POINTER_FIELDS, MAX_OFFSET, STACK_BYTES,
 };
 use proptest::prelude::*;
 use rand::rngs::StdRng;
@@ -229,7 +229,7 @@ fn random_state(entry: &[EntryValue; NUM_REGS], rng: &mut StdRng) -> ([u64; NUM_
 /// metadata's bases (as the model assumes), other bytes are a hash of the address and `seed`.
 fn random_byte(seed: u64, addr: u64) -> u8 {
     let ctx = region_base(WindowRegion::Ctx);
-    for (field, region) in [(0u64, WindowRegion::Packet), (8, WindowRegion::PacketMeta)] {
+    for (field, region) in CONTEXT_POINTER_FIELDS {
         if (ctx + field..ctx + field + 4).contains(&addr) {
             return (region_base(region) as u32).to_le_bytes()[(addr - ctx - field) as usize];
         }

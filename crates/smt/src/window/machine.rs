@@ -25,7 +25,9 @@ impl From<SemError> for Unmodelled {
 }
 
 /// The context's fields that the kernel rewrites into loads of a whole pointer, and the region
-/// each points at.
+/// each points at. A 32-bit load of one gives a pointer to offset 0 of its region; a concrete
+/// window runner holds the low half of `region_base(region)` there (the bases lie below 2^32),
+/// so the same load gives the same address. Other context fields are plain bytes.
 pub const CTX_POINTERS: [(u64, WindowRegion); 2] = [
     (xdp_md::DATA, WindowRegion::Packet),
     (xdp_md::DATA_META, WindowRegion::PacketMeta),
