@@ -634,6 +634,20 @@ fn context_pointer_fields_give_pointers() {
         ..q
     };
     assert!(matches!(check(&q), WindowVerdict::Different(_)));
+    // The same through a context pointer past the field.
+    let past = [ldx(Size::W, 2, 1, -4), ldx(Size::B, 0, 2, 12)];
+    let mut e = q.entry;
+    e[1] = EntryValue::Pointer {
+        region: WindowRegion::Ctx,
+        offset: Some(4),
+    };
+    let q = WindowQuery {
+        original: &past,
+        candidate: &candidate,
+        entry: e,
+        ..q
+    };
+    assert_eq!(check(&q), WindowVerdict::Equivalent);
 }
 
 // ---------------------------------------------------------------------------------------------
