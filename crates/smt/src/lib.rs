@@ -18,6 +18,11 @@
 //! `bpf_check_mtu`'s devices, multi-buffer packets, metadata in front of the packet — is an error
 //! naming the feature and the slot.
 //!
+//! The same instantiation answers `linerate optimize`'s question about windows (module `window`):
+//! whether a candidate straight-line run of instructions may replace one of a program's, given
+//! what is known at its entry and what is live after it ([`WindowChecker`]); the answer is a
+//! proof, a concrete counterexample, or unknown.
+//!
 //! ```
 //! use linerate_bpf::insn::build::{add64, exit, jmp, jmp_reg, ldx, mov64, mov64_reg};
 //! use linerate_bpf::insn::{Cond, Size};
@@ -75,7 +80,7 @@ pub use error::SmtError;
 pub use linerate_cfg::Decision;
 pub use window::{
     region_base, registers_used, EntryValue, WindowChecker, WindowCounterexample, WindowQuery,
-    WindowRegion, WindowStats, WindowVerdict, MAX_OFFSET, STACK_BYTES,
+    WindowRegion, WindowStats, WindowVerdict, CONTEXT_POINTER_FIELDS, MAX_OFFSET, STACK_BYTES,
 };
 
 /// The linked Z3's version as it reports it (`Z3 4.8.12.0`): which libz3 a build uses (Debian's

@@ -6,14 +6,14 @@
 use std::collections::{BTreeSet, HashMap};
 use std::time::Instant;
 
-use linerate_bpf::insn::build::{alu, alu64, alu64_reg, ldx, mov64_reg, st, stx};
-use linerate_bpf::insn::{AluOp, Endian, Instruction, Operand, Size, NUM_REGS};
+use linerate_bpf::insn::build::{alu, alu64, alu64_reg, atomic, ldx, mov64_reg, st, stx};
+use linerate_bpf::insn::{AluOp, AtomicOp, Endian, Instruction, Operand, Size, NUM_REGS};
 use linerate_sem::exec::Frame;
 use linerate_sem::helpers::Callback;
 use linerate_sem::{Concrete, Flow, HelperOutcome, Machine, SemError};
 use linerate_smt::{
     region_base, EntryValue, WindowChecker, WindowCounterexample, WindowQuery, WindowRegion,
-    WindowVerdict, MAX_OFFSET, STACK_BYTES,
+    WindowVerdict, CONTEXT_POINTER_FIELDS, MAX_OFFSET, STACK_BYTES,
 };
 use proptest::prelude::*;
 use rand::rngs::StdRng;
@@ -229,7 +229,7 @@ fn random_state(entry: &[EntryValue; NUM_REGS], rng: &mut StdRng) -> ([u64; NUM_
 /// metadata's bases (as the model assumes), other bytes are a hash of the address and `seed`.
 fn random_byte(seed: u64, addr: u64) -> u8 {
     let ctx = region_base(WindowRegion::Ctx);
-    for (field, region) in [(0u64, WindowRegion::Packet), (8, WindowRegion::PacketMeta)] {
+    for (field, region) in CONTEXT_POINTER_FIELDS {
         if (ctx + field..ctx + field + 4).contains(&addr) {
             return (region_base(region) as u32).to_le_bytes()[(addr - ctx - field) as usize];
         }
@@ -634,13 +634,28 @@ fn context_pointer_fields_give_pointers() {
         ..q
     };
     assert!(matches!(check(&q), WindowVerdict::Different(_)));
+    // The same through a context pointer past the field.
+    let past = [ldx(Size::W, 2, 1, -4), ldx(Size::B, 0, 2, 12)];
+    let mut e = q.entry;
+    e[1] = EntryValue::Pointer {
+        region: WindowRegion::Ctx,
+        offset: Some(4),
+    };
+    let q = WindowQuery {
+        original: &past,
+        candidate: &candidate,
+        entry: e,
+        ..q
+    };
+    assert_eq!(check(&q), WindowVerdict::Equivalent);
 }
 
 // ---------------------------------------------------------------------------------------------
 // Random windows.
 
 /// The entry of random windows: r0–r3 numbers, r4 a known number, r5 unreadable, r6 the packet
-/// at `data`, r7 a map value at an unknown offset, r8 the context, r9 unreadable, r10 the frame.
+/// at `data`, r7 a map value at an unknown offset, r8 the context, r9 the stack at an unknown
+/// offset, r10 the frame.
 fn random_entry(constant: u64) -> [EntryValue; NUM_REGS] {
     entry(&[
         (0, EntryValue::Scalar),
@@ -661,6 +676,13 @@ fn random_entry(constant: u64) -> [EntryValue; NUM_REGS] {
             EntryValue::Pointer {
                 region: WindowRegion::Ctx,
                 offset: Some(0),
+            },
+        ),
+        (
+            9,
+            EntryValue::Pointer {
+                region: WindowRegion::Stack,
+                offset: None,
             },
         ),
     ])
@@ -687,12 +709,12 @@ const SIZES: [Size; 4] = [Size::B, Size::H, Size::W, Size::Dw];
 /// One random window instruction from raw choices: ALU (both widths, register or immediate),
 /// byte swaps, loads and stores through the packet, the map value, the context and the stack,
 /// and pointer moves.
-fn instruction(kind: u8, a: u8, b: u8, imm: i32, small: u8) -> Instruction {
+fn instruction(ops: &[AluOp], kind: u8, a: u8, b: u8, imm: i32, small: u8) -> Instruction {
     let dst = a % 5;
     let size = SIZES[usize::from(small % 4)];
-    let base = [6u8, 7, 10, 8][usize::from(b % 4)];
+    let base = [6u8, 7, 10, 8, 9][usize::from(b % 5)];
     let off = match base {
-        10 => -i16::from(small % 24) - 1,
+        9 | 10 => -i16::from(small % 24) - 1,
         8 => [0i16, 8, 12, 16, 20][usize::from(small % 5)],
         _ => i16::from(small % 24),
     };
@@ -707,7 +729,7 @@ fn instruction(kind: u8, a: u8, b: u8, imm: i32, small: u8) -> Instruction {
     match kind % 10 {
         0..=2 => alu(
             kind.is_multiple_of(2),
-            ALU_OPS[usize::from(small) % 14],
+            ops[usize::from(small) % ops.len()],
             dst,
             Operand::Reg(src),
         ),
@@ -719,7 +741,7 @@ fn instruction(kind: u8, a: u8, b: u8, imm: i32, small: u8) -> Instruction {
             };
             alu(
                 kind == 3,
-                ALU_OPS[usize::from(b) % 14],
+                ops[usize::from(b) % ops.len()],
                 dst,
                 Operand::Imm(imm),
             )
@@ -733,6 +755,21 @@ fn instruction(kind: u8, a: u8, b: u8, imm: i32, small: u8) -> Instruction {
         8 if base == 8 => mov64_reg(dst, [6, 7, 10][usize::from(small % 3)]),
         8 => stx(size, base, off, src),
         _ if base == 8 => alu64(AluOp::Add, dst, imm % 16),
+        _ if imm.rem_euclid(4) == 0 => {
+            let op = [
+                AtomicOp::Add,
+                AtomicOp::Xor,
+                AtomicOp::Xchg,
+                AtomicOp::CmpXchg,
+            ][usize::from(small % 4)];
+            let fetch = matches!(op, AtomicOp::Xchg | AtomicOp::CmpXchg) || a.is_multiple_of(2);
+            let size = if small.is_multiple_of(2) {
+                Size::W
+            } else {
+                Size::Dw
+            };
+            atomic(size, op, fetch, base, off, src)
+        }
         _ => st(size, base, off, imm),
     }
 }
@@ -745,7 +782,7 @@ fn insn_strategy() -> impl Strategy<Value = Instruction> {
         any::<i32>(),
         any::<u8>(),
     )
-        .prop_map(|(k, a, b, imm, s)| instruction(k, a, b, imm, s))
+        .prop_map(|(k, a, b, imm, s)| instruction(&ALU_OPS, k, a, b, imm, s))
 }
 
 /// A candidate derived from `original`: unchanged, one instruction replaced, one deleted, or
@@ -832,15 +869,15 @@ proptest! {
     }
 }
 
-/// Checks per second on random 10-instruction windows and their mutations (printed, not
-/// asserted: run with `--nocapture`).
-#[test]
-fn throughput() {
+/// Checks per second on `count` random 10-instruction windows with ALU operations from `ops`
+/// and their mutations.
+fn throughput_with(ops: &[AluOp], what: &str, count: usize) {
     let mut rng = StdRng::seed_from_u64(7);
-    let mut checker = WindowChecker::new(10_000);
-    let queries: Vec<(Vec<Instruction>, Vec<Instruction>, u16)> = (0..300)
+    let mut checker = WindowChecker::new(1_000);
+    let queries: Vec<(Vec<Instruction>, Vec<Instruction>, u16)> = (0..count)
         .map(|_| {
-            let mut raw = || instruction(rng.gen(), rng.gen(), rng.gen(), rng.gen(), rng.gen());
+            let mut raw =
+                || instruction(ops, rng.gen(), rng.gen(), rng.gen(), rng.gen(), rng.gen());
             let original: Vec<Instruction> = (0..10).map(|_| raw()).collect();
             let replacement = raw();
             let candidate = mutate(&original, rng.gen(), rng.gen(), replacement);
@@ -848,6 +885,7 @@ fn throughput() {
         })
         .collect();
     let start = Instant::now();
+    let mut slowest = 0f64;
     for (original, candidate, live_out) in &queries {
         let q = WindowQuery {
             original,
@@ -856,13 +894,15 @@ fn throughput() {
             live_out: *live_out,
             live_stack: [true; STACK_BYTES],
         };
+        let one = Instant::now();
         checker.check(&q).expect("check");
+        slowest = slowest.max(one.elapsed().as_secs_f64());
     }
     let elapsed = start.elapsed().as_secs_f64();
     let stats = checker.stats();
     println!(
-        "window checks: {} in {elapsed:.2} s = {:.0} checks/s ({} solver calls; {} equivalent, \
-         {} different, {} unknown)",
+        "window checks {what}: {} in {elapsed:.2} s = {:.0} checks/s, slowest {slowest:.2} s \
+         ({} solver calls; {} equivalent, {} different, {} unknown)",
         stats.checks,
         stats.checks as f64 / elapsed,
         stats.solver_calls,
@@ -870,5 +910,138 @@ fn throughput() {
         stats.different,
         stats.unknown
     );
-    assert_eq!(stats.checks, 300);
+    assert_eq!(stats.checks, count as u64);
+}
+
+/// Checks per second (printed, not asserted: run with `--nocapture`), on the operations clang
+/// emits in packet code and on every operation, division included (whose 64-bit circuits make
+/// the hardest proofs).
+#[test]
+fn throughput() {
+    let common = ALU_OPS.map(|op| match op {
+        AluOp::Div | AluOp::SDiv | AluOp::Mod | AluOp::SMod => AluOp::Mov,
+        other => other,
+    });
+    throughput_with(&common, "without division", 300);
+    throughput_with(&ALU_OPS, "with division", 100);
+}
+
+/// clang's byte-wise read of `n` bytes at `base + off` into r0 (r1 a temporary), most
+/// significant byte first; `big_endian` assembles them the other way round.
+fn byte_wise_read(base: u8, off: i16, n: i16, wide: bool, big_endian: bool) -> Vec<Instruction> {
+    let at = |i: i16| if big_endian { off + i } else { off + n - 1 - i };
+    let mut w = vec![ldx(Size::B, 0, base, at(0))];
+    for i in 1..n {
+        w.push(alu(wide, AluOp::Lsh, 0, Operand::Imm(8)));
+        w.push(ldx(Size::B, 1, base, at(i)));
+        w.push(alu(wide, AluOp::Or, 0, Operand::Reg(1)));
+    }
+    w
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+
+    /// A byte-wise read is one wide load, in little-endian order only; the proof holds on
+    /// random states and the counterexample to the wrong order is valid.
+    #[test]
+    fn byte_wise_reads_are_wide_loads(
+        base in prop::sample::select(vec![6u8, 7, 9, 10]),
+        off in 0i16..16,
+        size in prop::sample::select(vec![Size::H, Size::W, Size::Dw]),
+        wide in any::<bool>(),
+        then_store in any::<bool>(),
+        live_extra in any::<u16>(),
+    ) {
+        let n = size.bytes() as i16;
+        // 32-bit assembly only holds 4 bytes.
+        let wide = wide || n == 8;
+        let off = if matches!(base, 9 | 10) { -off - n } else { off };
+        let store = [stx(size, 10, -64, 0)];
+        let with_store = |mut w: Vec<Instruction>| {
+            if then_store {
+                w.extend_from_slice(&store);
+            }
+            w
+        };
+        let original = with_store(byte_wise_read(base, off, n, wide, false));
+        let candidate = with_store(vec![ldx(size, 0, base, off)]);
+        let q = WindowQuery {
+            original: &original,
+            candidate: &candidate,
+            entry: random_entry(4),
+            live_out: (live_extra & 0x7fd) | 1,
+            live_stack: [true; STACK_BYTES],
+        };
+        let mut checker = WindowChecker::new(10_000);
+        let verdict = checker.check(&q).expect("check");
+        prop_assert_eq!(&verdict, &WindowVerdict::Equivalent);
+        let d = disagreement(&q, 200, off as u64);
+        prop_assert!(d.is_none(), "proven equivalent, yet {}", d.unwrap_or_default());
+
+        let reversed = with_store(byte_wise_read(base, off, n, wide, true));
+        let q = WindowQuery { original: &reversed, ..q };
+        let WindowVerdict::Different(cex) = checker.check(&q).expect("check") else {
+            return Err(TestCaseError::fail("the big-endian read is not told apart"));
+        };
+        let memory: HashMap<u64, u8> = cex.memory.iter().copied().collect();
+        let a = run_concrete(&reversed, cex.regs, &memory, &zero);
+        let b = run_concrete(&candidate, cex.regs, &memory, &zero);
+        prop_assert!(live_difference(&q, &a, &b, &zero).is_some(), "invalid counterexample {:?}", cex);
+    }
+}
+
+/// Proofs per second: the rewrites of the tests above that need the solver, each checked 25
+/// times (printed, not asserted).
+#[test]
+fn proof_throughput() {
+    let original = reflector_6_21();
+    let two_loads = [
+        ldx(Size::W, 4, 3, 0),
+        stx(Size::W, 10, -8, 4),
+        ldx(Size::H, 4, 3, 4),
+        stx(Size::H, 10, -4, 4),
+    ];
+    let eight = byte_wise_read(7, 3, 8, true, false);
+    let wide = [ldx(Size::Dw, 0, 7, 3)];
+    let mul = [alu64_reg(AluOp::Mul, 1, 4)];
+    let shift = [alu64(AluOp::Lsh, 1, 2)];
+    let queries = [
+        WindowQuery {
+            original: &original,
+            candidate: &two_loads,
+            entry: reflector_entry(),
+            live_out: live(&[1, 2, 3, 10]),
+            live_stack: live_stack(-8, 0),
+        },
+        WindowQuery {
+            original: &eight,
+            candidate: &wide,
+            entry: random_entry(4),
+            live_out: live(&[0]),
+            live_stack: [true; STACK_BYTES],
+        },
+        WindowQuery {
+            original: &mul,
+            candidate: &shift,
+            entry: random_entry(4),
+            live_out: live(&[1]),
+            live_stack: [true; STACK_BYTES],
+        },
+    ];
+    let mut checker = WindowChecker::new(10_000);
+    let start = Instant::now();
+    for _ in 0..25 {
+        for q in &queries {
+            assert_eq!(checker.check(q).expect("check"), WindowVerdict::Equivalent);
+        }
+    }
+    let elapsed = start.elapsed().as_secs_f64();
+    let stats = checker.stats();
+    println!(
+        "window proofs: {} in {elapsed:.2} s = {:.0} checks/s ({} solver calls)",
+        stats.checks,
+        stats.checks as f64 / elapsed,
+        stats.solver_calls
+    );
 }

@@ -25,7 +25,9 @@ impl From<SemError> for Unmodelled {
 }
 
 /// The context's fields that the kernel rewrites into loads of a whole pointer, and the region
-/// each points at.
+/// each points at. A 32-bit load of one gives a pointer to offset 0 of its region; a concrete
+/// window runner holds the low half of `region_base(region)` there (the bases lie below 2^32),
+/// so the same load gives the same address. Other context fields are plain bytes.
 pub const CTX_POINTERS: [(u64, WindowRegion); 2] = [
     (xdp_md::DATA, WindowRegion::Packet),
     (xdp_md::DATA_META, WindowRegion::PacketMeta),
@@ -104,16 +106,19 @@ impl<'a> WindowMachine<'a> {
                 "insn {pc}: a context access at a symbolic offset"
             )));
         };
-        let end = o + u64::from(size.bytes());
+        // `target` bounded the offset: these sums cannot overflow.
+        let start = o as i64;
+        let end = start + i64::from(size.bytes());
         for (field, region) in CTX_POINTERS {
-            if o == field && size == Size::W {
+            let field_start = field as i64;
+            if start == field_start && size == Size::W {
                 self.inputs.context_pointers = true;
                 return Ok(WinValue::Ptr {
                     region,
                     offset: Bits::Const(0),
                 });
             }
-            if o < field + 4 && field < end {
+            if start < field_start + 4 && field_start < end {
                 return Err(Unmodelled(format!(
                     "insn {pc}: a load of part of the context's pointer field at offset {field}"
                 )));
@@ -121,7 +126,7 @@ impl<'a> WindowMachine<'a> {
         }
         let bytes: Vec<Byte> = (0..u64::from(size.bytes()))
             .map(|i| {
-                let at = Bits::Const(o + i);
+                let at = Bits::Const(o.wrapping_add(i));
                 Byte::Sym(self.inputs.initial(WindowRegion::Ctx, &at))
             })
             .collect();

@@ -61,6 +61,19 @@ pub struct Inputs {
     /// Whether a window loaded a pointer field of the context (whose bytes a counterexample
     /// then holds).
     pub context_pointers: bool,
+    /// Every variable of the formula and what it stands for, for guessing values.
+    pub variables: Vec<(BV, Variable)>,
+}
+
+/// What a variable of the formula stands for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Variable {
+    /// A register's 64-bit number.
+    Scalar,
+    /// A pointer's unknown offset.
+    Offset,
+    /// An initial byte of memory.
+    Byte,
 }
 
 impl Inputs {
@@ -79,9 +92,19 @@ impl Inputs {
                     }
                 }
                 self.concrete.insert((region, *o), byte.clone());
+                self.variables.push((byte.clone(), Variable::Byte));
                 byte
             }
             Bits::Sym(o) => {
+                // The same offset term (Z3 shares equal terms) reads the same variable, so two
+                // windows reading alike give alike formulas that fold without the solver.
+                if let Some((_, _, var)) = self
+                    .symbolic
+                    .iter()
+                    .find(|(r, other, _)| *r == region && other == o)
+                {
+                    return var.clone();
+                }
                 let byte = BV::new_const(format!("{region:?}@sym{}", self.symbolic.len()), 8);
                 for (r, other, var) in &self.symbolic {
                     if *r == region {
@@ -95,6 +118,7 @@ impl Inputs {
                     }
                 }
                 self.symbolic.push((region, o.clone(), byte.clone()));
+                self.variables.push((byte.clone(), Variable::Byte));
                 byte
             }
         }
