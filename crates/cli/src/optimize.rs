@@ -417,7 +417,7 @@ pub fn optimize(args: &OptimizeArgs) -> Result<()> {
     };
     let mut stages: Vec<Stage> = Vec::new();
     let mut current = object.clone();
-    let mut current_pinned = pinned;
+    let mut current_pinned = pinned.clone();
     let mut totals = SearchStats::default();
     let (mut windows_total, mut rounds, mut rules_applied) = (0, 0, 0);
     let search_started = Instant::now();
@@ -487,12 +487,24 @@ pub fn optimize(args: &OptimizeArgs) -> Result<()> {
     let mut discarded = Vec::new();
     let (optimized, slot_map, kept) =
         checked(&object, program, stages, &seed, &inputs, &mut discarded)?;
-    let entry_insns = &optimized.programs[program].insns[..entry_len(&optimized, program)];
+    // Pinned slots go to the writer as the input had them: it re-derives what their new
+    // position changes (a call's offset to a sub-program), from the relocations and layout.
+    let mut entry_insns =
+        optimized.programs[program].insns[..entry_len(&optimized, program)].to_vec();
+    for &old in &pinned {
+        if let (Some(Some(new)), Some(raw)) =
+            (slot_map.get(old), object.programs[program].insns.get(old))
+        {
+            if let Some(slot) = entry_insns.get_mut(*new) {
+                *slot = *raw;
+            }
+        }
+    }
     let out_bytes = rewrite_object(
         &input_bytes,
         &[Replacement {
             program: &name,
-            insns: entry_insns,
+            insns: &entry_insns,
             slot_map: &slot_map,
         }],
     )

@@ -151,12 +151,19 @@ impl Vocabulary {
     pub fn instruction(&self, rng: &mut StdRng) -> Instruction {
         let memory = !self.addresses.is_empty();
         match rng.gen_range(0..if memory { 10 } else { 7 }) {
-            0..=5 => Instruction::Alu {
-                wide: rng.gen_bool(0.6),
-                op: pick(rng, &ALU_OPS).unwrap_or(AluOp::Mov),
-                dst: self.dst(rng),
-                src: self.operand(rng),
-            },
+            0..=5 => {
+                let op = pick(rng, &ALU_OPS).unwrap_or(AluOp::Mov);
+                Instruction::Alu {
+                    wide: rng.gen_bool(0.6),
+                    op,
+                    dst: self.dst(rng),
+                    src: if op == AluOp::Neg {
+                        Operand::Imm(0)
+                    } else {
+                        self.operand(rng)
+                    },
+                }
+            }
             6 => Instruction::Endian {
                 kind: Endian::ToBe,
                 bits: pick(rng, &[16u8, 32, 64]).unwrap_or(16),
@@ -210,8 +217,44 @@ pub fn draw_rule(rng: &mut StdRng, weights: &RuleWeights) -> Rule {
     Rule::Instruction
 }
 
-/// A new candidate from `current` by `rule` (unchanged where the rule does not apply).
+/// Whether the kernel takes the instruction's encoding: it round-trips through the decoder, and
+/// it is no division or remainder by an immediate zero, no shift by an immediate out of range
+/// (the checker refuses those: `check_alu_op` in kernel/bpf/verifier.c).
+pub fn encodable(insn: &Instruction) -> bool {
+    if let Instruction::Alu {
+        wide,
+        op,
+        src: Operand::Imm(imm),
+        ..
+    } = *insn
+    {
+        let width = if wide { 64 } else { 32 };
+        let bad = match op {
+            AluOp::Div | AluOp::SDiv | AluOp::Mod | AluOp::SMod => imm == 0,
+            AluOp::Lsh | AluOp::Rsh | AluOp::Arsh => !(0..width).contains(&imm),
+            AluOp::Neg => imm != 0,
+            _ => false,
+        };
+        if bad {
+            return false;
+        }
+    }
+    let slots = linerate_bpf::insn::encode_all(std::slice::from_ref(insn));
+    Instruction::decode(&slots, 0).ok() == Some(*insn)
+}
+
+/// A new candidate from `current` by `rule` (unchanged where the rule does not apply or gives an
+/// instruction the kernel would not take).
 pub fn propose(current: &Candidate, rule: Rule, vocab: &Vocabulary, rng: &mut StdRng) -> Candidate {
+    let next = propose_any(current, rule, vocab, rng);
+    if next.iter().flatten().all(encodable) {
+        next
+    } else {
+        current.clone()
+    }
+}
+
+fn propose_any(current: &Candidate, rule: Rule, vocab: &Vocabulary, rng: &mut StdRng) -> Candidate {
     let mut next = current.clone();
     if next.is_empty() {
         return next;

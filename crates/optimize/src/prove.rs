@@ -22,7 +22,8 @@ impl Z3Prover {
     }
 }
 
-fn region(place: Place) -> WindowRegion {
+/// The checker's region of a place.
+pub fn region(place: Place) -> WindowRegion {
     match place {
         Place::Stack => WindowRegion::Stack,
         Place::Packet => WindowRegion::Packet,

@@ -153,6 +153,9 @@ impl Library {
         let Some(rule) = generalize(original, replacement) else {
             return false;
         };
+        if !rule.replacement.iter().all(crate::proposal::encodable) {
+            return false;
+        }
         let rule = Rule {
             pattern: rule.pattern.iter().map(encode_hex).collect(),
             replacement: rule.replacement.iter().map(encode_hex).collect(),

@@ -14,6 +14,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use linerate_bpf::facts::xdp_md;
 use linerate_bpf::insn::{Imm64, Instruction, Size, NUM_REGS};
 use linerate_sem::exec::{step, Flow, Frame, HelperOutcome, Machine};
 use linerate_sem::helpers::Callback;
@@ -65,6 +66,10 @@ impl Domain for TagDomain {
         let v = Concrete::eval_binary(op, a.v, b.v);
         let tag = match (op, a.tag, b.tag) {
             (_, Tag::Scalar, Tag::Scalar) => Tag::Scalar,
+            // The checker allows no arithmetic on `data_end`.
+            (_, Tag::Pointer(Place::PacketEnd), _) | (_, _, Tag::Pointer(Place::PacketEnd)) => {
+                Tag::Mangled
+            }
             (BinOp::Add, Tag::Pointer(p), Tag::Scalar)
             | (BinOp::Add, Tag::Scalar, Tag::Pointer(p)) => Tag::Pointer(p),
             (BinOp::Sub, Tag::Pointer(p), Tag::Scalar) => Tag::Pointer(p),
@@ -213,6 +218,23 @@ impl Machine for WindowMachine<'_> {
                 None => self.test.byte(a),
             };
             v = (v << 8) | b as u64;
+        }
+        // A 32-bit load of the context's `data`, `data_end` or `data_meta` gives the pointer the
+        // kernel rewrites it to (its value: what the test's context holds there).
+        if place == Place::Ctx && size == Size::W {
+            let field = addr.v.wrapping_sub(crate::search::place_base(Place::Ctx));
+            let pointer = match field {
+                xdp_md::DATA => Some(Place::Packet),
+                xdp_md::DATA_END => Some(Place::PacketEnd),
+                xdp_md::DATA_META => Some(Place::PacketMeta),
+                _ => None,
+            };
+            if let Some(p) = pointer {
+                return Ok(TVal {
+                    v,
+                    tag: Tag::Pointer(p),
+                });
+            }
         }
         Ok(TVal::scalar(v))
     }

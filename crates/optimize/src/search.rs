@@ -13,6 +13,7 @@
 
 use std::collections::HashMap;
 
+use linerate_bpf::facts::xdp_md;
 use linerate_bpf::insn::{Instruction, NUM_REGS};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -160,18 +161,10 @@ pub fn entry_tags(window: &Window) -> [Tag; NUM_REGS] {
     tags
 }
 
-/// Where each place starts in test states: far apart, so that no access of one reaches another.
+/// Where each place starts in test states: the symbolic checker's layout
+/// (`linerate_smt::region_base`), so that its counterexamples and the random tests agree.
 pub fn place_base(place: Place) -> u64 {
-    let k = match place {
-        Place::Stack => 1,
-        Place::Packet => 2,
-        Place::PacketMeta => 3,
-        Place::PacketEnd => 4,
-        Place::Ctx => 5,
-        Place::MapValue(m) => 16 + m as u64,
-        Place::Other(o) => 8 + o as u64,
-    };
-    k << 32
+    linerate_smt::region_base(crate::prove::region(place))
 }
 
 /// `count` random tests of a window: registers by their entry facts (pointers at their known
@@ -179,14 +172,19 @@ pub fn place_base(place: Place) -> u64 {
 pub fn random_tests(window: &Window, count: usize, rng: &mut StdRng) -> Vec<WindowTest> {
     (0..count)
         .map(|i| {
+            let packet = place_base(Place::Packet);
+            let packet_len: u64 = rng.gen_range(14..1600);
             let mut regs = [0u64; NUM_REGS];
             for (r, fact) in window.entry.iter().enumerate() {
                 regs[r] = match *fact {
                     EntryFact::Constant(c) => c,
+                    EntryFact::Pointer {
+                        place: Place::PacketEnd,
+                        ..
+                    } => packet + packet_len,
                     EntryFact::Pointer { place, offset } => {
-                        let base = place_base(place) + 0x1000;
                         let off = offset.unwrap_or_else(|| rng.gen_range(0..256));
-                        base.wrapping_add(off as u64)
+                        place_base(place).wrapping_add(off as u64)
                     }
                     // Small values first: they exercise the common header fields and counters.
                     EntryFact::Scalar | EntryFact::Uninit => match i % 3 {
@@ -196,9 +194,22 @@ pub fn random_tests(window: &Window, count: usize, rng: &mut StdRng) -> Vec<Wind
                     },
                 };
             }
+            // The context's pointer fields hold the low halves of the packet's addresses, as
+            // the checker's layout has them.
+            let ctx = place_base(Place::Ctx);
+            let mut memory = std::collections::BTreeMap::new();
+            for (field, value) in [
+                (xdp_md::DATA, packet),
+                (xdp_md::DATA_END, packet + packet_len),
+                (xdp_md::DATA_META, place_base(Place::PacketMeta)),
+            ] {
+                for (k, b) in (value as u32).to_le_bytes().into_iter().enumerate() {
+                    memory.insert(ctx + field + k as u64, b);
+                }
+            }
             WindowTest {
                 regs,
-                memory: Default::default(),
+                memory,
                 fill: rng.gen::<u64>() | 1,
             }
         })
