@@ -1,7 +1,10 @@
 """Runs `linerate optimize --json` on every example and prints the issue's table (see bench/optimize)."""
-import glob, json, os, statistics, subprocess, sys, tempfile, time
+import glob, json, os, shutil, statistics, subprocess, sys, tempfile, time
 
-BIN = "target/release/linerate"
+# A private copy of the binary: rebuilding during a long run must not change it midway.
+_bin_dir = tempfile.mkdtemp(prefix="bench-optimize-")
+BIN = os.path.join(_bin_dir, "linerate")
+shutil.copy2("target/release/linerate", BIN)
 budget = os.environ.get("OPT_BUDGET", "60")
 goal = os.environ.get("OPT_GOAL", "size")
 only = os.environ.get("OPT_ONLY", "")
@@ -100,3 +103,4 @@ if rows:
           f"{sum(r['full']['rules_applied'] for r in rows)} rules applied")
 for name, why in failures:
     print(f"FAILED {name}: {why}")
+shutil.rmtree(_bin_dir, ignore_errors=True)
