@@ -52,6 +52,14 @@ impl Latency {
                 region: region(place),
                 bytes: size.bytes() as u8,
             },
+            Instruction::Atomic {
+                size, op, fetch, ..
+            } => Item::Atomic {
+                region: region(place),
+                op,
+                fetch,
+                bytes: size.bytes() as u8,
+            },
             // Windows hold nothing else; anything else costs as much as a slow instruction.
             _ => return 10.0,
         };

@@ -7,7 +7,7 @@
 //! registers (never writing r10), its constants and a few common ones, its memory operands'
 //! base registers and offsets — which is where the useful rewrites live.
 
-use linerate_bpf::insn::{AluOp, Endian, Instruction, Operand, Reg, Size, FRAME_POINTER};
+use linerate_bpf::insn::{AluOp, AtomicOp, Endian, Instruction, Operand, Reg, Size, FRAME_POINTER};
 use rand::rngs::StdRng;
 use rand::Rng;
 
@@ -57,6 +57,8 @@ const ALU_OPS: [AluOp; 12] = [
     AluOp::Div,
 ];
 
+const ATOMIC_OPS: [AtomicOp; 4] = [AtomicOp::Add, AtomicOp::Or, AtomicOp::And, AtomicOp::Xor];
+
 const SIZES: [Size; 4] = [Size::B, Size::H, Size::W, Size::Dw];
 
 impl Vocabulary {
@@ -86,6 +88,10 @@ impl Vocabulary {
                 Instruction::Load { dst, src, off, .. } => {
                     regs.push(dst);
                     addresses.push((src, off));
+                }
+                Instruction::Atomic { dst, off, src, .. } => {
+                    addresses.push((dst, off));
+                    regs.push(src);
                 }
                 Instruction::Store { dst, off, src, .. } => {
                     addresses.push((dst, off));
@@ -150,7 +156,7 @@ impl Vocabulary {
     /// A random instruction of the kinds windows hold.
     pub fn instruction(&self, rng: &mut StdRng) -> Instruction {
         let memory = !self.addresses.is_empty();
-        match rng.gen_range(0..if memory { 10 } else { 7 }) {
+        match rng.gen_range(0..if memory { 11 } else { 7 }) {
             0..=5 => {
                 let op = pick(rng, &ALU_OPS).unwrap_or(AluOp::Mov);
                 Instruction::Alu {
@@ -176,6 +182,17 @@ impl Vocabulary {
                     signed: false,
                     dst: self.dst(rng),
                     src,
+                    off,
+                }
+            }
+            10 => {
+                let (dst, off) = pick(rng, &self.addresses).unwrap_or((FRAME_POINTER, -8));
+                Instruction::Atomic {
+                    size: if rng.gen_bool(0.5) { Size::W } else { Size::Dw },
+                    op: pick(rng, &ATOMIC_OPS).unwrap_or(AtomicOp::Add),
+                    fetch: false,
+                    dst,
+                    src: self.reg(rng),
                     off,
                 }
             }

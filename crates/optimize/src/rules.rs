@@ -286,6 +286,24 @@ fn map_insn(
                 src: operand(src, reg)?,
             }
         }
+        Instruction::Atomic {
+            size,
+            op,
+            fetch,
+            dst,
+            src,
+            off: o,
+        } => {
+            let o = off(dst, o)?;
+            Instruction::Atomic {
+                size,
+                op,
+                fetch,
+                dst: reg(dst)?,
+                src: reg(src)?,
+                off: o,
+            }
+        }
         _ => return None,
     })
 }

@@ -157,6 +157,8 @@ struct WindowMachine<'a> {
     test: &'a WindowTest,
     written: BTreeMap<u64, u8>,
     accesses: Vec<Access>,
+    /// Whether the instruction being run is an atomic read-modify-write.
+    atomic: bool,
 }
 
 /// Why a window run stops.
@@ -170,12 +172,24 @@ impl From<SemError> for Fault {
 }
 
 impl WindowMachine<'_> {
-    fn place_of(&self, addr: &TVal) -> Result<Place, Fault> {
-        match addr.tag {
-            Tag::Pointer(p) => Ok(p),
-            Tag::Scalar => Err(Fault("memory access through a scalar")),
-            Tag::Mangled => Err(Fault("memory access through a mangled pointer")),
+    fn place_of(&self, addr: &TVal, size: Size) -> Result<Place, Fault> {
+        let place = match addr.tag {
+            Tag::Pointer(p) => p,
+            Tag::Scalar => return Err(Fault("memory access through a scalar")),
+            Tag::Mangled => return Err(Fault("memory access through a mangled pointer")),
+        };
+        // The checker takes atomics on the stack and map values only, and aligned.
+        if self.atomic {
+            if !matches!(place, Place::Stack | Place::MapValue(_)) {
+                return Err(Fault(
+                    "an atomic operation outside the stack and map values",
+                ));
+            }
+            if addr.v % size.bytes() as u64 != 0 {
+                return Err(Fault("a misaligned atomic operation"));
+            }
         }
+        Ok(place)
     }
 }
 
@@ -202,7 +216,7 @@ impl Machine for WindowMachine<'_> {
     fn pop_stack_frame(&mut self) {}
 
     fn load(&mut self, _pc: usize, addr: &TVal, size: Size) -> Result<TVal, Fault> {
-        let place = self.place_of(addr)?;
+        let place = self.place_of(addr, size)?;
         let n = size.bytes() as u64;
         self.accesses.push(Access {
             place,
@@ -240,7 +254,7 @@ impl Machine for WindowMachine<'_> {
     }
 
     fn store(&mut self, _pc: usize, addr: &TVal, size: Size, value: &TVal) -> Result<(), Fault> {
-        let place = self.place_of(addr)?;
+        let place = self.place_of(addr, size)?;
         if value.tag != Tag::Scalar && !(place == Place::Stack && size == Size::Dw) {
             return Err(Fault("a pointer stored outside an 8-byte stack slot"));
         }
@@ -299,10 +313,12 @@ pub fn run_window(
         test,
         written: BTreeMap::new(),
         accesses: Vec::new(),
+        atomic: false,
     };
     let mut fault = None;
     for (pc, insn) in insns.iter().enumerate() {
         let Some(insn) = insn else { continue };
+        m.atomic = matches!(insn, Instruction::Atomic { .. });
         match step(&mut m, pc, insn) {
             Ok(Flow::Next(_)) => {}
             Ok(_) => {

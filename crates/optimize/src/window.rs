@@ -11,7 +11,7 @@
 
 use linerate_analysis::{Analysis, Region, Shape, State};
 use linerate_bpf::insn::regs::{RegSet, ARGUMENT_REGS, RETURN_REG};
-use linerate_bpf::insn::{Instruction, FRAME_POINTER, NUM_REGS};
+use linerate_bpf::insn::{AtomicOp, Instruction, FRAME_POINTER, NUM_REGS};
 use linerate_bpf::program::Object;
 use linerate_cfg::{BlockId, Cfg};
 
@@ -123,6 +123,11 @@ pub fn windowable(insn: &Instruction) -> bool {
             | Instruction::Endian { .. }
             | Instruction::Load { .. }
             | Instruction::Store { .. }
+            | Instruction::Atomic {
+                op: AtomicOp::Add | AtomicOp::Or | AtomicOp::And | AtomicOp::Xor,
+                fetch: false,
+                ..
+            }
     )
 }
 
