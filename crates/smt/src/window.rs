@@ -30,7 +30,7 @@ mod value;
 
 use std::collections::BTreeMap;
 
-use linerate_bpf::insn::{AluOp, AtomicOp, Imm64, Instruction, Operand, Reg, NUM_REGS};
+use linerate_bpf::insn::{Imm64, Instruction, NUM_REGS};
 use linerate_sem::Flow;
 use z3::ast::{Ast, Bool, BV};
 use z3::{Params, SatResult, Solver};
@@ -141,45 +141,18 @@ pub fn region_base(region: WindowRegion) -> u64 {
 /// calls, exits, map and function references). Decoding only: what the instruction does with
 /// them is `linerate_sem::step`'s.
 pub fn registers_used(insn: &Instruction) -> Option<(u16, u16)> {
-    let bit = |r: Reg| 1u16 << r;
-    let operand = |src: Operand| match src {
-        Operand::Reg(r) => bit(r),
-        Operand::Imm(_) => 0,
-    };
-    Some(match *insn {
-        Instruction::Alu {
-            op: AluOp::Mov | AluOp::MovSx(_),
-            dst,
-            src,
-            ..
-        } => (operand(src), bit(dst)),
-        Instruction::Alu {
-            op: AluOp::Neg,
-            dst,
-            ..
-        } => (bit(dst), bit(dst)),
-        Instruction::Alu { dst, src, .. } => (bit(dst) | operand(src), bit(dst)),
-        Instruction::Endian { dst, .. } => (bit(dst), bit(dst)),
-        Instruction::LoadImm64 {
-            dst,
+    match insn {
+        Instruction::Alu { .. }
+        | Instruction::Endian { .. }
+        | Instruction::LoadImm64 {
             imm: Imm64::Const(_),
-        } => (0, bit(dst)),
-        Instruction::Load { dst, src, .. } => (bit(src), bit(dst)),
-        Instruction::Store { dst, src, .. } => (bit(dst) | operand(src), 0),
-        Instruction::Atomic {
-            op,
-            fetch,
-            dst,
-            src,
             ..
-        } => match op {
-            AtomicOp::CmpXchg => (bit(dst) | bit(src) | bit(0), bit(0)),
-            AtomicOp::Xchg => (bit(dst) | bit(src), bit(src)),
-            _ if fetch => (bit(dst) | bit(src), bit(src)),
-            _ => (bit(dst) | bit(src), 0),
-        },
-        _ => return None,
-    })
+        }
+        | Instruction::Load { .. }
+        | Instruction::Store { .. }
+        | Instruction::Atomic { .. } => Some((insn.reads(), insn.writes())),
+        _ => None,
+    }
 }
 
 /// Checks that every instruction of `window` may be in a window and reads only registers that
