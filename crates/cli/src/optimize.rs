@@ -139,15 +139,26 @@ fn timed_packets(inputs: &TestInputs, given: usize) -> Vec<Vec<u8>> {
     inputs.packets.iter().take(n).cloned().collect()
 }
 
-/// The worst-case throughput of program `program` (`bound`'s SSP rate, packets/s), its witnesses,
-/// and the blocks of its slowest path.
+/// What `bound` says of a program.
+#[derive(Default)]
+struct WorstCase {
+    /// The SSP's rate, packets/s.
+    rate: Option<f64>,
+    complete: bool,
+    /// Witnesses of the slowest paths with their maps (those a kernel run can repeat).
+    witnesses: Vec<(Vec<u8>, MapSeed)>,
+    /// First slots of the blocks of the slowest path.
+    hot: HashSet<usize>,
+}
+
+/// The worst-case throughput of program `program`, its witnesses and its slowest path.
 fn worst_case(
     object: &Object,
     program: usize,
     model: &Model,
     paths: usize,
     timeout: f64,
-) -> Result<(Option<f64>, bool, Vec<(Vec<u8>, MapSeed)>, HashSet<usize>)> {
+) -> Result<WorstCase> {
     let args = crate::args::SearchArgs {
         timeout: Some(timeout),
         check_timeout: 10.0,
@@ -184,7 +195,12 @@ fn worst_case(
                 .collect()
         })
         .unwrap_or_default();
-    Ok((rate, result.outcome.complete, witnesses, hot))
+    Ok(WorstCase {
+        rate,
+        complete: result.outcome.complete,
+        witnesses,
+        hot,
+    })
 }
 
 /// The model's estimate in nanoseconds per packet, averaged over `packets` run in the
@@ -252,9 +268,17 @@ fn final_check(
     Ok(())
 }
 
+/// A result that passed the final checks.
+struct Passed {
+    object: Object,
+    /// Where each slot of the input's entry function went.
+    slot_map: Vec<Option<usize>>,
+    /// The rewrites of each stage kept.
+    rewrites: Vec<Vec<Rewrite>>,
+}
+
 /// The result that passes the final checks: the last stage's rewrites with culprits dropped one
-/// at a time until the program passes, an earlier stage's result once none is left. Returns the
-/// object, the composed slot map of the entry function, and the stages' rewrites kept.
+/// at a time until the program passes, an earlier stage's result once none is left.
 fn checked(
     object: &Object,
     program: usize,
@@ -262,7 +286,7 @@ fn checked(
     seed: &MapSeed,
     inputs: &TestInputs,
     discarded: &mut Vec<Discarded>,
-) -> Result<(Object, Vec<Option<usize>>, Vec<Vec<Rewrite>>)> {
+) -> Result<Passed> {
     while let Some(mut last) = stages.pop() {
         while !last.rewrites.is_empty() {
             let (candidate, assembled) = apply(&last.input, program, &last.rewrites)?;
@@ -278,7 +302,11 @@ fn checked(
                     let mut kept: Vec<Vec<Rewrite>> =
                         stages.into_iter().map(|s| s.rewrites).collect();
                     kept.push(last.rewrites);
-                    return Ok((candidate, map, kept));
+                    return Ok(Passed {
+                        object: candidate,
+                        slot_map: map,
+                        rewrites: kept,
+                    });
                 }
                 Err(Rejection::Engine { engine, error }) => {
                     bail!("{engine} cannot run the programs: {error}")
@@ -316,11 +344,11 @@ fn checked(
             last.rewrites.remove(i);
         }
     }
-    Ok((
-        object.clone(),
-        (0..entry_len(object, program)).map(Some).collect(),
-        Vec::new(),
-    ))
+    Ok(Passed {
+        object: object.clone(),
+        slot_map: (0..entry_len(object, program)).map(Some).collect(),
+        rewrites: Vec::new(),
+    })
 }
 
 fn entry_len(object: &Object, program: usize) -> usize {
@@ -384,15 +412,16 @@ pub fn optimize(args: &OptimizeArgs) -> Result<()> {
     };
     let show_progress = !args.json && std::io::stderr().is_terminal();
     let measure = !args.no_measure;
-    let (wc_before, wc_complete_before, witnesses, hot) = if measure || args.goal == Goal::WorstCase
-    {
+    let before = if measure || args.goal == Goal::WorstCase {
         if show_progress {
             eprint!("\roptimize: bounding the worst case of the input...");
         }
         worst_case(&object, program, &model, args.witnesses, args.bound_timeout)?
     } else {
-        (None, false, Vec::new(), HashSet::new())
+        WorstCase::default()
     };
+    let (wc_before, wc_complete_before, hot) = (before.rate, before.complete, before.hot);
+    let witnesses = before.witnesses;
     let mut packets_all = given.clone();
     packets_all.extend(packets::generate(args.differential_packets, args.seed));
     let inputs = TestInputs {
@@ -485,8 +514,11 @@ pub fn optimize(args: &OptimizeArgs) -> Result<()> {
         eprint!("\r\x1b[2Koptimize: checking the result in the interpreter and the kernel...");
     }
     let mut discarded = Vec::new();
-    let (optimized, slot_map, kept) =
-        checked(&object, program, stages, &seed, &inputs, &mut discarded)?;
+    let Passed {
+        object: optimized,
+        slot_map,
+        rewrites: kept,
+    } = checked(&object, program, stages, &seed, &inputs, &mut discarded)?;
     // Pinned slots go to the writer as the input had them: it re-derives what their new
     // position changes (a call's offset to a sub-program), from the relocations and layout.
     let mut entry_insns =
@@ -539,9 +571,8 @@ pub fn optimize(args: &OptimizeArgs) -> Result<()> {
             args.trials,
             args.repeat,
         )?;
-        let (after, complete, _, _) =
-            worst_case(&optimized, program, &model, 1, args.bound_timeout)?;
-        (Some(cmp), Some((after, complete)))
+        let after = worst_case(&optimized, program, &model, 1, args.bound_timeout)?;
+        (Some(cmp), Some((after.rate, after.complete)))
     } else {
         (None, None)
     };

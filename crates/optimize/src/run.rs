@@ -185,7 +185,7 @@ impl WindowMachine<'_> {
                     "an atomic operation outside the stack and map values",
                 ));
             }
-            if addr.v % size.bytes() as u64 != 0 {
+            if !addr.v.is_multiple_of(size.bytes() as u64) {
                 return Err(Fault("a misaligned atomic operation"));
             }
         }
@@ -365,7 +365,7 @@ pub fn safety_violation(original: &Outcome, candidate: &Outcome) -> Option<&'sta
                 }
             }
             Place::Stack => {
-                if a.addr % a.size as u64 != 0 {
+                if !a.addr.is_multiple_of(a.size as u64) {
                     return Some("a misaligned stack access");
                 }
                 if a.write {
