@@ -59,9 +59,14 @@ pub struct OptimizeArgs {
     /// Seconds of search (the final checks and measurements come on top).
     #[arg(long, default_value = "60s", value_name = "SECONDS")]
     pub budget: String,
-    /// Seed of the search's random choices.
+    /// Seed of the search's random choices. With --rounds, the same seed gives the same output
+    /// whatever the machine's speed; with the budget alone, how far the search gets depends on it.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+    /// Rounds of search per pass (each chain takes 2,000 steps a round), instead of searching
+    /// until the budget is spent (the budget still caps the time).
+    #[arg(long, value_name = "N")]
+    pub rounds: Option<u64>,
     /// Search passes, each cutting the program into windows at other places.
     #[arg(long, default_value_t = 3)]
     pub passes: usize,
@@ -457,6 +462,7 @@ pub fn optimize(args: &OptimizeArgs) -> Result<()> {
             seed: args.seed.wrapping_add(pass as u64),
             pinned: current_pinned.clone(),
             phase: pass * SearchOptions::default().max_window / passes,
+            max_rounds: args.rounds,
             ..SearchOptions::default()
         };
         let mut windows = linerate_optimize::windows(&current, program, &options)?;

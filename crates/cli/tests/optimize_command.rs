@@ -147,6 +147,42 @@ fn rules_only_is_quick_and_deterministic() {
 }
 
 #[test]
+fn a_fixed_number_of_rounds_gives_the_same_output() {
+    if let Err(why) = kernel_available() {
+        linerate_kernel::skip_or_fail(&why);
+        return;
+    }
+    let dir = TempDir::new("optimize-rounds");
+    let input = example("xdp_filter.o");
+    let a = dir.path().join("a.o");
+    let b = dir.path().join("b.o");
+    let extra = [
+        "--rounds",
+        "1",
+        "--budget",
+        "600",
+        "--seed",
+        "5",
+        "--no-measure",
+        "--witnesses",
+        "0",
+        "--differential-packets",
+        "500",
+    ];
+    let ja = optimize_json(&input, &a, &extra);
+    let jb = optimize_json(&input, &b, &extra);
+    assert!(
+        ja["insns_after"].as_u64() < ja["insns_before"].as_u64(),
+        "{ja}"
+    );
+    assert_eq!(
+        std::fs::read(&a).unwrap(),
+        std::fs::read(&b).unwrap(),
+        "same seed and rounds, same output"
+    );
+}
+
+#[test]
 fn refusals_are_one_line_errors_and_leave_nothing_behind() {
     let dir = TempDir::new("optimize-errors");
     let reflector = dir.write("r.o", std::fs::read(example("xdp_reflector.o")).unwrap());
