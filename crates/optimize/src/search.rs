@@ -380,21 +380,33 @@ impl WindowSearch {
         }
         let p = self.window.weight * perf.cost(&insns, &places);
         let mut unequal = failing > 0;
-        if !unequal && p < self.best_perf {
-            match self.proven(&insns, prover) {
-                Some(true) => {
-                    self.best = candidate.clone();
-                    self.best_perf = p;
-                    self.proven.push(candidate.clone());
+        if !unequal {
+            // Canonical form (paper 002 §5 V): without instructions whose results nothing reads.
+            // It behaves as the candidate on every live output, so it is what gets proven, and
+            // candidates differing only in dead code share one cache entry.
+            let canonical = without_dead_code(&insns, self.window.live_out);
+            let places = if canonical.len() == insns.len() {
+                places
+            } else {
+                Vec::new()
+            };
+            let pc = self.window.weight * perf.cost(&canonical, &places);
+            if pc < self.best_perf {
+                match self.proven(&canonical, prover) {
+                    Some(true) => {
+                        let mut best: Candidate = canonical.iter().map(|i| Some(*i)).collect();
+                        best.resize(candidate.len(), None);
+                        self.best = best.clone();
+                        self.best_perf = pc;
+                        self.proven.push(best);
+                    }
+                    _ => unequal = true,
                 }
-                _ => unequal = true,
-            }
-        } else if !unequal {
-            // Not better than the best: whether it is equal matters only as the error term;
-            // a cached verdict is used, no solver call is made.
-            unequal = !matches!(self.cache.get(&insns), Some(true));
-            if unequal && insns == self.window.original {
-                unequal = false;
+            } else {
+                // Not better than the best: whether it is equal matters only as the error
+                // term; a cached verdict is used, no solver call is made.
+                unequal = !matches!(self.cache.get(&canonical), Some(true))
+                    && canonical != self.window.original;
             }
         }
         let num_tests = if unequal { failing.max(1) as f64 } else { 0.0 };
@@ -433,6 +445,29 @@ impl WindowSearch {
         }
         verdict
     }
+}
+
+/// `insns` without the ALU operations, byte swaps and loads whose register nothing reads before
+/// it is written again or the window ends with it dead (`live_out`).
+pub fn without_dead_code(insns: &[Instruction], live_out: u16) -> Vec<Instruction> {
+    let mut live = live_out;
+    let mut keep = vec![true; insns.len()];
+    for (k, insn) in insns.iter().enumerate().rev() {
+        let pure = matches!(
+            insn,
+            Instruction::Alu { .. } | Instruction::Endian { .. } | Instruction::Load { .. }
+        );
+        if pure && insn.writes() & live == 0 {
+            keep[k] = false;
+            continue;
+        }
+        live = (live & !insn.writes()) | insn.reads();
+    }
+    insns
+        .iter()
+        .zip(keep)
+        .filter_map(|(i, k)| k.then_some(*i))
+        .collect()
 }
 
 /// The places of a run's memory accesses in order.
