@@ -154,10 +154,26 @@ struct WorstCase {
     witnesses: Vec<(Vec<u8>, MapSeed)>,
     /// First slots of the blocks of the slowest path.
     hot: HashSet<usize>,
+    /// Why `bound` gave no answer (a loop it cannot bound, ...), if it did not.
+    unavailable: Option<String>,
+}
+
+/// [`worst_case_of`], a refusal of `bound` kept as the reason the worst case is unknown.
+fn worst_case(
+    object: &Object,
+    program: usize,
+    model: &Model,
+    paths: usize,
+    timeout: f64,
+) -> WorstCase {
+    worst_case_of(object, program, model, paths, timeout).unwrap_or_else(|e| WorstCase {
+        unavailable: Some(e.to_string()),
+        ..WorstCase::default()
+    })
 }
 
 /// The worst-case throughput of program `program`, its witnesses and its slowest path.
-fn worst_case(
+fn worst_case_of(
     object: &Object,
     program: usize,
     model: &Model,
@@ -205,6 +221,7 @@ fn worst_case(
         complete: result.outcome.complete,
         witnesses,
         hot,
+        unavailable: None,
     })
 }
 
@@ -252,6 +269,8 @@ fn estimated_ns(
 struct Discarded {
     rewrites: usize,
     reason: String,
+    /// The rewrite dropped for it.
+    dropped: Option<Rewrite>,
 }
 
 /// The verdict of the final checks on `candidate` against `original`.
@@ -321,6 +340,7 @@ fn checked(
             discarded.push(Discarded {
                 rewrites: last.rewrites.len(),
                 reason: rejection.to_string(),
+                dropped: None,
             });
             // The culprit: the rewrite around the slot the checker stopped at, or else the one
             // whose removal alone makes the interpreter agree, or else the last one.
@@ -346,7 +366,10 @@ fn checked(
                 })
             });
             let i = culprit.unwrap_or(last.rewrites.len() - 1);
-            last.rewrites.remove(i);
+            let dropped = last.rewrites.remove(i);
+            if let Some(d) = discarded.last_mut() {
+                d.dropped = Some(dropped);
+            }
         }
     }
     Ok(Passed {
@@ -421,12 +444,23 @@ pub fn optimize(args: &OptimizeArgs) -> Result<()> {
         if show_progress {
             eprint!("\roptimize: bounding the worst case of the input...");
         }
-        worst_case(&object, program, &model, args.witnesses, args.bound_timeout)?
+        worst_case(&object, program, &model, args.witnesses, args.bound_timeout)
     } else {
         WorstCase::default()
     };
+    let wc_unavailable = before.unavailable.clone();
     let (wc_before, wc_complete_before, hot) = (before.rate, before.complete, before.hot);
-    let witnesses = before.witnesses;
+    // Witnesses the engines cannot run as they are (a path that needs a route table or a device
+    // the interpreter is not given) are left out of the differential test.
+    let witnesses: Vec<(Vec<u8>, MapSeed)> = before
+        .witnesses
+        .into_iter()
+        .filter(|(p, s)| {
+            let one = std::slice::from_ref(p);
+            in_vm(&object, &object, program, s, one).is_ok()
+                && in_kernel(&object, &object, program, s, one).is_ok()
+        })
+        .collect();
     let mut packets_all = given.clone();
     packets_all.extend(packets::generate(args.differential_packets, args.seed));
     let inputs = TestInputs {
@@ -577,7 +611,7 @@ pub fn optimize(args: &OptimizeArgs) -> Result<()> {
             args.trials,
             args.repeat,
         )?;
-        let after = worst_case(&optimized, program, &model, 1, args.bound_timeout)?;
+        let after = worst_case(&optimized, program, &model, 1, args.bound_timeout);
         (Some(cmp), Some((after.rate, after.complete)))
     } else {
         (None, None)
@@ -614,9 +648,14 @@ pub fn optimize(args: &OptimizeArgs) -> Result<()> {
             "worst_case_pps_before": wc_before,
             "worst_case_pps_after": wc_after.and_then(|w| w.0),
             "worst_case_complete": wc_after.map(|w| w.1 && wc_complete_before),
+            "worst_case_unavailable": wc_unavailable,
             "verifier": "accepted",
             "differential_packets": inputs.packets.len() + inputs.witnesses.len(),
-            "discarded": discarded.iter().map(|d| json!({"rewrites": d.rewrites, "reason": d.reason})).collect::<Vec<_>>(),
+            "discarded": discarded.iter().map(|d| json!({
+                "rewrites": d.rewrites,
+                "reason": d.reason,
+                "dropped_slot": d.dropped.as_ref().map(|r| r.start),
+            })).collect::<Vec<_>>(),
             "rules_applied": rules_applied,
             "rewrites": rewrites_json,
             "search": {
@@ -666,6 +705,9 @@ pub fn optimize(args: &OptimizeArgs) -> Result<()> {
     if let (Some(b), Some((Some(a), _))) = (wc_before, wc_after) {
         writeln!(out, "  worst case     {:.3} → {:.3} Mpps", b / 1e6, a / 1e6)?;
     }
+    if let Some(why) = &wc_unavailable {
+        writeln!(out, "  worst case     unknown: {why}")?;
+    }
     writeln!(
         out,
         "  checked        verifier accepted; identical on {} packets and {} path witnesses (interpreter and kernel)",
@@ -690,6 +732,19 @@ pub fn optimize(args: &OptimizeArgs) -> Result<()> {
             "  discarded      a candidate with {} rewrites: {}",
             d.rewrites, d.reason
         )?;
+        if let (true, Some(r)) = (args.explain, &d.dropped) {
+            writeln!(
+                out,
+                "                 dropped the rewrite at insn {} (of its pass's input):",
+                r.start
+            )?;
+            for i in &r.original {
+                writeln!(out, "                   - {}", text(i))?;
+            }
+            for i in r.replacement.iter().flatten() {
+                writeln!(out, "                   + {}", text(i))?;
+            }
+        }
     }
     if args.explain {
         for r in &kept {

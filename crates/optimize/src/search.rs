@@ -447,6 +447,24 @@ impl WindowSearch {
     }
 }
 
+/// Whether an instruction reads a register neither readable at the window's entry nor written
+/// before it in the window (the checker refuses reads of unwritten registers; a register the
+/// original window does not read may be anything when it starts, see [`Window`]).
+pub fn reads_unreadable(insns: &[Instruction], entry: &[EntryFact; NUM_REGS]) -> bool {
+    let mut readable: u16 = entry
+        .iter()
+        .enumerate()
+        .filter(|(_, f)| **f != EntryFact::Uninit)
+        .fold(0, |m, (r, _)| m | 1 << r);
+    for insn in insns {
+        if insn.reads() & !readable != 0 {
+            return true;
+        }
+        readable |= insn.writes();
+    }
+    false
+}
+
 /// `insns` without the ALU operations, byte swaps and loads whose register nothing reads before
 /// it is written again or the window ends with it dead (`live_out`).
 pub fn without_dead_code(insns: &[Instruction], live_out: u16) -> Vec<Instruction> {

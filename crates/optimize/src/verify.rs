@@ -94,32 +94,36 @@ pub fn in_vm(
     seed: &MapSeed,
     packets: &[Vec<u8>],
 ) -> Result<(), Rejection> {
-    let run =
-        |object: &Object| -> Result<(Vec<Observed>, MapContents), Rejection> {
-            let mut d = VmDriver::new(object, seed, VmOptions::default(), MapMode::Persist)
-                .map_err(|e| Rejection::Engine {
-                    engine: "interpreter",
-                    error: e.to_string(),
-                })?;
-            let runs = d
-                .run_packets(program, packets, &[])
-                .map_err(|e| Rejection::Engine {
-                    engine: "interpreter",
-                    error: e.to_string(),
-                })?;
-            let observed = runs
-                .outcomes
-                .into_iter()
-                .map(|o| Observed {
-                    action: o.return_value,
-                    packet: o.packet,
-                    meta: o.meta,
-                })
-                .collect();
-            Ok((observed, runs.final_maps))
-        };
-    let (a, ma) = run(original)?;
-    let (b, mb) = run(candidate)?;
+    let run = |object: &Object| -> Result<(Vec<Observed>, MapContents), String> {
+        let mut d = VmDriver::new(object, seed, VmOptions::default(), MapMode::Persist)
+            .map_err(|e| e.to_string())?;
+        let runs = d.run_packets(program, packets, &[]).map_err(|e| match e {
+            linerate_vm::drive::DriveError::Packet { index, source } => {
+                format!("packet {index}: {source}")
+            }
+            e => e.to_string(),
+        })?;
+        let observed = runs
+            .outcomes
+            .into_iter()
+            .map(|o| Observed {
+                action: o.return_value,
+                packet: o.packet,
+                meta: o.meta,
+            })
+            .collect();
+        Ok((observed, runs.final_maps))
+    };
+    let (a, ma) = run(original).map_err(|error| Rejection::Engine {
+        engine: "interpreter",
+        error,
+    })?;
+    // The candidate failing where the original runs is the candidate's fault.
+    let (b, mb) = run(candidate).map_err(|error| Rejection::Behaviour {
+        engine: "interpreter",
+        packet: 0,
+        what: format!("outcome: it stops ({error})"),
+    })?;
     compare("interpreter", &a, &b, (&ma, &mb))
 }
 

@@ -89,7 +89,8 @@ impl StackSet {
     }
 }
 
-/// A window of the program and what holds around it.
+/// A window of the program and what holds around it. What it says of registers where the window
+/// starts holds of the registers the original window reads; the others are [`EntryFact::Uninit`].
 #[derive(Clone, Debug)]
 pub struct Window {
     /// Slot of the first instruction (windows hold one-slot instructions only).
@@ -345,9 +346,19 @@ pub fn find_windows(
                     continue;
                 };
                 let end = start + piece.len();
+                // Only registers the original window reads before writing them (and the frame
+                // pointer) are readable to a candidate. Windows of one pass are rewritten
+                // together: another window's rewrite keeps exactly what is live after it, so a
+                // register this window does not read may hold anything by the time it runs,
+                // whatever the analysis of the original program says it holds.
+                let live_in = piece
+                    .iter()
+                    .rev()
+                    .fold(live.regs[end], |l, (_, i)| (l & !i.writes()) | i.reads())
+                    | (1 << FRAME_POINTER);
                 let mut entry = [EntryFact::Uninit; NUM_REGS];
                 for (r, e) in entry.iter_mut().enumerate() {
-                    if init[start] >> r & 1 == 1 {
+                    if init[start] >> r & 1 == 1 && live_in >> r & 1 == 1 {
                         *e = fact_of(state.regs[r].shape);
                     }
                 }
