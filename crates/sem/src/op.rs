@@ -26,7 +26,12 @@ macro_rules! specialised {
     ($( $name:ident { $($field:ident : $ty:ty),* } = [ $($insn:tt)* ], )*) => {
         /// A decoded instruction, specialised by kind, operation, operand kind and width where the
         /// instruction is common (see the module documentation).
+        ///
+        /// `repr(u8)` puts the variant in a byte of its own at the start: without it, the variants
+        /// share [`Instruction`]'s tag (a niche of [`Op::Other`]) and the interpreter's dispatch
+        /// first translated that tag into the variant's number on every instruction.
         #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+        #[repr(u8)]
         pub enum Op {
             $(
                 #[allow(missing_docs)]

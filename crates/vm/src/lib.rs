@@ -8,6 +8,7 @@
 //! packet after packet with persistent or fresh maps. This crate does not load anything into the
 //! kernel (`linerate-kernel` does) and does not reason symbolically.
 
+mod decoded;
 pub mod drive;
 mod error;
 pub mod hash_order;
@@ -24,4 +25,4 @@ pub mod trace;
 
 pub use error::VmError;
 pub use helpers::FibRoute;
-pub use machine::{xdp_action_name, Redirect, RunOutcome, Vm, VmOptions};
+pub use machine::{xdp_action_name, Redirect, RunOutcome, RunSummary, Vm, VmOptions};

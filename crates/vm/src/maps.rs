@@ -557,8 +557,14 @@ impl MapState {
 
     /// Where the byte range `[offset, offset + len)` of the slab lives, if it lies inside one
     /// live value (in a ring buffer: inside a reserved record).
-    #[inline]
+    #[inline(always)]
     pub fn locate_value(&self, offset: usize, len: usize) -> Option<Loc> {
+        if let Layout::Array { sparse: false } = self.layout {
+            let loc = self.slab.locate(offset, len)?;
+            return (loc.slot < self.def.max_entries as usize
+                && loc.within + len <= self.def.value_size as usize)
+                .then_some(loc);
+        }
         if let Layout::Ring(ring) = &self.layout {
             return ring
                 .covers(offset, len)
