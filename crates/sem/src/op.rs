@@ -14,7 +14,7 @@
 //! are kept as [`R`], whose range spares the register file's bounds checks.
 
 use linerate_bpf::insn::{
-    AluOp, CallTarget, Cond, Endian, Imm64, Instruction, Operand, Reg, Size, NUM_REGS,
+    AluOp, AtomicOp, CallTarget, Cond, Endian, Imm64, Instruction, Operand, Reg, Size, NUM_REGS,
 };
 
 use crate::exec::{step, Bool, Flow, Machine};
@@ -275,6 +275,8 @@ specialised! {
     StW { dst: R, off: i16, imm: i32 } = [Instruction::Store { size: Size::W, dst, off, src: Operand::Imm(imm) }],
     StxDw { dst: R, off: i16, src: R } = [Instruction::Store { size: Size::Dw, dst, off, src: Operand::Reg(src) }],
     StDw { dst: R, off: i16, imm: i32 } = [Instruction::Store { size: Size::Dw, dst, off, src: Operand::Imm(imm) }],
+    AtomicAddW { dst: R, src: R, off: i16 } = [Instruction::Atomic { size: Size::W, op: AtomicOp::Add, fetch: false, dst, src, off }],
+    AtomicAddDw { dst: R, src: R, off: i16 } = [Instruction::Atomic { size: Size::Dw, op: AtomicOp::Add, fetch: false, dst, src, off }],
     ToBe16 { dst: R } = [Instruction::Endian { kind: Endian::ToBe, bits: 16, dst }],
     ToBe32 { dst: R } = [Instruction::Endian { kind: Endian::ToBe, bits: 32, dst }],
     ToBe64 { dst: R } = [Instruction::Endian { kind: Endian::ToBe, bits: 64, dst }],
@@ -292,7 +294,7 @@ specialised! {
 
 #[cfg(test)]
 mod tests {
-    use linerate_bpf::insn::{AtomicOp, Imm64};
+    use linerate_bpf::insn::Imm64;
 
     use super::*;
 
@@ -381,6 +383,22 @@ mod tests {
                 src: 2,
                 off: 0,
             },
+            Instruction::Atomic {
+                size: Size::W,
+                op: AtomicOp::Add,
+                fetch: false,
+                dst: 1,
+                src: 2,
+                off: 4,
+            },
+            Instruction::Atomic {
+                size: Size::Dw,
+                op: AtomicOp::Add,
+                fetch: false,
+                dst: 1,
+                src: 2,
+                off: 8,
+            },
             Instruction::Call(CallTarget::Helper(1)),
             Instruction::Call(CallTarget::Local(4)),
             Instruction::Exit,
@@ -430,8 +448,8 @@ mod tests {
             .filter(|insn| matches!(Op::new(insn), Op::Other(_)))
             .collect();
         // Neg and MovSx (2 widths x 2 operands each), signed loads, may_goto, map references,
-        // atomics and local calls stay general.
+        // fetching atomics and local calls stay general; atomic adds without fetch have theirs.
         assert_eq!(other.len(), 8 + 4 + 4, "{other:?}");
-        assert_eq!(specialised, 56 + 44 + 4 + 8 + 9 + 4);
+        assert_eq!(specialised, 56 + 44 + 4 + 8 + 9 + 4 + 2);
     }
 }
