@@ -17,7 +17,7 @@ use linerate_bpf::insn::{
     AluOp, AtomicOp, CallTarget, Cond, Endian, Imm64, Instruction, Operand, Reg, Size, NUM_REGS,
 };
 
-use crate::exec::{step, Bool, Flow, Machine};
+use crate::exec::{step, Bool, Flow, Machine, SemError};
 
 /// Declares [`Op`] with one variant per `Name { fields } = [instruction]` line, [`Op::new`] and
 /// [`step_op`]. The instruction is written as tokens that are both a pattern (binding the
@@ -39,6 +39,10 @@ macro_rules! specialised {
             )*
             /// Any other instruction.
             Other(Instruction),
+            /// No instruction: the second slot of a 64-bit immediate load. A machine that keeps
+            /// one [`Op`] per slot puts this there; executing it is
+            /// [`SemError::NotAnInstruction`], found by the one dispatch every slot goes through.
+            Inside,
         }
 
         impl Op {
@@ -57,15 +61,16 @@ macro_rules! specialised {
                 })
             }
 
-            /// The instruction this stands for.
-            pub fn instruction(&self) -> Instruction {
-                match *self {
+            /// The instruction this stands for; `None` for [`Op::Inside`].
+            pub fn instruction(&self) -> Option<Instruction> {
+                Some(match *self {
                     $( Op::$name { $($field),* } => {
                         $( let $field = Field::unpack($field); )*
                         $($insn)*
                     } )*
                     Op::Other(insn) => insn,
-                }
+                    Op::Inside => return None,
+                })
             }
         }
 
@@ -83,6 +88,7 @@ macro_rules! specialised {
                     step(m, pc, &$($insn)*)
                 } )*
                 Op::Other(ref insn) => step_other(m, pc, insn),
+                Op::Inside => Err(inside(pc)),
             }
         }
     };
@@ -149,6 +155,13 @@ impl Field<Reg> for R {
     fn unpack(self) -> Reg {
         self as Reg
     }
+}
+
+/// The fault of executing [`Op::Inside`] at `pc`, out of the instruction loop.
+#[cold]
+#[inline(never)]
+fn inside<F: From<SemError>>(pc: usize) -> F {
+    SemError::NotAnInstruction { pc }.into()
 }
 
 /// [`step`] for the instructions without a variant of their own: rare in the hot loop (calls,
@@ -409,7 +422,7 @@ mod tests {
     #[test]
     fn every_instruction_round_trips() {
         for insn in instructions() {
-            assert_eq!(Op::new(&insn).instruction(), insn, "{insn:?}");
+            assert_eq!(Op::new(&insn).instruction(), Some(insn), "{insn:?}");
         }
     }
 

@@ -18,13 +18,13 @@ use linerate_sem::Op;
 use crate::error::VmError;
 use crate::memory::{pointer, MAP_HANDLE_REGION, MAP_VALUE_REGION};
 
-/// A program decoded for execution: `slots[i]` is the instruction starting at slot `i`, `None`
-/// for the second slot of a 64-bit immediate load.
+/// A program decoded for execution: `slots[i]` is the instruction starting at slot `i`,
+/// [`Op::Inside`] for the second slot of a 64-bit immediate load.
 #[derive(Clone, Debug)]
 pub(crate) struct Decoded {
     /// Shared with the running loop, which holds it across tail calls; a replacement while no
     /// run holds it changes it in place.
-    pub(crate) slots: Rc<[Option<Op>]>,
+    pub(crate) slots: Rc<[Op]>,
     /// Whether the program is an XDP program (the section's kind, found once, not per run).
     pub(crate) xdp: bool,
 }
@@ -62,12 +62,12 @@ fn decode(insn: &Instruction, maps: usize) -> Op {
 impl Decoded {
     /// Decodes `program` for an object with `maps` maps.
     pub(crate) fn new(program: &Program, maps: usize) -> Result<Decoded, VmError> {
-        let mut slots = vec![None; program.insns.len()];
+        let mut slots = vec![Op::Inside; program.insns.len()];
         for (i, insn) in program.decode().map_err(|source| VmError::Decode {
             program: program.name.clone(),
             source,
         })? {
-            slots[i] = Some(decode(&insn, maps));
+            slots[i] = decode(&insn, maps);
         }
         Ok(Decoded {
             slots: slots.into(),
@@ -97,9 +97,9 @@ impl Decoded {
         let slots = Rc::make_mut(&mut self.slots);
         let mut at = start;
         for insn in insns {
-            slots[at] = Some(decode(insn, maps));
+            slots[at] = decode(insn, maps);
             if insn.slots() == 2 {
-                slots[at + 1] = None;
+                slots[at + 1] = Op::Inside;
             }
             at += insn.slots();
         }

@@ -97,6 +97,13 @@ impl VmError {
                 helper,
                 reason: reason.to_string(),
             },
+            VmError::Semantics {
+                error: SemError::NotAnInstruction { pc },
+                ..
+            } => VmError::BadJump {
+                program: name.to_string(),
+                pc,
+            },
             VmError::Semantics { program, error } if program.is_empty() => VmError::Semantics {
                 program: name.to_string(),
                 error,

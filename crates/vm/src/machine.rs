@@ -444,7 +444,8 @@ impl Execution<'_> {
         let mut pc = 0usize;
         let mut slots = Rc::clone(&self.vm.programs[self.program].slots);
         loop {
-            let Some(Some(insn)) = slots.get(pc) else {
+            // A slot inside an instruction is an `Op` too: its fault comes from `step_op`.
+            let Some(insn) = slots.get(pc) else {
                 return Err(Box::new(VmError::BadJump {
                     program: self.program_name(),
                     pc,
