@@ -116,6 +116,16 @@ impl HelperMachine for Execution<'_> {
         key_addr: &u64,
     ) -> Result<u64, Box<VmError>> {
         let key_size = self.vm.maps[map].def.key_size as usize;
+        // A 4-byte key (every array's) on the stack or in the packet, read where it lies: the
+        // lookup some programs make per byte they process.
+        if key_size == 4 {
+            if let Some(key) = self.fast_word(*key_addr) {
+                return Ok(match self.vm.maps[map].lookup(&key) {
+                    Some(slot) => self.value_pointer(map, slot),
+                    None => 0,
+                });
+            }
+        }
         let mut small = [0u8; 64];
         let mut large = Vec::new();
         let key: &mut [u8] = match small.get_mut(..key_size) {

@@ -649,6 +649,17 @@ impl Execution<'_> {
         }
     }
 
+    /// The 4 bytes at `addr` when they lie in the active stack frames or the packet.
+    #[inline]
+    pub(crate) fn fast_word(&self, addr: u64) -> Option<[u8; 4]> {
+        let o = self.fast_place(addr, 4)?;
+        Some(if o.stack {
+            first(&self.scratch.stack[o.offset..])
+        } else {
+            first(&self.scratch.packet.buf[o.offset..])
+        })
+    }
+
     /// A load [`Execution::fast_place`] did not place: the context, map values, callback keys,
     /// or a fault.
     #[inline(never)]

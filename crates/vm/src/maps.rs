@@ -202,12 +202,14 @@ impl MapState {
         Ok(map)
     }
 
+    #[inline]
     fn array_index(&self, key: &[u8]) -> Option<usize> {
         let index = u32::from_le_bytes(key.get(..4)?.try_into().ok()?) as usize;
         (index < self.def.max_entries as usize).then_some(index)
     }
 
     /// The slot holding `key`'s value (exact match; for LPM tries, longest-prefix match).
+    #[inline]
     pub fn lookup(&mut self, key: &[u8]) -> Option<usize> {
         self.tick += 1;
         match &mut self.layout {
@@ -505,6 +507,7 @@ impl MapState {
     }
 
     /// Whether `slot` holds an entry.
+    #[inline]
     pub fn is_live(&self, slot: usize) -> bool {
         match self.layout {
             Layout::Array { sparse: false } => slot < self.def.max_entries as usize,
