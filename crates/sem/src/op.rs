@@ -290,6 +290,8 @@ specialised! {
     StDw { dst: R, off: i16, imm: i32 } = [Instruction::Store { size: Size::Dw, dst, off, src: Operand::Imm(imm) }],
     AtomicAddW { dst: R, src: R, off: i16 } = [Instruction::Atomic { size: Size::W, op: AtomicOp::Add, fetch: false, dst, src, off }],
     AtomicAddDw { dst: R, src: R, off: i16 } = [Instruction::Atomic { size: Size::Dw, op: AtomicOp::Add, fetch: false, dst, src, off }],
+    AtomicFetchAddW { dst: R, src: R, off: i16 } = [Instruction::Atomic { size: Size::W, op: AtomicOp::Add, fetch: true, dst, src, off }],
+    AtomicFetchAddDw { dst: R, src: R, off: i16 } = [Instruction::Atomic { size: Size::Dw, op: AtomicOp::Add, fetch: true, dst, src, off }],
     ToBe16 { dst: R } = [Instruction::Endian { kind: Endian::ToBe, bits: 16, dst }],
     ToBe32 { dst: R } = [Instruction::Endian { kind: Endian::ToBe, bits: 32, dst }],
     ToBe64 { dst: R } = [Instruction::Endian { kind: Endian::ToBe, bits: 64, dst }],
@@ -460,9 +462,9 @@ mod tests {
             .into_iter()
             .filter(|insn| matches!(Op::new(insn), Op::Other(_)))
             .collect();
-        // Neg and MovSx (2 widths x 2 operands each), signed loads, may_goto, map references,
-        // fetching atomics and local calls stay general; atomic adds without fetch have theirs.
-        assert_eq!(other.len(), 8 + 4 + 4, "{other:?}");
-        assert_eq!(specialised, 56 + 44 + 4 + 8 + 9 + 4 + 2);
+        // Neg and MovSx (2 widths x 2 operands each), signed loads, may_goto, map references
+        // and local calls stay general; atomic adds (with and without fetch) have their own.
+        assert_eq!(other.len(), 8 + 4 + 3, "{other:?}");
+        assert_eq!(specialised, 56 + 44 + 4 + 8 + 9 + 4 + 3);
     }
 }
