@@ -5,7 +5,9 @@
 //! the interpreter agree on the action, the output packet and the final maps (the differential
 //! tests pin this). Instruction effects come from `linerate-sem`, instantiated with machine
 //! integers; nothing here redefines an opcode. [`Vm::seed`] writes a map seed and [`drive`] runs
-//! packet after packet with persistent or fresh maps. This crate does not load anything into the
+//! packet after packet with persistent or fresh maps. For many runs of programs that differ in a
+//! few slots (the optimizer's candidates), [`Vm::replace_instructions`] changes a decoded program
+//! in place and [`Vm::run_in_place`] runs a packet without copying the result out. This crate does not load anything into the
 //! kernel (`linerate-kernel` does) and does not reason symbolically.
 
 mod decoded;
