@@ -21,6 +21,10 @@ pub use linerate_bpf::facts::limits::{MAX_CALL_FRAMES, STACK_FRAME_SIZE};
 pub enum SemError {
     #[error("unsupported instruction at insn {pc}: {what}")]
     Unsupported { pc: usize, what: &'static str },
+    /// Control reached slot `pc`, the second slot of a 64-bit immediate load, where no
+    /// instruction starts (the verifier refuses a jump there).
+    #[error("slot {pc} is the second half of a 64-bit immediate load, not an instruction")]
+    NotAnInstruction { pc: usize },
     #[error("call stack deeper than {MAX_CALL_FRAMES} frames at insn {pc}")]
     CallDepth { pc: usize },
     #[error("unsupported helper {id} ({}) at insn {pc}", linerate_bpf::helpers::helper_name(*id))]

@@ -186,6 +186,19 @@ pub trait HelperMachine: Machine {
         map: usize,
         key: &[Val<Self>],
     ) -> Result<Val<Self>, Self::Fault>;
+    /// [`HelperMachine::map_lookup`] of the key at `key_addr` (the map's key size in bytes, read
+    /// with [`HelperMachine::read_bytes`]): what `bpf_map_lookup_elem` does with its arguments.
+    /// A machine may do both in one step when it can read the key without building one value
+    /// per byte (the interpreter, on its hot path); the answer must be the same.
+    fn map_lookup_at(
+        &mut self,
+        pc: usize,
+        map: usize,
+        key_addr: &Val<Self>,
+    ) -> Result<Val<Self>, Self::Fault> {
+        let key = read_key(self, pc, map, key_addr)?;
+        self.map_lookup(pc, map, &key)
+    }
     /// Stores `value` under `key` as `BPF_MAP_UPDATE_ELEM` with `flags`: 0 or a negative errno.
     fn map_update(
         &mut self,
@@ -392,8 +405,7 @@ pub fn call<M: HelperMachine>(
     let ret = match helper {
         id::MAP_LOOKUP_ELEM => {
             let map = m.map_of(pc, helper, &r1)?;
-            let key = read_key(m, pc, map, &r2)?;
-            let entry = m.map_lookup(pc, map, &key)?;
+            let entry = m.map_lookup_at(pc, map, &r2)?;
             if m.map_def(map).map_type.is_map_in_map() {
                 inner_map(m, pc, map, &entry)?
             } else {
@@ -669,7 +681,7 @@ fn bad_argument<F: From<SemError>>(pc: usize, helper: u32, reason: &'static str)
 }
 
 /// The key a map helper's key pointer points to.
-fn read_key<M: HelperMachine>(
+fn read_key<M: HelperMachine + ?Sized>(
     m: &mut M,
     pc: usize,
     map: usize,

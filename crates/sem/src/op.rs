@@ -14,10 +14,10 @@
 //! are kept as [`R`], whose range spares the register file's bounds checks.
 
 use linerate_bpf::insn::{
-    AluOp, CallTarget, Cond, Endian, Imm64, Instruction, Operand, Reg, Size, NUM_REGS,
+    AluOp, AtomicOp, CallTarget, Cond, Endian, Imm64, Instruction, Operand, Reg, Size, NUM_REGS,
 };
 
-use crate::exec::{step, Bool, Flow, Machine};
+use crate::exec::{step, Bool, Flow, Machine, SemError};
 
 /// Declares [`Op`] with one variant per `Name { fields } = [instruction]` line, [`Op::new`] and
 /// [`step_op`]. The instruction is written as tokens that are both a pattern (binding the
@@ -26,7 +26,12 @@ macro_rules! specialised {
     ($( $name:ident { $($field:ident : $ty:ty),* } = [ $($insn:tt)* ], )*) => {
         /// A decoded instruction, specialised by kind, operation, operand kind and width where the
         /// instruction is common (see the module documentation).
+        ///
+        /// `repr(u8)` puts the variant in a byte of its own at the start: without it, the variants
+        /// share [`Instruction`]'s tag (a niche of [`Op::Other`]) and the interpreter's dispatch
+        /// first translated that tag into the variant's number on every instruction.
         #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+        #[repr(u8)]
         pub enum Op {
             $(
                 #[allow(missing_docs)]
@@ -34,6 +39,10 @@ macro_rules! specialised {
             )*
             /// Any other instruction.
             Other(Instruction),
+            /// No instruction: the second slot of a 64-bit immediate load. A machine that keeps
+            /// one [`Op`] per slot puts this there; executing it is
+            /// [`SemError::NotAnInstruction`], found by the one dispatch every slot goes through.
+            Inside,
         }
 
         impl Op {
@@ -52,15 +61,16 @@ macro_rules! specialised {
                 })
             }
 
-            /// The instruction this stands for.
-            pub fn instruction(&self) -> Instruction {
-                match *self {
+            /// The instruction this stands for; `None` for [`Op::Inside`].
+            pub fn instruction(&self) -> Option<Instruction> {
+                Some(match *self {
                     $( Op::$name { $($field),* } => {
                         $( let $field = Field::unpack($field); )*
                         $($insn)*
                     } )*
                     Op::Other(insn) => insn,
-                }
+                    Op::Inside => return None,
+                })
             }
         }
 
@@ -78,6 +88,7 @@ macro_rules! specialised {
                     step(m, pc, &$($insn)*)
                 } )*
                 Op::Other(ref insn) => step_other(m, pc, insn),
+                Op::Inside => Err(inside(pc)),
             }
         }
     };
@@ -144,6 +155,13 @@ impl Field<Reg> for R {
     fn unpack(self) -> Reg {
         self as Reg
     }
+}
+
+/// The fault of executing [`Op::Inside`] at `pc`, out of the instruction loop.
+#[cold]
+#[inline(never)]
+fn inside<F: From<SemError>>(pc: usize) -> F {
+    SemError::NotAnInstruction { pc }.into()
 }
 
 /// [`step`] for the instructions without a variant of their own: rare in the hot loop (calls,
@@ -270,6 +288,10 @@ specialised! {
     StW { dst: R, off: i16, imm: i32 } = [Instruction::Store { size: Size::W, dst, off, src: Operand::Imm(imm) }],
     StxDw { dst: R, off: i16, src: R } = [Instruction::Store { size: Size::Dw, dst, off, src: Operand::Reg(src) }],
     StDw { dst: R, off: i16, imm: i32 } = [Instruction::Store { size: Size::Dw, dst, off, src: Operand::Imm(imm) }],
+    AtomicAddW { dst: R, src: R, off: i16 } = [Instruction::Atomic { size: Size::W, op: AtomicOp::Add, fetch: false, dst, src, off }],
+    AtomicAddDw { dst: R, src: R, off: i16 } = [Instruction::Atomic { size: Size::Dw, op: AtomicOp::Add, fetch: false, dst, src, off }],
+    AtomicFetchAddW { dst: R, src: R, off: i16 } = [Instruction::Atomic { size: Size::W, op: AtomicOp::Add, fetch: true, dst, src, off }],
+    AtomicFetchAddDw { dst: R, src: R, off: i16 } = [Instruction::Atomic { size: Size::Dw, op: AtomicOp::Add, fetch: true, dst, src, off }],
     ToBe16 { dst: R } = [Instruction::Endian { kind: Endian::ToBe, bits: 16, dst }],
     ToBe32 { dst: R } = [Instruction::Endian { kind: Endian::ToBe, bits: 32, dst }],
     ToBe64 { dst: R } = [Instruction::Endian { kind: Endian::ToBe, bits: 64, dst }],
@@ -287,7 +309,7 @@ specialised! {
 
 #[cfg(test)]
 mod tests {
-    use linerate_bpf::insn::{AtomicOp, Imm64};
+    use linerate_bpf::insn::Imm64;
 
     use super::*;
 
@@ -376,6 +398,22 @@ mod tests {
                 src: 2,
                 off: 0,
             },
+            Instruction::Atomic {
+                size: Size::W,
+                op: AtomicOp::Add,
+                fetch: false,
+                dst: 1,
+                src: 2,
+                off: 4,
+            },
+            Instruction::Atomic {
+                size: Size::Dw,
+                op: AtomicOp::Add,
+                fetch: false,
+                dst: 1,
+                src: 2,
+                off: 8,
+            },
             Instruction::Call(CallTarget::Helper(1)),
             Instruction::Call(CallTarget::Local(4)),
             Instruction::Exit,
@@ -386,7 +424,7 @@ mod tests {
     #[test]
     fn every_instruction_round_trips() {
         for insn in instructions() {
-            assert_eq!(Op::new(&insn).instruction(), insn, "{insn:?}");
+            assert_eq!(Op::new(&insn).instruction(), Some(insn), "{insn:?}");
         }
     }
 
@@ -424,9 +462,9 @@ mod tests {
             .into_iter()
             .filter(|insn| matches!(Op::new(insn), Op::Other(_)))
             .collect();
-        // Neg and MovSx (2 widths x 2 operands each), signed loads, may_goto, map references,
-        // atomics and local calls stay general.
-        assert_eq!(other.len(), 8 + 4 + 4, "{other:?}");
-        assert_eq!(specialised, 56 + 44 + 4 + 8 + 9 + 4);
+        // Neg and MovSx (2 widths x 2 operands each), signed loads, may_goto, map references
+        // and local calls stay general; atomic adds (with and without fetch) have their own.
+        assert_eq!(other.len(), 8 + 4 + 3, "{other:?}");
+        assert_eq!(specialised, 56 + 44 + 4 + 8 + 9 + 4 + 3);
     }
 }

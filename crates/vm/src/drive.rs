@@ -10,7 +10,7 @@
 use linerate_bpf::contents::{MapContents, MapMode, MapSeed, SeedError};
 use linerate_bpf::Object;
 
-use crate::{RunOutcome, Vm, VmError, VmOptions};
+use crate::{RunOutcome, RunSummary, Vm, VmError, VmOptions};
 
 /// Why driving packets through the interpreter failed.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -89,6 +89,25 @@ impl Driver {
         self.packets += 1;
         self.vm
             .run(program, packet, meta)
+            .map_err(|source| DriveError::Packet { index, source })
+    }
+
+    /// Runs program `program` on one packet with [`crate::Vm::run_in_place`]: the packet stays in
+    /// the interpreter ([`Driver::vm`]) and what the program sent to user space is dropped.
+    pub fn run_in_place(
+        &mut self,
+        program: usize,
+        packet: &[u8],
+        meta: &[u8],
+    ) -> Result<RunSummary, DriveError> {
+        if let (Some(pristine), true) = (&self.pristine, self.used) {
+            self.vm = pristine.clone();
+        }
+        self.used = true;
+        let index = self.packets;
+        self.packets += 1;
+        self.vm
+            .run_in_place(program, packet, meta)
             .map_err(|source| DriveError::Packet { index, source })
     }
 

@@ -24,6 +24,13 @@ pub enum VmError {
     NotXdp(#[from] linerate_bpf::NotXdp),
     #[error("jump to slot {pc} of `{program}`, which is not the start of an instruction")]
     BadJump { program: String, pc: usize },
+    #[error("program `{program}`: {needed} slots from slot {start} do not fit its {len} slots")]
+    Replace {
+        program: String,
+        start: usize,
+        needed: usize,
+        len: usize,
+    },
     #[error("stopped after {limit} instructions (unbounded loop?)")]
     InstructionLimit { limit: u64 },
     #[error("memory fault at insn {pc} of `{program}`: {what}")]
@@ -89,6 +96,13 @@ impl VmError {
                 pc,
                 helper,
                 reason: reason.to_string(),
+            },
+            VmError::Semantics {
+                error: SemError::NotAnInstruction { pc },
+                ..
+            } => VmError::BadJump {
+                program: name.to_string(),
+                pc,
             },
             VmError::Semantics { program, error } if program.is_empty() => VmError::Semantics {
                 program: name.to_string(),

@@ -107,6 +107,41 @@ impl HelperMachine for Execution<'_> {
         })
     }
 
+    /// The key is copied out of memory into a buffer on the stack (keys up to 64 bytes; longer
+    /// ones into a vector) rather than into one value per byte.
+    fn map_lookup_at(
+        &mut self,
+        pc: usize,
+        map: usize,
+        key_addr: &u64,
+    ) -> Result<u64, Box<VmError>> {
+        let key_size = self.vm.maps[map].def.key_size as usize;
+        // A 4-byte key (every array's) on the stack or in the packet, read where it lies: the
+        // lookup some programs make per byte they process.
+        if key_size == 4 {
+            if let Some(key) = self.fast_word(*key_addr) {
+                return Ok(match self.vm.maps[map].lookup(&key) {
+                    Some(slot) => self.value_pointer(map, slot),
+                    None => 0,
+                });
+            }
+        }
+        let mut small = [0u8; 64];
+        let mut large = Vec::new();
+        let key: &mut [u8] = match small.get_mut(..key_size) {
+            Some(buf) => buf,
+            None => {
+                large.resize(key_size, 0);
+                &mut large
+            }
+        };
+        key.copy_from_slice(self.read_memory(pc, *key_addr, key_size)?);
+        Ok(match self.vm.maps[map].lookup(key) {
+            Some(slot) => self.value_pointer(map, slot),
+            None => 0,
+        })
+    }
+
     fn map_update(
         &mut self,
         _pc: usize,

@@ -5,9 +5,12 @@
 //! the interpreter agree on the action, the output packet and the final maps (the differential
 //! tests pin this). Instruction effects come from `linerate-sem`, instantiated with machine
 //! integers; nothing here redefines an opcode. [`Vm::seed`] writes a map seed and [`drive`] runs
-//! packet after packet with persistent or fresh maps. This crate does not load anything into the
+//! packet after packet with persistent or fresh maps. For many runs of programs that differ in a
+//! few slots (the optimizer's candidates), [`Vm::replace_instructions`] changes a decoded program
+//! in place and [`Vm::run_in_place`] runs a packet without copying the result out. This crate does not load anything into the
 //! kernel (`linerate-kernel` does) and does not reason symbolically.
 
+mod decoded;
 pub mod drive;
 mod error;
 pub mod hash_order;
@@ -24,4 +27,4 @@ pub mod trace;
 
 pub use error::VmError;
 pub use helpers::FibRoute;
-pub use machine::{xdp_action_name, Redirect, RunOutcome, Vm, VmOptions};
+pub use machine::{xdp_action_name, Redirect, RunOutcome, RunSummary, Vm, VmOptions};

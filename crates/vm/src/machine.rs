@@ -8,13 +8,14 @@
 use std::rc::Rc;
 
 use linerate_bpf::facts::xdp_md;
-use linerate_bpf::insn::{Imm64, Size, NUM_REGS};
+use linerate_bpf::insn::{Imm64, Instruction, Size, NUM_REGS};
 use linerate_bpf::records::{push_record, Records};
 use linerate_bpf::Object;
 use linerate_sem::exec::{Flow, Frame, HelperOutcome, Machine, SemError, MAX_CALL_FRAMES};
 use linerate_sem::helpers::Callback;
-use linerate_sem::{step_op, Concrete, Op};
+use linerate_sem::{step_op, Concrete};
 
+use crate::decoded::{map_reference, Decoded};
 use crate::error::VmError;
 use crate::helpers::FibRoute;
 use crate::maps::MapState;
@@ -66,15 +67,6 @@ impl Default for VmOptions {
     }
 }
 
-/// A program decoded for execution: `slots[i]` is the instruction starting at slot `i`, in the
-/// specialised form the semantics executes with one dispatch.
-#[derive(Clone, Debug)]
-struct Decoded {
-    slots: Rc<[Option<Op>]>,
-    /// Whether the program is an XDP program (the section's kind, found once, not per run).
-    xdp: bool,
-}
-
 /// Where a redirect sends the packet.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Redirect {
@@ -110,13 +102,28 @@ pub struct RunOutcome {
     pub records: Records,
 }
 
+/// What [`Vm::run_in_place`] returns: the outcome of a run without the packet (left in the
+/// interpreter) and without what the program sent to user space.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RunSummary {
+    /// The low 32 bits of r0 at exit ([`RunOutcome::return_value`]).
+    pub return_value: u64,
+    /// Instructions executed (over all tail-called programs).
+    pub instructions: u64,
+    /// The program that returned.
+    pub final_program: usize,
+    /// The redirect target set by the last redirect helper.
+    pub redirect: Option<Redirect>,
+}
+
 /// The name of an XDP action.
 pub use linerate_bpf::facts::xdp::action_name as xdp_action_name;
 
 /// The interpreter for one object.
 #[derive(Clone, Debug)]
 pub struct Vm {
-    object: Object,
+    /// Shared by clones (a driver with fresh maps clones the interpreter per packet).
+    object: Rc<Object>,
     programs: Vec<Decoded>,
     /// Map contents, in `Object::maps` order; they persist across runs.
     pub maps: Vec<MapState>,
@@ -132,19 +139,7 @@ impl Vm {
         let programs = object
             .programs
             .iter()
-            .map(|p| {
-                let mut slots = vec![None; p.insns.len()];
-                for (i, insn) in p.decode().map_err(|source| VmError::Decode {
-                    program: p.name.clone(),
-                    source,
-                })? {
-                    slots[i] = Some(Op::new(&insn));
-                }
-                Ok(Decoded {
-                    slots: slots.into(),
-                    xdp: p.kind() == linerate_bpf::ProgramKind::Xdp,
-                })
-            })
+            .map(|p| Decoded::new(p, object.maps.len()))
             .collect::<Result<Vec<_>, VmError>>()?;
         let maps = object
             .maps
@@ -152,7 +147,7 @@ impl Vm {
             .map(MapState::new)
             .collect::<Result<Vec<_>, _>>()?;
         Ok(Vm {
-            object: object.clone(),
+            object: Rc::new(object.clone()),
             programs,
             maps,
             prandom_state: options.prandom_seed,
@@ -179,6 +174,98 @@ impl Vm {
         packet: &[u8],
         meta: &[u8],
     ) -> Result<RunOutcome, VmError> {
+        let mut records = Records::new();
+        let mut trace = Vec::new();
+        let ran = self.execute(program, packet, meta, &mut trace, &mut records);
+        // The reader takes every record after the run, as the kernel runner does.
+        for (map, state) in self.maps.iter_mut().enumerate() {
+            if let Some(ring) = state.ring_mut() {
+                for record in ring.take_records() {
+                    push_record(&mut records, map, record);
+                }
+            }
+        }
+        let (exit, summary) = ran?;
+        let packet = &self.scratch.packet;
+        Ok(RunOutcome {
+            return_value: summary.return_value,
+            packet: packet.whole_packet(),
+            meta: packet.meta().to_vec(),
+            instructions: summary.instructions,
+            final_program: summary.final_program,
+            steps: exit.steps,
+            states: exit.states,
+            redirect: summary.redirect,
+            trace,
+            records,
+        })
+    }
+
+    /// Runs program `program` on `packet` as [`Vm::run`] does, but leaves the resulting packet in
+    /// the interpreter ([`Vm::packet_buffer`]) instead of copying it out, and drops what the
+    /// program sent to user space (trace lines, ring buffer and perf event records): after the
+    /// first run, a run allocates nothing unless the program writes such output. Steps and states
+    /// are not recorded. For callers that run many packets and compare only some of the outcome
+    /// (the optimizer's candidate evaluation).
+    pub fn run_in_place(
+        &mut self,
+        program: usize,
+        packet: &[u8],
+        meta: &[u8],
+    ) -> Result<RunSummary, VmError> {
+        let (record_steps, record_states) = (self.options.record_steps, self.options.record_states);
+        self.options.record_steps = false;
+        self.options.record_states = false;
+        let mut trace = Vec::new();
+        let mut records = Records::new();
+        let ran = self.execute(program, packet, meta, &mut trace, &mut records);
+        self.options.record_steps = record_steps;
+        self.options.record_states = record_states;
+        for state in &mut self.maps {
+            if let Some(ring) = state.ring_mut() {
+                ring.take_records();
+            }
+        }
+        Ok(ran?.1)
+    }
+
+    /// The packet buffer as the last run left it.
+    pub fn packet_buffer(&self) -> &PacketBuffer {
+        &self.scratch.packet
+    }
+
+    /// Puts `insns` into program `program`'s slots from slot `start` on, in place of what was
+    /// there (a 64-bit immediate load takes two slots); the other slots keep their instructions.
+    /// Only the interpreter's decoded form changes: [`Vm::object`] still shows the object as
+    /// loaded. A candidate that differs from the program in a few slots is set up in time
+    /// proportional to those slots, with no allocation unless a clone of this interpreter shares
+    /// the program.
+    pub fn replace_instructions(
+        &mut self,
+        program: usize,
+        start: usize,
+        insns: &[Instruction],
+    ) -> Result<(), VmError> {
+        let maps = self.maps.len();
+        let (Some(def), Some(decoded)) = (
+            self.object.programs.get(program),
+            self.programs.get_mut(program),
+        ) else {
+            return Err(VmError::NoSuchProgram(program));
+        };
+        decoded.replace(&def.name, start, insns, maps)
+    }
+
+    /// Runs `program` on the packet loaded into the scratch buffer: the part of a run both
+    /// [`Vm::run`] and [`Vm::run_in_place`] share.
+    fn execute(
+        &mut self,
+        program: usize,
+        packet: &[u8],
+        meta: &[u8],
+        trace: &mut Vec<String>,
+        records: &mut Records,
+    ) -> Result<(Exited, RunSummary), VmError> {
         let (Some(def), Some(decoded)) = (
             self.object.programs.get(program),
             self.programs.get(program),
@@ -199,8 +286,8 @@ impl Vm {
             program,
             tail_calls: 0,
             redirect: None,
-            trace: Vec::new(),
-            records: Records::new(),
+            trace: std::mem::take(trace),
+            records: std::mem::take(records),
             loop_budget: LOOP_BUDGET,
         };
         let result = exec.run_to_exit();
@@ -208,33 +295,21 @@ impl Vm {
             scratch,
             program: final_program,
             redirect,
-            trace,
-            mut records,
+            trace: traced,
+            records: recorded,
             ..
         } = exec;
         self.scratch = scratch;
-        // The reader takes every record after the run, as the kernel runner does.
-        for (map, state) in self.maps.iter_mut().enumerate() {
-            if let Some(ring) = state.ring_mut() {
-                for record in ring.take_records() {
-                    push_record(&mut records, map, record);
-                }
-            }
-        }
+        *trace = traced;
+        *records = recorded;
         let exit = result.map_err(|e| *e)?;
-        let packet = &self.scratch.packet;
-        Ok(RunOutcome {
+        let summary = RunSummary {
             return_value: exit.return_value,
-            packet: packet.whole_packet(),
-            meta: packet.meta().to_vec(),
             instructions: exit.instructions,
             final_program,
-            steps: exit.steps,
-            states: exit.states,
             redirect,
-            trace,
-            records,
-        })
+        };
+        Ok((exit, summary))
     }
 
     /// The next `bpf_get_prandom_u32` value (xorshift64*, deterministic from the seed).
@@ -369,7 +444,8 @@ impl Execution<'_> {
         let mut pc = 0usize;
         let mut slots = Rc::clone(&self.vm.programs[self.program].slots);
         loop {
-            let Some(Some(insn)) = slots.get(pc) else {
+            // A slot inside an instruction is an `Op` too: its fault comes from `step_op`.
+            let Some(insn) = slots.get(pc) else {
                 return Err(Box::new(VmError::BadJump {
                     program: self.program_name(),
                     pc,
@@ -573,14 +649,36 @@ impl Execution<'_> {
         }
     }
 
+    /// The 4 bytes at `addr` when they lie in the active stack frames or the packet.
+    #[inline]
+    pub(crate) fn fast_word(&self, addr: u64) -> Option<[u8; 4]> {
+        let o = self.fast_place(addr, 4)?;
+        Some(if o.stack {
+            first(&self.scratch.stack[o.offset..])
+        } else {
+            first(&self.scratch.packet.buf[o.offset..])
+        })
+    }
+
     /// A load [`Execution::fast_place`] did not place: the context, map values, callback keys,
     /// or a fault.
     #[inline(never)]
     fn load_elsewhere(&self, pc: usize, addr: u64, size: Size) -> Result<u64, Box<VmError>> {
-        if split(addr).0 == CTX_REGION {
-            return self.load_ctx(pc, split(addr).1, size);
-        }
+        let (region, offset) = split(addr);
         let len = size.bytes() as usize;
+        // Map values first, without the general placement: lookup tables and counters are read
+        // on the hot path of many programs.
+        if let Some(state) = region
+            .checked_sub(MAP_VALUE_REGION)
+            .and_then(|map| self.vm.maps.get(usize::try_from(map).ok()?))
+        {
+            if let Some(loc) = state.locate_value(offset as usize, len) {
+                return Ok(read_word(state.slab.bytes(loc, len), size));
+            }
+        }
+        if region == CTX_REGION {
+            return self.load_ctx(pc, offset, size);
+        }
         let bytes: &[u8] = match self.place(pc, addr, len, false)? {
             Place::Packet(o) => &self.scratch.packet.buf[o..],
             Place::Stack(o) => &self.scratch.stack[o..],
@@ -836,19 +934,15 @@ impl Machine for Execution<'_> {
 
     fn map_reference(&mut self, pc: usize, imm: &Imm64) -> Result<u64, Box<VmError>> {
         let maps = self.vm.maps.len();
-        let bad = |map: u32| VmError::MemoryFault {
-            program: self.program_name(),
-            pc,
-            what: format!("reference to map {map}, but the object has {maps} maps"),
-        };
+        if let Some(value) = map_reference(imm, maps) {
+            return Ok(value);
+        }
         match *imm {
-            Imm64::Map(map) if (map as usize) < maps => {
-                Ok(pointer(MAP_HANDLE_REGION + map as u64, 0))
-            }
-            Imm64::MapValue { map, offset } if (map as usize) < maps => {
-                Ok(pointer(MAP_VALUE_REGION + map as u64, offset as u64))
-            }
-            Imm64::Map(map) | Imm64::MapValue { map, .. } => Err(Box::new(bad(map))),
+            Imm64::Map(map) | Imm64::MapValue { map, .. } => Err(Box::new(VmError::MemoryFault {
+                program: self.program_name(),
+                pc,
+                what: format!("reference to map {map}, but the object has {maps} maps"),
+            })),
             _ => Err(SemError::Unsupported {
                 pc,
                 what: "64-bit immediate kind",

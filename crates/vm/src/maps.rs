@@ -202,12 +202,14 @@ impl MapState {
         Ok(map)
     }
 
+    #[inline]
     fn array_index(&self, key: &[u8]) -> Option<usize> {
         let index = u32::from_le_bytes(key.get(..4)?.try_into().ok()?) as usize;
         (index < self.def.max_entries as usize).then_some(index)
     }
 
     /// The slot holding `key`'s value (exact match; for LPM tries, longest-prefix match).
+    #[inline]
     pub fn lookup(&mut self, key: &[u8]) -> Option<usize> {
         self.tick += 1;
         match &mut self.layout {
@@ -505,6 +507,7 @@ impl MapState {
     }
 
     /// Whether `slot` holds an entry.
+    #[inline]
     pub fn is_live(&self, slot: usize) -> bool {
         match self.layout {
             Layout::Array { sparse: false } => slot < self.def.max_entries as usize,
@@ -557,8 +560,14 @@ impl MapState {
 
     /// Where the byte range `[offset, offset + len)` of the slab lives, if it lies inside one
     /// live value (in a ring buffer: inside a reserved record).
-    #[inline]
+    #[inline(always)]
     pub fn locate_value(&self, offset: usize, len: usize) -> Option<Loc> {
+        if let Layout::Array { sparse: false } = self.layout {
+            let loc = self.slab.locate(offset, len)?;
+            return (loc.slot < self.def.max_entries as usize
+                && loc.within + len <= self.def.value_size as usize)
+                .then_some(loc);
+        }
         if let Layout::Ring(ring) = &self.layout {
             return ring
                 .covers(offset, len)

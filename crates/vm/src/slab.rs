@@ -87,7 +87,7 @@ impl Slab {
 
     /// Where the `len` bytes at byte `offset` (`slot * stride + within`) live, if they stay inside
     /// one existing slot.
-    #[inline]
+    #[inline(always)]
     pub fn locate(&self, offset: usize, len: usize) -> Option<Loc> {
         let slot = self.slot_of(offset);
         let within = offset - slot * self.stride;
@@ -119,7 +119,7 @@ impl Slab {
     }
 
     /// The `len` bytes at `loc` (zeros when its page was never written).
-    #[inline]
+    #[inline(always)]
     pub fn bytes(&self, loc: Loc, len: usize) -> &[u8] {
         match &self.pages[loc.page] {
             Some(page) => &page[loc.at..loc.at + len],

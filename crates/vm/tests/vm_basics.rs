@@ -57,6 +57,33 @@ fn out_of_bounds_packet_read_is_a_fault_naming_the_instruction() {
 }
 
 #[test]
+fn a_jump_into_a_64_bit_immediate_load_is_refused() {
+    // Slot 0 jumps to slot 2, the second half of the load in slots 1-2.
+    let insns = [ja(1), ld64(0, 0x1_0000_0002), Exit];
+    let mut vm = Vm::new(&Object::single("mid", &insns, vec![]), VmOptions::default()).unwrap();
+    let err = vm.run(0, &PACKET, &[]).unwrap_err();
+    assert_eq!(
+        err,
+        VmError::BadJump {
+            program: "mid".into(),
+            pc: 2
+        }
+    );
+    assert_eq!(
+        err.to_string(),
+        "jump to slot 2 of `mid`, which is not the start of an instruction"
+    );
+    // Without the jump, the load runs and the program returns its low half.
+    let insns = [ja(0), ld64(0, 0x1_0000_0002), Exit];
+    let mut vm = Vm::new(
+        &Object::single("whole", &insns, vec![]),
+        VmOptions::default(),
+    )
+    .unwrap();
+    assert_eq!(vm.run(0, &PACKET, &[]).unwrap().return_value, 2);
+}
+
+#[test]
 fn counts_packets_in_an_array_map_across_runs() {
     let obj = Object::single(
         "count",
