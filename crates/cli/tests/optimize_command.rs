@@ -175,6 +175,7 @@ fn a_fixed_number_of_rounds_gives_the_same_output() {
         ja["insns_after"].as_u64() < ja["insns_before"].as_u64(),
         "{ja}"
     );
+    assert_eq!(ja["rewrites"], jb["rewrites"]);
     assert_eq!(
         std::fs::read(&a).unwrap(),
         std::fs::read(&b).unwrap(),
