@@ -20,13 +20,11 @@ use linerate_cfg::Cfg;
 use linerate_cost::trace::entry_blocks;
 use linerate_cost::{Model, ProgramCost};
 use linerate_optimize::goal::{Latency, Size};
+use linerate_optimize::pipeline::{checked, entry_len, Passed, TestInputs};
 use linerate_optimize::prove::Z3Prover;
 use linerate_optimize::rules::Library;
-use linerate_optimize::verify::{in_kernel, in_vm, Rejection};
-use linerate_optimize::{
-    apply, compose, packets, search, timing, Performance, Prover, Rewrite, SearchOptions,
-    SearchStats, Stage,
-};
+use linerate_optimize::verify::{in_kernel, in_vm};
+use linerate_optimize::{packets, run_passes, timing, PassOptions, Performance, Prover, Rewrite};
 use linerate_vm::drive::run_packets;
 use linerate_vm::VmOptions;
 use serde_json::{json, Value};
@@ -129,13 +127,6 @@ pub fn parse_duration(text: &str) -> Result<Duration> {
         .parse()
         .map_err(|_| anyhow!("`{text}` is not a duration (60, 60s, 2m, 500ms)"))?;
     Duration::try_from_secs_f64(v * scale).map_err(|_| anyhow!("`{text}` is not a duration"))
-}
-
-/// The packets of the differential test: given ones, generated ones, and the bound's witnesses
-/// (each with its own maps).
-struct TestInputs {
-    packets: Vec<Vec<u8>>,
-    witnesses: Vec<(Vec<u8>, MapSeed)>,
 }
 
 fn timed_packets(inputs: &TestInputs, given: usize) -> Vec<Vec<u8>> {
@@ -265,127 +256,6 @@ fn estimated_ns(
     Ok(total / n.max(1) as f64 / capacity * 1e9)
 }
 
-/// A rejected candidate and why.
-struct Discarded {
-    rewrites: usize,
-    reason: String,
-    /// The rewrite dropped for it.
-    dropped: Option<Rewrite>,
-}
-
-/// The verdict of the final checks on `candidate` against `original`.
-fn final_check(
-    original: &Object,
-    candidate: &Object,
-    program: usize,
-    seed: &MapSeed,
-    inputs: &TestInputs,
-) -> Result<(), Rejection> {
-    in_vm(original, candidate, program, seed, &inputs.packets)?;
-    for (p, s) in &inputs.witnesses {
-        in_vm(original, candidate, program, s, std::slice::from_ref(p))?;
-    }
-    in_kernel(original, candidate, program, seed, &inputs.packets)?;
-    for (p, s) in &inputs.witnesses {
-        in_kernel(original, candidate, program, s, std::slice::from_ref(p))?;
-    }
-    Ok(())
-}
-
-/// A result that passed the final checks.
-struct Passed {
-    object: Object,
-    /// Where each slot of the input's entry function went.
-    slot_map: Vec<Option<usize>>,
-    /// The rewrites of each stage kept.
-    rewrites: Vec<Vec<Rewrite>>,
-}
-
-/// The result that passes the final checks: the last stage's rewrites with culprits dropped one
-/// at a time until the program passes, an earlier stage's result once none is left.
-fn checked(
-    object: &Object,
-    program: usize,
-    mut stages: Vec<Stage>,
-    seed: &MapSeed,
-    inputs: &TestInputs,
-    discarded: &mut Vec<Discarded>,
-) -> Result<Passed> {
-    while let Some(mut last) = stages.pop() {
-        while !last.rewrites.is_empty() {
-            let (candidate, assembled) = apply(&last.input, program, &last.rewrites)?;
-            let rejection = match final_check(object, &candidate, program, seed, inputs) {
-                Ok(()) => {
-                    let mut map: Vec<Option<usize>> =
-                        (0..entry_len(object, program)).map(Some).collect();
-                    for s in &stages {
-                        let (_, a) = apply(&s.input, program, &s.rewrites)?;
-                        map = compose(&map, &a.slot_map);
-                    }
-                    map = compose(&map, &assembled.slot_map);
-                    let mut kept: Vec<Vec<Rewrite>> =
-                        stages.into_iter().map(|s| s.rewrites).collect();
-                    kept.push(last.rewrites);
-                    return Ok(Passed {
-                        object: candidate,
-                        slot_map: map,
-                        rewrites: kept,
-                    });
-                }
-                Err(Rejection::Engine { engine, error }) => {
-                    bail!("{engine} cannot run the programs: {error}")
-                }
-                Err(r) => r,
-            };
-            discarded.push(Discarded {
-                rewrites: last.rewrites.len(),
-                reason: rejection.to_string(),
-                dropped: None,
-            });
-            // The culprit: the rewrite around the slot the checker stopped at, or else the one
-            // whose removal alone makes the interpreter agree, or else the last one.
-            let culprit = match &rejection {
-                Rejection::Verifier { slot: Some(s), .. } => {
-                    let old = assembled
-                        .slot_map
-                        .iter()
-                        .position(|n| n.is_some_and(|n| n >= *s));
-                    old.and_then(|o| last.rewrites.iter().rposition(|r| r.start <= o))
-                }
-                _ => None,
-            };
-            let culprit = culprit.or_else(|| {
-                (0..last.rewrites.len()).find(|&i| {
-                    let mut fewer = last.rewrites.clone();
-                    fewer.remove(i);
-                    apply(&last.input, program, &fewer)
-                        .ok()
-                        .is_some_and(|(c, _)| {
-                            in_vm(object, &c, program, seed, &inputs.packets).is_ok()
-                        })
-                })
-            });
-            let i = culprit.unwrap_or(last.rewrites.len() - 1);
-            let dropped = last.rewrites.remove(i);
-            if let Some(d) = discarded.last_mut() {
-                d.dropped = Some(dropped);
-            }
-        }
-    }
-    Ok(Passed {
-        object: object.clone(),
-        slot_map: (0..entry_len(object, program)).map(Some).collect(),
-        rewrites: Vec::new(),
-    })
-}
-
-fn entry_len(object: &Object, program: usize) -> usize {
-    object.programs[program]
-        .functions
-        .first()
-        .map_or(0, |f| f.len)
-}
-
 /// One instruction as llvm-objdump prints it (windows hold no map references).
 fn text(insn: &linerate_bpf::insn::Instruction) -> String {
     format_instruction(insn, &NoNames)
@@ -476,80 +346,58 @@ pub fn optimize(args: &OptimizeArgs) -> Result<()> {
         Goal::Latency | Goal::WorstCase => &latency,
     };
     let prover = || Box::new(Z3Prover::new(2_000)) as Box<dyn Prover>;
-    // Passes: each cuts the program into windows elsewhere (its phase) and searches them with
-    // its share of the budget; a pass's result is the next one's input.
-    let passes = if args.rules_only {
-        1
-    } else {
-        args.passes.max(1)
+    let hot_only = args.goal == Goal::WorstCase;
+    // Windows off the slowest path still count for the worst case, a hundredth as much.
+    let weight = |w: &linerate_optimize::Window| {
+        if hot_only && !hot.contains(&w.block_first) {
+            0.01
+        } else {
+            1.0
+        }
     };
-    let mut stages: Vec<Stage> = Vec::new();
-    let mut current = object.clone();
-    let mut current_pinned = pinned.clone();
-    let mut totals = SearchStats::default();
-    let (mut windows_total, mut rounds, mut rules_applied) = (0, 0, 0);
-    let search_started = Instant::now();
-    for pass in 0..passes {
-        let left = budget.saturating_sub(search_started.elapsed());
-        let options = SearchOptions {
-            budget: left / (passes - pass) as u32,
-            seed: args.seed.wrapping_add(pass as u64),
-            pinned: current_pinned.clone(),
-            phase: pass * SearchOptions::default().max_window / passes,
-            max_rounds: args.rounds,
-            ..SearchOptions::default()
-        };
-        let mut windows = linerate_optimize::windows(&current, program, &options)?;
-        if args.goal == Goal::WorstCase {
-            // Windows off the slowest path still count, a hundredth as much.
-            for w in &mut windows {
-                if !hot.contains(&w.block_first) {
-                    w.weight = 0.01;
-                }
-            }
+    let pass_options = PassOptions {
+        passes: args.passes,
+        budget,
+        seed: args.seed,
+        rounds: args.rounds,
+        rules_only: args.rules_only,
+        pinned: pinned.clone(),
+    };
+    let unit = if args.goal == Goal::Size {
+        "insns"
+    } else {
+        "cycles"
+    };
+    let mut report_progress = |pass: usize, p: linerate_optimize::Progress| {
+        if show_progress {
+            eprint!(
+                "\r\x1b[2Koptimize: pass {}, {:.0}s of {:.0}s, {} candidates, best gain {:.1} {unit} this pass",
+                pass + 1,
+                p.elapsed.as_secs_f64(),
+                budget.as_secs_f64(),
+                p.candidates,
+                p.gain,
+            );
         }
-        let gain_before: f64 = 0.0;
-        let mut report_progress = |p: linerate_optimize::Progress| {
-            if show_progress {
-                eprint!(
-                    "\r\x1b[2Koptimize: pass {}/{passes}, {:.0}s of {:.0}s, {} candidates, best gain {:.1} {}",
-                    pass + 1,
-                    search_started.elapsed().as_secs_f64(),
-                    budget.as_secs_f64(),
-                    totals.candidates + p.candidates,
-                    gain_before + p.gain,
-                    if args.goal == Goal::Size { "insns" } else { "cycles" },
-                );
-            }
-        };
-        let searched = search(
-            windows,
-            &rules,
-            args.rules_only,
-            &options,
-            perf,
-            &prover,
-            &mut report_progress,
-        );
-        totals.add(&searched.stats);
-        windows_total += searched.windows;
-        rounds += searched.rounds;
-        rules_applied += searched.rules_applied;
-        let rewrites: Vec<Rewrite> = searched.rewrites.into_iter().map(|(r, _)| r).collect();
-        if rewrites.is_empty() {
-            continue;
-        }
-        let (next, assembled) = apply(&current, program, &rewrites)?;
-        current_pinned = current_pinned
-            .iter()
-            .filter_map(|&s| assembled.slot_map.get(s).copied().flatten())
-            .collect();
-        stages.push(Stage {
-            input: std::mem::replace(&mut current, next),
-            rewrites,
-        });
-    }
-    let search_seconds = search_started.elapsed().as_secs_f64().max(1e-9);
+    };
+    let passes = run_passes(
+        &object,
+        program,
+        &pass_options,
+        &rules,
+        perf,
+        &prover,
+        &weight,
+        &mut report_progress,
+    )?;
+    let (totals, windows_total, rounds, rules_applied) = (
+        passes.stats,
+        passes.windows,
+        passes.rounds,
+        passes.rules_applied,
+    );
+    let stages = passes.stages;
+    let search_seconds = passes.elapsed.as_secs_f64().max(1e-9);
     if show_progress {
         eprint!("\r\x1b[2Koptimize: checking the result in the interpreter and the kernel...");
     }
@@ -661,7 +509,7 @@ pub fn optimize(args: &OptimizeArgs) -> Result<()> {
             "search": {
                 "windows": windows_total,
                 "rounds": rounds,
-                "passes": passes,
+                "passes": pass_options.passes,
                 "seconds": seconds,
                 "candidates": stats.candidates,
                 "candidates_per_s": stats.candidates as f64 / seconds,

@@ -20,6 +20,7 @@
 pub mod assemble;
 pub mod goal;
 pub mod packets;
+pub mod pipeline;
 pub mod proposal;
 pub mod prove;
 pub mod rules;
@@ -249,4 +250,112 @@ pub fn compose(first: &[Option<usize>], then: &[Option<usize>]) -> Vec<Option<us
         .iter()
         .map(|s| s.and_then(|s| then.get(s).copied().flatten()))
         .collect()
+}
+
+/// How [`run_passes`] searches.
+#[derive(Clone, Debug)]
+pub struct PassOptions {
+    pub passes: usize,
+    /// Wall time of all passes together, shared out evenly over those left.
+    pub budget: Duration,
+    pub seed: u64,
+    /// Rounds per pass (see [`SearchOptions::max_rounds`]).
+    pub rounds: Option<u64>,
+    /// The rule library alone (one pass, no chains).
+    pub rules_only: bool,
+    /// The input's slots the object writer must keep.
+    pub pinned: Vec<usize>,
+}
+
+/// What the passes found.
+#[derive(Clone, Debug, Default)]
+pub struct Passes {
+    /// Each pass that rewrote something: its input and its rewrites.
+    pub stages: Vec<Stage>,
+    pub stats: SearchStats,
+    pub windows: usize,
+    pub rounds: u64,
+    pub rules_applied: u64,
+    pub elapsed: Duration,
+    /// Every improvement proven (what the rule library learns from).
+    pub proven: Vec<(Vec<linerate_bpf::insn::Instruction>, proposal::Candidate)>,
+}
+
+/// Searches program `program` in passes: each cuts the entry function into windows at another
+/// phase, weighs them with `weight`, applies `rules` and searches them with its share of the
+/// budget; a pass's result is the next one's input. `progress` hears the pass and the totals.
+#[allow(clippy::too_many_arguments)]
+pub fn run_passes(
+    object: &Object,
+    program: usize,
+    options: &PassOptions,
+    rules: &[rules::Compiled],
+    perf: &dyn Performance,
+    prover: &(dyn Fn() -> Box<dyn Prover> + Sync),
+    weight: &dyn Fn(&Window) -> f64,
+    progress: &mut dyn FnMut(usize, Progress),
+) -> Result<Passes, OptimizeError> {
+    let passes = if options.rules_only {
+        1
+    } else {
+        options.passes.max(1)
+    };
+    let started = Instant::now();
+    let mut out = Passes::default();
+    let mut current = object.clone();
+    let mut pinned = options.pinned.clone();
+    for pass in 0..passes {
+        let left = options.budget.saturating_sub(started.elapsed());
+        let search_options = SearchOptions {
+            budget: left / (passes - pass) as u32,
+            seed: options.seed.wrapping_add(pass as u64),
+            pinned: pinned.clone(),
+            phase: pass * SearchOptions::default().max_window / passes,
+            max_rounds: options.rounds,
+            ..SearchOptions::default()
+        };
+        let mut found = windows(&current, program, &search_options)?;
+        for w in &mut found {
+            w.weight = weight(w);
+        }
+        let before = out.stats.candidates;
+        let searched = search(
+            found,
+            rules,
+            options.rules_only,
+            &search_options,
+            perf,
+            prover,
+            &mut |p| {
+                progress(
+                    pass,
+                    Progress {
+                        candidates: before + p.candidates,
+                        elapsed: started.elapsed(),
+                        ..p
+                    },
+                )
+            },
+        );
+        out.stats.add(&searched.stats);
+        out.windows += searched.windows;
+        out.rounds += searched.rounds;
+        out.rules_applied += searched.rules_applied;
+        out.proven.extend(searched.proven);
+        let rewrites: Vec<Rewrite> = searched.rewrites.into_iter().map(|(r, _)| r).collect();
+        if rewrites.is_empty() {
+            continue;
+        }
+        let (next, assembled) = apply(&current, program, &rewrites)?;
+        pinned = pinned
+            .iter()
+            .filter_map(|&s| assembled.slot_map.get(s).copied().flatten())
+            .collect();
+        out.stages.push(Stage {
+            input: std::mem::replace(&mut current, next),
+            rewrites,
+        });
+    }
+    out.elapsed = started.elapsed();
+    Ok(out)
 }
