@@ -74,6 +74,17 @@ impl Driver {
         })
     }
 
+    /// Readies the interpreter for the next packet (fresh maps restored where the mode wants
+    /// them) and gives the packet's index.
+    fn next_packet(&mut self) -> usize {
+        if let (Some(pristine), true) = (&self.pristine, self.used) {
+            self.vm = pristine.clone();
+        }
+        self.used = true;
+        self.packets += 1;
+        self.packets - 1
+    }
+
     /// Runs program `program` on one packet (with metadata `meta` in front of it).
     pub fn run(
         &mut self,
@@ -81,12 +92,7 @@ impl Driver {
         packet: &[u8],
         meta: &[u8],
     ) -> Result<RunOutcome, DriveError> {
-        if let (Some(pristine), true) = (&self.pristine, self.used) {
-            self.vm = pristine.clone();
-        }
-        self.used = true;
-        let index = self.packets;
-        self.packets += 1;
+        let index = self.next_packet();
         self.vm
             .run(program, packet, meta)
             .map_err(|source| DriveError::Packet { index, source })
@@ -100,12 +106,7 @@ impl Driver {
         packet: &[u8],
         meta: &[u8],
     ) -> Result<RunSummary, DriveError> {
-        if let (Some(pristine), true) = (&self.pristine, self.used) {
-            self.vm = pristine.clone();
-        }
-        self.used = true;
-        let index = self.packets;
-        self.packets += 1;
+        let index = self.next_packet();
         self.vm
             .run_in_place(program, packet, meta)
             .map_err(|source| DriveError::Packet { index, source })
