@@ -328,27 +328,34 @@ fn string(btf: &Btf, offset: u32, what: &'static str) -> Result<String, BtfExtEr
         .map_err(|source| BtfExtError::String { what, source })
 }
 
+/// The length of a `.BTF.ext` section's header, once its magic number and version are checked:
+/// what the reader and the record mover both start from.
+pub(crate) fn header_len(data: &[u8]) -> Result<u32, BtfExtError> {
+    if data.len() < HEADER_MIN_LEN as usize {
+        return Err(BtfExtError::Truncated {
+            what: "header",
+            offset: 0,
+            size: data.len(),
+        });
+    }
+    let magic = u16::from_le_bytes([data[0], data[1]]);
+    if magic != BTF_MAGIC {
+        return Err(BtfExtError::BadMagic(magic));
+    }
+    if data[2] != 1 {
+        return Err(BtfExtError::UnsupportedVersion(data[2]));
+    }
+    let hdr_len = u32_at(data, 4, "header")?;
+    if hdr_len < HEADER_MIN_LEN {
+        return Err(BtfExtError::BadHeaderLen(hdr_len));
+    }
+    Ok(hdr_len)
+}
+
 impl BtfExt {
     /// Parses a `.BTF.ext` section whose strings live in `btf`.
     pub fn parse(data: &[u8], btf: &Btf) -> Result<BtfExt, BtfExtError> {
-        if data.len() < HEADER_MIN_LEN as usize {
-            return Err(BtfExtError::Truncated {
-                what: "header",
-                offset: 0,
-                size: data.len(),
-            });
-        }
-        let magic = u16::from_le_bytes([data[0], data[1]]);
-        if magic != BTF_MAGIC {
-            return Err(BtfExtError::BadMagic(magic));
-        }
-        if data[2] != 1 {
-            return Err(BtfExtError::UnsupportedVersion(data[2]));
-        }
-        let hdr_len = u32_at(data, 4, "header")?;
-        if hdr_len < HEADER_MIN_LEN {
-            return Err(BtfExtError::BadHeaderLen(hdr_len));
-        }
+        let hdr_len = header_len(data)?;
         let base = u64::from(hdr_len);
         let field = |i: u64| u32_at(data, 8 + 4 * i, "header");
         let mut ext = BtfExt::default();

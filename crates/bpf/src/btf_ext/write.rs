@@ -11,8 +11,7 @@
 //! the input's. [`MovedExt::new_offset`] tells where each old byte went, for the relocations
 //! clang emits against `insn_off` fields (`.rel.BTF.ext`).
 
-use super::{u32_at, BtfExtError, HEADER_CORE_LEN, HEADER_MIN_LEN, INSN_SIZE};
-use crate::btf::BTF_MAGIC;
+use super::{header_len, u32_at, BtfExtError, HEADER_CORE_LEN, INSN_SIZE};
 
 /// The info blocks of `.BTF.ext`, in header order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -78,21 +77,7 @@ pub fn move_records(
         offset: offset as u64,
         size: data.len(),
     };
-    if data.len() < HEADER_MIN_LEN as usize {
-        return Err(truncated("header", 0));
-    }
-    let magic = u16::from_le_bytes([data[0], data[1]]);
-    if magic != BTF_MAGIC {
-        return Err(BtfExtError::BadMagic(magic));
-    }
-    if data[2] != 1 {
-        return Err(BtfExtError::UnsupportedVersion(data[2]));
-    }
-    let hdr_len = u32_at(data, 4, "header")?;
-    if hdr_len < HEADER_MIN_LEN {
-        return Err(BtfExtError::BadHeaderLen(hdr_len));
-    }
-    let hdr_len = hdr_len as usize;
+    let hdr_len = header_len(data)? as usize;
     if hdr_len > data.len() {
         return Err(truncated("header", 0));
     }
@@ -225,6 +210,8 @@ pub fn move_records(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::btf::BTF_MAGIC;
+    use crate::btf_ext::HEADER_MIN_LEN;
 
     /// A `.BTF.ext` with func_info and line_info of section name offset 1: func records at
     /// `funcs`, line records at `lines` (instruction indices, each record's other bytes its
