@@ -24,7 +24,9 @@ use linerate_optimize::pipeline::{checked, entry_len, Passed, TestInputs};
 use linerate_optimize::prove::Z3Prover;
 use linerate_optimize::rules::Library;
 use linerate_optimize::verify::{in_kernel, in_vm};
-use linerate_optimize::{packets, run_passes, timing, PassOptions, Performance, Prover, Rewrite};
+use linerate_optimize::{
+    packets, run_passes, timing, Executions, PassOptions, Performance, Prover, Rewrite,
+};
 use linerate_vm::drive::run_packets;
 use linerate_vm::VmOptions;
 use serde_json::{json, Value};
@@ -40,6 +42,14 @@ pub enum Goal {
     Latency,
     /// The cost of the slowest satisfiable path (`linerate bound`) under --target.
     WorstCase,
+}
+
+impl Goal {
+    /// The goal as `--goal` spells it.
+    fn name(self) -> String {
+        self.to_possible_value()
+            .map_or_else(|| format!("{self:?}"), |v| v.get_name().to_string())
+    }
 }
 
 #[derive(Args)]
@@ -346,14 +356,20 @@ pub fn optimize(args: &OptimizeArgs) -> Result<()> {
         Goal::Latency | Goal::WorstCase => &latency,
     };
     let prover = || Box::new(Z3Prover::new(2_000)) as Box<dyn Prover>;
-    let hot_only = args.goal == Goal::WorstCase;
-    // Windows off the slowest path still count for the worst case, a hundredth as much.
-    let weight = |w: &linerate_optimize::Window| {
-        if hot_only && !hot.contains(&w.block_first) {
-            0.01
-        } else {
-            1.0
-        }
+    // The worst case counts the slowest path's windows (the others a hundredth as much); latency
+    // counts a window as often as the packets run it (paper 002 §3.2's latency along the executed
+    // paths), a window they never reach a hundredth of once.
+    let goal = args.goal;
+    let weight = |w: &linerate_optimize::Window| match goal {
+        Goal::Size => 1.0,
+        Goal::WorstCase if hot.contains(&w.block_first) => 1.0,
+        Goal::WorstCase => 0.01,
+        Goal::Latency => w.per_packet.unwrap_or(1.0).max(0.01),
+    };
+    let executions = Executions {
+        seed: &seed,
+        packets: &inputs.packets,
+        witnesses: &inputs.witnesses,
     };
     let pass_options = PassOptions {
         passes: args.passes,
@@ -384,6 +400,7 @@ pub fn optimize(args: &OptimizeArgs) -> Result<()> {
         &object,
         program,
         &pass_options,
+        Some(&executions),
         &rules,
         perf,
         &prover,
@@ -396,6 +413,7 @@ pub fn optimize(args: &OptimizeArgs) -> Result<()> {
         passes.rounds,
         passes.rules_applied,
     );
+    let observed_tests = passes.observed_tests;
     let stages = passes.stages;
     let search_seconds = passes.elapsed.as_secs_f64().max(1e-9);
     if show_progress {
@@ -485,7 +503,7 @@ pub fn optimize(args: &OptimizeArgs) -> Result<()> {
     if args.json {
         let v = json!({
             "program": name,
-            "goal": format!("{:?}", args.goal).to_lowercase(),
+            "goal": args.goal.name(),
             "insns_before": insns_before,
             "insns_after": insns_after,
             "est_ns_before": est_before,
@@ -508,6 +526,7 @@ pub fn optimize(args: &OptimizeArgs) -> Result<()> {
             "rewrites": rewrites_json,
             "search": {
                 "windows": windows_total,
+                "observed_tests": observed_tests,
                 "rounds": rounds,
                 "passes": pass_options.passes,
                 "seconds": seconds,
@@ -528,9 +547,9 @@ pub fn optimize(args: &OptimizeArgs) -> Result<()> {
     let pct = |a: f64, b: f64| if a > 0.0 { 100.0 * (a - b) / a } else { 0.0 };
     writeln!(
         out,
-        "{}: program {name} optimized for {:?} → {}",
+        "{}: program {name} optimized for {} → {}",
         args.input.object.display(),
-        args.goal,
+        args.goal.name(),
         args.output.display()
     )?;
     writeln!(
@@ -564,8 +583,9 @@ pub fn optimize(args: &OptimizeArgs) -> Result<()> {
     )?;
     writeln!(
         out,
-        "  search         {} windows, {} rules applied, {} candidates ({:.0}/s), {} equivalence checks ({:.0}/s), cache hit rate {:.0}%, {} counterexamples",
+        "  search         {} windows ({} tests from executions), {} rules applied, {} candidates ({:.0}/s), {} equivalence checks ({:.0}/s), cache hit rate {:.0}%, {} counterexamples",
         windows_total,
+        observed_tests,
         rules_applied,
         stats.candidates,
         stats.candidates as f64 / seconds,

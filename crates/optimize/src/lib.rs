@@ -19,6 +19,7 @@
 
 pub mod assemble;
 pub mod goal;
+pub mod observe;
 pub mod packets;
 pub mod pipeline;
 pub mod proposal;
@@ -38,6 +39,7 @@ use linerate_cfg::Cfg;
 use rayon::prelude::*;
 
 pub use assemble::{assemble, Assembled, Rewrite};
+pub use observe::Executions;
 pub use search::{Performance, Proof, Prover, SearchStats};
 pub use window::Window;
 
@@ -164,13 +166,27 @@ pub fn search(
     searches.par_iter_mut().for_each_init(prover, |p, s| {
         s.apply_rules(rules, p.as_mut(), perf);
     });
+    // The chains of a window that counts less toward the goal (off the slowest path, seldom
+    // run) take fewer steps, down to a tenth: the budget goes where the gains count.
+    let heaviest = searches
+        .iter()
+        .map(|s| s.window.weight)
+        .fold(0.0f64, f64::max);
+    let steps_for = |weight: f64| {
+        let share = if heaviest > 0.0 {
+            (weight / heaviest).clamp(0.1, 1.0)
+        } else {
+            1.0
+        };
+        ((options.round_steps as f64 * share) as u64).max(1)
+    };
     let mut rounds = 0;
     while !rules_only && options.max_rounds.is_none_or(|m| rounds < m) {
         if rounds > 0 && started.elapsed() >= options.budget {
             break;
         }
         searches.par_iter_mut().for_each_init(prover, |p, s| {
-            s.run(options.round_steps, p.as_mut(), perf);
+            s.run(steps_for(s.window.weight), p.as_mut(), perf);
         });
         rounds += 1;
         let mut stats = SearchStats::default();
@@ -279,16 +295,20 @@ pub struct Passes {
     pub elapsed: Duration,
     /// Every improvement proven (what the rule library learns from).
     pub proven: Vec<(Vec<linerate_bpf::insn::Instruction>, proposal::Candidate)>,
+    /// Window tests taken from executions on the packets and witnesses, over all passes.
+    pub observed_tests: usize,
 }
 
 /// Searches program `program` in passes: each cuts the entry function into windows at another
-/// phase, weighs them with `weight`, applies `rules` and searches them with its share of the
-/// budget; a pass's result is the next one's input. `progress` hears the pass and the totals.
+/// phase, observes them on `executions` (tests and how often they run), weighs them with
+/// `weight`, applies `rules` and searches them with its share of the budget; a pass's result is
+/// the next one's input. `progress` hears the pass and the totals.
 #[allow(clippy::too_many_arguments)]
 pub fn run_passes(
     object: &Object,
     program: usize,
     options: &PassOptions,
+    executions: Option<&Executions>,
     rules: &[rules::Compiled],
     perf: &dyn Performance,
     prover: &(dyn Fn() -> Box<dyn Prover> + Sync),
@@ -315,6 +335,14 @@ pub fn run_passes(
             ..SearchOptions::default()
         };
         let mut found = windows(&current, program, &search_options)?;
+        if let Some(executions) = executions {
+            let seen = observe::observe(&current, program, &found, executions);
+            for (w, o) in found.iter_mut().zip(seen) {
+                out.observed_tests += o.tests.len();
+                w.observed = o.tests;
+                w.per_packet = Some(o.per_packet);
+            }
+        }
         for w in &mut found {
             w.weight = weight(w);
         }

@@ -222,17 +222,28 @@ pub fn kept(candidate: &[Option<Instruction>]) -> Vec<Instruction> {
 }
 
 impl WindowSearch {
-    /// A search of `window` seeded with `seed`, with `tests` random tests and one chain per
-    /// setting.
-    pub fn new(window: Window, seed: u64, tests: usize, perf: &dyn Performance) -> WindowSearch {
+    /// A search of `window` seeded with `seed`, with its observed tests, `tests_count` random
+    /// ones and one chain per setting.
+    pub fn new(
+        window: Window,
+        seed: u64,
+        tests_count: usize,
+        perf: &dyn Performance,
+    ) -> WindowSearch {
         let mut rng = StdRng::seed_from_u64(seed);
         let tags = entry_tags(&window);
-        let tests = random_tests(&window, tests, &mut rng);
         let original: Candidate = window.original.iter().map(|i| Some(*i)).collect();
-        let expected: Vec<Outcome> = tests
+        // Observed states the runner cannot model (one that faults) say nothing: left out.
+        let (mut tests, mut expected): (Vec<WindowTest>, Vec<Outcome>) = window
+            .observed
             .iter()
-            .map(|t| run_window(&original, &tags, t))
-            .collect();
+            .map(|t| (t.clone(), run_window(&original, &tags, t)))
+            .filter(|(_, o)| o.fault.is_none())
+            .unzip();
+        for t in random_tests(&window, tests_count, &mut rng) {
+            expected.push(run_window(&original, &tags, &t));
+            tests.push(t);
+        }
         let places = places_of(expected.first());
         let original_perf = window.weight * perf.cost(&window.original, &places);
         let chains = SETTINGS

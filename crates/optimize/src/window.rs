@@ -107,6 +107,10 @@ pub struct Window {
     pub live_out: RegSet,
     /// Stack bytes read after the window before being written.
     pub live_stack: StackSet,
+    /// Entry states real runs reached it with ([`crate::observe`]): tests beside the random ones.
+    pub observed: Vec<crate::run::WindowTest>,
+    /// How many times a packet runs it on average, where observed.
+    pub per_packet: Option<f64>,
 }
 
 impl Window {
@@ -371,6 +375,8 @@ pub fn find_windows(
                     entry,
                     live_out: live.regs[end],
                     live_stack: live.stack[end],
+                    observed: Vec::new(),
+                    per_packet: None,
                 });
             }
             run.clear();

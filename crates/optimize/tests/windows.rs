@@ -62,3 +62,67 @@ fn a_window_knows_its_pointers_and_what_is_read_after_it() {
         "nothing on the stack is read before it is written"
     );
 }
+
+#[test]
+fn executions_give_windows_tests_from_real_states_and_their_frequency() {
+    use linerate_bpf::contents::MapSeed;
+    use linerate_optimize::observe::{observe, Executions};
+    use linerate_optimize::run::run_window;
+    use linerate_optimize::search::{entry_tags, place_base};
+
+    let insns = [
+        ldx(Size::W, 2, 1, 0),
+        ldx(Size::W, 3, 1, 4),
+        mov64_reg(4, 2),
+        add64(4, 20),
+        jmp_reg(Cond::Gt, 4, 3, 2),
+        // Reached only by packets of 20 bytes or more: loads byte 12.
+        ldx(Size::B, 0, 2, 12),
+        exit(),
+        mov64(0, 1),
+        exit(),
+    ];
+    let object = Object::single("t", &insns, Vec::new());
+    let found = windows(&object, 0, &SearchOptions::default()).expect("windows");
+    let mut long = vec![0u8; 60];
+    long[12] = 0x86;
+    let packets = vec![long, vec![7u8; 14]];
+    let mut witness = vec![0u8; 20];
+    witness[12] = 0x42;
+    let seed = MapSeed::new();
+    let witnesses = vec![(witness, MapSeed::new())];
+    let seen = observe(
+        &object,
+        0,
+        &found,
+        &Executions {
+            seed: &seed,
+            packets: &packets,
+            witnesses: &witnesses,
+        },
+    );
+    let first = found
+        .iter()
+        .position(|w| w.start == 0)
+        .expect("window at 0");
+    let load = found
+        .iter()
+        .position(|w| w.start == 5)
+        .expect("window at 5");
+    // Every packet runs the first window; one of the two the load.
+    assert_eq!(seen[first].per_packet, 1.0);
+    assert_eq!(seen[load].per_packet, 0.5);
+    // The witness's state and the long packet's: the load reads each one's byte 12.
+    assert_eq!(seen[load].tests.len(), 2);
+    let w = &found[load];
+    let tags = entry_tags(w);
+    let original: Vec<_> = w.original.iter().map(|i| Some(*i)).collect();
+    let mut loaded = Vec::new();
+    for t in &seen[load].tests {
+        assert_eq!(t.regs[2], place_base(Place::Packet), "r2 is data");
+        let out = run_window(&original, &tags, t);
+        assert_eq!(out.fault, None);
+        loaded.push(out.regs[0].v);
+    }
+    assert_eq!(loaded, vec![0x42, 0x86]);
+}
