@@ -9,7 +9,7 @@
 use linerate_bpf::facts::helper;
 use std::fmt;
 
-use linerate_bpf::insn::{AluOp, AtomicOp, Cond, Endian, Size};
+use linerate_bpf::insn::{AluOp, AtomicOp, Cond, Endian, Instruction, Operand, Size};
 use linerate_bpf::program::MapType;
 
 /// The memory region a load, store or atomic touches (the verifier keeps pointers in their region).
@@ -414,6 +414,40 @@ impl fmt::Display for Item {
 }
 
 impl Item {
+    /// The item of an instruction that is priced on its own, the memory region of a load, store
+    /// or atomic given: `None` for those without a region, and for jumps and calls (priced per
+    /// edge or by what they call).
+    pub fn of_instruction(insn: &Instruction, region: Option<Region>) -> Option<Item> {
+        Some(match *insn {
+            Instruction::Alu { wide, op, src, .. } => Item::Alu {
+                wide,
+                op,
+                imm: matches!(src, Operand::Imm(_)) || op == AluOp::Neg,
+            },
+            Instruction::Endian { kind, bits, .. } => Item::Endian { kind, bits },
+            Instruction::LoadImm64 { .. } => Item::LoadImm64,
+            Instruction::Load { size, signed, .. } => Item::Load {
+                region: region?,
+                access: Access::new(size, signed),
+            },
+            Instruction::Store { size, .. } => Item::Store {
+                region: region?,
+                bytes: size.bytes() as u8,
+            },
+            Instruction::Atomic {
+                size, op, fetch, ..
+            } => Item::Atomic {
+                region: region?,
+                op,
+                fetch,
+                bytes: size.bytes() as u8,
+            },
+            Instruction::Ja { .. } => Item::Ja,
+            Instruction::Exit => Item::Exit,
+            _ => return None,
+        })
+    }
+
     /// A map operation's item on another map type (a map of maps is priced as its storage);
     /// other items unchanged.
     pub fn on_map_type(self, map_type: MapType) -> Item {

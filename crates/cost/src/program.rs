@@ -22,7 +22,7 @@ use linerate_bpf::program::Object;
 use linerate_cfg::{BlockId, Cfg, EdgeKind};
 
 use crate::error::CostError;
-use crate::item::{Access, Item, MapOp, Region};
+use crate::item::{Item, MapOp, Region};
 use crate::model::{Cost, GapOrigin, Model};
 use crate::outcome;
 use linerate_analysis::{Analysis, Fact};
@@ -165,44 +165,24 @@ impl Pricer<'_> {
             }
         };
         let fact = self.analysis.fact(slot);
+        let priced_in = |allowed: &dyn Fn(Region) -> bool| -> Vec<Item> {
+            regions(fact, allowed)
+                .into_iter()
+                .filter_map(|region| Item::of_instruction(insn, Some(region)))
+                .collect()
+        };
         Ok(match *insn {
-            Instruction::Alu { wide, op, src, .. } => vec![Item::Alu {
-                wide,
-                op,
-                imm: matches!(src, Operand::Imm(_)) || op == linerate_bpf::insn::AluOp::Neg,
-            }],
-            Instruction::Endian { kind, bits, .. } => vec![Item::Endian { kind, bits }],
-            Instruction::LoadImm64 { .. } => vec![Item::LoadImm64],
-            Instruction::Load { size, signed, .. } => regions(fact, &|_| true)
-                .into_iter()
-                .map(|region| Item::Load {
-                    region,
-                    access: Access::new(size, signed),
-                })
-                .collect(),
-            Instruction::Store { size, .. } => regions(fact, &|r| r != Region::Ctx)
-                .into_iter()
-                .map(|region| Item::Store {
-                    region,
-                    bytes: size.bytes() as u8,
-                })
-                .collect(),
-            Instruction::Atomic {
-                size, op, fetch, ..
-            } => regions(fact, &|r| {
-                matches!(r, Region::Stack | Region::MapValue | Region::Global)
-            })
-            .into_iter()
-            .map(|region| Item::Atomic {
-                region,
-                op,
-                fetch,
-                bytes: size.bytes() as u8,
-            })
-            .collect(),
-            Instruction::Ja { .. } => vec![Item::Ja],
+            Instruction::Alu { .. }
+            | Instruction::Endian { .. }
+            | Instruction::LoadImm64 { .. }
+            | Instruction::Ja { .. }
+            | Instruction::Exit => Item::of_instruction(insn, None).into_iter().collect(),
+            Instruction::Load { .. } => priced_in(&|_| true),
+            Instruction::Store { .. } => priced_in(&|r| r != Region::Ctx),
+            Instruction::Atomic { .. } => {
+                priced_in(&|r| matches!(r, Region::Stack | Region::MapValue | Region::Global))
+            }
             Instruction::Jump { .. } | Instruction::MayGoto { .. } => Vec::new(),
-            Instruction::Exit => vec![Item::Exit],
             Instruction::Call(CallTarget::Local(_)) => vec![Item::CallLocal],
             Instruction::Call(CallTarget::Helper(helper::TAIL_CALL)) => vec![Item::TailCall],
             Instruction::Call(CallTarget::Helper(id)) => match MapOp::of_helper(id) {

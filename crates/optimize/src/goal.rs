@@ -2,8 +2,7 @@
 //! model's price of the instructions (paper 002 §3.2's `perf_lat`, with linerate's measured
 //! per-instruction prices instead of K2's opcode profile).
 
-use linerate_bpf::insn::{Instruction, Operand};
-use linerate_cost::item::Access;
+use linerate_bpf::insn::Instruction;
 use linerate_cost::{Item, Model, Region};
 
 use crate::search::Performance;
@@ -35,37 +34,12 @@ fn region(place: Option<&Place>) -> Region {
 }
 
 impl Latency {
-    /// The price of one instruction, the `k`-th memory access at `place`.
+    /// The price of one instruction, a memory access priced at `place`.
     pub fn price(&self, insn: &Instruction, place: Option<&Place>) -> f64 {
-        let item = match *insn {
-            Instruction::Alu { wide, op, src, .. } => Item::Alu {
-                wide,
-                op,
-                imm: matches!(src, Operand::Imm(_)),
-            },
-            Instruction::Endian { kind, bits, .. } => Item::Endian { kind, bits },
-            Instruction::Load { size, signed, .. } => Item::Load {
-                region: region(place),
-                access: Access::new(size, signed),
-            },
-            Instruction::Store { size, .. } => Item::Store {
-                region: region(place),
-                bytes: size.bytes() as u8,
-            },
-            Instruction::Atomic {
-                size, op, fetch, ..
-            } => Item::Atomic {
-                region: region(place),
-                op,
-                fetch,
-                bytes: size.bytes() as u8,
-            },
-            // Windows hold nothing else; anything else costs as much as a slow instruction.
-            _ => return 10.0,
-        };
-        self.model
-            .price(&item)
-            .ok()
+        // Windows hold nothing the model leaves unpriced; were one there, it would cost as much
+        // as a slow instruction.
+        Item::of_instruction(insn, Some(region(place)))
+            .and_then(|item| self.model.price(&item).ok())
             .and_then(|p| p.cost.0.first().copied())
             .unwrap_or(10.0)
     }
