@@ -1,6 +1,7 @@
 //! Measured latency of an optimized program against its original: both loaded in this host's
 //! kernel with the same maps, timed with `BPF_PROG_TEST_RUN` on the same packets in alternating
-//! trials (so that drift of a shared host touches both alike); the figure is the median of the
+//! trials (so that drift of a shared host touches both alike), each trial with both programs
+//! loaded afresh (so that where the JIT puts them averages out); the figure is the median of the
 //! trials' mean nanoseconds per packet, and the difference comes with a 95% confidence interval
 //! over the per-trial differences.
 
@@ -49,8 +50,6 @@ pub fn compare(
     trials: usize,
     repeat: u32,
 ) -> Result<Comparison, DriveError> {
-    let mut a = Driver::new(original, seed, MapMode::Persist)?;
-    let mut b = Driver::new(candidate, seed, MapMode::Persist)?;
     let mean = |d: &mut Driver| -> Result<f64, DriveError> {
         let mut total = 0.0;
         for p in packets {
@@ -60,11 +59,18 @@ pub fn compare(
     };
     let (mut before, mut after, mut diffs) = (Vec::new(), Vec::new(), Vec::new());
     for t in 0..trials {
-        // Alternate which goes first.
+        // Both programs are loaded afresh for every trial: where the JIT places a program's
+        // image (its alignment, the cache sets it falls in) changes its time by as much as a
+        // few instructions do, and differs from load to load, as it will where it is deployed.
+        // Which one is loaded and run first alternates.
         let (x, y) = if t % 2 == 0 {
+            let mut a = Driver::new(original, seed, MapMode::Persist)?;
+            let mut b = Driver::new(candidate, seed, MapMode::Persist)?;
             let x = mean(&mut a)?;
             (x, mean(&mut b)?)
         } else {
+            let mut b = Driver::new(candidate, seed, MapMode::Persist)?;
+            let mut a = Driver::new(original, seed, MapMode::Persist)?;
             let y = mean(&mut b)?;
             (mean(&mut a)?, y)
         };
