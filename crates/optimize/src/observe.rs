@@ -12,7 +12,6 @@
 use std::collections::HashMap;
 
 use linerate_bpf::contents::{MapMode, MapSeed};
-use linerate_bpf::facts::xdp_md;
 use linerate_bpf::insn::NUM_REGS;
 use linerate_bpf::program::Object;
 use linerate_vm::drive::Driver;
@@ -21,7 +20,7 @@ use linerate_vm::trace::StepState;
 use linerate_vm::{RunOutcome, VmOptions};
 
 use crate::run::WindowTest;
-use crate::search::place_base;
+use crate::search::{place_base, put_context};
 use crate::window::{EntryFact, Place, Window};
 
 /// What the program is run on to observe its windows.
@@ -170,16 +169,7 @@ fn test_of(window: &Window, state: &StepState, packet: &[u8], k: u64) -> WindowT
     for (i, b) in packet.iter().enumerate().take(packet_len as usize) {
         memory.insert(packet_base + i as u64, *b);
     }
-    let ctx = place_base(Place::Ctx);
-    for (field, value) in [
-        (xdp_md::DATA, packet_base),
-        (xdp_md::DATA_END, packet_base + packet_len),
-        (xdp_md::DATA_META, place_base(Place::PacketMeta)),
-    ] {
-        for (j, b) in (value as u32).to_le_bytes().into_iter().enumerate() {
-            memory.insert(ctx + field + j as u64, b);
-        }
-    }
+    put_context(&mut memory, packet_len);
     WindowTest {
         regs,
         memory,

@@ -167,6 +167,22 @@ pub fn place_base(place: Place) -> u64 {
     linerate_smt::region_base(crate::prove::region(place))
 }
 
+/// Puts the context's pointer fields into a test's memory for a packet of `packet_len` bytes:
+/// the low halves of the packet's addresses, as the checker's layout has them.
+pub fn put_context(memory: &mut std::collections::BTreeMap<u64, u8>, packet_len: u64) {
+    let ctx = place_base(Place::Ctx);
+    let packet = place_base(Place::Packet);
+    for (field, value) in [
+        (xdp_md::DATA, packet),
+        (xdp_md::DATA_END, packet + packet_len),
+        (xdp_md::DATA_META, place_base(Place::PacketMeta)),
+    ] {
+        for (k, b) in (value as u32).to_le_bytes().into_iter().enumerate() {
+            memory.insert(ctx + field + k as u64, b);
+        }
+    }
+}
+
 /// `count` random tests of a window: registers by their entry facts (pointers at their known
 /// offset, or a random one nearby), memory pseudo-random.
 pub fn random_tests(window: &Window, count: usize, rng: &mut StdRng) -> Vec<WindowTest> {
@@ -194,19 +210,8 @@ pub fn random_tests(window: &Window, count: usize, rng: &mut StdRng) -> Vec<Wind
                     },
                 };
             }
-            // The context's pointer fields hold the low halves of the packet's addresses, as
-            // the checker's layout has them.
-            let ctx = place_base(Place::Ctx);
             let mut memory = std::collections::BTreeMap::new();
-            for (field, value) in [
-                (xdp_md::DATA, packet),
-                (xdp_md::DATA_END, packet + packet_len),
-                (xdp_md::DATA_META, place_base(Place::PacketMeta)),
-            ] {
-                for (k, b) in (value as u32).to_le_bytes().into_iter().enumerate() {
-                    memory.insert(ctx + field + k as u64, b);
-                }
-            }
+            put_context(&mut memory, packet_len);
             WindowTest {
                 regs,
                 memory,
