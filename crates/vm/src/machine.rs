@@ -176,7 +176,8 @@ impl Vm {
     ) -> Result<RunOutcome, VmError> {
         let mut records = Records::new();
         let mut trace = Vec::new();
-        let ran = self.execute(program, packet, meta, &mut trace, &mut records);
+        self.drop_records();
+        let ran = self.execute(program, Some((packet, meta)), &mut trace, &mut records);
         // The reader takes every record after the run, as the kernel runner does.
         for (map, state) in self.maps.iter_mut().enumerate() {
             if let Some(ring) = state.ring_mut() {
@@ -203,7 +204,8 @@ impl Vm {
 
     /// Runs program `program` on `packet` as [`Vm::run`] does, but leaves the resulting packet in
     /// the interpreter ([`Vm::packet_buffer`]) instead of copying it out, and drops what the
-    /// program sent to user space (trace lines, ring buffer and perf event records): after the
+    /// program sent to user space (trace lines; ring buffer and perf event records stay in
+    /// their rings for its reruns, [`Vm::rerun_in_place`], until the next packet): after the
     /// first run, a run allocates nothing unless the program writes such output. Steps and states
     /// are not recorded. For callers that run many packets and compare only some of the outcome
     /// (the optimizer's candidate evaluation).
@@ -213,20 +215,50 @@ impl Vm {
         packet: &[u8],
         meta: &[u8],
     ) -> Result<RunSummary, VmError> {
+        self.quietly(program, Some((packet, meta)))
+    }
+
+    /// Runs program `program` again on the packet as the last run left it (its bytes, its
+    /// `data_meta`, `data` and `data_end`), otherwise as [`Vm::run_in_place`] does. This is what
+    /// the kernel's `BPF_PROG_TEST_RUN` does with `repeat` above 1: it copies the packet in once
+    /// and runs the program on the same buffer again and again, so that a program that changes
+    /// the packet takes, from the second run on, the path the changed packet leads to. Before
+    /// any run, the buffer holds an empty packet.
+    pub fn rerun_in_place(&mut self, program: usize) -> Result<RunSummary, VmError> {
+        self.quietly(program, None)
+    }
+
+    /// A run recording nothing and dropping what the program sent to user space, on `packet`
+    /// (with its metadata) or, without one, on the packet the last run left.
+    fn quietly(
+        &mut self,
+        program: usize,
+        packet: Option<(&[u8], &[u8])>,
+    ) -> Result<RunSummary, VmError> {
         let (record_steps, record_states) = (self.options.record_steps, self.options.record_states);
         self.options.record_steps = false;
         self.options.record_states = false;
         let mut trace = Vec::new();
         let mut records = Records::new();
-        let ran = self.execute(program, packet, meta, &mut trace, &mut records);
+        if packet.is_some() {
+            self.drop_records();
+        }
+        let ran = self.execute(program, packet, &mut trace, &mut records);
         self.options.record_steps = record_steps;
         self.options.record_states = record_states;
+        Ok(ran?.1)
+    }
+
+    /// Drops the records left in ring buffers and perf event arrays by runs in place: a run on
+    /// a new packet stands for a new `BPF_PROG_TEST_RUN` call, before which the reader took
+    /// every record of the last call (its first run and its reruns, which fill the rings
+    /// together as the kernel's repeated runs do).
+    fn drop_records(&mut self) {
         for state in &mut self.maps {
             if let Some(ring) = state.ring_mut() {
                 ring.take_records();
             }
         }
-        Ok(ran?.1)
     }
 
     /// The packet buffer as the last run left it.
@@ -256,13 +288,13 @@ impl Vm {
         decoded.replace(&def.name, start, insns, maps)
     }
 
-    /// Runs `program` on the packet loaded into the scratch buffer: the part of a run both
-    /// [`Vm::run`] and [`Vm::run_in_place`] share.
+    /// Runs `program` on `packet` and its metadata, loaded into the scratch buffer, or without
+    /// them on the packet the scratch buffer holds: the part of a run [`Vm::run`],
+    /// [`Vm::run_in_place`] and [`Vm::rerun_in_place`] share.
     fn execute(
         &mut self,
         program: usize,
-        packet: &[u8],
-        meta: &[u8],
+        packet: Option<(&[u8], &[u8])>,
         trace: &mut Vec<String>,
         records: &mut Records,
     ) -> Result<(Exited, RunSummary), VmError> {
@@ -275,7 +307,9 @@ impl Vm {
         if !decoded.xdp {
             def.require_xdp("the interpreter", "executes XDP programs")?;
         }
-        self.scratch.packet.refill(packet, meta)?;
+        if let Some((packet, meta)) = packet {
+            self.scratch.packet.refill(packet, meta)?;
+        }
         self.scratch.stack[..FRAME_BYTES].fill(0);
         let scratch = std::mem::replace(&mut self.scratch, Scratch::placeholder());
         let mut exec = Execution {
