@@ -130,7 +130,7 @@ pub struct Vm {
     pub options: VmOptions,
     prandom_state: u64,
     ktime_ns: u64,
-    scratch: Scratch,
+    pub(crate) scratch: Scratch,
 }
 
 impl Vm {
@@ -311,31 +311,19 @@ impl Vm {
             self.scratch.packet.refill(packet, meta)?;
         }
         self.scratch.stack[..FRAME_BYTES].fill(0);
-        let scratch = std::mem::replace(&mut self.scratch, Scratch::placeholder());
         let mut exec = Execution {
             vm: self,
             domain: Concrete,
             regs: [0; NUM_REGS],
-            scratch,
             program,
             tail_calls: 0,
             redirect: None,
-            trace: std::mem::take(trace),
-            records: std::mem::take(records),
+            trace,
+            records,
             loop_budget: LOOP_BUDGET,
         };
         let result = exec.run_to_exit();
-        let Execution {
-            scratch,
-            program: final_program,
-            redirect,
-            trace: traced,
-            records: recorded,
-            ..
-        } = exec;
-        self.scratch = scratch;
-        *trace = traced;
-        *records = recorded;
+        let (final_program, redirect) = (exec.program, exec.redirect);
         let exit = result.map_err(|e| *e)?;
         let summary = RunSummary {
             return_value: exit.return_value,
@@ -386,29 +374,19 @@ impl Scratch {
             frames: Vec::with_capacity(MAX_CALL_FRAMES),
         }
     }
-
-    /// A placeholder holding no memory, left in the [`Vm`] while a run borrows the real one.
-    fn placeholder() -> Scratch {
-        Scratch {
-            stack: Vec::new(),
-            packet: PacketBuffer::placeholder(),
-            callback_keys: Vec::new(),
-            frames: Vec::new(),
-        }
-    }
 }
 
-/// The state of one run.
+/// The state of one run. The memory it works in stays in the [`Vm`] (`vm.scratch`), reached
+/// through `vm`: moving it out and back per run cost a run three copies of it.
 pub(crate) struct Execution<'v> {
     pub(crate) vm: &'v mut Vm,
     domain: Concrete,
     pub(crate) regs: [u64; NUM_REGS],
-    pub(crate) scratch: Scratch,
     pub(crate) program: usize,
     pub(crate) tail_calls: u32,
     pub(crate) redirect: Option<Redirect>,
-    pub(crate) trace: Vec<String>,
-    pub(crate) records: Records,
+    pub(crate) trace: &'v mut Vec<String>,
+    pub(crate) records: &'v mut Records,
     /// What is left of the run's `may_goto` budget.
     loop_budget: u64,
 }
@@ -452,7 +430,7 @@ impl Execution<'_> {
         self.regs = [0; NUM_REGS];
         self.regs[1] = pointer(CTX_REGION, 0);
         self.regs[10] = pointer(STACK_REGION, FRAME_BYTES as u64);
-        self.scratch.frames.clear();
+        self.vm.scratch.frames.clear();
         self.loop_budget = LOOP_BUDGET;
     }
 
@@ -491,13 +469,13 @@ impl Execution<'_> {
             }
             let program = self.program;
             if record_states {
-                let p = &self.scratch.packet;
+                let p = &self.vm.scratch.packet;
                 states.push(StepState {
                     regs: self.regs,
                     data_meta: p.data_meta as u64,
                     data: p.data as u64,
                     data_end: p.data_end as u64,
-                    depth: self.scratch.frames.len(),
+                    depth: self.vm.scratch.frames.len(),
                 });
             }
             let flow = step_op(self, pc, insn).map_err(|e| e.in_program(&self.program_name()))?;
@@ -561,12 +539,12 @@ impl Execution<'_> {
         let (region, offset) = split(addr);
         let offset = offset as usize;
         let placed = match region {
-            STACK_REGION if offset + len <= (self.scratch.frames.len() + 1) * FRAME_BYTES => {
+            STACK_REGION if offset + len <= (self.vm.scratch.frames.len() + 1) * FRAME_BYTES => {
                 Some(Place::Stack(offset))
             }
             PACKET_REGION
-                if offset >= self.scratch.packet.data_meta
-                    && offset + len <= self.scratch.packet.data_end =>
+                if offset >= self.vm.scratch.packet.data_meta
+                    && offset + len <= self.vm.scratch.packet.data_end =>
             {
                 Some(Place::Packet(offset))
             }
@@ -580,7 +558,7 @@ impl Execution<'_> {
             }
             r if r.wrapping_sub(CALLBACK_KEY_REGION) < MAX_CALL_FRAMES as u64 => {
                 let depth = (r - CALLBACK_KEY_REGION) as usize;
-                (!write && offset + len <= self.scratch.callback_keys[depth].len())
+                (!write && offset + len <= self.vm.scratch.callback_keys[depth].len())
                     .then_some(Place::Key { depth, offset })
             }
             _ => None,
@@ -596,7 +574,7 @@ impl Execution<'_> {
         let offset = offset as usize;
         let what = match region {
             PACKET_REGION => {
-                let p = &self.scratch.packet;
+                let p = &self.vm.scratch.packet;
                 format!(
                     "{len}-byte {} at packet offset {} outside the packet (data_meta..data_end = {}..{})",
                     access(write),
@@ -609,7 +587,7 @@ impl Execution<'_> {
                 "{len}-byte {} at stack offset {} outside the {} active stack bytes",
                 access(write),
                 offset,
-                (self.scratch.frames.len() + 1) * FRAME_BYTES
+                (self.vm.scratch.frames.len() + 1) * FRAME_BYTES
             ),
             r if (MAP_VALUE_REGION..MAP_VALUE_REGION + self.vm.maps.len() as u64).contains(&r) => {
                 let state = &self.vm.maps[(r - MAP_VALUE_REGION) as usize];
@@ -628,7 +606,8 @@ impl Execution<'_> {
             r if (CALLBACK_KEY_REGION..CALLBACK_KEY_REGION + MAX_CALL_FRAMES as u64)
                 .contains(&r) =>
             {
-                let key_len = self.scratch.callback_keys[(r - CALLBACK_KEY_REGION) as usize].len();
+                let key_len =
+                    self.vm.scratch.callback_keys[(r - CALLBACK_KEY_REGION) as usize].len();
                 format!(
                     "{len}-byte {} at offset {offset} of a callback's {key_len}-byte key, \
                      which is read-only",
@@ -668,12 +647,14 @@ impl Execution<'_> {
         let (region, offset) = split(addr);
         let offset = offset as usize;
         if region == STACK_REGION {
-            (offset + len <= (self.scratch.frames.len() + 1) * FRAME_BYTES).then_some(FastPlace {
-                stack: true,
-                offset,
-            })
+            (offset + len <= (self.vm.scratch.frames.len() + 1) * FRAME_BYTES).then_some(
+                FastPlace {
+                    stack: true,
+                    offset,
+                },
+            )
         } else if region == PACKET_REGION {
-            let p = &self.scratch.packet;
+            let p = &self.vm.scratch.packet;
             (offset >= p.data_meta && offset + len <= p.data_end).then_some(FastPlace {
                 stack: false,
                 offset,
@@ -688,9 +669,9 @@ impl Execution<'_> {
     pub(crate) fn fast_word(&self, addr: u64) -> Option<[u8; 4]> {
         let o = self.fast_place(addr, 4)?;
         Some(if o.stack {
-            first(&self.scratch.stack[o.offset..])
+            first(&self.vm.scratch.stack[o.offset..])
         } else {
-            first(&self.scratch.packet.buf[o.offset..])
+            first(&self.vm.scratch.packet.buf[o.offset..])
         })
     }
 
@@ -714,10 +695,10 @@ impl Execution<'_> {
             return self.load_ctx(pc, offset, size);
         }
         let bytes: &[u8] = match self.place(pc, addr, len, false)? {
-            Place::Packet(o) => &self.scratch.packet.buf[o..],
-            Place::Stack(o) => &self.scratch.stack[o..],
+            Place::Packet(o) => &self.vm.scratch.packet.buf[o..],
+            Place::Stack(o) => &self.vm.scratch.stack[o..],
             Place::MapValue { map, loc } => self.vm.maps[map].slab.bytes(loc, len),
-            Place::Key { depth, offset } => &self.scratch.callback_keys[depth][offset..],
+            Place::Key { depth, offset } => &self.vm.scratch.callback_keys[depth][offset..],
         };
         Ok(read_word(bytes, size))
     }
@@ -733,11 +714,11 @@ impl Execution<'_> {
     ) -> Result<(), Box<VmError>> {
         let len = size.bytes() as usize;
         let bytes: &mut [u8] = match self.place(pc, addr, len, true)? {
-            Place::Packet(o) => &mut self.scratch.packet.buf[o..],
-            Place::Stack(o) => &mut self.scratch.stack[o..],
+            Place::Packet(o) => &mut self.vm.scratch.packet.buf[o..],
+            Place::Stack(o) => &mut self.vm.scratch.stack[o..],
             Place::MapValue { map, loc } => self.vm.maps[map].slab.bytes_mut(loc, len),
             // `place` refuses writes to keys; the store would land in the key's copy.
-            Place::Key { depth, offset } => &mut self.scratch.callback_keys[depth][offset..],
+            Place::Key { depth, offset } => &mut self.vm.scratch.callback_keys[depth][offset..],
         };
         write_word(bytes, size, value);
         Ok(())
@@ -751,11 +732,11 @@ impl Execution<'_> {
         len: usize,
     ) -> Result<&[u8], Box<VmError>> {
         Ok(match self.place(pc, addr, len, false)? {
-            Place::Packet(o) => &self.scratch.packet.buf[o..o + len],
-            Place::Stack(o) => &self.scratch.stack[o..o + len],
+            Place::Packet(o) => &self.vm.scratch.packet.buf[o..o + len],
+            Place::Stack(o) => &self.vm.scratch.stack[o..o + len],
             Place::MapValue { map, loc } => self.vm.maps[map].slab.bytes(loc, len),
             Place::Key { depth, offset } => {
-                &self.scratch.callback_keys[depth][offset..offset + len]
+                &self.vm.scratch.callback_keys[depth][offset..offset + len]
             }
         })
     }
@@ -769,15 +750,15 @@ impl Execution<'_> {
     ) -> Result<(), Box<VmError>> {
         let len = bytes.len();
         match self.place(pc, addr, len, true)? {
-            Place::Packet(o) => self.scratch.packet.buf[o..o + len].copy_from_slice(bytes),
-            Place::Stack(o) => self.scratch.stack[o..o + len].copy_from_slice(bytes),
+            Place::Packet(o) => self.vm.scratch.packet.buf[o..o + len].copy_from_slice(bytes),
+            Place::Stack(o) => self.vm.scratch.stack[o..o + len].copy_from_slice(bytes),
             Place::MapValue { map, loc } => self.vm.maps[map]
                 .slab
                 .bytes_mut(loc, len)
                 .copy_from_slice(bytes),
             // `place` refuses writes to keys; the store would land in the key's copy.
             Place::Key { depth, offset } => {
-                self.scratch.callback_keys[depth][offset..offset + len].copy_from_slice(bytes)
+                self.vm.scratch.callback_keys[depth][offset..offset + len].copy_from_slice(bytes)
             }
         }
         Ok(())
@@ -785,7 +766,7 @@ impl Execution<'_> {
 
     /// Reads a context field.
     fn load_ctx(&self, pc: usize, offset: u64, size: Size) -> Result<u64, Box<VmError>> {
-        let p = &self.scratch.packet;
+        let p = &self.vm.scratch.packet;
         let field = match (offset & !3, size) {
             (xdp_md::DATA, Size::W) => return Ok(pointer(PACKET_REGION, p.data as u64)),
             (xdp_md::DATA_END, Size::W) => return Ok(pointer(PACKET_REGION, p.data_end as u64)),
@@ -919,11 +900,11 @@ impl Machine for Execution<'_> {
     }
 
     fn frames(&mut self) -> &mut Vec<Frame<u64>> {
-        &mut self.scratch.frames
+        &mut self.vm.scratch.frames
     }
 
     fn push_stack_frame(&mut self, depth: usize) -> Result<u64, Box<VmError>> {
-        self.scratch.stack[depth * FRAME_BYTES..(depth + 1) * FRAME_BYTES].fill(0);
+        self.vm.scratch.stack[depth * FRAME_BYTES..(depth + 1) * FRAME_BYTES].fill(0);
         Ok(pointer(STACK_REGION, ((depth + 1) * FRAME_BYTES) as u64))
     }
 
@@ -936,9 +917,9 @@ impl Machine for Execution<'_> {
         let len = size.bytes() as usize;
         if let Some(o) = self.fast_place(*addr, len) {
             let bytes = if o.stack {
-                &self.scratch.stack[o.offset..]
+                &self.vm.scratch.stack[o.offset..]
             } else {
-                &self.scratch.packet.buf[o.offset..]
+                &self.vm.scratch.packet.buf[o.offset..]
             };
             return Ok(read_word(bytes, size));
         }
@@ -956,9 +937,9 @@ impl Machine for Execution<'_> {
         let len = size.bytes() as usize;
         if let Some(o) = self.fast_place(*addr, len) {
             let bytes = if o.stack {
-                &mut self.scratch.stack[o.offset..]
+                &mut self.vm.scratch.stack[o.offset..]
             } else {
-                &mut self.scratch.packet.buf[o.offset..]
+                &mut self.vm.scratch.packet.buf[o.offset..]
             };
             write_word(bytes, size, *value);
             return Ok(());
