@@ -18,7 +18,7 @@
 //! is the like-for-like ratio. Run with `bench/vm` or `cargo bench -p linerate-conformance --bench vm`;
 //! with `BENCH_VM_ONLY=NAME,...` only those examples run (to profile one), and with
 //! `BENCH_VM_PASSES=N` the interpreter makes one round of exactly `N` passes over each example's
-//! packets and the kernel does not run (a fixed amount of work, for counting machine instructions
+//! packets (and of `VM_REPEAT` runs per packet in the repeat columns) and the kernel does not run (a fixed amount of work, for counting machine instructions
 //! with callgrind on a machine too busy for timings to compare).
 
 use std::time::Instant;
