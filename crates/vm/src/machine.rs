@@ -993,13 +993,13 @@ impl Machine for Execution<'_> {
 
     #[inline(never)]
     fn call_kfunc(&mut self, pc: usize, index: i32) -> Result<(), Box<VmError>> {
-        let object = &self.vm.object;
+        // The object shared, not the kfunc's name copied: the call needs the machine, which
+        // holds the object, mutably, and a copy of the name cost every kfunc call an allocation.
+        let object = Rc::clone(&self.vm.object);
         let Some(kfunc) = object.kfunc(index) else {
             let count = object.kfuncs.len();
             return Err(SemError::NoSuchKfunc { pc, index, count }.into());
         };
-        // Cloned: the call needs the machine, which holds the object, mutably.
-        let name = kfunc.name.clone();
-        linerate_sem::kfuncs::call(self, pc, &name)
+        linerate_sem::kfuncs::call(self, pc, &kfunc.name)
     }
 }
