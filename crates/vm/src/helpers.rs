@@ -40,8 +40,8 @@ fn to_bytes(values: &[u64]) -> Vec<u8> {
     values.iter().map(|v| *v as u8).collect()
 }
 
-/// Calls `f` with the bytes of `values`, without allocating for keys up to 64 bytes (map keys,
-/// looked up on the interpreter's hot path).
+/// Calls `f` with the bytes of `values`, without allocating for up to 64 bytes (map keys, looked
+/// up on the interpreter's hot path, and small writes such as a kfunc iterator's state).
 fn with_bytes<R>(values: &[u64], f: impl FnOnce(&[u8]) -> R) -> R {
     let mut small = [0u8; 64];
     match small.get_mut(..values.len()) {
@@ -89,7 +89,7 @@ impl HelperMachine for Execution<'_> {
     }
 
     fn write_bytes(&mut self, pc: usize, addr: &u64, bytes: &[u64]) -> Result<(), Box<VmError>> {
-        self.write_memory(pc, *addr, &to_bytes(bytes))
+        with_bytes(bytes, |b| self.write_memory(pc, *addr, b))
     }
 
     fn map_of(&mut self, pc: usize, helper: u32, handle: &u64) -> Result<usize, Box<VmError>> {
