@@ -746,13 +746,23 @@ fn signed<M: HelperMachine>(m: &mut M, v: i64) -> Val<M> {
 
 /// The `n` little-endian bytes of `v`.
 pub(crate) fn bytes_of<M: HelperMachine>(m: &mut M, v: &Val<M>, n: u64) -> Vec<Val<M>> {
-    (0..n)
-        .map(|i| {
-            let shift = m.domain().constant(8 * i);
-            let shifted = m.domain().binary(BinOp::LShr, v, &shift);
-            m.zext(&shifted, 8)
-        })
-        .collect()
+    let mut out = Vec::with_capacity(n as usize);
+    push_bytes_of(m, v, n, &mut out);
+    out
+}
+
+/// [`bytes_of`] appended to `out` (one allocation for a record of several values).
+pub(crate) fn push_bytes_of<M: HelperMachine>(
+    m: &mut M,
+    v: &Val<M>,
+    n: u64,
+    out: &mut Vec<Val<M>>,
+) {
+    for i in 0..n {
+        let shift = m.domain().constant(8 * i);
+        let shifted = m.domain().binary(BinOp::LShr, v, &shift);
+        out.push(m.zext(&shifted, 8));
+    }
 }
 
 /// The little-endian value of up to 8 bytes.

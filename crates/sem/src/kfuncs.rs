@@ -24,7 +24,7 @@ use linerate_bpf::facts::limits::MAX_LOOPS;
 
 use crate::domain::{BinOp, CmpOp, Domain};
 use crate::exec::{Ops, SemError, Val};
-use crate::helpers::{bytes_of, from_bytes, HelperMachine};
+use crate::helpers::{from_bytes, push_bytes_of, HelperMachine};
 
 /// Kernel functions [`call`] gives a meaning to, by name.
 pub const MODELLED: &[&str] = &[ITER_NUM_NEW, ITER_NUM_NEXT, ITER_NUM_DESTROY];
@@ -61,8 +61,9 @@ fn write_iter<M: HelperMachine>(
     cur: &Val<M>,
     end: &Val<M>,
 ) -> Result<(), M::Fault> {
-    let mut bytes = bytes_of(m, cur, 4);
-    bytes.extend(bytes_of(m, end, 4));
+    let mut bytes = Vec::with_capacity(ITER_NUM_SIZE as usize);
+    push_bytes_of(m, cur, 4, &mut bytes);
+    push_bytes_of(m, end, 4, &mut bytes);
     m.write_bytes(pc, it, &bytes)
 }
 

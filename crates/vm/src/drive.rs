@@ -112,6 +112,16 @@ impl Driver {
             .map_err(|source| DriveError::Packet { index, source })
     }
 
+    /// Runs program `program` again on the packet the last run left, with the maps as they are
+    /// ([`crate::Vm::rerun_in_place`]: what the kernel's `BPF_PROG_TEST_RUN` does with `repeat`
+    /// above 1); an error names the last packet.
+    pub fn rerun_in_place(&mut self, program: usize) -> Result<RunSummary, DriveError> {
+        let index = self.packets.saturating_sub(1);
+        self.vm
+            .rerun_in_place(program)
+            .map_err(|source| DriveError::Packet { index, source })
+    }
+
     /// Runs program `program` on every packet in order, with the maps before the first and after
     /// the last.
     pub fn run_packets(

@@ -40,8 +40,8 @@ fn to_bytes(values: &[u64]) -> Vec<u8> {
     values.iter().map(|v| *v as u8).collect()
 }
 
-/// Calls `f` with the bytes of `values`, without allocating for keys up to 64 bytes (map keys,
-/// looked up on the interpreter's hot path).
+/// Calls `f` with the bytes of `values`, without allocating for up to 64 bytes (map keys, looked
+/// up on the interpreter's hot path, and small writes such as a kfunc iterator's state).
 fn with_bytes<R>(values: &[u64], f: impl FnOnce(&[u8]) -> R) -> R {
     let mut small = [0u8; 64];
     match small.get_mut(..values.len()) {
@@ -89,7 +89,7 @@ impl HelperMachine for Execution<'_> {
     }
 
     fn write_bytes(&mut self, pc: usize, addr: &u64, bytes: &[u64]) -> Result<(), Box<VmError>> {
-        self.write_memory(pc, *addr, &to_bytes(bytes))
+        with_bytes(bytes, |b| self.write_memory(pc, *addr, b))
     }
 
     fn map_of(&mut self, pc: usize, helper: u32, handle: &u64) -> Result<usize, Box<VmError>> {
@@ -163,7 +163,7 @@ impl HelperMachine for Execution<'_> {
     }
 
     fn packet_bounds(&mut self) -> PacketBounds<u64> {
-        let p = &self.scratch.packet;
+        let p = &self.vm.scratch.packet;
         PacketBounds {
             data_meta: p.data_meta as u64,
             data: p.data as u64,
@@ -176,7 +176,7 @@ impl HelperMachine for Execution<'_> {
         _pc: usize,
         bounds: PacketBounds<u64>,
     ) -> Result<(), Box<VmError>> {
-        self.scratch.packet.set_bounds(
+        self.vm.scratch.packet.set_bounds(
             bounds.data_meta as usize,
             bounds.data as usize,
             bounds.data_end as usize,
@@ -185,7 +185,7 @@ impl HelperMachine for Execution<'_> {
     }
 
     fn packet_frags(&mut self) -> Frags<u64> {
-        let p = &self.scratch.packet;
+        let p = &self.vm.scratch.packet;
         Frags {
             len: p.frags_len() as u64,
             last: p.last_frag_len() as u64,
@@ -193,13 +193,13 @@ impl HelperMachine for Execution<'_> {
     }
 
     fn set_frags_len(&mut self, _pc: usize, len: &u64) -> Result<(), Box<VmError>> {
-        self.scratch.packet.set_frags_len(*len as usize);
+        self.vm.scratch.packet.set_frags_len(*len as usize);
         Ok(())
     }
 
     fn read_packet(&mut self, pc: usize, offset: &u64, len: u64) -> Result<Vec<u64>, Box<VmError>> {
         let mut bytes = vec![0u8; len as usize];
-        if !self.scratch.packet.read_at(*offset as usize, &mut bytes) {
+        if !self.vm.scratch.packet.read_at(*offset as usize, &mut bytes) {
             return Err(self.outside_packet(pc, *offset, len));
         }
         Ok(bytes.iter().map(|b| u64::from(*b)).collect())
@@ -207,6 +207,7 @@ impl HelperMachine for Execution<'_> {
 
     fn write_packet(&mut self, pc: usize, offset: &u64, bytes: &[u64]) -> Result<(), Box<VmError>> {
         if !self
+            .vm
             .scratch
             .packet
             .write_at(*offset as usize, &to_bytes(bytes))
@@ -312,7 +313,7 @@ impl HelperMachine for Execution<'_> {
             return Ok(());
         }
         self.ring(pc, map)?;
-        push_record(&mut self.records, map, record);
+        push_record(self.records, map, record);
         Ok(())
     }
 
@@ -394,7 +395,7 @@ impl HelperMachine for Execution<'_> {
     fn callback_key(&mut self, pc: usize, key: &[u64]) -> Result<u64, Box<VmError>> {
         // The callback runs one frame deeper than the helper's caller.
         let depth = self.frames().len() + 1;
-        let Some(slot) = self.scratch.callback_keys.get_mut(depth) else {
+        let Some(slot) = self.vm.scratch.callback_keys.get_mut(depth) else {
             return Err(linerate_sem::SemError::CallDepth { pc }.into());
         };
         slot.clear();
@@ -449,7 +450,7 @@ impl Execution<'_> {
     /// The fault of a packet helper's range the semantics let through but the buffer does not
     /// hold (the semantics checks every range first, so this is a bug, reported as one).
     fn outside_packet(&self, pc: usize, offset: u64, len: u64) -> Box<VmError> {
-        let p = &self.scratch.packet;
+        let p = &self.vm.scratch.packet;
         Box::new(VmError::MemoryFault {
             program: self.program_name(),
             pc,

@@ -130,7 +130,7 @@ pub struct Vm {
     pub options: VmOptions,
     prandom_state: u64,
     ktime_ns: u64,
-    scratch: Scratch,
+    pub(crate) scratch: Scratch,
 }
 
 impl Vm {
@@ -176,7 +176,8 @@ impl Vm {
     ) -> Result<RunOutcome, VmError> {
         let mut records = Records::new();
         let mut trace = Vec::new();
-        let ran = self.execute(program, packet, meta, &mut trace, &mut records);
+        self.drop_records();
+        let ran = self.execute(program, Some((packet, meta)), &mut trace, &mut records);
         // The reader takes every record after the run, as the kernel runner does.
         for (map, state) in self.maps.iter_mut().enumerate() {
             if let Some(ring) = state.ring_mut() {
@@ -203,7 +204,8 @@ impl Vm {
 
     /// Runs program `program` on `packet` as [`Vm::run`] does, but leaves the resulting packet in
     /// the interpreter ([`Vm::packet_buffer`]) instead of copying it out, and drops what the
-    /// program sent to user space (trace lines, ring buffer and perf event records): after the
+    /// program sent to user space (trace lines; ring buffer and perf event records stay in
+    /// their rings for its reruns, [`Vm::rerun_in_place`], until the next packet): after the
     /// first run, a run allocates nothing unless the program writes such output. Steps and states
     /// are not recorded. For callers that run many packets and compare only some of the outcome
     /// (the optimizer's candidate evaluation).
@@ -213,20 +215,50 @@ impl Vm {
         packet: &[u8],
         meta: &[u8],
     ) -> Result<RunSummary, VmError> {
+        self.quietly(program, Some((packet, meta)))
+    }
+
+    /// Runs program `program` again on the packet as the last run left it (its bytes, its
+    /// `data_meta`, `data` and `data_end`), otherwise as [`Vm::run_in_place`] does. This is what
+    /// the kernel's `BPF_PROG_TEST_RUN` does with `repeat` above 1: it copies the packet in once
+    /// and runs the program on the same buffer again and again, so that a program that changes
+    /// the packet takes, from the second run on, the path the changed packet leads to. Before
+    /// any run, the buffer holds an empty packet.
+    pub fn rerun_in_place(&mut self, program: usize) -> Result<RunSummary, VmError> {
+        self.quietly(program, None)
+    }
+
+    /// A run recording nothing and dropping what the program sent to user space, on `packet`
+    /// (with its metadata) or, without one, on the packet the last run left.
+    fn quietly(
+        &mut self,
+        program: usize,
+        packet: Option<(&[u8], &[u8])>,
+    ) -> Result<RunSummary, VmError> {
         let (record_steps, record_states) = (self.options.record_steps, self.options.record_states);
         self.options.record_steps = false;
         self.options.record_states = false;
         let mut trace = Vec::new();
         let mut records = Records::new();
-        let ran = self.execute(program, packet, meta, &mut trace, &mut records);
+        if packet.is_some() {
+            self.drop_records();
+        }
+        let ran = self.execute(program, packet, &mut trace, &mut records);
         self.options.record_steps = record_steps;
         self.options.record_states = record_states;
+        Ok(ran?.1)
+    }
+
+    /// Drops the records left in ring buffers and perf event arrays by runs in place: a run on
+    /// a new packet stands for a new `BPF_PROG_TEST_RUN` call, before which the reader took
+    /// every record of the last call (its first run and its reruns, which fill the rings
+    /// together as the kernel's repeated runs do).
+    fn drop_records(&mut self) {
         for state in &mut self.maps {
             if let Some(ring) = state.ring_mut() {
                 ring.take_records();
             }
         }
-        Ok(ran?.1)
     }
 
     /// The packet buffer as the last run left it.
@@ -256,13 +288,13 @@ impl Vm {
         decoded.replace(&def.name, start, insns, maps)
     }
 
-    /// Runs `program` on the packet loaded into the scratch buffer: the part of a run both
-    /// [`Vm::run`] and [`Vm::run_in_place`] share.
+    /// Runs `program` on `packet` and its metadata, loaded into the scratch buffer, or without
+    /// them on the packet the scratch buffer holds: the part of a run [`Vm::run`],
+    /// [`Vm::run_in_place`] and [`Vm::rerun_in_place`] share.
     fn execute(
         &mut self,
         program: usize,
-        packet: &[u8],
-        meta: &[u8],
+        packet: Option<(&[u8], &[u8])>,
         trace: &mut Vec<String>,
         records: &mut Records,
     ) -> Result<(Exited, RunSummary), VmError> {
@@ -275,33 +307,23 @@ impl Vm {
         if !decoded.xdp {
             def.require_xdp("the interpreter", "executes XDP programs")?;
         }
-        self.scratch.packet.refill(packet, meta)?;
+        if let Some((packet, meta)) = packet {
+            self.scratch.packet.refill(packet, meta)?;
+        }
         self.scratch.stack[..FRAME_BYTES].fill(0);
-        let scratch = std::mem::replace(&mut self.scratch, Scratch::placeholder());
         let mut exec = Execution {
             vm: self,
             domain: Concrete,
             regs: [0; NUM_REGS],
-            scratch,
             program,
             tail_calls: 0,
             redirect: None,
-            trace: std::mem::take(trace),
-            records: std::mem::take(records),
+            trace,
+            records,
             loop_budget: LOOP_BUDGET,
         };
         let result = exec.run_to_exit();
-        let Execution {
-            scratch,
-            program: final_program,
-            redirect,
-            trace: traced,
-            records: recorded,
-            ..
-        } = exec;
-        self.scratch = scratch;
-        *trace = traced;
-        *records = recorded;
+        let (final_program, redirect) = (exec.program, exec.redirect);
         let exit = result.map_err(|e| *e)?;
         let summary = RunSummary {
             return_value: exit.return_value,
@@ -352,29 +374,19 @@ impl Scratch {
             frames: Vec::with_capacity(MAX_CALL_FRAMES),
         }
     }
-
-    /// A placeholder holding no memory, left in the [`Vm`] while a run borrows the real one.
-    fn placeholder() -> Scratch {
-        Scratch {
-            stack: Vec::new(),
-            packet: PacketBuffer::placeholder(),
-            callback_keys: Vec::new(),
-            frames: Vec::new(),
-        }
-    }
 }
 
-/// The state of one run.
+/// The state of one run. The memory it works in stays in the [`Vm`] (`vm.scratch`), reached
+/// through `vm`: moving it out and back per run cost a run three copies of it.
 pub(crate) struct Execution<'v> {
     pub(crate) vm: &'v mut Vm,
     domain: Concrete,
     pub(crate) regs: [u64; NUM_REGS],
-    pub(crate) scratch: Scratch,
     pub(crate) program: usize,
     pub(crate) tail_calls: u32,
     pub(crate) redirect: Option<Redirect>,
-    pub(crate) trace: Vec<String>,
-    pub(crate) records: Records,
+    pub(crate) trace: &'v mut Vec<String>,
+    pub(crate) records: &'v mut Records,
     /// What is left of the run's `may_goto` budget.
     loop_budget: u64,
 }
@@ -418,7 +430,7 @@ impl Execution<'_> {
         self.regs = [0; NUM_REGS];
         self.regs[1] = pointer(CTX_REGION, 0);
         self.regs[10] = pointer(STACK_REGION, FRAME_BYTES as u64);
-        self.scratch.frames.clear();
+        self.vm.scratch.frames.clear();
         self.loop_budget = LOOP_BUDGET;
     }
 
@@ -457,13 +469,13 @@ impl Execution<'_> {
             }
             let program = self.program;
             if record_states {
-                let p = &self.scratch.packet;
+                let p = &self.vm.scratch.packet;
                 states.push(StepState {
                     regs: self.regs,
                     data_meta: p.data_meta as u64,
                     data: p.data as u64,
                     data_end: p.data_end as u64,
-                    depth: self.scratch.frames.len(),
+                    depth: self.vm.scratch.frames.len(),
                 });
             }
             let flow = step_op(self, pc, insn).map_err(|e| e.in_program(&self.program_name()))?;
@@ -527,12 +539,12 @@ impl Execution<'_> {
         let (region, offset) = split(addr);
         let offset = offset as usize;
         let placed = match region {
-            STACK_REGION if offset + len <= (self.scratch.frames.len() + 1) * FRAME_BYTES => {
+            STACK_REGION if offset + len <= (self.vm.scratch.frames.len() + 1) * FRAME_BYTES => {
                 Some(Place::Stack(offset))
             }
             PACKET_REGION
-                if offset >= self.scratch.packet.data_meta
-                    && offset + len <= self.scratch.packet.data_end =>
+                if offset >= self.vm.scratch.packet.data_meta
+                    && offset + len <= self.vm.scratch.packet.data_end =>
             {
                 Some(Place::Packet(offset))
             }
@@ -546,7 +558,7 @@ impl Execution<'_> {
             }
             r if r.wrapping_sub(CALLBACK_KEY_REGION) < MAX_CALL_FRAMES as u64 => {
                 let depth = (r - CALLBACK_KEY_REGION) as usize;
-                (!write && offset + len <= self.scratch.callback_keys[depth].len())
+                (!write && offset + len <= self.vm.scratch.callback_keys[depth].len())
                     .then_some(Place::Key { depth, offset })
             }
             _ => None,
@@ -562,7 +574,7 @@ impl Execution<'_> {
         let offset = offset as usize;
         let what = match region {
             PACKET_REGION => {
-                let p = &self.scratch.packet;
+                let p = &self.vm.scratch.packet;
                 format!(
                     "{len}-byte {} at packet offset {} outside the packet (data_meta..data_end = {}..{})",
                     access(write),
@@ -575,7 +587,7 @@ impl Execution<'_> {
                 "{len}-byte {} at stack offset {} outside the {} active stack bytes",
                 access(write),
                 offset,
-                (self.scratch.frames.len() + 1) * FRAME_BYTES
+                (self.vm.scratch.frames.len() + 1) * FRAME_BYTES
             ),
             r if (MAP_VALUE_REGION..MAP_VALUE_REGION + self.vm.maps.len() as u64).contains(&r) => {
                 let state = &self.vm.maps[(r - MAP_VALUE_REGION) as usize];
@@ -594,7 +606,8 @@ impl Execution<'_> {
             r if (CALLBACK_KEY_REGION..CALLBACK_KEY_REGION + MAX_CALL_FRAMES as u64)
                 .contains(&r) =>
             {
-                let key_len = self.scratch.callback_keys[(r - CALLBACK_KEY_REGION) as usize].len();
+                let key_len =
+                    self.vm.scratch.callback_keys[(r - CALLBACK_KEY_REGION) as usize].len();
                 format!(
                     "{len}-byte {} at offset {offset} of a callback's {key_len}-byte key, \
                      which is read-only",
@@ -634,12 +647,14 @@ impl Execution<'_> {
         let (region, offset) = split(addr);
         let offset = offset as usize;
         if region == STACK_REGION {
-            (offset + len <= (self.scratch.frames.len() + 1) * FRAME_BYTES).then_some(FastPlace {
-                stack: true,
-                offset,
-            })
+            (offset + len <= (self.vm.scratch.frames.len() + 1) * FRAME_BYTES).then_some(
+                FastPlace {
+                    stack: true,
+                    offset,
+                },
+            )
         } else if region == PACKET_REGION {
-            let p = &self.scratch.packet;
+            let p = &self.vm.scratch.packet;
             (offset >= p.data_meta && offset + len <= p.data_end).then_some(FastPlace {
                 stack: false,
                 offset,
@@ -654,9 +669,9 @@ impl Execution<'_> {
     pub(crate) fn fast_word(&self, addr: u64) -> Option<[u8; 4]> {
         let o = self.fast_place(addr, 4)?;
         Some(if o.stack {
-            first(&self.scratch.stack[o.offset..])
+            first(&self.vm.scratch.stack[o.offset..])
         } else {
-            first(&self.scratch.packet.buf[o.offset..])
+            first(&self.vm.scratch.packet.buf[o.offset..])
         })
     }
 
@@ -680,10 +695,10 @@ impl Execution<'_> {
             return self.load_ctx(pc, offset, size);
         }
         let bytes: &[u8] = match self.place(pc, addr, len, false)? {
-            Place::Packet(o) => &self.scratch.packet.buf[o..],
-            Place::Stack(o) => &self.scratch.stack[o..],
+            Place::Packet(o) => &self.vm.scratch.packet.buf[o..],
+            Place::Stack(o) => &self.vm.scratch.stack[o..],
             Place::MapValue { map, loc } => self.vm.maps[map].slab.bytes(loc, len),
-            Place::Key { depth, offset } => &self.scratch.callback_keys[depth][offset..],
+            Place::Key { depth, offset } => &self.vm.scratch.callback_keys[depth][offset..],
         };
         Ok(read_word(bytes, size))
     }
@@ -699,11 +714,11 @@ impl Execution<'_> {
     ) -> Result<(), Box<VmError>> {
         let len = size.bytes() as usize;
         let bytes: &mut [u8] = match self.place(pc, addr, len, true)? {
-            Place::Packet(o) => &mut self.scratch.packet.buf[o..],
-            Place::Stack(o) => &mut self.scratch.stack[o..],
+            Place::Packet(o) => &mut self.vm.scratch.packet.buf[o..],
+            Place::Stack(o) => &mut self.vm.scratch.stack[o..],
             Place::MapValue { map, loc } => self.vm.maps[map].slab.bytes_mut(loc, len),
             // `place` refuses writes to keys; the store would land in the key's copy.
-            Place::Key { depth, offset } => &mut self.scratch.callback_keys[depth][offset..],
+            Place::Key { depth, offset } => &mut self.vm.scratch.callback_keys[depth][offset..],
         };
         write_word(bytes, size, value);
         Ok(())
@@ -717,11 +732,11 @@ impl Execution<'_> {
         len: usize,
     ) -> Result<&[u8], Box<VmError>> {
         Ok(match self.place(pc, addr, len, false)? {
-            Place::Packet(o) => &self.scratch.packet.buf[o..o + len],
-            Place::Stack(o) => &self.scratch.stack[o..o + len],
+            Place::Packet(o) => &self.vm.scratch.packet.buf[o..o + len],
+            Place::Stack(o) => &self.vm.scratch.stack[o..o + len],
             Place::MapValue { map, loc } => self.vm.maps[map].slab.bytes(loc, len),
             Place::Key { depth, offset } => {
-                &self.scratch.callback_keys[depth][offset..offset + len]
+                &self.vm.scratch.callback_keys[depth][offset..offset + len]
             }
         })
     }
@@ -735,15 +750,15 @@ impl Execution<'_> {
     ) -> Result<(), Box<VmError>> {
         let len = bytes.len();
         match self.place(pc, addr, len, true)? {
-            Place::Packet(o) => self.scratch.packet.buf[o..o + len].copy_from_slice(bytes),
-            Place::Stack(o) => self.scratch.stack[o..o + len].copy_from_slice(bytes),
+            Place::Packet(o) => self.vm.scratch.packet.buf[o..o + len].copy_from_slice(bytes),
+            Place::Stack(o) => self.vm.scratch.stack[o..o + len].copy_from_slice(bytes),
             Place::MapValue { map, loc } => self.vm.maps[map]
                 .slab
                 .bytes_mut(loc, len)
                 .copy_from_slice(bytes),
             // `place` refuses writes to keys; the store would land in the key's copy.
             Place::Key { depth, offset } => {
-                self.scratch.callback_keys[depth][offset..offset + len].copy_from_slice(bytes)
+                self.vm.scratch.callback_keys[depth][offset..offset + len].copy_from_slice(bytes)
             }
         }
         Ok(())
@@ -751,7 +766,7 @@ impl Execution<'_> {
 
     /// Reads a context field.
     fn load_ctx(&self, pc: usize, offset: u64, size: Size) -> Result<u64, Box<VmError>> {
-        let p = &self.scratch.packet;
+        let p = &self.vm.scratch.packet;
         let field = match (offset & !3, size) {
             (xdp_md::DATA, Size::W) => return Ok(pointer(PACKET_REGION, p.data as u64)),
             (xdp_md::DATA_END, Size::W) => return Ok(pointer(PACKET_REGION, p.data_end as u64)),
@@ -885,11 +900,11 @@ impl Machine for Execution<'_> {
     }
 
     fn frames(&mut self) -> &mut Vec<Frame<u64>> {
-        &mut self.scratch.frames
+        &mut self.vm.scratch.frames
     }
 
     fn push_stack_frame(&mut self, depth: usize) -> Result<u64, Box<VmError>> {
-        self.scratch.stack[depth * FRAME_BYTES..(depth + 1) * FRAME_BYTES].fill(0);
+        self.vm.scratch.stack[depth * FRAME_BYTES..(depth + 1) * FRAME_BYTES].fill(0);
         Ok(pointer(STACK_REGION, ((depth + 1) * FRAME_BYTES) as u64))
     }
 
@@ -902,9 +917,9 @@ impl Machine for Execution<'_> {
         let len = size.bytes() as usize;
         if let Some(o) = self.fast_place(*addr, len) {
             let bytes = if o.stack {
-                &self.scratch.stack[o.offset..]
+                &self.vm.scratch.stack[o.offset..]
             } else {
-                &self.scratch.packet.buf[o.offset..]
+                &self.vm.scratch.packet.buf[o.offset..]
             };
             return Ok(read_word(bytes, size));
         }
@@ -922,9 +937,9 @@ impl Machine for Execution<'_> {
         let len = size.bytes() as usize;
         if let Some(o) = self.fast_place(*addr, len) {
             let bytes = if o.stack {
-                &mut self.scratch.stack[o.offset..]
+                &mut self.vm.scratch.stack[o.offset..]
             } else {
-                &mut self.scratch.packet.buf[o.offset..]
+                &mut self.vm.scratch.packet.buf[o.offset..]
             };
             write_word(bytes, size, *value);
             return Ok(());
@@ -978,13 +993,13 @@ impl Machine for Execution<'_> {
 
     #[inline(never)]
     fn call_kfunc(&mut self, pc: usize, index: i32) -> Result<(), Box<VmError>> {
-        let object = &self.vm.object;
+        // The object shared, not the kfunc's name copied: the call needs the machine, which
+        // holds the object, mutably, and a copy of the name cost every kfunc call an allocation.
+        let object = Rc::clone(&self.vm.object);
         let Some(kfunc) = object.kfunc(index) else {
             let count = object.kfuncs.len();
             return Err(SemError::NoSuchKfunc { pc, index, count }.into());
         };
-        // Cloned: the call needs the machine, which holds the object, mutably.
-        let name = kfunc.name.clone();
-        linerate_sem::kfuncs::call(self, pc, &name)
+        linerate_sem::kfuncs::call(self, pc, &kfunc.name)
     }
 }

@@ -108,18 +108,6 @@ impl Default for PacketBuffer {
 }
 
 impl PacketBuffer {
-    /// A buffer without memory, to stand in while the real one is lent out.
-    pub fn placeholder() -> PacketBuffer {
-        PacketBuffer {
-            buf: Vec::new(),
-            data_meta: 0,
-            data: 0,
-            data_end: 0,
-            touched: (0, 0),
-            frags: Vec::new(),
-        }
-    }
-
     /// A buffer holding `meta` followed by `packet`, laid out as the kernel's test_run does: the
     /// metadata sits just before the data, which starts `HEADROOM` bytes into a zeroed frame;
     /// packet bytes past `MAX_DATA` fill fragments of `FRAG_SIZE` bytes, the last one partly.
