@@ -273,6 +273,27 @@ impl Memory {
         self.naming = naming;
     }
 
+    /// The memory as it was before any write, knowing the reads made of its initial contents:
+    /// the start of a second program run on the same inputs (`crate::equivalence`), whose reads
+    /// at symbolic offsets must equal the first run's where the offsets are equal.
+    pub fn initial(&self) -> Memory {
+        Memory {
+            input: self.input.clone(),
+            layers: Vec::new(),
+            cells: BTreeMap::new(),
+            definitions: Vec::new(),
+            names: HashMap::new(),
+            naming: self.naming,
+        }
+    }
+
+    /// Takes over the reads `other` (the same initial contents, read by another run) made of
+    /// the initial contents, which include this memory's: later reads here are tied to both
+    /// runs' (`crate::equivalence`).
+    pub fn share_input(&mut self, other: &Memory) {
+        self.input = other.input.clone();
+    }
+
     /// Makes offsets in `from..to` hold zero (nothing where `to <= from`).
     pub fn zero_range(&mut self, from: &BV, to: &BV) {
         if let (Some(f), Some(t)) = (from.as_u64(), to.as_u64()) {
