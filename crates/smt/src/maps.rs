@@ -124,6 +124,8 @@ fn key_formula(key: &[SymValue]) -> (BV, Option<Vec<u8>>) {
 fn key_equal(a: &Record, key: &BV, key_const: &Option<Vec<u8>>) -> Bool {
     match (&a.key_const, key_const) {
         (Some(x), Some(y)) => Bool::from_bool(x == y),
+        // The same formula (a second run computing the key as the first did: equivalence).
+        _ if a.key == *key => Bool::from_bool(true),
         _ => a.key.eq(key),
     }
 }

@@ -103,6 +103,10 @@ impl Input {
                 byte
             }
             Bits::Sym(o) => {
+                // The same offset's formula read again: the same byte, without a variable.
+                if let Some((_, var)) = self.symbolic.iter().find(|(other, _)| other == o) {
+                    return var.clone();
+                }
                 let own = BV::new_const(format!("{}#{}", self.name, fresh_number()), 8);
                 for (other, var) in &self.symbolic {
                     definitions.push(o.eq(other).implies(own.eq(var)));
@@ -273,16 +277,19 @@ impl Memory {
         self.naming = naming;
     }
 
-    /// The memory as it was before any write, knowing the reads made of its initial contents:
-    /// the start of a second program run on the same inputs (`crate::equivalence`), whose reads
-    /// at symbolic offsets must equal the first run's where the offsets are equal.
+    /// The memory as it was before any write, knowing the reads made of its initial contents and
+    /// the offsets named: the start of a second program run on the same inputs
+    /// (`crate::equivalence`), whose reads at symbolic offsets must equal the first run's where
+    /// the offsets are equal.
     pub fn initial(&self) -> Memory {
         Memory {
             input: self.input.clone(),
             layers: Vec::new(),
             cells: BTreeMap::new(),
             definitions: Vec::new(),
-            names: HashMap::new(),
+            // The offsets named so far keep their names (their definitions hold on the path
+            // the second run continues), so equal offsets' formulas read the same variables.
+            names: self.names.clone(),
             naming: self.naming,
         }
     }
