@@ -606,7 +606,13 @@ impl Search {
                     .parts
                     .iter()
                     .filter(|(_, b)| model.eval(b, true).and_then(|b| b.as_bool()) == Some(true))
-                    .map(|(what, _)| what.clone())
+                    .map(|(what, _)| match what.as_str() {
+                        "packet" => {
+                            let data = value(&original.bounds.data.bits.bv());
+                            format!("packet byte {}", value(&offset).wrapping_sub(data) as i64)
+                        }
+                        _ => what.clone(),
+                    })
                     .collect();
                 let unrepeatable = crate::replay::unrepeatable(&self.envs[CANDIDATE], &s, &model);
                 Ok(Visit::Answer(Equivalence::Different(Box::new(

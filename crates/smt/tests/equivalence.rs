@@ -10,7 +10,7 @@ use linerate_bpf::facts::helper;
 use linerate_bpf::insn::build::{
     add64, add64_reg, call_helper, exit, ja, jmp, jmp_reg, ld_map, ldx, mov64, mov64_reg, st, stx,
 };
-use linerate_bpf::insn::{Cond, Instruction, Size};
+use linerate_bpf::insn::{AluOp, Cond, Instruction, Operand, Size};
 use linerate_bpf::program::{MapDef, MapType};
 use linerate_bpf::Object;
 use linerate_smt::{check_equivalence, Equivalence, EquivalenceCounterexample, EquivalenceOptions};
@@ -24,8 +24,9 @@ fn options() -> EquivalenceOptions {
     }
 }
 
-/// What the interpreter observes of one run: action, output packet, every map's entries.
-type Observed = (u64, Vec<u8>, Vec<Vec<(Vec<u8>, Vec<u8>)>>);
+/// What the interpreter observes of one run: action, output packet and metadata, every map's
+/// entries.
+type Observed = (u64, Vec<u8>, Vec<u8>, Vec<Vec<(Vec<u8>, Vec<u8>)>>);
 
 fn replay(object: &Object, program: usize, cex: &EquivalenceCounterexample) -> Observed {
     let vm_options = VmOptions {
@@ -38,7 +39,7 @@ fn replay(object: &Object, program: usize, cex: &EquivalenceCounterexample) -> O
     let run = driver
         .run(program, &cex.packet, &[])
         .unwrap_or_else(|e| panic!("counterexample run: {e}"));
-    (run.return_value, run.packet, driver.maps())
+    (run.return_value, run.packet, run.meta, driver.maps())
 }
 
 /// Asserts `candidate` differs from `original` and that the counterexample, replayed in the
@@ -267,7 +268,11 @@ fn loop_free_examples_are_equivalent_to_themselves() {
             let object = &example.object;
             let name = format!("{}:{}", example.name(), object.programs[program].name);
             let started = Instant::now();
-            match check_equivalence(object, object, program, &options()) {
+            let options = EquivalenceOptions {
+                max_paths: 300,
+                ..options()
+            };
+            match check_equivalence(object, object, program, &options) {
                 Ok(Equivalence::Equivalent { paths }) => {
                     let secs = started.elapsed().as_secs_f64();
                     eprintln!("{name}: equivalent, {paths} paths, {secs:.2} s");
@@ -286,4 +291,166 @@ fn loop_free_examples_are_equivalent_to_themselves() {
     }
     eprintln!("{} proven, {} unknown", proven.len(), unknown.len());
     assert!(proven.len() >= 10, "only {proven:?} proven");
+}
+
+/// Single-slot mutations of a program: each conditional jump's immediate plus one, each
+/// `r0 = imm` with another action.
+fn mutations(object: &Object, program: usize) -> Vec<(usize, Object)> {
+    let mut out = Vec::new();
+    for (slot, insn) in object.programs[program].decode().expect("decode") {
+        let mutated = match insn {
+            Instruction::Jump {
+                wide,
+                cond,
+                dst,
+                src: Operand::Imm(imm),
+                off,
+            } => Instruction::Jump {
+                wide,
+                cond,
+                dst,
+                src: Operand::Imm(imm.wrapping_add(1)),
+                off,
+            },
+            Instruction::Alu {
+                wide,
+                op: AluOp::Mov,
+                dst: 0,
+                src: Operand::Imm(imm),
+            } => Instruction::Alu {
+                wide,
+                op: AluOp::Mov,
+                dst: 0,
+                src: Operand::Imm(if imm == 2 { 1 } else { 2 }),
+            },
+            _ => continue,
+        };
+        let raw = mutated.encode();
+        if raw.len() != 1 {
+            continue;
+        }
+        let mut candidate = object.clone();
+        candidate.programs[program].insns[slot] = raw[0];
+        out.push((slot, candidate));
+    }
+    out
+}
+
+/// Mutations of examples: where the interpreter sees a crafted packet's outcome change, the
+/// check must find a counterexample; every counterexample found must replay differently.
+#[test]
+fn example_mutations_are_found_different() {
+    let mut found = 0;
+    for name in [
+        "xdp_core.o",
+        "xdp_filter.o",
+        "xdp_ipip.o",
+        "xdp_legacy_prog.o",
+    ] {
+        let path = linerate_conformance::examples::examples_dir().join(name);
+        let example = linerate_conformance::examples::load(&path).expect("example");
+        let (object, program) = (&example.object, example.entry);
+        // `None` where a run faults: a mutation the verifier would refuse (an access out of
+        // bounds), which the check assumes away.
+        let observe = |o: &Object| -> Option<Vec<Observed>> {
+            let mut driver = Driver::new(o, &example.seed, VmOptions::default(), MapMode::Fresh)
+                .expect("driver");
+            example
+                .packet_bytes()
+                .iter()
+                .map(|p| {
+                    let run = driver.run(program, p, &[]).ok()?;
+                    Some((run.return_value, run.packet, run.meta, driver.maps()))
+                })
+                .collect()
+        };
+        let expected = observe(object).expect("the example runs");
+        for (slot, candidate) in mutations(object, program).into_iter().step_by(2).take(8) {
+            let what = format!("{name} insn {slot} mutated");
+            let Some(observed) = observe(&candidate) else {
+                continue;
+            };
+            let visibly = observed != expected;
+            match check_equivalence(object, &candidate, program, &options()) {
+                Ok(Equivalence::Different(cex)) => {
+                    let (a, b) = (
+                        replay(object, program, &cex),
+                        replay(&candidate, program, &cex),
+                    );
+                    assert!(
+                        a != b,
+                        "{what}: a counterexample ({} bytes, differs in {:?}) gives equal outcomes",
+                        cex.packet.len(),
+                        cex.differs
+                    );
+                    found += 1;
+                }
+                Ok(other) => assert!(
+                    !visibly,
+                    "{what}: crafted packets differ, check says {other:?}"
+                ),
+                Err(e) => panic!("{what}: {e}"),
+            }
+        }
+    }
+    assert!(found >= 4, "only {found} mutations found different");
+}
+
+/// Outputs of `linerate optimize` on examples (`tests/data/optimized/NAME.o`, written by
+/// `target/release/linerate optimize examples/NAME.o -o crates/smt/tests/data/optimized/NAME.o
+/// --budget 10 --seed 1`): each is proven equivalent to its input.
+#[test]
+fn optimizer_outputs_are_equivalent() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/optimized");
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .expect("tests/data/optimized")
+        .map(|e| e.expect("entry").path())
+        .filter(|p| p.extension().is_some_and(|x| x == "o"))
+        .collect();
+    files.sort();
+    assert!(!files.is_empty());
+    for path in files {
+        let name = path
+            .file_name()
+            .unwrap_or_default()
+            .to_string_lossy()
+            .into_owned();
+        let input = linerate_conformance::examples::examples_dir().join(&name);
+        let example = linerate_conformance::examples::load(&input).expect("example");
+        let optimized = linerate_bpf::read_object_file(&path).expect("optimized object");
+        let program = example.entry;
+        let (before, after) = (
+            example.object.programs[program].insns.len(),
+            optimized.programs[program].insns.len(),
+        );
+        let started = Instant::now();
+        let paths = assert_equivalent(&example.object, &optimized, program, &name);
+        let secs = started.elapsed().as_secs_f64();
+        eprintln!("{name}: {before} -> {after} slots, equivalent, {paths} paths, {secs:.2} s");
+    }
+}
+
+/// `EQUIV_EXAMPLE=NAME.o cargo test --release -p linerate-smt --test equivalence -- --ignored
+/// one_example --nocapture`: one example against itself (and against its optimized output in
+/// `tests/data/optimized` where there is one), with the time taken.
+#[test]
+#[ignore]
+fn one_example() {
+    let Ok(name) = std::env::var("EQUIV_EXAMPLE") else {
+        return;
+    };
+    let path = linerate_conformance::examples::examples_dir().join(&name);
+    let example = linerate_conformance::examples::load(&path).expect("example");
+    let optimized = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data/optimized")
+        .join(&name);
+    let optimized = linerate_bpf::read_object_file(&optimized).ok();
+    for program in example.runnable_programs() {
+        for candidate in std::iter::once(&example.object).chain(optimized.as_ref()) {
+            let started = Instant::now();
+            let verdict = check_equivalence(&example.object, candidate, program, &options());
+            let secs = started.elapsed().as_secs_f64();
+            eprintln!("{name}:{program}: {verdict:?} in {secs:.2} s");
+        }
+    }
 }
