@@ -238,6 +238,9 @@ struct Item {
     forced: Vec<bool>,
     /// `Some(k)`: `decisions[..k]` is a whole path of the original, the rest the candidate's.
     split: Option<usize>,
+    /// The last decision repeats one of the original's (the same condition, the same way):
+    /// the prefix is as possible as the one before it, which was checked.
+    repeated: bool,
 }
 
 /// The end of the original's current path.
@@ -297,6 +300,7 @@ impl Search {
             decisions: Vec::new(),
             forced: Vec::new(),
             split: None,
+            repeated: false,
         }];
         while let Some(item) = stack.pop() {
             if let Visit::Answer(answer) = self.visit(&item, &mut stack)? {
@@ -425,7 +429,16 @@ impl Search {
         self.previous_chosen = s.chosen.clone();
         let mut assumptions = self.session.lits.clone();
         assumptions.extend(s.choices.iter().cloned());
-        match self.session.check(&assumptions) {
+        // A prefix whose last decision repeats the original's needs no check to go on (the
+        // pair's final check has every decision): only a failure's possibility is checked.
+        let repeated = item.repeated && matches!(e, SmtError::PathEnds { .. });
+        let answer = if repeated {
+            None
+        } else {
+            Some(self.session.check(&assumptions))
+        };
+        match answer.unwrap_or(Answer::Unknown) {
+            _ if repeated => {}
             Answer::Unsat { .. } => return Ok(Visit::Continue),
             Answer::Unknown => {
                 return Ok(Visit::Answer(Equivalence::Unknown(format!(
@@ -452,15 +465,16 @@ impl Search {
             .and_then(|p| p.get(pc))
             .copied()
             .flatten();
-        let ways: &[bool] = match insn {
+        let (ways, repeated): (&[bool], bool) = match insn {
             // A jump to the next slot goes there either way (the machine takes it as not taken).
-            Some(Instruction::Jump { off: 0, .. }) => &[false],
-            Some(insn @ Instruction::Jump { .. }) => match self.implied(item, &s, which, pc, &insn)
-            {
-                Some(true) => &[true],
-                Some(false) => &[false],
-                None => &[false, true],
-            },
+            Some(Instruction::Jump { off: 0, .. }) => (&[false], true),
+            Some(insn @ Instruction::Jump { .. }) => {
+                match self.implied(item, &s, which, pc, &insn) {
+                    Some(true) => (&[true], true),
+                    Some(false) => (&[false], true),
+                    None => (&[false, true], false),
+                }
+            }
             _ => {
                 return Ok(Visit::Answer(Equivalence::Unknown(format!(
                     "{} insn {pc}: a decision other than a conditional jump",
@@ -476,6 +490,7 @@ impl Search {
                 decisions,
                 forced: forced.clone(),
                 split: item.split,
+                repeated,
             });
         }
         Ok(Visit::Continue)
@@ -530,6 +545,7 @@ impl Search {
             stack.push(Item {
                 decisions: item.decisions[..before.min(item.decisions.len())].to_vec(),
                 forced,
+                repeated: false,
                 split: if j >= original_choices {
                     item.split
                 } else {

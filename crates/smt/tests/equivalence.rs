@@ -269,7 +269,7 @@ fn loop_free_examples_are_equivalent_to_themselves() {
             let name = format!("{}:{}", example.name(), object.programs[program].name);
             let started = Instant::now();
             let options = EquivalenceOptions {
-                max_paths: 300,
+                max_paths: 150,
                 ..options()
             };
             match check_equivalence(object, object, program, &options) {
