@@ -27,9 +27,14 @@
 //!
 //! Unknown ([`Equivalence::Unknown`], never equivalent by default): loops (back edges and
 //! `may_goto`), tail calls, `bpf_loop` and `bpf_for_each_map_elem` callbacks, ring buffers, perf
-//! event output, queues and stacks, trace output, LPM tries and maps of maps (which the
-//! comparison of map contents does not cover), anything the path machine does not model, more
+//! event output, queues and stacks, trace output, maps of maps (which the comparison of map
+//! contents does not cover), anything the path machine does not model, more
 //! pairs of paths than [`EquivalenceOptions::max_paths`], and solver timeouts.
+//!
+//! Whether the candidate is safe is not checked here: like the path checker, the machine
+//! assumes what the verifier proves of a program it accepts (every access within its region),
+//! so inputs on which the candidate would fault are assumed away. The optimizer's safety checks
+//! and the kernel's verifier accept a candidate before this proof means anything.
 
 mod outcome;
 
@@ -679,7 +684,7 @@ fn candidate_entry(entry: &State, original: &State, object: &Object) -> Result<S
     {
         let name = object.maps.get(i).map_or("?", |m| m.name.as_str());
         return Err(format!(
-            "map `{name}` is used as a ring buffer, queue, LPM trie or map of maps, whose \
+            "map `{name}` is used as a ring buffer, queue or map of maps, whose \
              contents are not compared"
         ));
     }

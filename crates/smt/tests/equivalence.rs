@@ -340,7 +340,7 @@ fn mutations(object: &Object, program: usize) -> Vec<(usize, Object)> {
 /// check must find a counterexample; every counterexample found must replay differently.
 #[test]
 fn example_mutations_are_found_different() {
-    let mut found = 0;
+    let (mut found, mut tried) = (0, 0);
     for name in [
         "xdp_core.o",
         "xdp_filter.o",
@@ -371,6 +371,7 @@ fn example_mutations_are_found_different() {
                 continue;
             };
             let visibly = observed != expected;
+            tried += 1;
             match check_equivalence(object, &candidate, program, &options()) {
                 Ok(Equivalence::Different(cex)) => {
                     let (a, b) = (
@@ -393,7 +394,8 @@ fn example_mutations_are_found_different() {
             }
         }
     }
-    assert!(found >= 4, "only {found} mutations found different");
+    eprintln!("{found} of {tried} mutations found different");
+    assert!(found >= 10, "only {found} mutations found different");
 }
 
 /// Outputs of `linerate optimize` on examples (`tests/data/optimized/NAME.o`, written by

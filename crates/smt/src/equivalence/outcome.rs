@@ -126,7 +126,7 @@ pub(super) fn differences(
         }
         if !map_o.keyed_only() || !map_c.keyed_only() {
             return Err(format!(
-                "map `{}` is used as a ring buffer, queue, LPM trie or map of maps, whose \
+                "map `{}` is used as a ring buffer, queue or map of maps, whose \
                  contents are not compared",
                 def.name
             ));
