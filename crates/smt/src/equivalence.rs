@@ -347,7 +347,7 @@ impl Search {
         let cached = match (item.split, &self.end) {
             (Some(k), Some(end)) => {
                 start > k
-                    && end.decisions[..] == item.decisions[..k]
+                    && item.decisions.get(..k) == Some(&end.decisions[..])
                     && item.forced.len() >= end.chosen.len()
                     && end.chosen[..] == item.forced[..end.chosen.len()]
             }
@@ -361,7 +361,7 @@ impl Search {
             state
         } else {
             let decisions = match item.split {
-                Some(k) => &item.decisions[..k],
+                Some(k) => item.decisions.get(..k).unwrap_or(&item.decisions),
                 None => &item.decisions[..],
             };
             let mut exec = Exec {

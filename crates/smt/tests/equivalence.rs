@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 
 use linerate_bpf::contents::MapMode;
 use linerate_bpf::facts::helper;
+use linerate_bpf::facts::xdp::XDP_REDIRECT;
 use linerate_bpf::insn::build::{
     add64, add64_reg, call_helper, exit, ja, jmp, jmp_reg, ld_map, ldx, mov64, mov64_reg, st, stx,
 };
@@ -15,7 +16,7 @@ use linerate_bpf::program::{MapDef, MapType};
 use linerate_bpf::Object;
 use linerate_smt::{check_equivalence, Equivalence, EquivalenceCounterexample, EquivalenceOptions};
 use linerate_vm::drive::Driver;
-use linerate_vm::VmOptions;
+use linerate_vm::{Redirect, RunOutcome, VmOptions};
 
 fn options() -> EquivalenceOptions {
     EquivalenceOptions {
@@ -25,8 +26,19 @@ fn options() -> EquivalenceOptions {
 }
 
 /// What the interpreter observes of one run: action, output packet and metadata, every map's
-/// entries.
-type Observed = (u64, Vec<u8>, Vec<u8>, Vec<Vec<(Vec<u8>, Vec<u8>)>>);
+/// entries, and where an `XDP_REDIRECT` sends the packet.
+type Observed = (
+    u64,
+    Vec<u8>,
+    Vec<u8>,
+    Vec<Vec<(Vec<u8>, Vec<u8>)>>,
+    Option<Redirect>,
+);
+
+fn observed(run: RunOutcome, maps: Vec<Vec<(Vec<u8>, Vec<u8>)>>) -> Observed {
+    let redirect = run.redirect.filter(|_| run.return_value == XDP_REDIRECT);
+    (run.return_value, run.packet, run.meta, maps, redirect)
+}
 
 fn replay(object: &Object, program: usize, cex: &EquivalenceCounterexample) -> Observed {
     let vm_options = VmOptions {
@@ -39,7 +51,7 @@ fn replay(object: &Object, program: usize, cex: &EquivalenceCounterexample) -> O
     let run = driver
         .run(program, &cex.packet, &[])
         .unwrap_or_else(|e| panic!("counterexample run: {e}"));
-    (run.return_value, run.packet, run.meta, driver.maps())
+    observed(run, driver.maps())
 }
 
 /// Asserts `candidate` differs from `original` and that the counterexample, replayed in the
@@ -234,6 +246,37 @@ fn map_writes_are_compared() {
     );
 }
 
+/// `bpf_redirect(ifindex, 0)` with the ifindex `packet[12] + add`, returning its result.
+fn redirect_program(add: i32) -> Object {
+    single(
+        &[
+            ldx(Size::W, 2, 1, 0),
+            ldx(Size::W, 3, 1, 4),
+            mov64_reg(4, 2),
+            add64(4, 14),
+            mov64(0, 1),
+            jmp_reg(Cond::Gt, 4, 3, 4),
+            ldx(Size::B, 1, 2, 12),
+            add64(1, add),
+            mov64(2, 0),
+            call_helper(helper::REDIRECT),
+            exit(),
+        ],
+        vec![],
+    )
+}
+
+#[test]
+fn redirect_targets_are_compared() {
+    assert_equivalent(&redirect_program(1), &redirect_program(1), 0, "redirect");
+    assert_different(
+        &redirect_program(1),
+        &redirect_program(2),
+        0,
+        "redirect target",
+    );
+}
+
 #[test]
 fn loops_and_unmodelled_features_are_unknown() {
     // r0 = 0; loop: r0 += 1; if r0 < 4 goto loop; exit.
@@ -360,7 +403,7 @@ fn example_mutations_are_found_different() {
                 .iter()
                 .map(|p| {
                     let run = driver.run(program, p, &[]).ok()?;
-                    Some((run.return_value, run.packet, run.meta, driver.maps()))
+                    Some(observed(run, driver.maps()))
                 })
                 .collect()
         };
