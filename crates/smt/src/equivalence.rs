@@ -31,6 +31,11 @@
 //! contents does not cover), anything the path machine does not model, more
 //! pairs of paths than [`EquivalenceOptions::max_paths`], and solver timeouts.
 //!
+//! The inputs are the path machine's: single-buffer packets of 14 to `MAX_DATA` (3520) bytes
+//! without metadata, and the context `BPF_PROG_TEST_RUN` accepts on this host. Two programs that
+//! differ only on longer (multi-buffer) frames are proven equivalent: the final differential
+//! test must cover those.
+//!
 //! Whether the candidate is safe is not checked here: like the path checker, the machine
 //! assumes what the verifier proves of a program it accepts (every access within its region),
 //! so inputs on which the candidate would fault are assumed away. The optimizer's safety checks

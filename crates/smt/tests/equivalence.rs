@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 
 use linerate_bpf::contents::MapMode;
 use linerate_bpf::facts::helper;
+use linerate_bpf::facts::test_run_buffer::MAX_DATA;
 use linerate_bpf::facts::xdp::XDP_REDIRECT;
 use linerate_bpf::insn::build::{
     add64, add64_reg, call_helper, exit, ja, jmp, jmp_reg, ld_map, ldx, mov64, mov64_reg, st, stx,
@@ -383,12 +384,21 @@ fn mutations(object: &Object, program: usize) -> Vec<(usize, Object)> {
 /// check must find a counterexample; every counterexample found must replay differently.
 #[test]
 fn example_mutations_are_found_different() {
-    let (mut found, mut tried) = (0, 0);
+    let (mut found, mut tried, mut unknown) = (0, 0, 0);
     for name in [
         "xdp_core.o",
         "xdp_filter.o",
         "xdp_ipip.o",
         "xdp_legacy_prog.o",
+        "xdp_router.o",
+        "xdp_redirect.o",
+        "xdp_reflector.o",
+        "xdp_v4_ops.o",
+        "xdp_jumbo.o",
+        "xdp_legacy_maps.o",
+        "xdp_rodata_config.o",
+        "xdp_global_funcs.o",
+        "xdp_flow_huge.o",
     ] {
         let path = linerate_conformance::examples::examples_dir().join(name);
         let example = linerate_conformance::examples::load(&path).expect("example");
@@ -398,9 +408,12 @@ fn example_mutations_are_found_different() {
         let observe = |o: &Object| -> Option<Vec<Observed>> {
             let mut driver = Driver::new(o, &example.seed, VmOptions::default(), MapMode::Fresh)
                 .expect("driver");
+            // The engine's packets are single-buffer, at most `MAX_DATA` bytes: longer ones
+            // (multi-buffer) are outside what the proof covers.
             example
                 .packet_bytes()
                 .iter()
+                .filter(|p| p.len() as u64 <= MAX_DATA)
                 .map(|p| {
                     let run = driver.run(program, p, &[]).ok()?;
                     Some(observed(run, driver.maps()))
@@ -408,7 +421,7 @@ fn example_mutations_are_found_different() {
                 .collect()
         };
         let expected = observe(object).expect("the example runs");
-        for (slot, candidate) in mutations(object, program).into_iter().step_by(2).take(8) {
+        for (slot, candidate) in mutations(object, program) {
             let what = format!("{name} insn {slot} mutated");
             let Some(observed) = observe(&candidate) else {
                 continue;
@@ -429,16 +442,24 @@ fn example_mutations_are_found_different() {
                     );
                     found += 1;
                 }
-                Ok(other) => assert!(
-                    !visibly,
-                    "{what}: crafted packets differ, check says {other:?}"
-                ),
+                // A claim of equivalence must hold on the crafted packets; unknown claims
+                // nothing (a mutation the verifier would refuse, say).
+                Ok(verdict @ Equivalence::Equivalent { .. }) => {
+                    assert!(
+                        !visibly,
+                        "{what}: crafted packets differ, check says {verdict:?}"
+                    )
+                }
+                Ok(Equivalence::Unknown(why)) => {
+                    eprintln!("{what}: unknown: {why}");
+                    unknown += 1
+                }
                 Err(e) => panic!("{what}: {e}"),
             }
         }
     }
-    eprintln!("{found} of {tried} mutations found different");
-    assert!(found >= 10, "only {found} mutations found different");
+    eprintln!("{found} of {tried} mutations found different, {unknown} unknown");
+    assert!(found >= 60, "only {found} mutations found different");
 }
 
 /// Outputs of `linerate optimize` on examples (`tests/data/optimized/NAME.o`, written by
