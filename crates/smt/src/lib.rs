@@ -23,11 +23,12 @@
 //! what is known at its entry and what is live after it ([`WindowChecker`]); the answer is a
 //! proof, a concrete counterexample, or unknown.
 //!
-//! And the whole-program question (module `equivalence`): whether a loop-free candidate program
-//! gives the same observable outcome (action, packet, map contents, redirect target) as the
-//! original on every input ([`check_equivalence`]). Both run on the same symbolic inputs in one
-//! session, pairs of paths enumerated depth-first with shared prefixes; the answer is a proof, a
-//! counterexample input to replay, or unknown naming what is not modelled.
+//! And the whole-program question (module `equivalence`): whether a candidate program gives the
+//! same observable outcome (action, packet, map contents, redirect target) as the original on
+//! every input ([`check_equivalence`]). Both run on the same symbolic inputs in one session,
+//! pairs of paths enumerated depth-first with shared prefixes (a loop's iterations are decisions
+//! like any other); the answer is a proof, a counterexample input to replay, or unknown naming
+//! what is not modelled or the bound that was reached.
 //!
 //! ```
 //! use linerate_bpf::insn::build::{add64, exit, jmp, jmp_reg, ldx, mov64, mov64_reg};
