@@ -130,11 +130,11 @@ pub struct EquivalenceCounterexample {
 /// replaced (the same maps and other programs).
 ///
 /// ```
-/// use linerate_bpf::insn::build::{add64, add64_reg, exit, mov64, mov64_reg};
+/// use linerate_bpf::insn::build::{add64, exit, mov64, mov64_reg};
 /// use linerate_bpf::Object;
 /// use linerate_smt::{check_equivalence, Equivalence, EquivalenceOptions};
 ///
-/// // r0 = r1 (the context pointer's low bits are not a number: use a constant) ...
+/// // r2 = 1; r0 = r2; r0 += 1 (XDP_PASS) against r0 = 1; r0 += 1, and against r0 = 3 (XDP_TX).
 /// let original = Object::single("a", &[mov64(2, 1), mov64_reg(0, 2), add64(0, 1), exit()], vec![]);
 /// let same = Object::single("a", &[mov64(0, 1), add64(0, 1), exit()], vec![]);
 /// let other = Object::single("a", &[mov64(0, 3), exit()], vec![]);
@@ -147,7 +147,7 @@ pub struct EquivalenceCounterexample {
 ///     panic!("XDP_PASS is not XDP_TX");
 /// };
 /// assert_eq!((cex.original_return, cex.candidate_return), (2, 3));
-/// # let _ = add64_reg;
+/// assert_eq!(cex.differs, ["return value"]);
 /// # Ok::<(), linerate_smt::SmtError>(())
 /// ```
 pub fn check_equivalence(
