@@ -13,13 +13,12 @@
 //! the longest prefix the new path shares with the previous one.
 //! Z3 contexts are per thread, so each worker thread owns its own checker.
 
-use std::rc::Rc;
 use std::time::Duration;
 
 use linerate_bpf::contents::{MapContents, MapSeed};
 use linerate_bpf::facts::test_run_buffer::{ETH_HLEN, HEADROOM};
 use linerate_bpf::Object;
-use linerate_cfg::{Cfg, Decision};
+use linerate_cfg::Decision;
 use z3::ast::{Bool, BV};
 use z3::Model;
 
@@ -169,27 +168,7 @@ impl PathChecker {
         if program >= object.programs.len() {
             return Err(SmtError::NoSuchProgram(program));
         }
-        let mut slots = Vec::new();
-        let mut cfgs = Vec::new();
-        for p in &object.programs {
-            let mut decoded = vec![None; p.insns.len()];
-            for (i, insn) in p.decode().map_err(|e| SmtError::Decode {
-                program: p.name.clone(),
-                reason: e.to_string(),
-            })? {
-                decoded[i] = Some(insn);
-            }
-            slots.push(Rc::from(decoded));
-            cfgs.push(Cfg::build(p).map_err(|e| format!("program `{}`: {e}", p.name)));
-        }
-        let env = Env {
-            object: object.clone(),
-            slots,
-            cfgs,
-            devices: crate::host::devices(),
-            cpus: crate::host::cpus(),
-            abstract_callbacks: false,
-        };
+        let env = Env::new(object)?;
         let session = fresh_session(&env, program, &options, false);
         Ok(PathChecker {
             env,

@@ -296,7 +296,9 @@ impl Exec<'_> {
             }
         };
         let chosen = if holds { cond.clone() } else { cond.not() };
-        let literal = Bool::new_const(format!("choice{}", self.s.choices.len()));
+        // A name of its own: a choice literal asserted on an abandoned path (or by the other
+        // program of an equivalence check, `crate::equivalence`) never constrains this one.
+        let literal = self.session.literal("choice");
         self.session.assert(&literal.implies(&chosen));
         self.s.choices.push(literal);
         if self.steers(pc) {
@@ -591,7 +593,8 @@ impl HelperMachine for Exec<'_> {
         }
     }
 
-    fn redirect(&mut self, _pc: usize, _to: RedirectTo<SymValue>) -> Result<(), SmtError> {
+    fn redirect(&mut self, _pc: usize, to: RedirectTo<SymValue>) -> Result<(), SmtError> {
+        self.s.redirects.push(to);
         Ok(())
     }
 

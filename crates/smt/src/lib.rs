@@ -23,6 +23,13 @@
 //! what is known at its entry and what is live after it ([`WindowChecker`]); the answer is a
 //! proof, a concrete counterexample, or unknown.
 //!
+//! And the whole-program question (module `equivalence`): whether a candidate program gives the
+//! same observable outcome (action, packet, map contents, redirect target) as the original on
+//! every input ([`check_equivalence`]). Both run on the same symbolic inputs in one session,
+//! pairs of paths enumerated depth-first with shared prefixes (a loop's iterations are decisions
+//! like any other); the answer is a proof, a counterexample input to replay, or unknown naming
+//! what is not modelled or the bound that was reached.
+//!
 //! ```
 //! use linerate_bpf::insn::build::{add64, exit, jmp, jmp_reg, ldx, mov64, mov64_reg};
 //! use linerate_bpf::insn::{Cond, Size};
@@ -62,6 +69,7 @@
 mod callbacks;
 mod checker;
 mod conflict;
+mod equivalence;
 mod error;
 mod helpers;
 mod host;
@@ -76,6 +84,9 @@ mod value;
 mod window;
 
 pub use checker::{check, BlockRef, Options, PathChecker, PrefixVerdict, Verdict, Witness};
+pub use equivalence::{
+    check_equivalence, Equivalence, EquivalenceCounterexample, EquivalenceOptions,
+};
 pub use error::SmtError;
 pub use linerate_cfg::Decision;
 pub use window::{

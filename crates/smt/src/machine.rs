@@ -14,7 +14,7 @@ use linerate_bpf::insn::{Imm64, Instruction, Size, NUM_REGS};
 use linerate_bpf::Object;
 use linerate_cfg::{Cfg, Decision};
 use linerate_sem::exec::{step, Flow, Frame, HelperOutcome, Machine, STACK_FRAME_SIZE};
-use linerate_sem::helpers::{Callback, PacketBounds};
+use linerate_sem::helpers::{Callback, PacketBounds, RedirectTo};
 use z3::ast::{Ast, Bool, BV};
 
 use crate::error::SmtError;
@@ -40,6 +40,33 @@ pub(crate) struct Env {
     /// effects over-approximated ([`crate::callbacks`]: refuting a path for every way its
     /// callbacks may go).
     pub abstract_callbacks: bool,
+}
+
+impl Env {
+    /// The environment of `object`: its programs decoded, their CFGs, this host's devices.
+    pub fn new(object: &Object) -> Result<Env, SmtError> {
+        let mut slots = Vec::new();
+        let mut cfgs = Vec::new();
+        for p in &object.programs {
+            let mut decoded = vec![None; p.insns.len()];
+            for (i, insn) in p.decode().map_err(|e| SmtError::Decode {
+                program: p.name.clone(),
+                reason: e.to_string(),
+            })? {
+                decoded[i] = Some(insn);
+            }
+            slots.push(Rc::from(decoded));
+            cfgs.push(Cfg::build(p).map_err(|e| format!("program `{}`: {e}", p.name)));
+        }
+        Ok(Env {
+            object: object.clone(),
+            slots,
+            cfgs,
+            devices: crate::host::devices(),
+            cpus: crate::host::cpus(),
+            abstract_callbacks: false,
+        })
+    }
 }
 
 /// A value the program read from outside (time, random numbers, routes), for the witness.
@@ -101,6 +128,8 @@ pub(crate) struct State {
     /// A tail call's decision, taken inside the helper and handed to the session after the
     /// instruction.
     pub pending: Option<(usize, Bool)>,
+    /// Where redirect helpers sent the packet, in call order (the last one counts).
+    pub redirects: Vec<RedirectTo<SymValue>>,
     pub inputs: Inputs,
 }
 
@@ -178,6 +207,7 @@ impl State {
             last_time: [None, None],
             fresh: 0,
             pending: None,
+            redirects: Vec::new(),
             inputs,
         };
         state.entry_registers();

@@ -124,6 +124,8 @@ fn key_formula(key: &[SymValue]) -> (BV, Option<Vec<u8>>) {
 fn key_equal(a: &Record, key: &BV, key_const: &Option<Vec<u8>>) -> Bool {
     match (&a.key_const, key_const) {
         (Some(x), Some(y)) => Bool::from_bool(x == y),
+        // The same formula (a second run computing the key as the first did: equivalence).
+        _ if a.key == *key => Bool::from_bool(true),
         _ => a.key.eq(key),
     }
 }
@@ -533,6 +535,96 @@ impl SymMap {
                 }))
             }
         }
+    }
+
+    /// Whether the path used the map only through lookups (LPM tries' too), updates and
+    /// deletes by key (no ring buffer, queue or map-of-maps placement): what a second run on
+    /// the same initial contents ([`SymMap::initial`]) can be compared on.
+    pub fn keyed_only(&self) -> bool {
+        self.ring.is_none() && self.queue.is_none() && self.placement.is_empty()
+    }
+
+    /// Whether each recorded key was present before the run, in record order: the presence
+    /// `resolve` gave it, with every earlier record's initial presence in place of its
+    /// current one.
+    fn initial_presences(&self) -> Vec<Bool> {
+        let mut out: Vec<Bool> = Vec::with_capacity(self.records.len());
+        for (i, r) in self.records.iter().enumerate() {
+            let mut present = r.initially_present.clone();
+            if r.fresh_slot != SMALL_ARRAY_SLOT {
+                for (j, earlier) in self.records[..i].iter().enumerate().rev() {
+                    if earlier.fresh_slot == SMALL_ARRAY_SLOT {
+                        continue;
+                    }
+                    let eq = key_equal(earlier, &r.key, &r.key_const);
+                    present = bool_ite(&eq, &out[j], &present);
+                }
+            }
+            out.push(present);
+        }
+        out
+    }
+
+    /// The map as it was before the run, knowing the keys the run accessed (each with its slot
+    /// and initial presence) and the reads of its initial contents: the start of a second
+    /// program run on the same inputs (`crate::equivalence`), so that an equal key finds the
+    /// same initial entry in both runs. New keys get slots after this run's.
+    pub fn initial(&self) -> SymMap {
+        let presences = self.initial_presences();
+        let records = self
+            .records
+            .iter()
+            .zip(presences)
+            .map(|(r, present)| Record {
+                present,
+                ..r.clone()
+            })
+            .collect();
+        SymMap {
+            index: self.index,
+            kind: self.kind,
+            memory: if self.initial {
+                self.memory.initial()
+            } else {
+                self.memory.clone()
+            },
+            initial: self.initial,
+            records,
+            next_slot: self.next_slot,
+            fresh: Vec::new(),
+            ring: None,
+            queue: None,
+            placement: Vec::new(),
+            // A trie's lookups stay: the second run's are tied to them as to its own (an LPM
+            // trie's contents never change: its updates are not modelled).
+            lpm: self.lpm.clone(),
+        }
+    }
+
+    /// Keys recorded so far.
+    pub fn keys(&self) -> usize {
+        self.records.len()
+    }
+
+    /// The current presence and slot of the key of record `j` of `keys`, a map of the same
+    /// initial contents whose records begin with this one's ([`SymMap::initial`]).
+    pub fn entry_of(&self, keys: &SymMap, j: usize) -> Option<(Bool, Bits)> {
+        if let Some(r) = self.records.get(j) {
+            return Some((r.present.clone(), r.slot.clone()));
+        }
+        let other = keys.records.get(j)?;
+        let mut present = keys.initial_presences().get(j)?.clone();
+        for r in self
+            .records
+            .iter()
+            .rev()
+            .filter(|r| r.fresh_slot != SMALL_ARRAY_SLOT)
+        {
+            let eq = key_equal(r, &other.key, &other.key_const);
+            present = bool_ite(&eq, &r.present, &present);
+        }
+        // The slot `keys` resolved the key to already chose among this map's slots.
+        Some((present, other.slot.clone()))
     }
 
     /// The entries to install before the run for the path to behave as in `model`: every key

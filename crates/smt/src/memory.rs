@@ -103,6 +103,10 @@ impl Input {
                 byte
             }
             Bits::Sym(o) => {
+                // The same offset's formula read again: the same byte, without a variable.
+                if let Some((_, var)) = self.symbolic.iter().find(|(other, _)| other == o) {
+                    return var.clone();
+                }
                 let own = BV::new_const(format!("{}#{}", self.name, fresh_number()), 8);
                 for (other, var) in &self.symbolic {
                     definitions.push(o.eq(other).implies(own.eq(var)));
@@ -271,6 +275,30 @@ impl Memory {
         self.cells = pointers;
         self.definitions = definitions;
         self.naming = naming;
+    }
+
+    /// The memory as it was before any write, knowing the reads made of its initial contents and
+    /// the offsets named: the start of a second program run on the same inputs
+    /// (`crate::equivalence`), whose reads at symbolic offsets must equal the first run's where
+    /// the offsets are equal.
+    pub fn initial(&self) -> Memory {
+        Memory {
+            input: self.input.clone(),
+            layers: Vec::new(),
+            cells: BTreeMap::new(),
+            definitions: Vec::new(),
+            // The offsets named so far keep their names (their definitions hold on the path
+            // the second run continues), so equal offsets' formulas read the same variables.
+            names: self.names.clone(),
+            naming: self.naming,
+        }
+    }
+
+    /// Takes over the reads `other` (the same initial contents, read by another run) made of
+    /// the initial contents, which include this memory's: later reads here are tied to both
+    /// runs' (`crate::equivalence`).
+    pub fn share_input(&mut self, other: &Memory) {
+        self.input = other.input.clone();
     }
 
     /// Makes offsets in `from..to` hold zero (nothing where `to <= from`).

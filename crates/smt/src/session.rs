@@ -89,7 +89,8 @@ impl Session {
         }
     }
 
-    fn literal(&mut self, what: &str) -> Bool {
+    /// A literal no other in this session has the name of.
+    pub(crate) fn literal(&mut self, what: &str) -> Bool {
         self.made += 1;
         Bool::new_const(format!("{what}{}", self.made))
     }
