@@ -37,7 +37,7 @@ const MAX_SHRINK_CHECKS: usize = 24;
 /// Literals after which a checker starts over with a fresh solver: the solver keeps what every
 /// earlier path asserted (guarded by literals no longer assumed), which slows its checks as it
 /// grows.
-const MAX_LITERALS: u64 = 20_000;
+pub(crate) const MAX_LITERALS: u64 = 20_000;
 
 /// Settings of a checker.
 #[derive(Clone, Debug)]
@@ -551,17 +551,8 @@ impl PathChecker {
     }
 
     fn witness(&self, state: &State, r0: &crate::value::SymValue, model: &Model) -> Witness {
-        let value = |bv: &BV| model.eval(bv, true).and_then(|v| v.as_u64()).unwrap_or(0);
-        let len = value(&state.inputs.packet_len);
-        let packet = (0..len)
-            .map(|i| {
-                let byte = state.packet.peek_initial(HEADROOM + i);
-                model
-                    .eval(&byte, true)
-                    .and_then(|b| b.as_u64())
-                    .unwrap_or(0) as u8
-            })
-            .collect();
+        let value = |bv: &BV| crate::replay::model_u64(model, bv);
+        let input = crate::replay::replay_input(&self.env.object, state, model);
         let mut memory = state.packet.clone();
         let (data, end) = (
             value(&state.bounds.data.bits.bv()),
@@ -574,21 +565,15 @@ impl PathChecker {
                 crate::memory::Byte::Pointer { .. } => 0,
             })
             .collect();
-        let mut maps = MapSeed::new();
-        for (i, map) in state.maps.iter().enumerate() {
-            for (key, val) in map.witness(&self.env.object.maps[i], model) {
-                maps.push(i, key, val);
-            }
-        }
         let return_value = value(&r0.bits.bv()) & 0xffff_ffff;
         let unrepeatable = crate::replay::unrepeatable(&self.env, state, model);
         Witness {
-            packet,
+            packet: input.packet,
             minimal: true,
             meta: Vec::new(),
-            ingress_ifindex: value(&state.inputs.ingress_ifindex) as u32,
-            rx_queue_index: value(&state.inputs.rx_queue_index) as u32,
-            maps,
+            ingress_ifindex: input.ingress_ifindex,
+            rx_queue_index: input.rx_queue_index,
+            maps: input.maps,
             return_value,
             action: linerate_bpf::facts::xdp::action_name(return_value),
             output_packet,
@@ -604,10 +589,7 @@ impl PathChecker {
 
 /// A solver session at the entry of `program`, its inputs constrained.
 fn fresh_session(env: &Env, program: usize, options: &Options, general: bool) -> Session {
-    let timeout = options
-        .timeout
-        .map(|t| t.as_millis().clamp(1, u128::from(u32::MAX)) as u32);
-    let mut session = Session::new(timeout, general);
+    let mut session = Session::new(options.timeout, general);
     let mut entry = State::entry(env, program, &mut session);
     if let Some(packet) = &options.packet {
         entry.fix_packet(&mut session, packet);

@@ -51,7 +51,6 @@ use std::time::Duration;
 
 use linerate_bpf::contents::MapSeed;
 use linerate_bpf::facts::helper;
-use linerate_bpf::facts::test_run_buffer::HEADROOM;
 use linerate_bpf::insn::{CallTarget, Instruction};
 use linerate_bpf::Object;
 use linerate_cfg::Decision;
@@ -62,10 +61,6 @@ use crate::machine::{Env, Exec, State};
 use crate::maps::SymMap;
 use crate::session::{Answer, Session};
 use crate::value::SymValue;
-
-/// Literals after which the search starts over with a fresh solver (as the path checker does):
-/// the solver keeps what every earlier pair asserted, guarded by literals no longer assumed.
-const MAX_LITERALS: u64 = 20_000;
 
 /// Pairs of paths compared after which the search starts over with a fresh solver: each
 /// comparison asserts the pair's outcomes (a count-min sketch's every counter), which slow every
@@ -336,7 +331,7 @@ impl Search {
 
     /// Runs `item` as far as the next decision (or the end of the pair) and pushes what follows.
     fn visit(&mut self, item: &Item, stack: &mut Vec<Item>) -> Result<Visit, SmtError> {
-        if self.session.literals_made() > MAX_LITERALS
+        if self.session.literals_made() > crate::checker::MAX_LITERALS
             || self.pairs >= self.restarted_at + PAIRS_PER_SOLVER
         {
             self.restarted_at = self.pairs;
@@ -634,17 +629,8 @@ impl Search {
                 self.reason()
             )))),
             Answer::Sat(model) => {
-                let value = |bv: &BV| model.eval(bv, true).and_then(|v| v.as_u64()).unwrap_or(0);
-                let len = value(&s.inputs.packet_len);
-                let packet = (0..len)
-                    .map(|i| value(&s.packet.peek_initial(HEADROOM + i).zero_ext(56)) as u8)
-                    .collect();
-                let mut maps = MapSeed::new();
-                for (i, map) in s.maps.iter().enumerate() {
-                    for (key, val) in map.witness(&object.maps[i], &model) {
-                        maps.push(i, key, val);
-                    }
-                }
+                let value = |bv: &BV| crate::replay::model_u64(&model, bv);
+                let input = crate::replay::replay_input(object, &s, &model);
                 let differs = differences
                     .parts
                     .iter()
@@ -660,10 +646,10 @@ impl Search {
                 let unrepeatable = crate::replay::unrepeatable(&self.envs[CANDIDATE], &s, &model);
                 Ok(Visit::Answer(Equivalence::Different(Box::new(
                     EquivalenceCounterexample {
-                        packet,
-                        maps,
-                        ingress_ifindex: value(&s.inputs.ingress_ifindex) as u32,
-                        rx_queue_index: value(&s.inputs.rx_queue_index) as u32,
+                        packet: input.packet,
+                        maps: input.maps,
+                        ingress_ifindex: input.ingress_ifindex,
+                        rx_queue_index: input.rx_queue_index,
                         original_return: value(&differences.returns[ORIGINAL]),
                         candidate_return: value(&differences.returns[CANDIDATE]),
                         differs,
@@ -684,10 +670,7 @@ impl Search {
 
 /// A solver session at the entry of `program`, its inputs constrained, and the entry state.
 fn fresh_session(env: &Env, program: usize, options: &EquivalenceOptions) -> (Session, State) {
-    let timeout = options
-        .timeout
-        .map(|t| t.as_millis().clamp(1, u128::from(u32::MAX)) as u32);
-    let mut session = Session::new(timeout, false);
+    let mut session = Session::new(options.timeout, false);
     let entry = State::entry(env, program, &mut session);
     session.snapshot(&entry);
     (session, entry)

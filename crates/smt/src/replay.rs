@@ -6,6 +6,9 @@
 //! replay has ([`preferences`]); what the path still needs otherwise is listed in the witness
 //! ([`unrepeatable`]), which the tests then check in the interpreter only, or not at all.
 
+use linerate_bpf::contents::MapSeed;
+use linerate_bpf::facts::test_run_buffer::HEADROOM;
+use linerate_bpf::Object;
 use z3::ast::{Bool, BV};
 use z3::Model;
 
@@ -45,10 +48,45 @@ pub(crate) fn preferences(state: &State) -> Vec<Bool> {
     out
 }
 
+/// The value `model` gives `bv` (0 where it leaves it open).
+pub(crate) fn model_u64(model: &Model, bv: &BV) -> u64 {
+    model.eval(bv, true).and_then(|v| v.as_u64()).unwrap_or(0)
+}
+
+/// The input a replay gives a run: what `model` makes of the run's symbolic packet, initial map
+/// contents and context fields.
+pub(crate) struct ReplayInput {
+    pub packet: Vec<u8>,
+    pub maps: MapSeed,
+    pub ingress_ifindex: u32,
+    pub rx_queue_index: u32,
+}
+
+/// The input under `model` of a run of `object` that ended in `state`.
+pub(crate) fn replay_input(object: &Object, state: &State, model: &Model) -> ReplayInput {
+    let value = |bv: &BV| model_u64(model, bv);
+    let len = value(&state.inputs.packet_len);
+    let packet = (0..len)
+        .map(|i| value(&state.packet.peek_initial(HEADROOM + i).zero_ext(56)) as u8)
+        .collect();
+    let mut maps = MapSeed::new();
+    for (i, map) in state.maps.iter().enumerate() {
+        for (key, val) in map.witness(&object.maps[i], model) {
+            maps.push(i, key, val);
+        }
+    }
+    ReplayInput {
+        packet,
+        maps,
+        ingress_ifindex: value(&state.inputs.ingress_ifindex) as u32,
+        rx_queue_index: value(&state.inputs.rx_queue_index) as u32,
+    }
+}
+
 /// The values from outside the program the path relies on under `model` that a replay does not
 /// give: `"bpf_get_prandom_u32 at insn 7 = 5"`.
 pub(crate) fn unrepeatable(env: &Env, state: &State, model: &Model) -> Vec<String> {
-    let value = |bv: &BV| model.eval(bv, true).and_then(|v| v.as_u64()).unwrap_or(0);
+    let value = |bv: &BV| model_u64(model, bv);
     let mut out: Vec<String> = state
         .sources
         .iter()

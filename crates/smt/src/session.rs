@@ -65,13 +65,13 @@ pub(crate) struct Session {
 impl Session {
     /// A session with Z3's solver for bit-vectors (`general`: its general-purpose one, tried
     /// where the former gives up).
-    pub fn new(timeout_ms: Option<u32>, general: bool) -> Session {
+    pub fn new(timeout: Option<std::time::Duration>, general: bool) -> Session {
         let solver = if general {
             Solver::new()
         } else {
             Solver::new_for_logic("QF_BV").unwrap_or_default()
         };
-        if let Some(ms) = timeout_ms {
+        if let Some(ms) = timeout.map(|t| t.as_millis().clamp(1, u128::from(u32::MAX)) as u32) {
             let mut params = Params::new();
             params.set_u32("timeout", ms);
             solver.set_params(&params);
