@@ -353,8 +353,14 @@ const _: () = {
 #[repr(C, align(8))]
 struct AttrBuf([u8; ATTR_SIZE]);
 
+/// How often `BPF_PROG_LOAD` is issued while it fails with `EAGAIN`: the verifier gives up with
+/// `EAGAIN` when a signal is pending for the loading thread (kernel/bpf/verifier.c `do_check`),
+/// which is transient; libbpf retries the same way (tools/lib/bpf/bpf.c `PROG_LOAD_ATTEMPTS`).
+const PROG_LOAD_ATTEMPTS: u32 = 5;
+
 /// Issues `bpf(cmd, attr, ATTR_SIZE)` with `attr` copied into a zeroed union-sized buffer, and
-/// copies the buffer back into `attr` afterwards (output fields). Returns the non-negative result
+/// copies the buffer back into `attr` afterwards (output fields); a program load refused with
+/// `EAGAIN` is issued again, up to [`PROG_LOAD_ATTEMPTS`] times. Returns the non-negative result
 /// (a new file descriptor for creating commands) or the errno.
 ///
 /// # Safety
@@ -365,22 +371,33 @@ struct AttrBuf([u8; ATTR_SIZE]);
 pub(crate) unsafe fn sys_bpf<T: Attr>(cmd: Cmd, attr: &mut T) -> Result<c_long, Errno> {
     let n = std::mem::size_of::<T>().min(ATTR_SIZE);
     let mut buf = AttrBuf([0; ATTR_SIZE]);
-    // SAFETY: `T: Attr` has no padding bytes, so its first `n` bytes are initialised; `buf` holds
-    // `ATTR_SIZE >= n` bytes and does not overlap `attr`.
-    unsafe {
-        std::ptr::copy_nonoverlapping((attr as *const T).cast::<u8>(), buf.0.as_mut_ptr(), n)
+    let mut attempts_left = if cmd == Cmd::ProgLoad {
+        PROG_LOAD_ATTEMPTS
+    } else {
+        1
     };
-    // SAFETY: `buf` is a valid, writable `ATTR_SIZE`-byte attribute buffer; the pointers inside it
-    // are valid per this function's contract.
-    let ret = unsafe {
-        libc::syscall(
-            libc::SYS_bpf,
-            cmd as u32 as c_long,
-            buf.0.as_mut_ptr(),
-            ATTR_SIZE as c_long,
-        )
+    let (ret, errno) = loop {
+        // SAFETY: `T: Attr` has no padding bytes, so its first `n` bytes are initialised; `buf`
+        // holds `ATTR_SIZE >= n` bytes and does not overlap `attr`.
+        unsafe {
+            std::ptr::copy_nonoverlapping((attr as *const T).cast::<u8>(), buf.0.as_mut_ptr(), n)
+        };
+        // SAFETY: `buf` is a valid, writable `ATTR_SIZE`-byte attribute buffer; the pointers
+        // inside it are valid per this function's contract.
+        let ret = unsafe {
+            libc::syscall(
+                libc::SYS_bpf,
+                cmd as u32 as c_long,
+                buf.0.as_mut_ptr(),
+                ATTR_SIZE as c_long,
+            )
+        };
+        let errno = Errno::last();
+        attempts_left -= 1;
+        if ret >= 0 || errno.0 != libc::EAGAIN || attempts_left == 0 {
+            break (ret, errno);
+        }
     };
-    let errno = Errno::last();
     // SAFETY: every byte pattern is a valid `T` (`T: Attr`), `attr` is writable for `n` bytes and
     // does not overlap `buf`.
     unsafe {
