@@ -47,7 +47,7 @@
 
 mod outcome;
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use linerate_bpf::contents::MapSeed;
 use linerate_bpf::facts::helper;
@@ -76,6 +76,9 @@ pub struct EquivalenceOptions {
     /// Pairs of paths (an original path and a candidate path under it) compared before giving
     /// up with [`Equivalence::Unknown`].
     pub max_paths: usize,
+    /// Wall time the whole check may take (`None`: unlimited); beyond it the answer is
+    /// [`Equivalence::Unknown`].
+    pub total: Option<Duration>,
 }
 
 impl Default for EquivalenceOptions {
@@ -83,6 +86,7 @@ impl Default for EquivalenceOptions {
         EquivalenceOptions {
             timeout: Some(Duration::from_secs(10)),
             max_paths: 4096,
+            total: None,
         }
     }
 }
@@ -313,7 +317,15 @@ impl Search {
             split: None,
             repeated: false,
         }];
+        let started = Instant::now();
         while let Some(item) = stack.pop() {
+            if let Some(total) = self.options.total.filter(|&t| started.elapsed() > t) {
+                return Ok(Equivalence::Unknown(format!(
+                    "the check ran out of its {:.1} s ({} pairs of paths compared)",
+                    total.as_secs_f64(),
+                    self.pairs
+                )));
+            }
             self.visits += 1;
             if self.visits > self.options.max_paths.saturating_mul(STEPS_PER_PATH) {
                 return Ok(Equivalence::Unknown(format!(

@@ -26,6 +26,7 @@ fn options() -> EquivalenceOptions {
     EquivalenceOptions {
         timeout: Some(Duration::from_secs(20)),
         max_paths: 2000,
+        total: None,
     }
 }
 
@@ -316,6 +317,15 @@ fn loops_are_followed_and_unmodelled_features_are_unknown() {
         }
         other => panic!("trace output: {other:?}"),
     }
+
+    let no_time = EquivalenceOptions {
+        total: Some(Duration::ZERO),
+        ..options()
+    };
+    match check_equivalence(&looping, &unrolled, 0, &no_time) {
+        Ok(Equivalence::Unknown(why)) => assert!(why.contains("ran out"), "{why}"),
+        other => panic!("a check without time: {other:?}"),
+    }
 }
 
 #[test]
@@ -330,6 +340,7 @@ fn examples_are_equivalent_to_themselves() {
             let options = EquivalenceOptions {
                 timeout: Some(Duration::from_secs(5)),
                 max_paths: 40,
+                total: None,
             };
             match check_equivalence(object, object, program, &options) {
                 Ok(Equivalence::Equivalent { paths }) => {
