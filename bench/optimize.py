@@ -47,7 +47,7 @@ for path in examples:
     o2 = insns(path)
     os_path = f"examples/os/{name}.o"
     osz = insns(os_path) if os.path.exists(os_path) else None
-    rules, rules_s, err = optimize(path, extra + ["--rules-only", "--no-measure", "--witnesses", "0"])
+    rules, rules_s, err = optimize(path, extra + ["--rules-only", "--no-measure", "--witnesses", "0", "--no-prove"])
     full, full_s, err2 = optimize(path, extra + ["--budget", budget])
     if full is None or rules is None:
         failures.append((name, (err or err2 or ["?"])[0]))
@@ -57,7 +57,7 @@ for path in examples:
     print(f"{name}: {f['insns_before']} -> {f['insns_after']} ({pct(f['insns_before'], f['insns_after']):.1f}%), "
           f"rules-only {rules['insns_after']} in {rules['search']['seconds']:.3f}s", file=sys.stderr, flush=True)
 
-hdr = ["example", "-O2", "-Os", "rules", "rules s (cmd s)", "opt", "red %", "est ns", "meas ns (95% CI of diff)", "SSP Mpps", "disc", "cand/s", "eq/s", "hit %", "rules"]
+hdr = ["example", "-O2", "-Os", "rules", "rules s (cmd s)", "opt", "red %", "est ns", "meas ns (95% CI of diff)", "SSP Mpps", "disc", "proof", "cand/s", "eq/s", "hit %", "rules"]
 table = []
 for r in rows:
     f = r["full"]
@@ -66,12 +66,14 @@ for r in rows:
     verdict = "better" if ci[1] < 0 else ("WORSE" if ci[0] > 0 else "same")
     wb, wa = f.get("worst_case_pps_before"), f.get("worst_case_pps_after")
     ssp = f"{wb/1e6:.2f}->{wa/1e6:.2f}" if wb and wa else "-"
+    e = f.get("equivalence") or {}
+    proof = {"equivalent": f"eq {e.get('seconds') or 0:.1f}s", "unknown": f"unk {e.get('seconds') or 0:.1f}s"}.get(e.get("verdict"), e.get("verdict", "-"))
     table.append([
         r["name"], str(f["insns_before"]), str(r["os"] or "-"), str(r["rules"]["insns_after"]), f"{r['rules']['search']['seconds']:.3f} ({r['rules_s']:.1f})",
         str(f["insns_after"]), f"{pct(f['insns_before'], f['insns_after']):.1f}",
         f"{f['est_ns_before']:.1f}->{f['est_ns_after']:.1f}",
         f"{f['measured_ns_before']:.1f}->{f['measured_ns_after']:.1f} ({ci[0]:+.1f},{ci[1]:+.1f}) {verdict}",
-        ssp, str(len(f["discarded"])), f"{s['candidates_per_s']:.0f}", f"{s['equivalence_checks_per_s']:.1f}",
+        ssp, str(len(f["discarded"])), proof, f"{s['candidates_per_s']:.0f}", f"{s['equivalence_checks_per_s']:.1f}",
         f"{100*s['cache_hit_rate']:.0f}", str(f["rules_applied"]),
     ])
 widths = [max(len(h), *(len(t[i]) for t in table)) if table else len(h) for i, h in enumerate(hdr)]
@@ -93,10 +95,15 @@ if rows:
     if vs_os:
         print(f"instruction reduction vs the better of clang -O2/-Os: mean {statistics.mean(vs_os):.1f}% over {len(vs_os)} examples")
     print(f"rules only: mean {statistics.mean(rred):.1f}%; applying the library took a median {statistics.median(r['rules']['search']['seconds'] for r in rows):.3f}s "
-          f"(max {max(r['rules']['search']['seconds'] for r in rows):.3f}s) per program, the whole command with its 10,000-packet checks a median {statistics.median(r['rules_s'] for r in rows):.2f}s")
+          f"(max {max(r['rules']['search']['seconds'] for r in rows):.3f}s) per program, the whole command with its 10,000-packet checks (no proof) a median {statistics.median(r['rules_s'] for r in rows):.2f}s")
     print(f"measured latency: better beyond the 95% CI on {better}/{len(rows)}, worse on {worse}/{len(rows)}")
     print(f"worst-case (SSP) throughput improved on {ssp_up}/{len(rows)}")
     print(f"written outputs rejected by the verifier or failing the differential test: 0 (each is checked before it is written); candidates discarded by the final checks: {disc}")
+    verdicts = [(r["full"].get("equivalence") or {}).get("verdict") for r in rows]
+    out_of_time = sum(1 for r in rows if "ran out" in ((r["full"].get("equivalence") or {}).get("reason") or ""))
+    by_proof = sum(1 for r in rows for d in r["full"]["discarded"] if "equivalence check" in d["reason"])
+    print(f"whole-program proof of the output: equivalent on {verdicts.count('equivalent')}/{len(rows)}, undecided on {verdicts.count('unknown')} "
+          f"({out_of_time} out of time, the rest unmodelled features), unchanged {verdicts.count('unchanged')}; candidates discarded by the proof: {by_proof}")
     tot = lambda k: sum(r["full"]["search"][k] for r in rows)
     secs = sum(r["full"]["search"]["seconds"] for r in rows)
     print(f"search: {tot('candidates')/secs:.0f} candidates/s, {tot('equivalence_checks')/secs:.1f} equivalence checks/s, "

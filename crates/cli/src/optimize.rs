@@ -20,13 +20,14 @@ use linerate_cfg::Cfg;
 use linerate_cost::trace::entry_blocks;
 use linerate_cost::{Model, ProgramCost};
 use linerate_optimize::goal::{Latency, Size};
-use linerate_optimize::pipeline::{checked, entry_len, Passed, TestInputs};
+use linerate_optimize::pipeline::{checked, entry_len, Passed, Proof, TestInputs};
 use linerate_optimize::prove::Z3Prover;
 use linerate_optimize::rules::Library;
 use linerate_optimize::verify::{in_kernel, in_vm};
 use linerate_optimize::{
     packets, run_passes, timing, Executions, PassOptions, Performance, Prover, Rewrite,
 };
+use linerate_smt::EquivalenceOptions;
 use linerate_vm::drive::run_packets;
 use linerate_vm::VmOptions;
 use serde_json::{json, Value};
@@ -110,6 +111,13 @@ pub struct OptimizeArgs {
     /// Skip the measurements (latency and worst-case throughput before and after).
     #[arg(long)]
     pub no_measure: bool,
+    /// Seconds the whole-program equivalence check of the result may take (Z3, every input);
+    /// beyond it the result rests on the differential test alone.
+    #[arg(long, default_value = "30s", value_name = "SECONDS")]
+    pub prove_timeout: String,
+    /// Skip the whole-program equivalence check of the result.
+    #[arg(long)]
+    pub no_prove: bool,
     #[command(flatten)]
     pub device: crate::args::ModelArgs,
     /// Show each rewrite as a diff of instructions.
@@ -118,6 +126,30 @@ pub struct OptimizeArgs {
     /// Machine-readable output.
     #[arg(long)]
     pub json: bool,
+}
+
+/// The whole-program equivalence verdict in `--json`.
+fn proof_json(proof: &Proof) -> Value {
+    let (pairs, reason, seconds) = match proof {
+        Proof::Equivalent { pairs, seconds } => (Some(*pairs), None, Some(*seconds)),
+        Proof::Unknown { reason, seconds } => (None, Some(reason.as_str()), Some(*seconds)),
+        Proof::Unchanged | Proof::Skipped => (None, None, None),
+    };
+    json!({"verdict": proof.verdict(), "path_pairs": pairs, "reason": reason, "seconds": seconds})
+}
+
+/// The whole-program equivalence verdict in the text summary.
+fn proof_text(proof: &Proof) -> String {
+    match proof {
+        Proof::Unchanged => "nothing to prove: the program is unchanged".into(),
+        Proof::Skipped => "not asked for (--no-prove): the differential test stands alone".into(),
+        Proof::Equivalent { pairs, seconds } => format!(
+            "equivalent to the input on every input (Z3, {pairs} pairs of paths, {seconds:.1} s)"
+        ),
+        Proof::Unknown { reason, seconds } => {
+            format!("undecided after {seconds:.1} s ({reason}): the differential test stands alone")
+        }
+    }
 }
 
 /// A duration given as `60`, `60s`, `2m` or `500ms`.
@@ -285,6 +317,14 @@ fn read_input_bytes(path: &Path) -> Result<Vec<u8>> {
 pub fn optimize(args: &OptimizeArgs) -> Result<()> {
     let started = Instant::now();
     let budget = parse_duration(&args.budget).context("--budget")?;
+    let prove_with = (!args.no_prove)
+        .then(|| -> Result<EquivalenceOptions> {
+            Ok(EquivalenceOptions {
+                total: Some(parse_duration(&args.prove_timeout).context("--prove-timeout")?),
+                ..EquivalenceOptions::default()
+            })
+        })
+        .transpose()?;
     let input_bytes = read_input_bytes(&args.input.object)?;
     if std::fs::canonicalize(&args.output).ok() == std::fs::canonicalize(&args.input.object).ok() {
         bail!(
@@ -417,14 +457,25 @@ pub fn optimize(args: &OptimizeArgs) -> Result<()> {
     let stages = passes.stages;
     let search_seconds = passes.elapsed.as_secs_f64().max(1e-9);
     if show_progress {
-        eprint!("\r\x1b[2Koptimize: checking the result in the interpreter and the kernel...");
+        eprint!(
+            "\r\x1b[2Koptimize: checking the result in the interpreter and the kernel, and proving it..."
+        );
     }
     let mut discarded = Vec::new();
     let Passed {
         object: optimized,
         slot_map,
         rewrites: kept,
-    } = checked(&object, program, stages, &seed, &inputs, &mut discarded)?;
+        proof,
+    } = checked(
+        &object,
+        program,
+        stages,
+        &seed,
+        &inputs,
+        prove_with.as_ref(),
+        &mut discarded,
+    )?;
     // Pinned slots go to the writer as the input had them: it re-derives what their new
     // position changes (a call's offset to a sub-program), from the relocations and layout.
     let mut entry_insns =
@@ -517,6 +568,7 @@ pub fn optimize(args: &OptimizeArgs) -> Result<()> {
             "worst_case_unavailable": wc_unavailable,
             "verifier": "accepted",
             "differential_packets": inputs.packets.len() + inputs.witnesses.len(),
+            "equivalence": proof_json(&proof),
             "discarded": discarded.iter().map(|d| json!({
                 "rewrites": d.rewrites,
                 "reason": d.reason,
@@ -594,6 +646,7 @@ pub fn optimize(args: &OptimizeArgs) -> Result<()> {
         100.0 * stats.cache_hits as f64 / (stats.cache_hits + stats.proofs_asked).max(1) as f64,
         stats.counterexamples
     )?;
+    writeln!(out, "  proof          {}", proof_text(&proof))?;
     for d in &discarded {
         writeln!(
             out,

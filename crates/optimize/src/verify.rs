@@ -27,6 +27,9 @@ pub enum Rejection {
     Maps { engine: &'static str },
     /// The engine could not run one of the two programs (not the candidate's fault alone).
     Engine { engine: &'static str, error: String },
+    /// The equivalence check found an input on which the two differ, and the interpreter
+    /// replays it so.
+    NotEquivalent { differs: Vec<String> },
 }
 
 impl std::fmt::Display for Rejection {
@@ -45,6 +48,12 @@ impl std::fmt::Display for Rejection {
             }
             Rejection::Maps { engine } => write!(f, "{engine}: the maps differ after the run"),
             Rejection::Engine { engine, error } => write!(f, "{engine}: {error}"),
+            Rejection::NotEquivalent { differs } => write!(
+                f,
+                "the equivalence check found an input giving a different {} (replayed in the \
+                 interpreter)",
+                differs.join(", ")
+            ),
         }
     }
 }
@@ -94,8 +103,27 @@ pub fn in_vm(
     seed: &MapSeed,
     packets: &[Vec<u8>],
 ) -> Result<(), Rejection> {
+    in_vm_with(
+        original,
+        candidate,
+        program,
+        seed,
+        packets,
+        &VmOptions::default(),
+    )
+}
+
+/// [`in_vm`] with the interpreter's settings given (the context's interface and queue).
+pub fn in_vm_with(
+    original: &Object,
+    candidate: &Object,
+    program: usize,
+    seed: &MapSeed,
+    packets: &[Vec<u8>],
+    vm_options: &VmOptions,
+) -> Result<(), Rejection> {
     let run = |object: &Object| -> Result<(Vec<Observed>, MapContents), String> {
-        let mut d = VmDriver::new(object, seed, VmOptions::default(), MapMode::Persist)
+        let mut d = VmDriver::new(object, seed, vm_options.clone(), MapMode::Persist)
             .map_err(|e| e.to_string())?;
         let runs = d.run_packets(program, packets, &[]).map_err(|e| match e {
             linerate_vm::drive::DriveError::Packet { index, source } => {
