@@ -48,7 +48,7 @@ for path in examples:
     os_path = f"examples/os/{name}.o"
     osz = insns(os_path) if os.path.exists(os_path) else None
     rules, rules_s, err = optimize(path, extra + ["--rules-only", "--no-measure", "--witnesses", "0", "--no-prove"])
-    full, full_s, err2 = optimize(path, extra + ["--budget", budget])
+    full, full_s, err2 = optimize(path, extra + ["--budget", budget, "--trials", os.environ.get("OPT_TRIALS", "31")])
     if full is None or rules is None:
         failures.append((name, (err or err2 or ["?"])[0]))
         continue
