@@ -286,15 +286,15 @@ fn estimated_ns(
         &[],
     )?;
     let capacity = model.components().first().map_or(1.0, |c| c.capacity_per_s);
-    let per_packet = model.per_packet().0.first().copied().unwrap_or(0.0);
     let mut total = 0.0;
     let mut n = 0usize;
     for run in &runs.outcomes {
         let Some(blocks) = entry_blocks(&cfg, run.steps.iter().map(|s| (s.program, s.slot))) else {
             continue;
         };
+        // A path's cost includes the model's per-packet work.
         if let Ok(c) = cost.path_cost(&cfg, model, &blocks) {
-            total += c.0.first().copied().unwrap_or(0.0) + per_packet;
+            total += c.0.first().copied().unwrap_or(0.0);
             n += 1;
         }
     }
