@@ -8,7 +8,7 @@ use clap::Args;
 use linerate_bpf::contents::{MapMode, MapSeed};
 use linerate_bpf::ProgramKind;
 use linerate_cfg::{Cfg, EdgeKind};
-use linerate_cost::trace::entry_blocks;
+use linerate_cost::trace::{entry_blocks, run_cost};
 use linerate_cost::{Cost, Model, ProgramCost};
 use linerate_vm::drive::{run_packets, DriveError};
 use linerate_vm::VmOptions;
@@ -115,14 +115,14 @@ struct PacketPath {
     path: Option<(Vec<usize>, Cost)>,
 }
 
-/// Runs each packet against freshly seeded maps and prices the path it takes
-/// through the entry function (a local call is charged its callee's worst case).
+/// Runs each packet against freshly seeded maps and prices the run as it executed: the path it
+/// takes through the entry function, and the paths its sub-programs and callbacks took, as
+/// often as they ran.
 fn packet_paths(
     args: &CostArgs,
     object: &linerate_bpf::Object,
     program: usize,
     cfg: &Cfg,
-    cost: &ProgramCost,
     model: &Model,
 ) -> Result<Vec<PacketPath>> {
     let Some(file) = &args.packets else {
@@ -150,16 +150,16 @@ fn packet_paths(
         DriveError::Packet { .. } => anyhow::Error::new(e).context(file.display().to_string()),
         e => e.into(),
     })?;
+    let apart = ProgramCost::for_runs(object, cfg, model)?;
     let mut out = Vec::new();
     for (i, run) in runs.outcomes.iter().enumerate() {
-        let path = match entry_blocks(cfg, run.steps.iter().map(|s| (s.program, s.slot))) {
-            Some(blocks) => {
-                let c = cost
-                    .path_cost(cfg, model, &blocks)
-                    .map_err(|e| anyhow!("packet {i}: {e}"))?;
-                Some((blocks, c))
-            }
-            None => None,
+        let steps = || run.steps.iter().map(|s| (s.program, s.slot));
+        let path = match (
+            entry_blocks(cfg, steps()),
+            run_cost(&apart, cfg, model, steps()),
+        ) {
+            (Some(blocks), Some(c)) => Some((blocks, c.map_err(|e| anyhow!("packet {i}: {e}"))?)),
+            _ => None,
         };
         out.push(PacketPath {
             action: run.return_value,
@@ -258,7 +258,7 @@ pub fn cost(args: &CostArgs) -> Result<()> {
                 .collect()
         });
         let packets = match &args.packets {
-            Some(_) => Some(packet_paths(args, &object, i, &cfg, &cost, &model)?),
+            Some(_) => Some(packet_paths(args, &object, i, &cfg, &model)?),
             None => None,
         };
         costed.push(Costed {

@@ -17,7 +17,7 @@ use linerate_bpf::disasm::{format_instruction, NoNames};
 use linerate_bpf::rewrite::{pinned_slots, rewrite_object, Replacement};
 use linerate_bpf::Object;
 use linerate_cfg::Cfg;
-use linerate_cost::trace::entry_blocks;
+use linerate_cost::trace::run_cost;
 use linerate_cost::{Model, ProgramCost};
 use linerate_optimize::goal::{Latency, Size};
 use linerate_optimize::pipeline::{checked, entry_len, Passed, Proof, TestInputs};
@@ -262,7 +262,7 @@ fn worst_case_of(
 }
 
 /// The model's estimate in nanoseconds per packet, averaged over `packets` run in the
-/// interpreter (paths priced as `linerate cost --packets` prices them).
+/// interpreter (runs priced as executed, as `linerate cost --packets` prices them).
 fn estimated_ns(
     object: &Object,
     program: usize,
@@ -271,7 +271,7 @@ fn estimated_ns(
     packets: &[Vec<u8>],
 ) -> Result<f64> {
     let cfg = Cfg::build(&object.programs[program])?;
-    let cost = ProgramCost::new(object, &cfg, model)?;
+    let cost = ProgramCost::for_runs(object, &cfg, model)?;
     let options = VmOptions {
         record_steps: true,
         ..VmOptions::default()
@@ -289,11 +289,8 @@ fn estimated_ns(
     let mut total = 0.0;
     let mut n = 0usize;
     for run in &runs.outcomes {
-        let Some(blocks) = entry_blocks(&cfg, run.steps.iter().map(|s| (s.program, s.slot))) else {
-            continue;
-        };
-        // A path's cost includes the model's per-packet work.
-        if let Ok(c) = cost.path_cost(&cfg, model, &blocks) {
+        let steps = run.steps.iter().map(|s| (s.program, s.slot));
+        if let Some(Ok(c)) = run_cost(&cost, &cfg, model, steps) {
             total += c.0.first().copied().unwrap_or(0.0);
             n += 1;
         }

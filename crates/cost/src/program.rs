@@ -79,6 +79,8 @@ pub struct ProgramCost {
     pub function_worst: Vec<Option<Cost>>,
     /// What each instruction is charged, by slot, before stalls (a local call without its callee).
     pub slots: std::collections::HashMap<usize, SlotCharge>,
+    /// Whether calls and callback-calling helpers include what they call.
+    pub callees: Callees,
 }
 
 /// The price one instruction was given.
@@ -301,6 +303,13 @@ impl ProgramCost {
         ProgramCost::with_analysis(object, cfg, &Analysis::run(object, cfg), model)
     }
 
+    /// [`ProgramCost::new`] with calls and callbacks charged apart: the pricing
+    /// [`crate::trace::run_cost`] prices runs with.
+    pub fn for_runs(object: &Object, cfg: &Cfg, model: &Model) -> Result<ProgramCost, CostError> {
+        let analysis = Analysis::run(object, cfg);
+        ProgramCost::with_callees(object, cfg, &analysis, model, Callees::Apart)
+    }
+
     /// [`ProgramCost::new`] with the program's analysis already run (`Analysis::run(object,
     /// cfg)`), e.g. to price one program under several models.
     pub fn with_analysis(
@@ -352,6 +361,7 @@ impl ProgramCost {
                 .collect(),
             function_worst: vec![None; cfg.functions().len()],
             slots: Default::default(),
+            callees,
         };
         if cfg.has_recursion() {
             return Err(CostError::Program {
@@ -717,6 +727,13 @@ impl ProgramCost {
     /// consecutive blocks (the costlier one where two edges connect them) plus the last block
     /// (without its final conditional jump).
     pub fn path_cost(&self, cfg: &Cfg, model: &Model, path: &[BlockId]) -> Result<Cost, String> {
+        let mut cost = model.per_packet().clone();
+        cost.add(&self.blocks_cost(cfg, path)?);
+        Ok(cost)
+    }
+
+    /// [`ProgramCost::path_cost`] without the per-packet work: one function's blocks as run.
+    pub(crate) fn blocks_cost(&self, cfg: &Cfg, path: &[BlockId]) -> Result<Cost, String> {
         let Some(&last) = path.last() else {
             return Err("empty path".into());
         };
@@ -728,7 +745,7 @@ impl ProgramCost {
                 ));
             }
         }
-        let mut cost = model.per_packet().clone();
+        let mut cost = Cost::zero(self.blocks[last].cost.0.len());
         for pair in path.windows(2) {
             let mut step: Option<Cost> = None;
             for &e in &cfg.blocks()[pair[0]].succs {

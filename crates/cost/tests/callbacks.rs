@@ -4,7 +4,8 @@
 //! per call of the callback the analysis allows, one `call.local` and the callback's worst case
 //! — 6 calls for `bpf_loop(MAX_EXT = 6, ...)`, 2^23 for a count read from the packet, 8 for
 //! `bpf_for_each_map_elem` over an 8-entry array. A hand-built `bpf_loop` of 4 is priced from the
-//! model's numbers directly, and the NFP model refuses it, as the NFP offload does.
+//! model's numbers directly, and the NFP model refuses it, as the NFP offload does. A run that
+//! stops such a loop early is priced with the callback calls it made (`trace::run_cost`).
 
 use linerate_analysis::{Analysis, Fact};
 use linerate_bpf::facts::helper::{FOR_EACH_MAP_ELEM, LOOP};
@@ -178,5 +179,96 @@ fn the_nfp_offload_refuses_bpf_loop() {
         err.to_string()
             .starts_with("insn 5 of `main` (helper.loop) cannot run on target nfp"),
         "{err}"
+    );
+}
+
+#[test]
+fn a_run_is_priced_with_the_callback_calls_it_made() {
+    use linerate_bpf::contents::{MapMode, MapSeed};
+    use linerate_bpf::insn::Cond;
+    use linerate_cost::trace::run_cost;
+    use linerate_vm::drive::run_packets;
+    use linerate_vm::VmOptions;
+
+    // `bpf_loop(4, callback, 0, 0)` whose callback stops the loop at index 1: two calls.
+    let main = vec![
+        mov64(1, 4),
+        ld_func(2, 6),
+        mov64(3, 0),
+        mov64(4, 0),
+        call_helper(LOOP),
+        mov64(0, 2),
+        exit(),
+    ];
+    let callback = vec![
+        mov64(0, 0),
+        jmp(Cond::Eq, 1, 1, 1),
+        exit(),
+        mov64(0, 1),
+        exit(),
+    ];
+    let (main, callback) = (encode_all(&main), encode_all(&callback));
+    let functions = vec![
+        Function {
+            name: "main".into(),
+            start: 0,
+            len: main.len(),
+        },
+        Function {
+            name: "callback".into(),
+            start: main.len(),
+            len: callback.len(),
+        },
+    ];
+    let program = Program {
+        name: "main".into(),
+        section: "xdp".into(),
+        insns: [main, callback].concat(),
+        functions,
+        func_info: Vec::new(),
+        line_info: Vec::new(),
+    };
+    let cfg = Cfg::build(&program).expect("cfg");
+    let object = Object::with_programs("stop", vec![program], Vec::new());
+    let model = Model::builtin("x86").expect("shipped model");
+    let options = VmOptions {
+        record_steps: true,
+        ..VmOptions::default()
+    };
+    let runs = run_packets(
+        &object,
+        &MapSeed::new(),
+        options,
+        MapMode::Fresh,
+        0,
+        &[vec![0; 64]],
+        &[],
+    )
+    .expect("runs");
+    let steps = runs.outcomes[0].steps.iter().map(|s| (s.program, s.slot));
+
+    // Against the worst-case pricing's 4 calls, the run made two: index 0 exits at once, index 1
+    // takes the branch and stops the loop.
+    let apart = ProgramCost::for_runs(&object, &cfg, &model).expect("priced");
+    let got = run_cost(&apart, &cfg, &model, steps)
+        .expect("no tail call")
+        .expect("priced")
+        .0[0];
+    let block = |slot: usize| cfg.block_of(slot).expect("a block");
+    let path = |blocks: &[usize]| {
+        apart.path_cost(&cfg, &model, blocks).expect("a path").0[0] - model.per_packet().0[0]
+    };
+    let callback_call = model.price(&Item::Callback(LOOP)).expect("priced").cost.0[0];
+    let expected = model.per_packet().0[0]
+        + path(&[block(0)])
+        + 2.0 * callback_call
+        + path(&[block(8), block(10)])
+        + path(&[block(8), block(11)]);
+    assert!((got - expected).abs() < 1e-9, "{got} vs {expected}");
+    let worst = ProgramCost::new(&object, &cfg, &model).expect("priced");
+    let worst = worst.worst_cost(&model).expect("loop-free").0[0];
+    assert!(
+        got < worst,
+        "two calls ({got}) cost less than four ({worst})"
     );
 }
