@@ -121,7 +121,7 @@ pub const MAX_OFFSET: i64 = 1 << 29;
 const SPACING: u64 = 1 << 31;
 
 /// The concrete address a region starts at in counterexamples (for the stack: the frame pointer
-/// r10's value). Bases are distinct, 8-aligned and [`SPACING`] apart; the packet's and the
+/// r10's value). Bases are distinct, 8-aligned and `SPACING` apart; the packet's and the
 /// metadata's lie below 2^32, because the context holds them as 32-bit fields that a window may
 /// load (the kernel rewrites those loads into loads of the full pointer). Map values are distinct
 /// for map indexes below 2^24, other regions for every number.
