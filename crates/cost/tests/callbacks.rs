@@ -101,20 +101,9 @@ fn for_each_costs_max_entries_times_its_callback() {
     assert_priced(&priced_calls("xdp_for_each", FOR_EACH_MAP_ELEM), &[8, 8]);
 }
 
-/// `bpf_loop(4, callback, 0, 0)` whose callback is `r0 = 0; exit`, then `r0 = 2; exit`.
-fn loop_of_four() -> (Object, Cfg) {
-    let main = vec![
-        mov64(1, 4),
-        // The callback starts after this function's 8 slots: 8 - 1 - 1.
-        ld_func(2, 6),
-        mov64(3, 0),
-        mov64(4, 0),
-        call_helper(LOOP),
-        mov64(0, 2),
-        exit(),
-    ];
-    let callback = vec![mov64(0, 0), exit()];
-    let (main, callback) = (encode_all(&main), encode_all(&callback));
+/// A program of `main` followed by the function `callback` (which starts at slot 8).
+fn with_callback(name: &str, main: &[Instruction], callback: &[Instruction]) -> (Object, Cfg) {
+    let (main, callback) = (encode_all(main), encode_all(callback));
     let functions = vec![
         Function {
             name: "main".into(),
@@ -136,10 +125,26 @@ fn loop_of_four() -> (Object, Cfg) {
         line_info: Vec::new(),
     };
     let cfg = Cfg::build(&program).expect("cfg");
-    (
-        Object::with_programs("loop4", vec![program], Vec::new()),
-        cfg,
-    )
+    (Object::with_programs(name, vec![program], Vec::new()), cfg)
+}
+
+/// `main` calling `bpf_loop(4, callback, 0, 0)`, then `r0 = 2; exit`.
+fn main_looping_four_times() -> Vec<Instruction> {
+    vec![
+        mov64(1, 4),
+        // The callback starts after this function's 8 slots: 8 - 1 - 1.
+        ld_func(2, 6),
+        mov64(3, 0),
+        mov64(4, 0),
+        call_helper(LOOP),
+        mov64(0, 2),
+        exit(),
+    ]
+}
+
+/// `bpf_loop(4, callback, 0, 0)` whose callback is `r0 = 0; exit`, then `r0 = 2; exit`.
+fn loop_of_four() -> (Object, Cfg) {
+    with_callback("loop4", &main_looping_four_times(), &[mov64(0, 0), exit()])
 }
 
 #[test]
@@ -191,45 +196,14 @@ fn a_run_is_priced_with_the_callback_calls_it_made() {
     use linerate_vm::VmOptions;
 
     // `bpf_loop(4, callback, 0, 0)` whose callback stops the loop at index 1: two calls.
-    let main = vec![
-        mov64(1, 4),
-        ld_func(2, 6),
-        mov64(3, 0),
-        mov64(4, 0),
-        call_helper(LOOP),
-        mov64(0, 2),
-        exit(),
-    ];
-    let callback = vec![
+    let callback = [
         mov64(0, 0),
         jmp(Cond::Eq, 1, 1, 1),
         exit(),
         mov64(0, 1),
         exit(),
     ];
-    let (main, callback) = (encode_all(&main), encode_all(&callback));
-    let functions = vec![
-        Function {
-            name: "main".into(),
-            start: 0,
-            len: main.len(),
-        },
-        Function {
-            name: "callback".into(),
-            start: main.len(),
-            len: callback.len(),
-        },
-    ];
-    let program = Program {
-        name: "main".into(),
-        section: "xdp".into(),
-        insns: [main, callback].concat(),
-        functions,
-        func_info: Vec::new(),
-        line_info: Vec::new(),
-    };
-    let cfg = Cfg::build(&program).expect("cfg");
-    let object = Object::with_programs("stop", vec![program], Vec::new());
+    let (object, cfg) = with_callback("stop", &main_looping_four_times(), &callback);
     let model = Model::builtin("x86").expect("shipped model");
     let options = VmOptions {
         record_steps: true,
