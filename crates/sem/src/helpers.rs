@@ -436,7 +436,7 @@ pub fn call<M: HelperMachine>(
             }
             let index = m.zext(&r3, 32);
             let outcome = if m.tail_calls_made() < MAX_TAIL_CALLS {
-                let key = bytes_of(m, &index, 4);
+                let key = key_bytes(m, &index);
                 let entry = m.map_lookup(pc, map, &key)?;
                 let zero = m.domain().constant(0);
                 let missing = m.domain().compare(CmpOp::Eq, &entry, &zero);
@@ -630,7 +630,7 @@ fn call_back<M: HelperMachine>(
             ]
         }
         Some((map, handle)) => {
-            let key = bytes_of(m, &callback.index, 4);
+            let key = key_bytes(m, &callback.index);
             let value = m.map_lookup(pc, *map, &key)?;
             let key = m.callback_key(pc, &key)?;
             [handle.clone(), key, value, callback.ctx.clone(), zero]
@@ -759,10 +759,22 @@ pub(crate) fn push_bytes_of<M: HelperMachine>(
     out: &mut Vec<Val<M>>,
 ) {
     for i in 0..n {
-        let shift = m.domain().constant(8 * i);
-        let shifted = m.domain().binary(BinOp::LShr, v, &shift);
-        out.push(m.zext(&shifted, 8));
+        out.push(byte_of(m, v, i));
     }
+}
+
+/// The 4 little-endian bytes of `v` ([`bytes_of`] with 4), in an array: the key of the
+/// program-array and redirect-map lookups, built on every tail call and redirect, without an
+/// allocation.
+pub(crate) fn key_bytes<M: HelperMachine>(m: &mut M, v: &Val<M>) -> [Val<M>; 4] {
+    std::array::from_fn(|i| byte_of(m, v, i as u64))
+}
+
+/// Byte `i` (little-endian) of `v`.
+fn byte_of<M: HelperMachine>(m: &mut M, v: &Val<M>, i: u64) -> Val<M> {
+    let shift = m.domain().constant(8 * i);
+    let shifted = m.domain().binary(BinOp::LShr, v, &shift);
+    m.zext(&shifted, 8)
 }
 
 /// The little-endian value of up to 8 bytes.
@@ -799,7 +811,7 @@ fn redirect_map<M: HelperMachine>(
     let unknown_flags = d.binary(BinOp::And, flags, &unknown_flags_mask);
     let bad_flags = nonzero(m, &unknown_flags);
     let key = m.zext(key, 32);
-    let key_bytes = bytes_of(m, &key, 4);
+    let key_bytes = key_bytes(m, &key);
     let entry = m.map_lookup(pc, map, &key_bytes)?;
     let broadcast_bit = m.domain().constant(BROADCAST);
     let broadcast = m.domain().binary(BinOp::And, flags, &broadcast_bit);
