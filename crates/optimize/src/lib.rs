@@ -10,6 +10,8 @@
 //! which also rejects the accesses the kernel's checker would refuse; a candidate that passes
 //! every test and improves on the best is proven equivalent by the [`search::Prover`] (Z3 over
 //! the same semantics, in `linerate-smt`), or yields a counterexample that joins the tests.
+//! Small programs are then searched whole ([`whole`]: cross-block rewrites, proven by the
+//! whole-program equivalence check and loaded in the kernel first).
 //! The best proven rewrites are put back into the program ([`assemble`]) and the result checked
 //! against the original through the interpreter and the kernel ([`verify`]) before anything is
 //! written.

@@ -8,10 +8,13 @@
 //! immediate load one unit of two slots), each kept, changed or removed (`None`, K2's NOP), with
 //! jump offsets counted in the starting program's slots: a removed unit is a `ja +0` to the
 //! interpreter, and [`crate::assemble`] drops it and re-aims the jumps over it, so a candidate
-//! runs and is written without being laid out again. Calls, exits, 64-bit immediate loads and
-//! pinned slots keep their instruction (they are removed only where they become unreachable);
-//! jumps change target (forward, inside the function), condition, or are removed; the other
-//! units take K2's proposal rules ([`crate::proposal`]). Every candidate is put in canonical form
+//! runs and is written without being laid out again. Calls, exits, 64-bit immediate loads, the
+//! input's back edges (bounded loops) and pinned slots keep their instruction (they are removed
+//! only where they become unreachable); jumps change target (forward, inside the function;
+//! half the time to where the same code runs: tail merging), condition, or are removed; the
+//! packet's bounds checks are only re-aimed to the same code; the other units take K2's proposal
+//! rules ([`crate::proposal`]). A cheap first safety check ([`checks`]: register provenance on
+//! every path) refuses what the kernel's checker surely would before anything runs. Every candidate is put in canonical form
 //! first (unreachable units removed, jumps to removed units aimed at the next kept one, jumps to
 //! where they fall through removed): the structural checks of §6 (jumps in bounds, no back
 //! edges, no unreachable blocks, no falling off the end) hold by construction or the candidate
@@ -27,8 +30,8 @@
 //! verdict is a refusal. Verdicts are cached by canonical candidate.
 //!
 //! A program is eligible when its entry function is at most [`MAX_WHOLE_SLOTS`] slots, has no
-//! back edge (no loop, no `may_goto`), and the equivalence check decides the input against
-//! itself (no tail calls, callbacks, kfuncs, ... : see `linerate_smt::equivalence`).
+//! `may_goto`, and the equivalence check decides the input against itself (no tail calls,
+//! callbacks, kfuncs, ...; loops it unrolls: see `linerate_smt::equivalence`).
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
@@ -41,6 +44,8 @@ use linerate_vm::{Redirect, Vm, VmOptions};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use serde::Serialize;
+
+mod checks;
 
 use crate::proposal::{draw_rule, propose, Candidate, Rule, Vocabulary};
 use crate::search::{Performance, Setting, SETTINGS};
@@ -55,8 +60,8 @@ const TEST_PACKETS: usize = 64;
 const UNSAFE_COST: f64 = 10_000.0;
 /// Error added when a test group's maps differ after the run.
 const MAPS_DIFFER: f64 = 64.0;
-/// Instructions after which a candidate's run is stopped (forward jumps only: a run is at most
-/// the function's length plus its helpers, so this is reached only by sub-programs' loops).
+/// Instructions after which a candidate's run is stopped (only the input's bounded loops go
+/// backwards, so this is reached only when a candidate changed their bounds).
 const MAX_RUN_INSTRUCTIONS: u64 = 1_000_000;
 /// Steps each chain takes between looks at the clock.
 const ROUND_STEPS: u64 = 200;
@@ -79,6 +84,8 @@ pub struct WholeReport {
     /// Why not, when not eligible.
     pub why: Option<String>,
     pub candidates: u64,
+    /// Candidates the first safety check refused (before any run).
+    pub refused_early: u64,
     /// Candidates that passed every test and beat the best, loaded in the kernel.
     pub kernel_loads: u64,
     pub kernel_refused: u64,
@@ -104,7 +111,7 @@ fn entry_len(object: &Object, program: usize) -> usize {
         .map_or(0, |p| p.functions.first().map_or(p.insns.len(), |f| f.len))
 }
 
-/// Why program `program` of `candidate` (the input `original`, or a rewrite of it) cannot be
+/// Why program `program` of `current` (the input `original`, or a rewrite of it) cannot be
 /// searched whole, or `Ok` when it can.
 pub fn eligibility(original: &Object, current: &Object, program: usize) -> Result<(), String> {
     let prog = current
@@ -121,9 +128,6 @@ pub fn eligibility(original: &Object, current: &Object, program: usize) -> Resul
     for (slot, insn) in decoded.iter().filter(|(s, _)| *s < len) {
         if matches!(insn, Instruction::MayGoto { .. }) {
             return Err(format!("may_goto at insn {slot} (a loop)"));
-        }
-        if jump_off(insn).is_some_and(|off| off < 0) {
-            return Err(format!("a back edge at insn {slot} (a loop)"));
         }
     }
     let options = EquivalenceOptions {
@@ -150,6 +154,9 @@ enum Kind {
     Pinned,
     /// A jump: re-aimed, another condition, or removed.
     Jump,
+    /// A bounds check of the packet (a jump comparing with `data_end`): re-aimed only where the
+    /// same code runs, as the kernel refuses the accesses it guards without it.
+    Guard,
     /// Anything K2's rules propose, or removed.
     Plain,
 }
@@ -193,6 +200,10 @@ fn with_off(insn: Instruction, off: i64) -> Option<Instruction> {
         other => Some(other),
     }
 }
+
+/// An instruction of a run of code, jumps by the unit they land on (offset 0 in the
+/// instruction).
+type Code = (Instruction, Option<usize>);
 
 /// What a removed slot is to the interpreter.
 const NOP: Instruction = Instruction::Ja {
@@ -309,6 +320,8 @@ struct Search<'a> {
     layout: Vec<Instruction>,
     report: WholeReport,
     deadline: Instant,
+    /// Whether [`checks`] is used (it passes the starting program).
+    static_checks: bool,
 }
 
 /// Searches program `program` of `current` (the input `original` after the window passes, or
@@ -453,6 +466,7 @@ impl<'a> Search<'a> {
                     Kind::Pinned
                 } else {
                     match insn {
+                        _ if jump_off(&insn).is_some_and(|off| off < 0) => Kind::Fixed,
                         Instruction::Ja { .. } | Instruction::Jump { .. } => Kind::Jump,
                         Instruction::Alu { .. }
                         | Instruction::Endian { .. }
@@ -508,7 +522,7 @@ impl<'a> Search<'a> {
         let start: Candidate = units.iter().map(|u| Some(u.original)).collect();
         let start_perf = perf.cost(&start.iter().flatten().copied().collect::<Vec<_>>(), &[]);
         let vocab = vocabulary(&units);
-        Some(Search {
+        let mut search = Search {
             original,
             current,
             program,
@@ -527,20 +541,77 @@ impl<'a> Search<'a> {
                 ..WholeReport::default()
             },
             deadline,
-        })
+            static_checks: false,
+        };
+        // The first safety check is used when it passes the starting program (were it to refuse
+        // what the kernel took, it would be wrong here, and the kernel alone decides). The jumps
+        // comparing with `data_end` are the packet's bounds checks: the kernel refuses every
+        // access they guard without them, so they stay.
+        let all: Vec<Option<usize>> = (0..=search.units.len())
+            .map(|i| (i < search.units.len()).then_some(i))
+            .collect();
+        let flowed = checks::flow(&search.start, 0, &|i, insn| {
+            search.successors(i, insn, &all)
+        });
+        if let Ok(states) = flowed {
+            search.static_checks = true;
+            for (unit, regs) in search.units.iter_mut().zip(states) {
+                let (Some(regs), Instruction::Jump { dst, src, .. }) = (regs, unit.original) else {
+                    continue;
+                };
+                let end = |r: Reg| regs[r as usize] == checks::Tag::End;
+                if unit.kind == Kind::Jump && (end(dst) || matches!(src, Operand::Reg(r) if end(r)))
+                {
+                    unit.kind = Kind::Guard;
+                }
+            }
+        }
+        Some(search)
     }
 
     /// The unit a jump at unit `i` with offset `off` lands on: forward, inside the function, on
     /// an instruction's first slot.
     fn target(&self, i: usize, off: i64) -> Option<usize> {
         let slot = self.units[i].slot as i64 + 1 + off;
-        if slot <= self.units[i].slot as i64 {
+        // Only the input's own back edges (bounded loops, kept as they are) go backwards.
+        if slot <= self.units[i].slot as i64 && self.units[i].kind != Kind::Fixed {
             return None;
         }
         self.unit_at
             .get(usize::try_from(slot).ok()?)
             .copied()
             .flatten()
+    }
+
+    /// Where control goes after unit `i` holding `insn` (falling through, jumping), with `next`
+    /// the next kept unit at or after each; `None` when it leaves the function.
+    fn successors(
+        &self,
+        i: usize,
+        insn: &Instruction,
+        next: &[Option<usize>],
+    ) -> Option<[Option<usize>; 2]> {
+        let fall = if matches!(insn, Instruction::Exit | Instruction::Ja { .. }) {
+            None
+        } else {
+            Some(next[i + 1]?)
+        };
+        let jump = match jump_off(insn) {
+            Some(off) => Some(next[self.target(i, off)?]?),
+            None => None,
+        };
+        Some([fall, jump])
+    }
+
+    /// Whether the first safety check ([`checks`]) refuses a canonical candidate.
+    fn refused(&self, c: &Candidate) -> bool {
+        let n = c.len();
+        let mut next = vec![None; n + 1];
+        for i in (0..n).rev() {
+            next[i] = if c[i].is_some() { Some(i) } else { next[i + 1] };
+        }
+        let Some(first) = next[0] else { return true };
+        checks::flow(c, first, &|i, insn| self.successors(i, insn, &next)).is_err()
     }
 
     /// The jump at unit `i` aimed at unit `t`.
@@ -552,7 +623,7 @@ impl<'a> Search<'a> {
     }
 
     /// The canonical form of a candidate (see the module comment), or `None` when it is not a
-    /// well-formed loop-free function (a jump out of it or backwards, falling off its end, a
+    /// well-formed function (a jump out of it, a new backward jump, falling off its end, a
     /// pinned slot left unreachable).
     fn canonical(&self, candidate: &Candidate) -> Option<Candidate> {
         let n = candidate.len();
@@ -580,17 +651,13 @@ impl<'a> Search<'a> {
             }
             let next = next_kept(&c);
             let mut reached = vec![false; n];
-            reached[next[0]?] = true;
-            for i in 0..n {
-                let (true, Some(insn)) = (reached[i], c[i]) else {
+            let mut work = vec![next[0]?];
+            while let Some(i) = work.pop() {
+                if std::mem::replace(&mut reached[i], true) {
                     continue;
-                };
-                if !matches!(insn, Instruction::Exit | Instruction::Ja { .. }) {
-                    reached[next[i + 1]?] = true;
                 }
-                if let Some(off) = jump_off(&insn) {
-                    reached[next[self.target(i, off)?]?] = true;
-                }
+                let insn = c[i]?;
+                work.extend(self.successors(i, &insn, &next)?.into_iter().flatten());
             }
             for i in 0..n {
                 if c[i].is_some() && !reached[i] {
@@ -612,7 +679,7 @@ impl<'a> Search<'a> {
         let changeable: usize = self
             .units
             .iter()
-            .filter(|u| matches!(u.kind, Kind::Jump | Kind::Plain))
+            .filter(|u| matches!(u.kind, Kind::Jump | Kind::Guard | Kind::Plain))
             .count();
         let mut next = current.clone();
         if changeable == 0 {
@@ -623,17 +690,34 @@ impl<'a> Search<'a> {
             .units
             .iter()
             .enumerate()
-            .filter(|(_, u)| matches!(u.kind, Kind::Jump | Kind::Plain))
+            .filter(|(_, u)| matches!(u.kind, Kind::Jump | Kind::Guard | Kind::Plain))
             .map(|(i, _)| i)
             .nth(k)
         else {
             return next;
         };
         let unit = self.units[i];
+        if unit.kind == Kind::Guard {
+            if let Some(base) = next[i] {
+                let same = self.same_code(current, i, &base);
+                if let Some(&t) = same.get(rng.gen_range(0..same.len().max(1))) {
+                    next[i] = self.aimed(i, base, t);
+                }
+            }
+            return next;
+        }
         if unit.kind == Kind::Jump {
             let base = next[i].unwrap_or(unit.original);
             next[i] = match (rule, rng.gen_range(0..4)) {
                 (Rule::Nop, _) | (_, 0) => None,
+                // Half the re-aimings go where the same code runs (tail merging).
+                (_, 1) if rng.gen_bool(0.5) => {
+                    let same = self.same_code(current, i, &base);
+                    match same.get(rng.gen_range(0..same.len().max(1))) {
+                        Some(&t) => self.aimed(i, base, t),
+                        None => Some(base),
+                    }
+                }
                 (_, 1) => {
                     let t = rng.gen_range(i + 1..self.units.len().max(i + 2));
                     if t < self.units.len() {
@@ -674,6 +758,52 @@ impl<'a> Search<'a> {
         let moved = propose(&part, rule, &self.vocab, rng);
         next[i..i + width].copy_from_slice(&moved);
         next
+    }
+
+    /// The code that runs from kept unit `u` of `c` up to its first exit or unconditional jump,
+    /// jumps by the unit they land on (`None` when it runs off the function or on for long).
+    fn code_from(&self, c: &Candidate, next: &[Option<usize>], u: usize) -> Option<Vec<Code>> {
+        const LONGEST: usize = 64;
+        let mut code = Vec::new();
+        let mut at = next[u]?;
+        loop {
+            let insn = c[at]?;
+            let target = match jump_off(&insn) {
+                Some(off) => Some(next[self.target(at, off)?]?),
+                None => None,
+            };
+            code.push((with_off(insn, 0)?, target));
+            if matches!(insn, Instruction::Exit | Instruction::Ja { .. }) {
+                return Some(code);
+            }
+            if code.len() >= LONGEST {
+                return None;
+            }
+            at = next[at + 1]?;
+        }
+    }
+
+    /// The kept units after unit `i` other than its jump's target from which the same code runs
+    /// as from that target: where the jump may go instead.
+    fn same_code(&self, c: &Candidate, i: usize, jump: &Instruction) -> Vec<usize> {
+        let n = c.len();
+        let mut next = vec![None; n + 1];
+        for k in (0..n).rev() {
+            next[k] = if c[k].is_some() { Some(k) } else { next[k + 1] };
+        }
+        let Some(t) = jump_off(jump)
+            .and_then(|off| self.target(i, off))
+            .and_then(|t| next[t])
+        else {
+            return Vec::new();
+        };
+        let Some(code) = self.code_from(c, &next, t) else {
+            return Vec::new();
+        };
+        (i + 1..n)
+            .filter(|&u| u != t && c[u].is_some() && c[u] == c[t])
+            .filter(|&u| self.code_from(c, &next, u).as_ref() == Some(&code))
+            .collect()
     }
 
     /// The candidate laid out over the starting program's slots (removed units as `ja +0`).
@@ -771,6 +901,10 @@ impl<'a> Search<'a> {
     fn cost(&mut self, candidate: &Candidate, s: Setting, perf: &dyn Performance) -> f64 {
         let insns: Vec<Instruction> = candidate.iter().flatten().copied().collect();
         let p = perf.cost(&insns, &[]);
+        if self.static_checks && self.refused(candidate) {
+            self.report.refused_early += 1;
+            return UNSAFE_COST + s.beta * (p - self.start_perf);
+        }
         let tested = self.test(candidate, s.absolute);
         if tested.fault {
             return UNSAFE_COST + s.beta * (p - self.start_perf);
