@@ -204,3 +204,52 @@ pub fn flow(
     }
     Ok(states)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use linerate_bpf::insn::build::{add64, alu64, exit, ldx, mov64, mov64_reg, st};
+
+    /// Whether the straight-line `insns` pass the first check.
+    fn passes(insns: &[Instruction]) -> bool {
+        let units: Vec<Option<Instruction>> = insns.iter().map(|i| Some(*i)).collect();
+        let n = units.len();
+        let next = |i: usize, insn: &Instruction| {
+            let fall = (!matches!(insn, Instruction::Exit)).then_some(i + 1);
+            Some([fall.filter(|&f| f < n), None])
+        };
+        flow(&units, 0, &next).is_ok()
+    }
+
+    #[test]
+    fn what_the_kernel_refuses_is_refused() {
+        // r0 read before any write.
+        assert!(!passes(&[add64(0, 1), exit()]));
+        // Bitwise arithmetic on the context pointer.
+        assert!(!passes(&[alu64(AluOp::And, 1, 1), mov64(0, 2), exit()]));
+        // Arithmetic on data_end.
+        assert!(!passes(&[
+            ldx(Size::W, 3, 1, 4),
+            add64(3, 1),
+            mov64(0, 2),
+            exit()
+        ]));
+        // A scalar dereferenced, the context written, a pointer returned.
+        assert!(!passes(&[mov64(2, 8), ldx(Size::B, 0, 2, 0), exit()]));
+        assert!(!passes(&[st(Size::W, 1, 0, 0), mov64(0, 2), exit()]));
+        assert!(!passes(&[mov64_reg(0, 10), exit()]));
+    }
+
+    #[test]
+    fn what_the_kernel_takes_passes() {
+        assert!(passes(&[
+            ldx(Size::W, 2, 1, 0),
+            ldx(Size::W, 3, 1, 4),
+            mov64_reg(4, 2),
+            add64(4, 14),
+            st(Size::W, 10, -4, 1),
+            mov64(0, 2),
+            exit()
+        ]));
+    }
+}
