@@ -322,6 +322,8 @@ struct Search<'a> {
     deadline: Instant,
     /// Whether [`checks`] is used (it passes the starting program).
     static_checks: bool,
+    /// What [`checks`] found before each unit of the starting program.
+    start_states: Vec<Option<checks::State>>,
 }
 
 /// Searches program `program` of `current` (the input `original` after the window passes, or
@@ -542,6 +544,7 @@ impl<'a> Search<'a> {
             },
             deadline,
             static_checks: false,
+            start_states: Vec::new(),
         };
         // The first safety check is used when it passes the starting program (were it to refuse
         // what the kernel took, it would be wrong here, and the kernel alone decides). The jumps
@@ -550,21 +553,27 @@ impl<'a> Search<'a> {
         let all: Vec<Option<usize>> = (0..=search.units.len())
             .map(|i| (i < search.units.len()).then_some(i))
             .collect();
-        let flowed = checks::flow(&search.start, 0, &|i, insn| {
-            search.successors(i, insn, &all)
-        });
+        let flowed = checks::flow(
+            &search.start,
+            0,
+            &|i, insn| search.successors(i, insn, &all),
+            None,
+        );
         if let Ok(states) = flowed {
             search.static_checks = true;
-            for (unit, regs) in search.units.iter_mut().zip(states) {
-                let (Some(regs), Instruction::Jump { dst, src, .. }) = (regs, unit.original) else {
+            for (unit, state) in search.units.iter_mut().zip(&states) {
+                let (Some(state), Instruction::Jump { dst, src, .. }) = (state, unit.original)
+                else {
                     continue;
                 };
+                let regs = state.regs;
                 let end = |r: Reg| regs[r as usize] == checks::Tag::End;
                 if unit.kind == Kind::Jump && (end(dst) || matches!(src, Operand::Reg(r) if end(r)))
                 {
                     unit.kind = Kind::Guard;
                 }
             }
+            search.start_states = states;
         }
         Some(search)
     }
@@ -611,7 +620,13 @@ impl<'a> Search<'a> {
             next[i] = if c[i].is_some() { Some(i) } else { next[i + 1] };
         }
         let Some(first) = next[0] else { return true };
-        checks::flow(c, first, &|i, insn| self.successors(i, insn, &next)).is_err()
+        checks::flow(
+            c,
+            first,
+            &|i, insn| self.successors(i, insn, &next),
+            Some(&self.start_states),
+        )
+        .is_err()
     }
 
     /// The jump at unit `i` aimed at unit `t`.
