@@ -406,6 +406,7 @@ pub fn run_passes(
                 budget: options.budget.saturating_sub(started.elapsed()),
                 seed: options.seed,
                 pinned: pinned.clone(),
+                max_rounds: options.rounds,
             };
             let (report, stage) =
                 whole::search_whole(object, &current, program, &whole_options, perf, executions);

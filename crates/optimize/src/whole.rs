@@ -75,6 +75,9 @@ pub struct WholeOptions {
     pub seed: u64,
     /// Slots of the starting program's entry function the object writer must keep.
     pub pinned: Vec<usize>,
+    /// Most rounds (each chain takes a fixed number of steps a round): with them, the same seed
+    /// gives the same result whatever the machine's speed, the budget only caps the time.
+    pub max_rounds: Option<u64>,
 }
 
 /// What the whole-program search did (the `search.whole_program` object of `--json`).
@@ -361,7 +364,9 @@ pub fn search_whole(
             cost: 0.0,
         })
         .collect();
-    while Instant::now() < search.deadline {
+    let mut rounds = 0u64;
+    while Instant::now() < search.deadline && options.max_rounds.is_none_or(|m| rounds < m) {
+        rounds += 1;
         for chain in &mut chains {
             for _ in 0..ROUND_STEPS {
                 search.step(chain, perf);

@@ -79,6 +79,7 @@ fn search_and_check(object: &Object, most: usize) {
         budget: Duration::from_secs(5),
         seed: 3,
         pinned: Vec::new(),
+        max_rounds: None,
     };
     let (report, stage) = search_whole(object, object, 0, &options, &SizeGoal, Some(&executions));
     assert!(report.eligible);
