@@ -36,16 +36,19 @@
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
-use linerate_bpf::contents::{MapContents, MapSeed};
+use linerate_bpf::contents::MapSeed;
 use linerate_bpf::insn::{decode_all, Cond, Instruction, Operand, Reg, FRAME_POINTER, NUM_REGS};
 use linerate_bpf::Object;
 use linerate_smt::{check_equivalence, Equivalence, EquivalenceOptions};
-use linerate_vm::{Redirect, Vm, VmOptions};
+use linerate_vm::VmOptions;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use serde::Serialize;
 
 mod checks;
+mod groups;
+
+use groups::{maps_of, Group};
 
 use crate::proposal::{draw_rule, propose, Candidate, Rule, Vocabulary};
 use crate::search::{Performance, Setting, SETTINGS};
@@ -213,71 +216,6 @@ const NOP: Instruction = Instruction::Ja {
     off: 0,
     long: false,
 };
-
-/// The observable outcome of one test packet.
-#[derive(Clone, Debug, PartialEq, Eq)]
-struct Expected {
-    action: u64,
-    redirect: Option<Redirect>,
-    packet: Vec<u8>,
-    meta: Vec<u8>,
-}
-
-/// Packets run in order on one seeded interpreter, with the starting program's outcomes.
-struct Group {
-    /// Seeded, not yet run.
-    vm: Vm,
-    packets: Vec<Vec<u8>>,
-    expected: Vec<Expected>,
-    maps: MapContents,
-}
-
-fn maps_of(vm: &Vm) -> MapContents {
-    vm.maps.iter().map(|m| m.entries()).collect()
-}
-
-impl Group {
-    /// The group of `packets` on `object`'s program seeded with `seed`; packets the starting
-    /// program does not run on are left out (`None` when none is left).
-    fn new(
-        object: &Object,
-        program: usize,
-        seed: &MapSeed,
-        options: VmOptions,
-        mut packets: Vec<Vec<u8>>,
-    ) -> Option<Group> {
-        let mut vm = Vm::new(object, options).ok()?;
-        vm.seed(seed).ok()?;
-        'retry: loop {
-            let mut run = vm.clone();
-            let mut expected = Vec::with_capacity(packets.len());
-            for (i, p) in packets.iter().enumerate() {
-                match run.run_in_place(program, p, &[]) {
-                    Ok(s) => expected.push(Expected {
-                        action: s.return_value,
-                        redirect: s.redirect,
-                        packet: run.packet_buffer().whole_packet(),
-                        meta: run.packet_buffer().meta().to_vec(),
-                    }),
-                    Err(_) => {
-                        packets.remove(i);
-                        continue 'retry;
-                    }
-                }
-            }
-            if packets.is_empty() {
-                return None;
-            }
-            let maps = maps_of(&run);
-            return Some(Group {
-                vm,
-                packets,
-                expected,
-                maps,
-            });
-        }
-    }
-}
 
 /// A candidate's results on the tests.
 struct Tested {
