@@ -82,6 +82,10 @@ pub struct OptimizeArgs {
     /// Apply the rule library only, no search.
     #[arg(long)]
     pub rules_only: bool,
+    /// Search windows only, never the whole program (a small program is otherwise searched
+    /// whole with the last third of the budget).
+    #[arg(long)]
+    pub no_whole: bool,
     /// A rule file instead of the shipped library.
     #[arg(long, value_name = "PATH", conflicts_with = "no_rules")]
     pub rules: Option<PathBuf>,
@@ -418,6 +422,7 @@ pub fn optimize(args: &OptimizeArgs) -> Result<()> {
         rounds: args.rounds,
         rules_only: args.rules_only,
         pinned: pinned.clone(),
+        whole: !args.no_whole,
     };
     let unit = if args.goal == Goal::Size {
         "insns"
@@ -454,6 +459,7 @@ pub fn optimize(args: &OptimizeArgs) -> Result<()> {
         passes.rules_applied,
     );
     let observed_tests = passes.observed_tests;
+    let whole = passes.whole;
     let stages = passes.stages;
     let search_seconds = passes.elapsed.as_secs_f64().max(1e-9);
     if show_progress {
@@ -590,6 +596,7 @@ pub fn optimize(args: &OptimizeArgs) -> Result<()> {
                 "cache_hit_rate": stats.cache_hits as f64 / (stats.cache_hits + stats.proofs_asked).max(1) as f64,
                 "counterexamples": stats.counterexamples,
                 "unknown": stats.unknown,
+                "whole_program": whole,
             },
             "seconds": started.elapsed().as_secs_f64(),
         });
@@ -646,6 +653,24 @@ pub fn optimize(args: &OptimizeArgs) -> Result<()> {
         100.0 * stats.cache_hits as f64 / (stats.cache_hits + stats.proofs_asked).max(1) as f64,
         stats.counterexamples
     )?;
+    if let Some(w) = &whole {
+        match &w.why {
+            Some(why) => writeln!(out, "  whole program  not searched: {why}")?,
+            None => writeln!(
+                out,
+                "  whole program  {} candidates, {} kernel loads ({} refused), {} equivalence checks ({} proven, {} counterexamples, {} unknown), {} → {} insns",
+                w.candidates,
+                w.kernel_loads,
+                w.kernel_refused,
+                w.proofs,
+                w.proven,
+                w.counterexamples,
+                w.unknown,
+                w.slots_before,
+                w.slots_after
+            )?,
+        }
+    }
     writeln!(out, "  proof          {}", proof_text(&proof))?;
     for d in &discarded {
         writeln!(

@@ -33,8 +33,8 @@ pub enum AssembleError {
     Target(usize),
 }
 
-/// Applies `rewrites` (disjoint windows of one-slot instructions in the entry function) to
-/// `program`.
+/// Applies `rewrites` (disjoint runs of instructions in the entry function; a 64-bit immediate
+/// load in one is replaced by itself or removed) to `program`.
 pub fn assemble(program: &Program, rewrites: &[Rewrite]) -> Result<Assembled, AssembleError> {
     let decoded = decode_all(&program.insns)
         .map_err(|e| AssembleError::Decode(program.name.clone(), e.to_string()))?;
@@ -45,12 +45,15 @@ pub fn assemble(program: &Program, rewrites: &[Rewrite]) -> Result<Assembled, As
         at[*slot] = Some(Some(*insn));
     }
     for r in rewrites {
-        for (k, (old, new)) in r.original.iter().zip(&r.replacement).enumerate() {
-            let slot = r.start + k;
+        // A 64-bit immediate load in `original` (kept as it is: whole-program rewrites span
+        // them) takes two slots.
+        let mut slot = r.start;
+        for (old, new) in r.original.iter().zip(&r.replacement) {
             if at.get(slot).copied().flatten() != Some(Some(*old)) {
                 return Err(AssembleError::Mismatch(slot));
             }
             at[slot] = Some(*new);
+            slot += old.slots();
         }
     }
     // New slot of each old slot: where the first kept instruction at or after it lands.
@@ -65,10 +68,13 @@ pub fn assemble(program: &Program, rewrites: &[Rewrite]) -> Result<Assembled, As
                 next += insn.slots();
             }
             Some(None) => {}
-            // The second slot of a 64-bit immediate load: kept with the first, one after it.
+            // The second slot of a 64-bit immediate load: kept with the first, one after it, or
+            // removed with it.
             None => {
-                new_of[slot] = next.saturating_sub(1);
                 kept[slot] = slot > 0 && kept[slot - 1];
+                if kept[slot] {
+                    new_of[slot] = next.saturating_sub(1);
+                }
             }
         }
     }

@@ -10,6 +10,8 @@
 //! which also rejects the accesses the kernel's checker would refuse; a candidate that passes
 //! every test and improves on the best is proven equivalent by the [`search::Prover`] (Z3 over
 //! the same semantics, in `linerate-smt`), or yields a counterexample that joins the tests.
+//! Small programs are then searched whole ([`whole`]: cross-block rewrites, proven by the
+//! whole-program equivalence check and loaded in the kernel first).
 //! The best proven rewrites are put back into the program ([`assemble`]) and the result checked
 //! against the original through the interpreter and the kernel ([`verify`]) before anything is
 //! written.
@@ -29,6 +31,7 @@ pub mod run;
 pub mod search;
 pub mod timing;
 pub mod verify;
+pub mod whole;
 pub mod window;
 
 use std::time::{Duration, Instant};
@@ -281,6 +284,9 @@ pub struct PassOptions {
     pub rules_only: bool,
     /// The input's slots the object writer must keep.
     pub pinned: Vec<usize>,
+    /// Search the entry function whole after the window passes when it is eligible
+    /// ([`whole::eligibility`]), with the last third of the budget.
+    pub whole: bool,
 }
 
 /// What the passes found.
@@ -297,6 +303,8 @@ pub struct Passes {
     pub proven: Vec<(Vec<linerate_bpf::insn::Instruction>, proposal::Candidate)>,
     /// Window tests taken from executions on the packets and witnesses, over all passes.
     pub observed_tests: usize,
+    /// What the whole-program search did, when asked for.
+    pub whole: Option<whole::WholeReport>,
 }
 
 /// Searches program `program` in passes: each cuts the entry function into windows at another
@@ -324,8 +332,16 @@ pub fn run_passes(
     let mut out = Passes::default();
     let mut current = object.clone();
     let mut pinned = options.pinned.clone();
+    // Whether the whole program can be searched is known first (its check takes a few seconds
+    // of the budget): the windows then get two thirds of the budget, the whole program the rest.
+    let whole_eligible =
+        (options.whole && !options.rules_only).then(|| whole::eligibility(object, object, program));
+    let window_budget = match whole_eligible {
+        Some(Ok(())) => options.budget.saturating_sub(started.elapsed()) * 2 / 3,
+        _ => options.budget,
+    };
     for pass in 0..passes {
-        let left = options.budget.saturating_sub(started.elapsed());
+        let left = window_budget.saturating_sub(started.elapsed());
         let search_options = SearchOptions {
             budget: left / (passes - pass) as u32,
             seed: options.seed.wrapping_add(pass as u64),
@@ -384,6 +400,24 @@ pub fn run_passes(
             rewrites,
         });
     }
+    out.whole = whole_eligible.map(|eligible| match eligible {
+        Ok(()) => {
+            let whole_options = whole::WholeOptions {
+                budget: options.budget.saturating_sub(started.elapsed()),
+                seed: options.seed,
+                pinned: pinned.clone(),
+                max_rounds: options.rounds,
+            };
+            let (report, stage) =
+                whole::search_whole(object, &current, program, &whole_options, perf, executions);
+            out.stages.extend(stage);
+            report
+        }
+        Err(why) => whole::WholeReport {
+            why: Some(why),
+            ..whole::WholeReport::default()
+        },
+    });
     out.elapsed = started.elapsed();
     Ok(out)
 }
