@@ -90,24 +90,12 @@ pub fn assemble(program: &Program, rewrites: &[Rewrite]) -> Result<Assembled, As
             Ok(new_of[target as usize] as i64 - (new_of[slot] as i64 + 1))
         };
         let fixed = match insn {
-            Instruction::Ja { off, long } => Instruction::Ja {
-                off: retarget(off as i64)? as i32,
-                long,
-            },
-            Instruction::Jump {
-                wide,
-                cond,
-                dst,
-                src,
-                off,
-            } => Instruction::Jump {
-                wide,
-                cond,
-                dst,
-                src,
-                off: i16::try_from(retarget(off as i64)?)
-                    .map_err(|_| AssembleError::Target(slot))?,
-            },
+            Instruction::Ja { off, .. } => {
+                with_off(insn, retarget(off as i64)?).ok_or(AssembleError::Target(slot))?
+            }
+            Instruction::Jump { off, .. } => {
+                with_off(insn, retarget(i64::from(off))?).ok_or(AssembleError::Target(slot))?
+            }
             Instruction::MayGoto { off } => Instruction::MayGoto {
                 off: i16::try_from(retarget(off as i64)?)
                     .map_err(|_| AssembleError::Target(slot))?,
@@ -159,4 +147,29 @@ pub fn assemble(program: &Program, rewrites: &[Rewrite]) -> Result<Assembled, As
         program: new,
         slot_map,
     })
+}
+
+/// The jump `insn` with offset `off` (`None` when it does not fit the encoding); any other
+/// instruction as it is.
+pub(crate) fn with_off(insn: Instruction, off: i64) -> Option<Instruction> {
+    match insn {
+        Instruction::Ja { long, .. } => Some(Instruction::Ja {
+            off: i32::try_from(off).ok()?,
+            long,
+        }),
+        Instruction::Jump {
+            wide,
+            cond,
+            dst,
+            src,
+            ..
+        } => Some(Instruction::Jump {
+            wide,
+            cond,
+            dst,
+            src,
+            off: i16::try_from(off).ok()?,
+        }),
+        other => Some(other),
+    }
 }

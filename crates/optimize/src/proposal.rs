@@ -7,7 +7,9 @@
 //! registers (never writing r10), its constants and a few common ones, its memory operands'
 //! base registers and offsets — which is where the useful rewrites live.
 
-use linerate_bpf::insn::{AluOp, AtomicOp, Endian, Instruction, Operand, Reg, Size, FRAME_POINTER};
+use linerate_bpf::insn::{
+    AluOp, AtomicOp, Endian, Instruction, Operand, Reg, Size, FRAME_POINTER, NUM_REGS,
+};
 use rand::rngs::StdRng;
 use rand::Rng;
 
@@ -114,6 +116,17 @@ impl Vocabulary {
             })
             .collect();
         addresses.extend(near);
+        Vocabulary::from_parts(regs, imms, addresses)
+    }
+
+    /// The vocabulary of these registers, constants and memory operands (repeats dropped); the
+    /// destinations are the registers other than the frame pointer.
+    pub fn from_parts(
+        mut regs: Vec<Reg>,
+        mut imms: Vec<i32>,
+        mut addresses: Vec<(Reg, i16)>,
+    ) -> Vocabulary {
+        regs.retain(|&r| (r as usize) < NUM_REGS);
         regs.sort_unstable();
         regs.dedup();
         addresses.sort_unstable();

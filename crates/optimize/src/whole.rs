@@ -37,7 +37,7 @@ use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use linerate_bpf::contents::MapSeed;
-use linerate_bpf::insn::{decode_all, Cond, Instruction, Operand, Reg, FRAME_POINTER, NUM_REGS};
+use linerate_bpf::insn::{decode_all, Cond, Instruction, Operand, Reg, FRAME_POINTER};
 use linerate_bpf::Object;
 use linerate_smt::{check_equivalence, Equivalence, EquivalenceOptions};
 use linerate_vm::VmOptions;
@@ -50,6 +50,7 @@ mod groups;
 
 use groups::{maps_of, Group};
 
+use crate::assemble::with_off;
 use crate::proposal::{draw_rule, propose, Candidate, Rule, Vocabulary};
 use crate::search::{Performance, Setting, SETTINGS};
 use crate::{apply, Executions, Rewrite, Stage};
@@ -181,30 +182,6 @@ fn jump_off(insn: &Instruction) -> Option<i64> {
         Instruction::Ja { off, .. } => Some(off as i64),
         Instruction::Jump { off, .. } => Some(off as i64),
         _ => None,
-    }
-}
-
-/// The jump with offset `off` (`None` when it does not fit the encoding).
-fn with_off(insn: Instruction, off: i64) -> Option<Instruction> {
-    match insn {
-        Instruction::Ja { long, .. } => Some(Instruction::Ja {
-            off: i32::try_from(off).ok()?,
-            long,
-        }),
-        Instruction::Jump {
-            wide,
-            cond,
-            dst,
-            src,
-            ..
-        } => Some(Instruction::Jump {
-            wide,
-            cond,
-            dst,
-            src,
-            off: i16::try_from(off).ok()?,
-        }),
-        other => Some(other),
     }
 }
 
@@ -368,24 +345,7 @@ fn vocabulary(units: &[Unit]) -> Vocabulary {
             _ => {}
         }
     }
-    regs.retain(|&r| (r as usize) < NUM_REGS);
-    regs.sort_unstable();
-    regs.dedup();
-    imms.sort_unstable();
-    imms.dedup();
-    addresses.sort_unstable();
-    addresses.dedup();
-    let dsts = regs
-        .iter()
-        .copied()
-        .filter(|&r| r != FRAME_POINTER)
-        .collect();
-    Vocabulary {
-        regs,
-        dsts,
-        imms,
-        addresses,
-    }
+    Vocabulary::from_parts(regs, imms, addresses)
 }
 
 impl<'a> Search<'a> {
