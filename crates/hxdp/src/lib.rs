@@ -1,0 +1,10 @@
+//! `linerate hxdp`: XDP programs on the hXDP FPGA core (paper 003, "hXDP: Efficient Software
+//! Packet Processing on FPGA NICs", OSDI '20).
+//!
+//! - [`isa`]: the extended instruction set, its encoding and its meaning (through `linerate-sem`).
+//! - [`schedule`]: VLIW rows of lanes, and what a row means.
+//!
+//! This crate compiles and models; it does not load anything onto a device.
+
+pub mod isa;
+pub mod schedule;

@@ -1,0 +1,77 @@
+//! A VLIW schedule: the program as rows of lanes, what the compiler produces, what a ROM holds
+//! and what the Sephirot model executes.
+//!
+//! **Row semantics** (paper 003 §4.1.3, §4.2). All lanes of a row read their register operands as
+//! the row starts and execute together; Bernstein's conditions between the lanes of a row (no lane
+//! reads or writes what another writes) make that equal to any sequential order. Results reach the
+//! register file two rows later; the row right after sees a result only in the lane that produced
+//! it (per-lane result forwarding), so an instruction reading a value produced in the previous row
+//! must sit in the producer's lane. Branches and exits are ordered by lane: lane 0 has the highest
+//! priority, and the first taken branch or reached exit decides where control goes; with none,
+//! control falls to the next row. Every non-control instruction of a row executes whichever way
+//! the row's branches go.
+
+use crate::isa::HxInsn;
+
+/// One filled lane.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Slot {
+    /// The instruction.
+    pub insn: HxInsn,
+    /// The source program's instruction slots it came from (several for a fused instruction,
+    /// none for a second word of a wide immediate load).
+    pub from: Vec<usize>,
+    /// For a jump, the row it jumps to.
+    pub target: Option<usize>,
+}
+
+/// One VLIW instruction: a slot per lane, `None` where the lane is empty.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Row {
+    pub slots: Vec<Option<Slot>>,
+}
+
+/// A whole program as rows.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Schedule {
+    /// Lanes per row.
+    pub lanes: usize,
+    pub rows: Vec<Row>,
+}
+
+impl Row {
+    /// An empty row of `lanes` lanes.
+    pub fn empty(lanes: usize) -> Row {
+        Row {
+            slots: vec![None; lanes],
+        }
+    }
+
+    /// The filled lanes with their lane numbers.
+    pub fn filled(&self) -> impl Iterator<Item = (usize, &Slot)> {
+        self.slots
+            .iter()
+            .enumerate()
+            .filter_map(|(lane, s)| s.as_ref().map(|s| (lane, s)))
+    }
+}
+
+impl Schedule {
+    /// Instructions in the schedule (second words of wide loads not counted).
+    pub fn instructions(&self) -> usize {
+        self.rows
+            .iter()
+            .flat_map(|r| r.filled())
+            .filter(|(_, s)| !matches!(s.insn, HxInsn::ImmHigh(_)))
+            .count()
+    }
+
+    /// Static IPC: instructions per row.
+    pub fn static_ipc(&self) -> f64 {
+        if self.rows.is_empty() {
+            0.0
+        } else {
+            self.instructions() as f64 / self.rows.len() as f64
+        }
+    }
+}
