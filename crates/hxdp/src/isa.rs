@@ -29,8 +29,8 @@
 
 use std::fmt;
 
-use linerate_bpf::insn::{pseudo, AluOp, Imm64, Instruction, Operand, RawInsn, Reg, Size};
 use linerate_bpf::insn::regs::RegSet;
+use linerate_bpf::insn::{pseudo, AluOp, Imm64, Instruction, Operand, RawInsn, Reg, Size};
 use linerate_bpf::insn::{FRAME_POINTER, NUM_REGS};
 
 /// The offset that marks the first word of a 64-bit immediate load taking two lanes.
@@ -319,7 +319,10 @@ impl HxInsn {
                     Some((src, off, low)) => vec![raw(code, dst, src, off, low)],
                     None => {
                         let slots = Instruction::LoadImm64 { dst, imm }.encode();
-                        vec![raw(code, dst, slots[0].src, WIDE_MARKER, slots[0].imm), slots[1]]
+                        vec![
+                            raw(code, dst, slots[0].src, WIDE_MARKER, slots[0].imm),
+                            slots[1],
+                        ]
                     }
                 }
             }
@@ -404,7 +407,11 @@ fn one_word_imm64(imm: &Imm64) -> Option<(u8, i16, i32)> {
     }
 }
 
-fn decode_imm64(word: u64, raw: RawInsn, next: Option<u64>) -> Result<(HxInsn, usize), DecodeError> {
+fn decode_imm64(
+    word: u64,
+    raw: RawInsn,
+    next: Option<u64>,
+) -> Result<(HxInsn, usize), DecodeError> {
     let err = |reason: &str| DecodeError {
         word,
         reason: reason.to_string(),
@@ -427,8 +434,8 @@ fn decode_imm64(word: u64, raw: RawInsn, next: Option<u64>) -> Result<(HxInsn, u
                 return Err(err("wide 64-bit immediate load in the last lane"));
             };
             let first = RawInsn { off: 0, ..raw };
-            let insn = Instruction::decode(&[first, raw_of(next)], 0)
-                .map_err(|e| err(&e.to_string()))?;
+            let insn =
+                Instruction::decode(&[first, raw_of(next)], 0).map_err(|e| err(&e.to_string()))?;
             let Instruction::LoadImm64 { imm, .. } = insn else {
                 return Err(err("not a 64-bit immediate load"));
             };
@@ -436,7 +443,10 @@ fn decode_imm64(word: u64, raw: RawInsn, next: Option<u64>) -> Result<(HxInsn, u
         }
         _ => return Err(err("64-bit immediate load with an unknown source kind")),
     };
-    Ok((HxInsn::Ebpf(Instruction::LoadImm64 { dst: raw.dst, imm }), lanes))
+    Ok((
+        HxInsn::Ebpf(Instruction::LoadImm64 { dst: raw.dst, imm }),
+        lanes,
+    ))
 }
 
 /// The lane word of an eBPF slot: its little-endian bytes as an integer.
@@ -595,6 +605,9 @@ mod tests {
             off: 0,
         };
         assert_eq!(insn.scratch(), 2);
-        assert!(insn.as_ebpf(insn.scratch()).iter().all(|i| i.writes() & 0b10 == 0));
+        assert!(insn
+            .as_ebpf(insn.scratch())
+            .iter()
+            .all(|i| i.writes() & 0b10 == 0));
     }
 }

@@ -6,5 +6,9 @@
 //!
 //! This crate compiles and models; it does not load anything onto a device.
 
+mod error;
 pub mod isa;
+pub mod program;
 pub mod schedule;
+
+pub use error::HxdpError;

@@ -1,0 +1,182 @@
+//! The compiler's working form ([`Lowered`]): a program's instructions as a list of extended
+//! instructions with explicit jump targets, each remembering the source slots it came from. The
+//! passes of §3.1–§3.2 rewrite it; the scheduler packs it into rows.
+//!
+//! Sephirot runs one function with no call stack, no program arrays and no callbacks (§4.1), so a
+//! program with BPF-to-BPF calls, tail calls, helpers that call back, kfuncs or `may_goto` is
+//! refused here, by name and slot.
+
+use linerate_bpf::insn::{CallTarget, Instruction};
+use linerate_bpf::Object;
+
+use crate::isa::HxInsn;
+use crate::HxdpError;
+
+/// Helpers the core cannot run: they need program arrays or call back into the program.
+const UNRUNNABLE_HELPERS: [(u32, &str); 3] = [
+    (12, "bpf_tail_call (the core has no program arrays)"),
+    (
+        164,
+        "bpf_for_each_map_elem (the core cannot call back into the program)",
+    ),
+    (181, "bpf_loop (the core cannot call back into the program)"),
+];
+
+/// One instruction of a [`Lowered`] program.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LInsn {
+    /// The instruction; a jump's own offset is meaningless here, [`LInsn::target`] says where
+    /// it goes.
+    pub insn: HxInsn,
+    /// The source slots it stands for.
+    pub from: Vec<usize>,
+    /// For a jump, the index in [`Lowered::insns`] it jumps to.
+    pub target: Option<usize>,
+}
+
+/// A program as the compiler works on it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Lowered {
+    pub insns: Vec<LInsn>,
+    /// Instructions (not slots) of the source program, for reductions relative to it.
+    pub source_instructions: usize,
+}
+
+impl Lowered {
+    /// The entry program `program` of `object`, refused where the core cannot run it.
+    pub fn new(object: &Object, program: usize) -> Result<Lowered, HxdpError> {
+        let def = object
+            .programs
+            .get(program)
+            .ok_or(HxdpError::NoSuchProgram(program))?;
+        let name = def.name.clone();
+        let decoded = def.decode().map_err(|e| HxdpError::Decode {
+            program: name.clone(),
+            reason: e.to_string(),
+        })?;
+        let index_of_slot = |slot: i64| decoded.iter().position(|&(s, _)| s as i64 == slot);
+        let unsupported = |slot: usize, what: String| HxdpError::Unsupported {
+            program: name.clone(),
+            slot,
+            what,
+        };
+        let mut insns = Vec::with_capacity(decoded.len());
+        for &(slot, insn) in &decoded {
+            match insn {
+                Instruction::Call(CallTarget::Local(_)) => {
+                    return Err(unsupported(
+                        slot,
+                        "a BPF-to-BPF call (the core has no call stack)".into(),
+                    ))
+                }
+                Instruction::Call(CallTarget::Kfunc(_)) => {
+                    return Err(unsupported(slot, "a kfunc call".into()))
+                }
+                Instruction::Call(CallTarget::Helper(id)) => {
+                    if let Some((_, why)) = UNRUNNABLE_HELPERS.iter().find(|(h, _)| *h == id) {
+                        return Err(unsupported(slot, format!("helper {id}, {why}")));
+                    }
+                }
+                Instruction::MayGoto { .. } => return Err(unsupported(slot, "may_goto".into())),
+                Instruction::LegacyPacketLoad { .. } => {
+                    return Err(unsupported(slot, "an LD_ABS/LD_IND packet load".into()))
+                }
+                _ => {}
+            }
+            let target = match insn.jump_target(slot) {
+                Some(t) => Some(index_of_slot(t).ok_or_else(|| {
+                    unsupported(
+                        slot,
+                        format!("a jump to slot {t}, which starts no instruction"),
+                    )
+                })?),
+                None => None,
+            };
+            insns.push(LInsn {
+                insn: HxInsn::Ebpf(insn),
+                from: vec![slot],
+                target,
+            });
+        }
+        let source_instructions = insns.len();
+        Ok(Lowered {
+            insns,
+            source_instructions,
+        })
+    }
+
+    /// Whether control can fall from instruction `i` to `i + 1`.
+    pub fn falls_through(&self, i: usize) -> bool {
+        !matches!(
+            self.insns[i].insn,
+            HxInsn::Ebpf(Instruction::Ja { .. } | Instruction::Exit) | HxInsn::ExitWith(_)
+        )
+    }
+
+    /// The indices control can go to after instruction `i`.
+    pub fn successors(&self, i: usize) -> Vec<usize> {
+        let mut out = Vec::with_capacity(2);
+        if self.falls_through(i) && i + 1 < self.insns.len() {
+            out.push(i + 1);
+        }
+        if let Some(t) = self.insns[i].target {
+            if !out.contains(&t) {
+                out.push(t);
+            }
+        }
+        out
+    }
+
+    /// Which instructions start a basic block: the first, jump targets, and those after a jump
+    /// or an exit.
+    pub fn leaders(&self) -> Vec<bool> {
+        let n = self.insns.len();
+        let mut leader = vec![false; n];
+        if n > 0 {
+            leader[0] = true;
+        }
+        for (i, l) in self.insns.iter().enumerate() {
+            if let Some(t) = l.target {
+                leader[t] = true;
+            }
+            if l.insn.is_control() && i + 1 < n {
+                leader[i + 1] = true;
+            }
+        }
+        leader
+    }
+
+    /// Removes the instructions `remove` marks. A jump to a removed instruction goes to the next
+    /// one kept, which is where control went after the removed instruction (removal is only for
+    /// instructions with no effect on the path, so they never are jumps or exits).
+    pub fn remove(&mut self, remove: &[bool]) {
+        let n = self.insns.len();
+        let mut new_index = vec![0usize; n + 1];
+        let mut kept = 0;
+        for i in 0..n {
+            new_index[i] = kept;
+            if !remove[i] {
+                kept += 1;
+            }
+        }
+        new_index[n] = kept;
+        let old = std::mem::take(&mut self.insns);
+        for (i, mut l) in old.into_iter().enumerate() {
+            if remove[i] {
+                continue;
+            }
+            l.target = l.target.map(|t| new_index[t]);
+            self.insns.push(l);
+        }
+    }
+
+    /// Instructions in the lowered program.
+    pub fn len(&self) -> usize {
+        self.insns.len()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.insns.is_empty()
+    }
+}
