@@ -75,3 +75,50 @@ impl Schedule {
         }
     }
 }
+
+impl std::fmt::Display for Schedule {
+    /// The schedule row by row: each filled lane with its instruction, a jump's target row, and
+    /// the source instructions it came from.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let width = self.rows.len().to_string().len();
+        for (r, row) in self.rows.iter().enumerate() {
+            if row.filled().next().is_none() {
+                writeln!(f, "{r:>width$}  (empty)")?;
+                continue;
+            }
+            let mut first = true;
+            for (lane, slot) in row.filled() {
+                let head = if first {
+                    format!("{r:>width$}")
+                } else {
+                    " ".repeat(width)
+                };
+                first = false;
+                writeln!(f, "{head}  [{lane}] {}", slot.text())?;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Slot {
+    /// The slot's instruction as text, a jump showing its target row, with its source slots.
+    pub fn text(&self) -> String {
+        let insn = match (self.insn, self.target) {
+            (HxInsn::Ebpf(i), Some(t)) => {
+                let text = HxInsn::Ebpf(i).to_string();
+                match text.find("goto") {
+                    Some(at) => format!("{}goto row {t}", &text[..at]),
+                    None => text,
+                }
+            }
+            (insn, _) => insn.to_string(),
+        };
+        if self.from.is_empty() {
+            insn
+        } else {
+            let from: Vec<String> = self.from.iter().map(|s| s.to_string()).collect();
+            format!("{insn:<40} ; insn {}", from.join(","))
+        }
+    }
+}

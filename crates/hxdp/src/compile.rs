@@ -1,0 +1,98 @@
+//! The hXDP compiler (paper 003 §3.4): a program's instructions lowered, reduced by the passes of
+//! §3.1–§3.2, and scheduled into the rows of the Sephirot instruction memory.
+
+use linerate_bpf::Object;
+use serde::Serialize;
+
+use crate::deps;
+use crate::liveness::Liveness;
+use crate::program::Lowered;
+use crate::schedule::Schedule;
+use crate::scheduler::{schedule, ScheduleOptions};
+use crate::HxdpError;
+
+/// Rows of the Sephirot instruction memory (the artifacts' ROM images hold 256).
+pub const IMEM_ROWS: usize = 256;
+
+/// How to compile.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CompileOptions {
+    pub schedule: ScheduleOptions,
+    /// Rename registers to break false dependences (§3.4).
+    pub rename: bool,
+    /// Rows the instruction memory holds: a longer schedule is an error.
+    pub imem_rows: usize,
+}
+
+impl Default for CompileOptions {
+    fn default() -> CompileOptions {
+        CompileOptions {
+            schedule: ScheduleOptions::default(),
+            rename: true,
+            imem_rows: IMEM_ROWS,
+        }
+    }
+}
+
+/// A compiled program.
+#[derive(Clone, Debug)]
+pub struct Compiled {
+    /// The program's name.
+    pub name: String,
+    /// Instructions of the source program.
+    pub ebpf_insns: usize,
+    /// The program after the passes, before scheduling.
+    pub lowered: Lowered,
+    /// The rows.
+    pub schedule: Schedule,
+}
+
+/// Headline figures of a compilation (part of `linerate hxdp --json`).
+#[derive(Clone, Debug, Serialize)]
+pub struct Summary {
+    pub ebpf_insns: usize,
+    pub vliw_rows: usize,
+    pub static_ipc: f64,
+    pub lanes: usize,
+}
+
+impl Compiled {
+    /// The headline figures.
+    pub fn summary(&self) -> Summary {
+        Summary {
+            ebpf_insns: self.ebpf_insns,
+            vliw_rows: self.schedule.rows.len(),
+            static_ipc: self.schedule.static_ipc(),
+            lanes: self.schedule.lanes,
+        }
+    }
+}
+
+/// Compiles program `program` of `object`.
+pub fn compile(
+    object: &Object,
+    program: usize,
+    options: &CompileOptions,
+) -> Result<Compiled, HxdpError> {
+    let mut lowered = Lowered::new(object, program)?;
+    if options.rename {
+        crate::rename::rename(&mut lowered);
+    }
+    let name = object.programs[program].name.clone();
+    let facts = deps::facts(object, program, &lowered);
+    let liveness = Liveness::of(&lowered);
+    let schedule = schedule(&lowered, &facts, &liveness, &options.schedule);
+    if schedule.rows.len() > options.imem_rows {
+        return Err(HxdpError::TooLong {
+            program: name,
+            rows: schedule.rows.len(),
+            capacity: options.imem_rows,
+        });
+    }
+    Ok(Compiled {
+        name,
+        ebpf_insns: lowered.source_instructions,
+        lowered,
+        schedule,
+    })
+}

@@ -1,0 +1,421 @@
+//! VLIW scheduling (paper 003 §3.4 "instruction scheduling", §4.2 "parallel branching"): packs a
+//! [`Lowered`] program into the rows of a [`Schedule`] under the distances of [`crate::deps`].
+//!
+//! The unit of scheduling is a *superblock*: a basic block followed by the blocks it falls into
+//! that nothing else reaches (with parallel branching on; a single block otherwise). Its
+//! instructions are placed in source order, each in the first row and lane its dependences allow,
+//! as the paper's scheduler fills the current row with every enabled instruction. The branches of
+//! a superblock keep their order: a later one sits in a later row, or in the same row in a later
+//! lane (lower priority), which is what lets a chain of header checks resolve in one row (Fig. 6).
+//! An instruction of a later block of the superblock may move up beside or above an earlier
+//! block's branch only where executing it when that branch is taken changes nothing: it only
+//! computes registers ([`crate::deps::Facts::speculable`]) that are dead where the branch goes.
+//! Every other instruction stays below the branches that precede it.
+//!
+//! Superblocks are laid out in source order, so that fall-through stays fall-through; each jump
+//! target starts a superblock. Where control enters a superblock, the first row sees the last row
+//! executed before it (the row of the jump, or the previous superblock's last row) through the
+//! same forwarding rule as within one: it reads a register written there only in the writer's
+//! lane. The writers of a superblock entered by a backward jump are not known when it is placed, so
+//! its first row reads no register and no memory.
+
+use linerate_bpf::insn::regs::RegSet;
+use linerate_bpf::insn::{Instruction, NUM_REGS};
+
+use crate::deps::{distance, Facts, Kind};
+use crate::isa::HxInsn;
+use crate::liveness::Liveness;
+use crate::program::Lowered;
+use crate::schedule::{Row, Schedule, Slot};
+
+/// How to schedule.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ScheduleOptions {
+    /// Execution lanes per row (the hXDP core has 4).
+    pub lanes: usize,
+    /// Merge fall-through chains into superblocks and resolve their branches in parallel (§4.2).
+    pub parallel_branching: bool,
+}
+
+impl Default for ScheduleOptions {
+    fn default() -> ScheduleOptions {
+        ScheduleOptions {
+            lanes: 4,
+            parallel_branching: true,
+        }
+    }
+}
+
+/// What the first row of a superblock may read of the row executed before it.
+#[derive(Clone, Debug)]
+struct Entry {
+    /// For each register, the lane that wrote it in a row control may come from: `None` where no
+    /// such row wrote it; `Some(None)` where it must not be read (several lanes, or unknown).
+    written: [Option<Option<usize>>; NUM_REGS],
+    /// Whether a row control may come from stored to memory (no load or call in the first row).
+    stored: bool,
+}
+
+impl Entry {
+    fn clean() -> Entry {
+        Entry {
+            written: [None; NUM_REGS],
+            stored: false,
+        }
+    }
+
+    fn unknown() -> Entry {
+        Entry {
+            written: [Some(None); NUM_REGS],
+            stored: true,
+        }
+    }
+
+    /// Adds the effects of a row control may come from.
+    fn add_row(&mut self, row: &Building, facts: &[Facts]) {
+        for (lane, i) in row.lanes.iter().enumerate() {
+            let Some(i) = *i else { continue };
+            let f = &facts[i];
+            for r in 0..NUM_REGS {
+                if f.writes & (1 << r) != 0 {
+                    self.written[r] = match self.written[r] {
+                        None => Some(Some(lane)),
+                        Some(Some(l)) if l == lane => Some(Some(lane)),
+                        _ => Some(None),
+                    };
+                }
+            }
+            if matches!(f.kind, Kind::Store(_)) {
+                self.stored = true;
+            }
+        }
+    }
+
+    /// Whether an instruction with `facts` may sit in the first row in `lane`.
+    fn allows(&self, f: &Facts, lane: usize) -> bool {
+        if self.stored && matches!(f.kind, Kind::Load(_) | Kind::Call) {
+            return false;
+        }
+        (0..NUM_REGS).all(|r| {
+            f.reads & (1 << r) == 0
+                || match self.written[r] {
+                    None => true,
+                    Some(Some(l)) => l == lane,
+                    Some(None) => false,
+                }
+        })
+    }
+}
+
+/// A row being filled: which instruction each lane holds.
+#[derive(Clone, Debug)]
+struct Building {
+    lanes: Vec<Option<usize>>,
+    /// Lanes holding the second word of a wide immediate load.
+    high: Vec<bool>,
+    call: bool,
+}
+
+/// Schedules `program` (with its `facts` and `liveness`) into rows.
+pub fn schedule(
+    program: &Lowered,
+    facts: &[Facts],
+    liveness: &Liveness,
+    options: &ScheduleOptions,
+) -> Schedule {
+    let lanes = options.lanes.max(1);
+    let n = program.len();
+    let leaders = program.leaders();
+    let blocks = blocks(&leaders);
+    let superblocks = superblocks(program, &blocks, &leaders, options.parallel_branching);
+    // Where each instruction was placed: (absolute row, lane).
+    let mut at: Vec<Option<(usize, usize)>> = vec![None; n];
+    let mut rows: Vec<Building> = Vec::new();
+    let mut starts = Vec::with_capacity(superblocks.len());
+    for (s, members) in superblocks.iter().enumerate() {
+        let start = rows.len();
+        starts.push(start);
+        let first = blocks[members[0]].0;
+        let entry = entry_of(program, facts, &rows, &at, &blocks, &superblocks, s, first);
+        place_superblock(
+            program, facts, liveness, &blocks, members, &entry, lanes, start, &mut rows, &mut at,
+        );
+    }
+    assemble(program, &rows, &at, lanes)
+}
+
+/// The blocks as `[first, end)` instruction ranges.
+fn blocks(leaders: &[bool]) -> Vec<(usize, usize)> {
+    let starts: Vec<usize> = (0..leaders.len()).filter(|&i| leaders[i]).collect();
+    starts
+        .iter()
+        .enumerate()
+        .map(|(k, &first)| (first, starts.get(k + 1).copied().unwrap_or(leaders.len())))
+        .collect()
+}
+
+/// Groups blocks into superblocks: a block starts one unless it is reached only by falling out
+/// of the block before it (and parallel branching is on).
+fn superblocks(
+    program: &Lowered,
+    blocks: &[(usize, usize)],
+    leaders: &[bool],
+    parallel_branching: bool,
+) -> Vec<Vec<usize>> {
+    let mut targeted = vec![false; leaders.len()];
+    for l in &program.insns {
+        if let Some(t) = l.target {
+            targeted[t] = true;
+        }
+    }
+    let mut out: Vec<Vec<usize>> = Vec::new();
+    for (b, &(first, _)) in blocks.iter().enumerate() {
+        let joins = parallel_branching
+            && b > 0
+            && !targeted[first]
+            && program.falls_through(blocks[b - 1].1 - 1);
+        match out.last_mut() {
+            Some(current) if joins => current.push(b),
+            _ => out.push(vec![b]),
+        }
+    }
+    out
+}
+
+/// What the first row of superblock `s` (starting at instruction `first`) may read: the rows
+/// control may come from.
+#[allow(clippy::too_many_arguments)]
+fn entry_of(
+    program: &Lowered,
+    facts: &[Facts],
+    rows: &[Building],
+    at: &[Option<(usize, usize)>],
+    blocks: &[(usize, usize)],
+    superblocks: &[Vec<usize>],
+    s: usize,
+    first: usize,
+) -> Entry {
+    let mut entry = Entry::clean();
+    if s > 0 {
+        let previous = superblocks[s - 1].last().map(|&b| blocks[b].1 - 1);
+        if let Some(last) = previous {
+            if program.falls_through(last) {
+                if let Some(row) = rows.last() {
+                    entry.add_row(row, facts);
+                }
+            }
+        }
+    }
+    for (i, l) in program.insns.iter().enumerate() {
+        if l.target != Some(first) {
+            continue;
+        }
+        match at[i] {
+            Some((row, _)) => entry.add_row(&rows[row], facts),
+            None => return Entry::unknown(),
+        }
+    }
+    entry
+}
+
+/// Places the instructions of one superblock (blocks `members`) in rows from `start` on.
+#[allow(clippy::too_many_arguments)]
+fn place_superblock(
+    program: &Lowered,
+    facts: &[Facts],
+    liveness: &Liveness,
+    blocks: &[(usize, usize)],
+    members: &[usize],
+    entry: &Entry,
+    lanes: usize,
+    start: usize,
+    rows: &mut Vec<Building>,
+    at: &mut [Option<(usize, usize)>],
+) {
+    let mut placed: Vec<usize> = Vec::new();
+    // Branches placed so far: (row, lane, registers live where it goes).
+    let mut branches: Vec<(usize, usize, RegSet)> = Vec::new();
+    for &b in members {
+        let (first, end) = blocks[b];
+        let mut block_rows_max = start;
+        for i in first..end {
+            let f = &facts[i];
+            let insn = &program.insns[i].insn;
+            let control = insn.is_control();
+            let mut earliest = start;
+            // Below the branches it follows, unless it may run where they go.
+            for &(row, _, live_there) in &branches {
+                let harmless = f.speculable() && f.writes & live_there == 0;
+                if !harmless {
+                    earliest = earliest.max(row + 1);
+                }
+            }
+            if control {
+                earliest = earliest.max(block_rows_max);
+                if let Some(&(row, _, _)) = branches.last() {
+                    earliest = earliest.max(row);
+                }
+            }
+            let width = insn.lanes();
+            let mut row = earliest;
+            let lane = loop {
+                while rows.len() <= row {
+                    rows.push(Building {
+                        lanes: vec![None; lanes],
+                        high: vec![false; lanes],
+                        call: false,
+                    });
+                }
+                if let Some(lane) = free_lane(
+                    program, facts, &placed, at, &rows[row], row, i, width, entry, start,
+                    &branches, control,
+                ) {
+                    break lane;
+                }
+                row += 1;
+            };
+            rows[row].lanes[lane] = Some(i);
+            if width == 2 {
+                rows[row].high[lane + 1] = true;
+            }
+            if insn.is_call() {
+                rows[row].call = true;
+            }
+            at[i] = Some((row, lane));
+            placed.push(i);
+            block_rows_max = block_rows_max.max(row);
+            if control {
+                let live = program.insns[i].target.map_or(0, |t| liveness.live_in[t]);
+                branches.push((row, lane, live));
+            }
+        }
+    }
+}
+
+/// The first lane of `building` (absolute row `row`) where instruction `i` may go, if any.
+#[allow(clippy::too_many_arguments)]
+fn free_lane(
+    program: &Lowered,
+    facts: &[Facts],
+    placed: &[usize],
+    at: &[Option<(usize, usize)>],
+    building: &Building,
+    row: usize,
+    i: usize,
+    width: usize,
+    entry: &Entry,
+    start: usize,
+    branches: &[(usize, usize, RegSet)],
+    control: bool,
+) -> Option<usize> {
+    let lanes = building.lanes.len();
+    if program.insns[i].insn.is_call() && building.call {
+        return None;
+    }
+    // Lanes the dependences force at this row (forwarded reads).
+    let mut forced: Option<usize> = None;
+    for &p in placed {
+        let Some((prow, plane)) = at[p] else { continue };
+        let Some(d) = distance(&facts[p], &facts[i]) else {
+            continue;
+        };
+        if row < prow + d.rows {
+            return None;
+        }
+        if d.forwarded && row == prow + d.rows {
+            match forced {
+                Some(l) if l != plane => return None,
+                _ => forced = Some(plane),
+            }
+        }
+    }
+    // A branch after the branches of its row.
+    let min_lane = if control {
+        branches
+            .iter()
+            .filter(|&&(r, _, _)| r == row)
+            .map(|&(_, l, _)| l + 1)
+            .max()
+            .unwrap_or(0)
+    } else {
+        0
+    };
+    let candidates: Vec<usize> = match forced {
+        Some(l) => vec![l],
+        None => (0..lanes).collect(),
+    };
+    candidates.into_iter().find(|&lane| {
+        lane >= min_lane
+            && lane + width <= lanes
+            && (lane..lane + width).all(|l| building.lanes[l].is_none() && !building.high[l])
+            && (row != start || entry.allows(&facts[i], lane))
+    })
+}
+
+/// Turns placed rows into a [`Schedule`]: slots with their source slots, jumps aimed at rows.
+fn assemble(
+    program: &Lowered,
+    rows: &[Building],
+    at: &[Option<(usize, usize)>],
+    lanes: usize,
+) -> Schedule {
+    let mut out = Schedule {
+        lanes,
+        rows: Vec::with_capacity(rows.len()),
+    };
+    for (r, building) in rows.iter().enumerate() {
+        let mut row = Row::empty(lanes);
+        for (lane, i) in building.lanes.iter().enumerate() {
+            let Some(i) = *i else { continue };
+            let l = &program.insns[i];
+            let target = l.target.and_then(|t| at[t]).map(|(row, _)| row);
+            let insn = match (l.insn, target) {
+                (HxInsn::Ebpf(insn), Some(t)) => HxInsn::Ebpf(aimed(insn, r, t)),
+                (insn, _) => insn,
+            };
+            if let HxInsn::Ebpf(Instruction::LoadImm64 { .. }) = insn {
+                if insn.lanes() == 2 {
+                    let words = insn.encode();
+                    let high = words.get(1).map_or(0, |w| (w >> 32) as u32 as i32);
+                    row.slots[lane + 1] = Some(Slot {
+                        insn: HxInsn::ImmHigh(high),
+                        from: Vec::new(),
+                        target: None,
+                    });
+                }
+            }
+            row.slots[lane] = Some(Slot {
+                insn,
+                from: l.from.clone(),
+                target,
+            });
+        }
+        out.rows.push(row);
+    }
+    out
+}
+
+/// `insn`, a jump in row `row`, aimed at row `target`: its offset counts rows from the next one.
+fn aimed(insn: Instruction, row: usize, target: usize) -> Instruction {
+    let off = target as i64 - (row as i64 + 1);
+    match insn {
+        Instruction::Jump {
+            wide,
+            cond,
+            dst,
+            src,
+            ..
+        } => Instruction::Jump {
+            wide,
+            cond,
+            dst,
+            src,
+            off: off as i16,
+        },
+        Instruction::Ja { long, .. } => Instruction::Ja {
+            off: off as i32,
+            long,
+        },
+        other => other,
+    }
+}
