@@ -66,7 +66,7 @@ use linerate_analysis::Analysis;
 use linerate_bpf::program::Object;
 use linerate_bpf::ProgramKind;
 use linerate_cfg::{Cfg, CfgError, Decision, EdgeKind};
-use linerate_cost::{Callees, Cost, CostError, Model, ProgramCost};
+use linerate_cost::{Callees, Cost, CostError, Model, PriceOverride, ProgramCost};
 
 use crate::dag::{EdgeId, NodeId, PathDag, Step};
 
@@ -75,7 +75,7 @@ use crate::dag::{EdgeId, NodeId, PathDag, Step};
 pub const DEFAULT_MAX_UNROLL: u32 = 1024;
 
 /// How the graph is prepared.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Options {
     /// `--max-unroll N`: loops bounded above `N` iterations are summarised, and a loop without a
     /// bound is assumed to run at most `N` times (listed in [`Prepared::assumed`]). `None`: the
@@ -84,6 +84,9 @@ pub struct Options {
     /// Most nodes the graph may have (of the program and of each callback's own graph); a larger
     /// graph is refused rather than built.
     pub max_nodes: usize,
+    /// Prices replacing the model's for one program (by index): a device whose edges cost what a
+    /// compiled schedule executes (the hXDP core, `linerate-hxdp`).
+    pub prices: Option<(usize, PriceOverride)>,
 }
 
 impl Default for Options {
@@ -91,6 +94,7 @@ impl Default for Options {
         Options {
             max_unroll: None,
             max_nodes: 1 << 20,
+            prices: None,
         }
     }
 }
@@ -102,6 +106,8 @@ pub enum PrepareError {
     NoProgram(usize),
     #[error("program `{program}` is a {kind:?} program: bounds are for XDP programs")]
     NotXdp { program: String, kind: ProgramKind },
+    #[error("program `{program}`: the prices given for it do not fit: {reason}")]
+    Prices { program: String, reason: String },
     #[error("program `{program}`: {source}")]
     Cfg {
         program: String,
@@ -327,14 +333,20 @@ pub(crate) struct Inputs {
 pub(crate) struct Programs<'a> {
     pub object: &'a Object,
     pub model: &'a Model,
+    prices: Option<&'a (usize, PriceOverride)>,
     inputs: Vec<Option<Inputs>>,
 }
 
 impl<'a> Programs<'a> {
-    fn new(object: &'a Object, model: &'a Model) -> Programs<'a> {
+    fn new(
+        object: &'a Object,
+        model: &'a Model,
+        prices: Option<&'a (usize, PriceOverride)>,
+    ) -> Programs<'a> {
         Programs {
             object,
             model,
+            prices,
             inputs: (0..object.programs.len()).map(|_| None).collect(),
         }
     }
@@ -371,12 +383,19 @@ impl<'a> Programs<'a> {
                 source: Box::new(source),
             })?;
             let analysis = Analysis::run(self.object, &cfg);
-            let cost =
+            let mut cost =
                 ProgramCost::with_callees(self.object, &cfg, &analysis, self.model, Callees::Apart)
                     .map_err(|source| PrepareError::Cost {
                         program: program.name.clone(),
                         source: Box::new(source),
                     })?;
+            if let Some((_, prices)) = self.prices.filter(|(q, _)| *q == p) {
+                cost.replace_prices(prices, self.model)
+                    .map_err(|reason| PrepareError::Prices {
+                        program: program.name.clone(),
+                        reason,
+                    })?;
+            }
             let bounds = analysis
                 .loop_bounds()
                 .iter()
@@ -400,7 +419,7 @@ pub fn prepare(
     model: &Model,
     options: &Options,
 ) -> Result<Prepared, PrepareError> {
-    let mut programs = Programs::new(object, model);
+    let mut programs = Programs::new(object, model, options.prices.as_ref());
     let entry = {
         let inputs = programs.get(program)?;
         let f = &inputs.cfg.functions()[0];

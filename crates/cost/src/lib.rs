@@ -25,4 +25,4 @@ pub mod trace;
 pub use error::{CostError, ModelError};
 pub use item::{Item, Region};
 pub use model::{Cost, Model, ModelFile, Rate};
-pub use program::{BlockCost, Callees, EdgeCost, ProgramCost, SlotCharge};
+pub use program::{BlockCost, Callees, EdgeCost, PriceOverride, ProgramCost, SlotCharge};

@@ -221,6 +221,7 @@ pub struct Model {
 pub const BUILTIN: &[(&str, &str)] = &[
     ("x86", include_str!("../models/x86.json")),
     ("nfp", include_str!("../models/nfp.json")),
+    ("hxdp", include_str!("../models/hxdp.json")),
 ];
 
 impl Model {

@@ -83,6 +83,17 @@ pub struct ProgramCost {
     pub callees: Callees,
 }
 
+/// Prices that replace a model's for one program: for a device whose cost is not a sum of
+/// instruction prices, such as the hXDP core, where an edge costs the rows its compiled schedule
+/// executes (`linerate-hxdp`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct PriceOverride {
+    /// The cost of each block, by block id (what a path ending in the block pays for it).
+    pub blocks: Vec<Cost>,
+    /// The cost of leaving each block by each edge, by edge id (the block included).
+    pub edges: Vec<Cost>,
+}
+
 /// The price one instruction was given.
 #[derive(Clone, Debug)]
 pub struct SlotCharge {
@@ -713,6 +724,42 @@ impl ProgramCost {
             best[b] = here;
         }
         Some(best[func.entry].clone().unwrap_or_else(|| Cost::zero(n)))
+    }
+
+    /// Replaces every block's and edge's cost by `prices` (which must cover them all, in the
+    /// model's components); the per-function worst cases, made of the replaced prices, are dropped.
+    pub fn replace_prices(&mut self, prices: &PriceOverride, model: &Model) -> Result<(), String> {
+        let n = model.components().len();
+        if prices.blocks.len() != self.blocks.len() || prices.edges.len() != self.edges.len() {
+            return Err(format!(
+                "prices for {} blocks and {} edges, but the program has {} and {}",
+                prices.blocks.len(),
+                prices.edges.len(),
+                self.blocks.len(),
+                self.edges.len()
+            ));
+        }
+        if let Some(bad) = prices
+            .blocks
+            .iter()
+            .chain(&prices.edges)
+            .find(|c| c.0.len() != n)
+        {
+            return Err(format!(
+                "a price has {} components, the model {n}",
+                bad.0.len()
+            ));
+        }
+        for (block, cost) in self.blocks.iter_mut().zip(&prices.blocks) {
+            block.cost = cost.clone();
+        }
+        for (edge, cost) in self.edges.iter_mut().zip(&prices.edges) {
+            edge.cost = cost.clone();
+        }
+        for worst in &mut self.function_worst {
+            *worst = None;
+        }
+        Ok(())
     }
 
     /// The slowest entry-to-exit path of the program, per-packet work included (each component's

@@ -1,6 +1,8 @@
 //! The hXDP compiler (paper 003 §3.4): a program's instructions lowered, reduced by the passes of
 //! §3.1–§3.2, and scheduled into the rows of the Sephirot instruction memory.
 
+use std::ops::Range;
+
 use linerate_bpf::Object;
 use serde::Serialize;
 
@@ -45,6 +47,8 @@ pub struct Compiled {
     pub lowered: Lowered,
     /// The rows.
     pub schedule: Schedule,
+    /// The rows of each superblock (a stretch entered only at its first row), in order.
+    pub superblocks: Vec<Range<usize>>,
 }
 
 /// Headline figures of a compilation (part of `linerate hxdp --json`).
@@ -75,13 +79,14 @@ pub fn compile(
     options: &CompileOptions,
 ) -> Result<Compiled, HxdpError> {
     let mut lowered = Lowered::new(object, program)?;
+    lowered.remove_unreachable();
     if options.rename {
         crate::rename::rename(&mut lowered);
     }
     let name = object.programs[program].name.clone();
     let facts = deps::facts(object, program, &lowered);
     let liveness = Liveness::of(&lowered);
-    let schedule = schedule(&lowered, &facts, &liveness, &options.schedule);
+    let (schedule, superblocks) = schedule(&lowered, &facts, &liveness, &options.schedule);
     if schedule.rows.len() > options.imem_rows {
         return Err(HxdpError::TooLong {
             program: name,
@@ -94,5 +99,6 @@ pub fn compile(
         ebpf_insns: lowered.source_instructions,
         lowered,
         schedule,
+        superblocks,
     })
 }

@@ -170,6 +170,26 @@ impl Lowered {
         }
     }
 
+    /// Removes the instructions no path from the entry reaches (what a removed check guarded
+    /// against, once nothing else jumps there); returns how many.
+    pub fn remove_unreachable(&mut self) -> usize {
+        let n = self.insns.len();
+        let mut reached = vec![false; n];
+        let mut work = if n > 0 { vec![0] } else { Vec::new() };
+        while let Some(i) = work.pop() {
+            if std::mem::replace(&mut reached[i], true) {
+                continue;
+            }
+            work.extend(self.successors(i).into_iter().filter(|&s| !reached[s]));
+        }
+        let dead: Vec<bool> = reached.iter().map(|r| !r).collect();
+        let count = dead.iter().filter(|&&d| d).count();
+        if count > 0 {
+            self.remove(&dead);
+        }
+        count
+    }
+
     /// Instructions in the lowered program.
     pub fn len(&self) -> usize {
         self.insns.len()

@@ -19,6 +19,8 @@
 //! lane. The writers of a superblock entered by a backward jump are not known when it is placed, so
 //! its first row reads no register and no memory.
 
+use std::ops::Range;
+
 use linerate_bpf::insn::regs::RegSet;
 use linerate_bpf::insn::{Instruction, NUM_REGS};
 
@@ -116,13 +118,14 @@ struct Building {
     call: bool,
 }
 
-/// Schedules `program` (with its `facts` and `liveness`) into rows.
+/// Schedules `program` (with its `facts` and `liveness`) into rows; also returns the rows of each
+/// superblock, in order.
 pub fn schedule(
     program: &Lowered,
     facts: &[Facts],
     liveness: &Liveness,
     options: &ScheduleOptions,
-) -> Schedule {
+) -> (Schedule, Vec<Range<usize>>) {
     let lanes = options.lanes.max(1);
     let n = program.len();
     let leaders = program.leaders();
@@ -141,7 +144,9 @@ pub fn schedule(
             program, facts, liveness, &blocks, members, &entry, lanes, start, &mut rows, &mut at,
         );
     }
-    assemble(program, &rows, &at, lanes)
+    let ends = starts.iter().skip(1).copied().chain([rows.len()]);
+    let ranges = starts.iter().zip(ends).map(|(&s, e)| s..e).collect();
+    (assemble(program, &rows, &at, lanes), ranges)
 }
 
 /// The blocks as `[first, end)` instruction ranges.
