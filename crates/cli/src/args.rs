@@ -10,7 +10,7 @@ use linerate_bound::prepare::{prepare, Options as PrepareOptions, Prepared};
 use linerate_bound::solve::{guarantee, Guarantee, GuaranteeOptions};
 use linerate_bound::ssp::{self, Event};
 use linerate_bpf::Object;
-use linerate_cost::Model;
+use linerate_cost::{Model, PriceOverride};
 
 /// The object a command reads.
 #[derive(Args)]
@@ -74,7 +74,8 @@ pub struct SearchArgs {
 
 impl SearchArgs {
     /// Prepares program `program` of `object` (read from `source`, for messages) and searches
-    /// its `paths` slowest satisfiable paths under `model`.
+    /// its `paths` slowest satisfiable paths under `model`, with `prices` replacing the model's
+    /// for the program where given (the hXDP core's rows per edge).
     #[allow(clippy::too_many_arguments)]
     pub fn search(
         &self,
@@ -82,6 +83,7 @@ impl SearchArgs {
         object: &Object,
         program: usize,
         model: &Model,
+        prices: Option<PriceOverride>,
         metric: Metric,
         paths: usize,
         exhaustive: bool,
@@ -101,6 +103,7 @@ impl SearchArgs {
             model,
             &PrepareOptions {
                 max_unroll: self.max_unroll,
+                prices: prices.map(|p| (program, p)),
                 ..PrepareOptions::default()
             },
         )

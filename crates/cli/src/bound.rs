@@ -85,6 +85,7 @@ pub fn bound(args: &BoundArgs) -> Result<()> {
         &object,
         program,
         &model,
+        None,
         metric,
         args.paths,
         args.exhaustive,

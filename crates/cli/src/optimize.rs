@@ -232,6 +232,7 @@ fn worst_case_of(
         object,
         program,
         model,
+        None,
         Metric::PacketRate,
         paths.max(1),
         false,
