@@ -77,6 +77,7 @@ pub fn measure(args: &MeasureArgs) -> Result<()> {
         &object,
         program,
         &model,
+        None,
         Metric::PacketRate,
         args.paths,
         false,
