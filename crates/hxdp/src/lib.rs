@@ -8,6 +8,7 @@
 
 mod error;
 pub mod isa;
+pub mod passes;
 pub mod program;
 pub mod schedule;
 
