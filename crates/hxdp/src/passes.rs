@@ -80,6 +80,9 @@ impl PassOptions {
     }
 }
 
+/// One pass: rewrites the program and returns how many source instructions it removed.
+type Pass = fn(&mut Lowered, &Facts) -> usize;
+
 /// Source instructions each pass removed, by pass name (every pass listed, 0 when it was off).
 pub type Removed = BTreeMap<&'static str, usize>;
 
@@ -94,7 +97,7 @@ pub fn run_passes(
 ) -> Result<Removed, HxdpError> {
     let facts = Facts::compute(object, program)?;
     let mut removed: Removed = PASS_NAMES.iter().map(|&n| (n, 0)).collect();
-    let runs: [(&'static str, bool, fn(&mut Lowered, &Facts) -> usize); 5] = [
+    let runs: [(&'static str, bool, Pass); 5] = [
         ("bounds", options.bounds, bounds::run),
         ("zeroing", options.zeroing, zeroing::run),
         ("six_byte", options.six_byte, six_byte::run),

@@ -221,9 +221,19 @@ impl CoveredFirst<'_> {
                 return false;
             }
             if let Some(access) = l.insn.memory() {
-                if let Some((Region::Packet, offset)) = self.facts.pointer(l, access.base) {
+                // An exact offset: after the check is gone, short packets reach this access in
+                // states the analysis never saw, and only a constant offset (data plus fixed
+                // steps) is sure to hold for them as well.
+                let exact = self
+                    .facts
+                    .pointer(l, access.base)
+                    .and_then(|(region, offset)| {
+                        (region == Region::Packet)
+                            .then_some(offset.constant())
+                            .flatten()
+                    });
+                if let Some(offset) = exact {
                     let reach = offset
-                        .lo
                         .checked_add(access.off as i128)
                         .and_then(|v| v.checked_add(access.len as i128));
                     if reach.is_some_and(|r| r >= self.needed) {
