@@ -15,6 +15,7 @@ pub mod deps;
 mod error;
 pub mod isa;
 pub mod liveness;
+pub mod passes;
 pub mod program;
 pub mod rename;
 pub mod schedule;
