@@ -6,9 +6,12 @@
 //!
 //! This crate compiles and models; it does not load anything onto a device.
 
+pub mod check;
 mod error;
 pub mod isa;
 pub mod program;
+pub mod rom;
 pub mod schedule;
+pub mod sephirot;
 
 pub use error::HxdpError;
