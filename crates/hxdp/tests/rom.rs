@@ -65,7 +65,7 @@ fn the_issue_example_as_lanes() {
 
 #[test]
 fn an_artifact_line_is_exit_drop_in_lane_0() {
-    let text = "0000000000000000000000000000000000000000000000000000000100000096\n".repeat(1)
+    let text = "0000000000000000000000000000000000000000000000000000000100000096\n".to_string()
         + &format!("{}\n", "0".repeat(64)).repeat(255);
     let s = read_rom(&text).unwrap();
     assert_eq!((s.lanes, s.rows.len()), (4, 1));
