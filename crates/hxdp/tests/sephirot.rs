@@ -106,6 +106,7 @@ fn one_per_row_schedules_agree_with_the_interpreter_on_every_runnable_example() 
             runnable += 1;
         }
     }
+    eprintln!("runnable programs: {runnable}");
     assert!(runnable >= 20, "only {runnable} runnable programs");
 }
 
