@@ -4,12 +4,19 @@
 //! - [`isa`]: the extended instruction set, its encoding and its meaning (through `linerate-sem`).
 //! - [`schedule`]: VLIW rows of lanes, and what a row means.
 //! - [`program`]: the compiler's working form, a lowered instruction list.
+//! - [`passes`]: the instruction reductions of §3.1–§3.2 (bounds checks, zeroing, 6-byte
+//!   accesses, three-operand ALU, parametrized exit).
 //! - [`liveness`], [`deps`]: register liveness and dependences (Bernstein's conditions, memory
 //!   disambiguated by region and offset).
-//! - [`scheduler`]: packing into rows with parallel branching; [`compile`]: the whole compiler.
+//! - [`rename`], [`scheduler`]: register renaming and packing into rows with parallel branching;
+//!   [`compile`]: the whole compiler.
+//! - [`rom`]: Sephirot instruction ROM images of a schedule, and back.
+//! - [`sephirot`]: the cycle-level model of the core running a schedule on packets.
+//! - [`check`]: a schedule's static row rules, and the model against the interpreter.
 //!
 //! This crate compiles and models; it does not load anything onto a device.
 
+pub mod check;
 pub mod compile;
 pub mod deps;
 mod error;
@@ -18,7 +25,9 @@ pub mod liveness;
 pub mod passes;
 pub mod program;
 pub mod rename;
+pub mod rom;
 pub mod schedule;
 pub mod scheduler;
+pub mod sephirot;
 
 pub use error::HxdpError;

@@ -22,9 +22,11 @@ mod map_in_map;
 pub mod maps;
 pub mod memory;
 mod seed;
+pub mod session;
 pub mod slab;
 pub mod trace;
 
 pub use error::VmError;
 pub use helpers::FibRoute;
 pub use machine::{xdp_action_name, Redirect, RunOutcome, RunSummary, Vm, VmOptions};
+pub use session::{Session, Stepped};

@@ -27,7 +27,7 @@ use crate::slab::Loc;
 use crate::trace::{Step, StepState};
 
 /// Bytes of one function's stack frame.
-const FRAME_BYTES: usize = linerate_sem::exec::STACK_FRAME_SIZE as usize;
+pub(crate) const FRAME_BYTES: usize = linerate_sem::exec::STACK_FRAME_SIZE as usize;
 
 /// Settings of the environment a program runs in.
 #[derive(Clone, Debug)]
@@ -253,7 +253,7 @@ impl Vm {
     /// a new packet stands for a new `BPF_PROG_TEST_RUN` call, before which the reader took
     /// every record of the last call (its first run and its reruns, which fill the rings
     /// together as the kernel's repeated runs do).
-    fn drop_records(&mut self) {
+    pub(crate) fn drop_records(&mut self) {
         for state in &mut self.maps {
             if let Some(ring) = state.ring_mut() {
                 ring.take_records();
@@ -356,13 +356,13 @@ impl Vm {
 #[derive(Clone, Debug)]
 pub(crate) struct Scratch {
     /// Stack frames of all call depths.
-    stack: Vec<u8>,
+    pub(crate) stack: Vec<u8>,
     pub(crate) packet: PacketBuffer,
     /// The key passed to the callback at each call depth ([`CALLBACK_KEY_REGION`]).
     pub(crate) callback_keys: Vec<Vec<u8>>,
     /// Saved frames of the active BPF-to-BPF calls and callbacks, innermost last (kept between
     /// runs so that a program with calls does not allocate them per packet).
-    frames: Vec<Frame<u64>>,
+    pub(crate) frames: Vec<Frame<u64>>,
 }
 
 impl Scratch {
@@ -425,7 +425,30 @@ struct FastPlace {
     offset: usize,
 }
 
-impl Execution<'_> {
+impl<'v> Execution<'v> {
+    /// An execution of `program` with registers `regs`, for a stepping session
+    /// ([`crate::session`]): the instruction loop builds its own in [`Vm::run`].
+    pub(crate) fn stepping(
+        vm: &'v mut Vm,
+        program: usize,
+        regs: [u64; NUM_REGS],
+        redirect: Option<Redirect>,
+        trace: &'v mut Vec<String>,
+        records: &'v mut Records,
+    ) -> Execution<'v> {
+        Execution {
+            vm,
+            domain: Concrete,
+            regs,
+            program,
+            tail_calls: 0,
+            redirect,
+            trace,
+            records,
+            loop_budget: LOOP_BUDGET,
+        }
+    }
+
     fn entry_registers(&mut self) {
         self.regs = [0; NUM_REGS];
         self.regs[1] = pointer(CTX_REGION, 0);
