@@ -7,8 +7,10 @@
 //! - `helpers`: more than one helper call in a row (the core has one helper module, §4.1.4).
 //! - `forwarding`: a lane reads a register another lane wrote in a row control can come from
 //!   (the previous row falling through, or a jump): only the writer's lane sees it so soon.
-//! - `memory`: two accesses in one row of which one writes and which may overlap, or a read in a
-//!   row right after a row with a store it may overlap (stores are visible two rows later). A
+//! - `memory`: two accesses in one row of which one writes and which may overlap (but for a load
+//!   beside a plain store, which reads the bytes from before: a violation only where the source
+//!   has the store first), or a read in a row right after a row with a store it may overlap
+//!   (stores are visible two rows later). A
 //!   helper call counts as reading (and, but for a few known helpers, writing) any memory; its
 //!   writes happen at once, so they are visible in the next row.
 //!   Overlap is judged by a small provenance analysis over the rows ([`Region`]): the same base
@@ -27,8 +29,9 @@ use linerate_vm::drive::Driver;
 use linerate_vm::VmOptions;
 use serde::Serialize;
 
+use crate::deps::{self, SourcePlaces};
 use crate::isa::{HxInsn, MemAccess};
-use crate::schedule::Schedule;
+use crate::schedule::{Schedule, Slot};
 use crate::sephirot::{ModelError, Sephirot, Timing};
 
 /// XDP_DROP.
@@ -200,7 +203,8 @@ pub fn check(
     seed: &MapSeed,
     options: &VmOptions,
 ) -> Result<CheckReport, ModelError> {
-    let violations = static_violations(schedule);
+    let source = SourcePlaces::new(object, program);
+    let violations = static_violations(schedule, Some(&source));
     let comparison = compare_with_vm(schedule, object, program, packets, seed, options)?;
     Ok(CheckReport {
         rows: schedule.rows.len(),
@@ -440,8 +444,24 @@ fn may_overlap(a: Access, ra: &Regions, b: Access, rb: &Regions, same_base_value
     !(rx.known() && ry.known() && rx != ry)
 }
 
-/// The static violations of `schedule` (see the module documentation).
-pub fn static_violations(schedule: &Schedule) -> Vec<Violation> {
+/// The static violations of `schedule` (see the module documentation). With the analysis of
+/// the source program, two slots that both carry their source slots are placed by it (region
+/// and offset, as the compiler placed them); others by the provenance over the rows.
+pub fn static_violations(schedule: &Schedule, source: Option<&SourcePlaces>) -> Vec<Violation> {
+    let overlap =
+        |a: &Slot, x: Access, ra: &Regions, b: &Slot, y: Access, rb: &Regions, same: bool| match (
+            source, x, y,
+        ) {
+            (Some(source), Access::Plain(_), Access::Plain(_))
+                if !a.from.is_empty() && !b.from.is_empty() =>
+            {
+                deps::may_overlap(
+                    &source.place(&a.insn, &a.from),
+                    &source.place(&b.insn, &b.from),
+                )
+            }
+            _ => may_overlap(x, ra, y, rb, same),
+        };
     let n = schedule.rows.len();
     let preds = predecessors(schedule);
     let entry = regions(schedule, &preds);
@@ -540,14 +560,37 @@ pub fn static_violations(schedule: &Schedule) -> Vec<Violation> {
                 let (Some(x), Some(y)) = (Access::of(&a.insn), Access::of(&b.insn)) else {
                     continue;
                 };
-                if (x.writes() || y.writes()) && may_overlap(x, &entry[r], y, &entry[r], true) {
-                    report(
-                        r,
-                        vec![la, lb],
-                        "memory",
-                        format!("`{}` and `{}` may touch the same bytes", a.insn, b.insn),
-                    );
+                if !(x.writes() || y.writes()) || !overlap(a, x, &entry[r], b, y, &entry[r], true) {
+                    continue;
                 }
+                // A load and a plain store of one row: the load reads before the store commits,
+                // which is right where the load comes first in the source (or where the source
+                // order is not known: the run against the interpreter decides).
+                let plain = matches!((x, y), (Access::Plain(_), Access::Plain(_)));
+                if plain && x.writes() != y.writes() {
+                    let (load, store) = if x.writes() { (b, a) } else { (a, b) };
+                    let first = |slot: &Slot| slot.from.iter().min().copied();
+                    match (first(load), first(store)) {
+                        (Some(l), Some(st)) if st < l => report(
+                            r,
+                            vec![la, lb],
+                            "memory",
+                            format!(
+                                "`{}` reads what `{}` of the same row stores before it in the \
+                                 source; it sees the bytes from before",
+                                load.insn, store.insn
+                            ),
+                        ),
+                        _ => {}
+                    }
+                    continue;
+                }
+                report(
+                    r,
+                    vec![la, lb],
+                    "memory",
+                    format!("`{}` and `{}` may touch the same bytes", a.insn, b.insn),
+                );
             }
         }
         // Against the rows control comes from: forwarding and store visibility.
@@ -587,7 +630,7 @@ pub fn static_violations(schedule: &Schedule) -> Vec<Violation> {
                         (Access::Plain(s), Access::Plain(_)) => prev_writes & (1 << s.base) == 0,
                         _ => false,
                     };
-                    if may_overlap(store, &entry[p], load, &entry[r], base_kept) {
+                    if overlap(w, store, &entry[p], reader, load, &entry[r], base_kept) {
                         report(
                             r,
                             vec![lw, lr],
@@ -611,4 +654,46 @@ fn reg_names(set: RegSet) -> String {
         .map(|r| format!("r{r}"))
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+/// `base`, then variants of its packets until there are `count`: truncations (never below the
+/// 14 bytes of an Ethernet header, which the interpreter and the kernel require) and bit flips,
+/// chosen by a fixed stride from `seed` so that runs repeat. Packets that reach the paths the
+/// originals do not: short packets for the bounds checks, other field values for the parsers.
+pub fn packet_variants(base: &[Vec<u8>], count: usize, seed: u64) -> Vec<Vec<u8>> {
+    let mut out: Vec<Vec<u8>> = base.to_vec();
+    if base.is_empty() {
+        return out;
+    }
+    let mut state = seed | 1;
+    let mut next = |bound: usize| {
+        // A 64-bit linear congruential step (Knuth's MMIX constants); its high bits pick.
+        state = state
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        ((state >> 33) as usize) % bound.max(1)
+    };
+    while out.len() < count {
+        let mut p = base[next(base.len())].clone();
+        if p.len() < 14 {
+            p.resize(14, 0);
+        }
+        match next(3) {
+            0 => p.truncate(14 + next(p.len() - 13)),
+            1 => {
+                for _ in 0..=next(3) {
+                    let at = next(p.len());
+                    p[at] ^= 1 << next(8);
+                }
+            }
+            _ => {
+                let at = next(p.len());
+                p[at] = next(256) as u8;
+                let keep = p.len().saturating_sub(next(4)).max(14);
+                p.truncate(keep);
+            }
+        }
+        out.push(p);
+    }
+    out
 }

@@ -8,17 +8,17 @@ use serde::Serialize;
 
 use crate::deps;
 use crate::liveness::Liveness;
+use crate::passes::{run_passes, PassOptions, Removed};
 use crate::program::Lowered;
+use crate::rom::IMEM_ROWS;
 use crate::schedule::Schedule;
 use crate::scheduler::{schedule, ScheduleOptions};
 use crate::HxdpError;
 
-/// Rows of the Sephirot instruction memory (the artifacts' ROM images hold 256).
-pub const IMEM_ROWS: usize = 256;
-
 /// How to compile.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct CompileOptions {
+    pub passes: PassOptions,
     pub schedule: ScheduleOptions,
     /// Rename registers to break false dependences (§3.4).
     pub rename: bool,
@@ -29,6 +29,7 @@ pub struct CompileOptions {
 impl Default for CompileOptions {
     fn default() -> CompileOptions {
         CompileOptions {
+            passes: PassOptions::default(),
             schedule: ScheduleOptions::default(),
             rename: true,
             imem_rows: IMEM_ROWS,
@@ -43,6 +44,8 @@ pub struct Compiled {
     pub name: String,
     /// Instructions of the source program.
     pub ebpf_insns: usize,
+    /// Source instructions each pass removed, and `unreachable`: those no path reached any more.
+    pub removed: Removed,
     /// The program after the passes, before scheduling.
     pub lowered: Lowered,
     /// The rows.
@@ -55,6 +58,7 @@ pub struct Compiled {
 #[derive(Clone, Debug, Serialize)]
 pub struct Summary {
     pub ebpf_insns: usize,
+    pub removed: Removed,
     pub vliw_rows: usize,
     pub static_ipc: f64,
     pub lanes: usize,
@@ -65,6 +69,7 @@ impl Compiled {
     pub fn summary(&self) -> Summary {
         Summary {
             ebpf_insns: self.ebpf_insns,
+            removed: self.removed.clone(),
             vliw_rows: self.schedule.rows.len(),
             static_ipc: self.schedule.static_ipc(),
             lanes: self.schedule.lanes,
@@ -79,7 +84,8 @@ pub fn compile(
     options: &CompileOptions,
 ) -> Result<Compiled, HxdpError> {
     let mut lowered = Lowered::new(object, program)?;
-    lowered.remove_unreachable();
+    let mut removed = run_passes(object, program, &mut lowered, &options.passes)?;
+    removed.insert("unreachable", lowered.remove_unreachable());
     if options.rename {
         crate::rename::rename(&mut lowered);
     }
@@ -97,6 +103,7 @@ pub fn compile(
     Ok(Compiled {
         name,
         ebpf_insns: lowered.source_instructions,
+        removed,
         lowered,
         schedule,
         superblocks,

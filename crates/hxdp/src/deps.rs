@@ -15,7 +15,9 @@
 //! outside the program (a helper call, a store outside the stack), so that the compiled program
 //! never loses or gains an effect on a packet it drops.
 
-use linerate_analysis::{Analysis, Region, Shape};
+use std::collections::HashMap;
+
+use linerate_analysis::{Analysis, Region, Shape, State};
 use linerate_bpf::insn::regs::RegSet;
 use linerate_bpf::insn::Instruction;
 use linerate_bpf::Object;
@@ -101,20 +103,19 @@ pub struct Distance {
 
 /// The facts of every instruction of `program`, a lowering of program `index` of `object`.
 pub fn facts(object: &Object, index: usize, program: &Lowered) -> Vec<Facts> {
-    let places = places(object, index, program);
+    let source = SourcePlaces::new(object, index);
     program
         .insns
         .iter()
-        .zip(places)
-        .map(|(l, place)| {
+        .map(|l| {
             let kind = if l.insn.is_call() {
                 Kind::Call
             } else if l.insn.is_control() {
                 Kind::Control
             } else {
                 match l.insn.memory() {
-                    Some(m) if m.writes => Kind::Store(place),
-                    Some(_) => Kind::Load(place),
+                    Some(m) if m.writes => Kind::Store(source.place(&l.insn, &l.from)),
+                    Some(_) => Kind::Load(source.place(&l.insn, &l.from)),
                     None => Kind::Pure,
                 }
             };
@@ -127,58 +128,64 @@ pub fn facts(object: &Object, index: usize, program: &Lowered) -> Vec<Facts> {
         .collect()
 }
 
-/// Places the address of every memory instruction, from the analysis state at a source slot
-/// that accesses memory the same way (a load for a load): the pointer in that slot's base
-/// register is the one the instruction uses (a fused instruction keeps its parts' base, which
-/// nothing redefines in between; renaming may have changed the register's name, not its value).
-fn places(object: &Object, index: usize, program: &Lowered) -> Vec<Place> {
-    let unknown = Place {
-        region: None,
-        bytes: None,
-    };
-    let Some(def) = object.programs.get(index) else {
-        return vec![unknown; program.len()];
-    };
-    let Ok(cfg) = Cfg::build(def) else {
-        return vec![unknown; program.len()];
-    };
-    let analysis = Analysis::run(object, &cfg);
-    let mut states = std::collections::HashMap::new();
-    for block in cfg.blocks() {
-        for (slot, state) in analysis.slot_states(object, &cfg, block.id) {
-            states.insert(slot, state);
+/// The analysis of a source program, to place the memory accesses of instructions made from its
+/// slots.
+pub struct SourcePlaces {
+    /// The analysis state before each reached slot.
+    states: HashMap<usize, State>,
+    /// The source instruction at each slot.
+    decoded: HashMap<usize, Instruction>,
+}
+
+impl SourcePlaces {
+    /// Analyses program `index` of `object` (nothing is placed if its CFG cannot be built).
+    pub fn new(object: &Object, index: usize) -> SourcePlaces {
+        let mut out = SourcePlaces {
+            states: HashMap::new(),
+            decoded: HashMap::new(),
+        };
+        let Some(cfg) = object.programs.get(index).and_then(|p| Cfg::build(p).ok()) else {
+            return out;
+        };
+        let analysis = Analysis::run(object, &cfg);
+        for block in cfg.blocks() {
+            out.states
+                .extend(analysis.slot_states(object, &cfg, block.id));
+        }
+        out.decoded = cfg.instructions().iter().copied().collect();
+        out
+    }
+
+    /// Where `insn`, made from source slots `from`, accesses memory: from the state at a source
+    /// slot that accesses memory the same way (a load for a load), whose base register holds the
+    /// pointer `insn` uses (a fused instruction keeps its parts' base, which nothing redefines
+    /// in between; renaming may have changed the register's name, not its value).
+    pub fn place(&self, insn: &HxInsn, from: &[usize]) -> Place {
+        let unknown = Place {
+            region: None,
+            bytes: None,
+        };
+        let Some(access) = insn.memory() else {
+            return unknown;
+        };
+        let located = from.iter().find_map(|slot| {
+            let m = HxInsn::Ebpf(*self.decoded.get(slot)?).memory()?;
+            if m.writes != access.writes {
+                return None;
+            }
+            Some(self.states.get(slot)?.regs[m.base as usize].shape)
+        });
+        match located {
+            Some(Shape::Pointer { region, offset, .. }) => Place {
+                region: Some(region),
+                bytes: Some((
+                    offset.lo + access.off as i128,
+                    offset.hi + access.off as i128 + access.len as i128,
+                )),
+            },
+            _ => unknown,
         }
     }
-    let decoded: std::collections::HashMap<usize, Instruction> =
-        cfg.instructions().iter().copied().collect();
-    program
-        .insns
-        .iter()
-        .map(|l| {
-            let Some(access) = l.insn.memory() else {
-                return unknown;
-            };
-            let located = l.from.iter().find_map(|slot| {
-                let source = HxInsn::Ebpf(*decoded.get(slot)?);
-                let m = source.memory()?;
-                if m.writes != access.writes {
-                    return None;
-                }
-                let shape = states.get(slot)?.regs[m.base as usize].shape;
-                Some(shape)
-            });
-            match located {
-                Some(Shape::Pointer { region, offset, .. }) => Place {
-                    region: Some(region),
-                    bytes: Some((
-                        offset.lo + access.off as i128,
-                        offset.hi + access.off as i128 + access.len as i128,
-                    )),
-                },
-                _ => unknown,
-            }
-        })
-        .collect()
 }
 
 /// Whether two places may share a byte.

@@ -19,8 +19,25 @@ impl Liveness {
     /// Solves the backward dataflow problem to its fixpoint. An exit reads r0 (the action), and
     /// nothing is live after it.
     pub fn of(program: &Lowered) -> Liveness {
+        Liveness::skipping(program, &[])
+    }
+
+    /// [`Liveness::of`] with the instructions `skip` marks treated as doing nothing (a pass that
+    /// has decided to remove them asks about the program without them).
+    pub fn skipping(program: &Lowered, skip: &[bool]) -> Liveness {
         let n = program.len();
-        let successors: Vec<Vec<usize>> = (0..n).map(|i| program.successors(i)).collect();
+        let skipped = |i: usize| skip.get(i).copied().unwrap_or(false);
+        let successors: Vec<Vec<usize>> = (0..n)
+            .map(|i| {
+                if !skipped(i) {
+                    program.successors(i)
+                } else if i + 1 < n {
+                    vec![i + 1]
+                } else {
+                    Vec::new()
+                }
+            })
+            .collect();
         let mut live_in = vec![0 as RegSet; n];
         let mut live_out = vec![0 as RegSet; n];
         let mut changed = true;
@@ -31,7 +48,11 @@ impl Liveness {
                     .iter()
                     .fold(0 as RegSet, |acc, &s| acc | live_in[s]);
                 let insn = &program.insns[i].insn;
-                let inn = insn.reads() | (out & !insn.writes());
+                let inn = if skipped(i) {
+                    out
+                } else {
+                    insn.reads() | (out & !insn.writes())
+                };
                 if out != live_out[i] || inn != live_in[i] {
                     live_out[i] = out;
                     live_in[i] = inn;
@@ -41,6 +62,11 @@ impl Liveness {
         }
         Liveness { live_in, live_out }
     }
+}
+
+/// The registers live after each instruction, `skip`ped instructions doing nothing.
+pub fn live_out(program: &Lowered, skip: &[bool]) -> Vec<RegSet> {
+    Liveness::skipping(program, skip).live_out
 }
 
 #[cfg(test)]
@@ -84,5 +110,11 @@ mod tests {
         assert_eq!(l.live_out[0] & (1 << 2), 0);
         assert_ne!(l.live_out[1] & (1 << 2), 0);
         assert_eq!(l.live_in[3], 1);
+        let skipping = live_out(&program, &[false, true, false, false]);
+        assert_ne!(
+            skipping[0] & (1 << 2),
+            0,
+            "without the overwrite r2 stays live"
+        );
     }
 }

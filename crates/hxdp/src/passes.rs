@@ -21,7 +21,6 @@
 mod bounds;
 mod exit;
 mod facts;
-mod liveness;
 mod six_byte;
 mod three_operand;
 mod zeroing;
@@ -34,8 +33,8 @@ use serde::Serialize;
 use crate::program::Lowered;
 use crate::HxdpError;
 
+pub use crate::liveness::live_out;
 pub use facts::Facts;
-pub use liveness::live_out;
 
 /// The passes' names, in the order they run.
 pub const PASS_NAMES: [&str; 5] = ["bounds", "zeroing", "six_byte", "three_operand", "exit"];

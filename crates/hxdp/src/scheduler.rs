@@ -28,6 +28,7 @@ use crate::deps::{distance, Facts, Kind};
 use crate::isa::HxInsn;
 use crate::liveness::Liveness;
 use crate::program::Lowered;
+use crate::rom::aim_jump;
 use crate::schedule::{Row, Schedule, Slot};
 
 /// How to schedule.
@@ -135,10 +136,14 @@ pub fn schedule(
     let mut at: Vec<Option<(usize, usize)>> = vec![None; n];
     let mut rows: Vec<Building> = Vec::new();
     let mut starts = Vec::with_capacity(superblocks.len());
+    // The row each superblock starts at, by its first instruction: where jumps to it go (its
+    // first instruction may sit in a later row, when it must wait for what precedes the jump).
+    let mut entry_rows = std::collections::HashMap::new();
     for (s, members) in superblocks.iter().enumerate() {
         let start = rows.len();
         starts.push(start);
         let first = blocks[members[0]].0;
+        entry_rows.insert(first, start);
         let entry = entry_of(program, facts, &rows, &at, &blocks, &superblocks, s, first);
         place_superblock(
             program, facts, liveness, &blocks, members, &entry, lanes, start, &mut rows, &mut at,
@@ -146,7 +151,7 @@ pub fn schedule(
     }
     let ends = starts.iter().skip(1).copied().chain([rows.len()]);
     let ranges = starts.iter().zip(ends).map(|(&s, e)| s..e).collect();
-    (assemble(program, &rows, &at, lanes), ranges)
+    (assemble(program, &rows, &entry_rows, lanes), ranges)
 }
 
 /// The blocks as `[first, end)` instruction ranges.
@@ -361,7 +366,7 @@ fn free_lane(
 fn assemble(
     program: &Lowered,
     rows: &[Building],
-    at: &[Option<(usize, usize)>],
+    entry_rows: &std::collections::HashMap<usize, usize>,
     lanes: usize,
 ) -> Schedule {
     let mut out = Schedule {
@@ -373,11 +378,10 @@ fn assemble(
         for (lane, i) in building.lanes.iter().enumerate() {
             let Some(i) = *i else { continue };
             let l = &program.insns[i];
-            let target = l.target.and_then(|t| at[t]).map(|(row, _)| row);
-            let insn = match (l.insn, target) {
-                (HxInsn::Ebpf(insn), Some(t)) => HxInsn::Ebpf(aimed(insn, r, t)),
-                (insn, _) => insn,
-            };
+            let target = l.target.and_then(|t| entry_rows.get(&t).copied());
+            let insn = target
+                .and_then(|t| aim_jump(&l.insn, r, t))
+                .unwrap_or(l.insn);
             if let HxInsn::Ebpf(Instruction::LoadImm64 { .. }) = insn {
                 if insn.lanes() == 2 {
                     let words = insn.encode();
@@ -398,29 +402,4 @@ fn assemble(
         out.rows.push(row);
     }
     out
-}
-
-/// `insn`, a jump in row `row`, aimed at row `target`: its offset counts rows from the next one.
-fn aimed(insn: Instruction, row: usize, target: usize) -> Instruction {
-    let off = target as i64 - (row as i64 + 1);
-    match insn {
-        Instruction::Jump {
-            wide,
-            cond,
-            dst,
-            src,
-            ..
-        } => Instruction::Jump {
-            wide,
-            cond,
-            dst,
-            src,
-            off: off as i16,
-        },
-        Instruction::Ja { long, .. } => Instruction::Ja {
-            off: off as i32,
-            long,
-        },
-        other => other,
-    }
 }

@@ -1,82 +1,16 @@
 //! The Sephirot model against the interpreter, `check`'s static rules, and the model's timing.
 
-use std::path::{Path, PathBuf};
-
 use linerate_bpf::contents::MapSeed;
 use linerate_bpf::insn::{AluOp, Instruction, Operand, Size};
-use linerate_bpf::Object;
-use linerate_hxdp::check::{check, compare_with_vm, static_violations};
+use linerate_hxdp::check::{check, compare_with_vm, packet_variants, static_violations};
 use linerate_hxdp::isa::HxInsn;
 use linerate_hxdp::program::Lowered;
 use linerate_hxdp::schedule::{Row, Schedule, Slot};
 use linerate_hxdp::sephirot::{one_per_row, simulate, Timing};
-use linerate_testkit::XorShift;
 use linerate_vm::VmOptions;
 
-fn examples() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples")
-}
-
-/// Each example object with its maps seed and packets (read, plus truncations and byte flips:
-/// at least 200).
-fn example_inputs() -> Vec<(String, Object, MapSeed, Vec<Vec<u8>>)> {
-    let mut names: Vec<PathBuf> = std::fs::read_dir(examples())
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "o"))
-        .collect();
-    names.sort();
-    names
-        .into_iter()
-        .map(|path| {
-            let stem = path.file_stem().unwrap().to_string_lossy().to_string();
-            let object = linerate_io::load_object(&path).unwrap();
-            let maps = path.with_extension("maps.json");
-            let seed = if maps.exists() {
-                linerate_io::read_maps_file(&maps, &object).unwrap()
-            } else {
-                MapSeed::new()
-            };
-            let packets_file = path.with_extension("packets");
-            let base = if packets_file.exists() {
-                linerate_io::read_packets_file(&packets_file).unwrap()
-            } else {
-                vec![vec![0u8; 64]]
-            };
-            let packets = variants(&base, 200, stem.len() as u64 + 1);
-            (stem, object, seed, packets)
-        })
-        .collect()
-}
-
-/// `base`, then truncations and byte flips of its packets until there are `count`.
-fn variants(base: &[Vec<u8>], count: usize, seed: u64) -> Vec<Vec<u8>> {
-    let mut rng = XorShift::new(0x5eed ^ seed.wrapping_mul(0x9e37_79b9));
-    let mut out: Vec<Vec<u8>> = base.to_vec();
-    while out.len() < count {
-        let mut p = base[rng.below(base.len())].clone();
-        if p.is_empty() {
-            p = vec![0; 14];
-        }
-        match rng.below(3) {
-            // The interpreter refuses packets shorter than an Ethernet header.
-            0 => p.truncate(14 + rng.below(p.len().saturating_sub(13).max(1))),
-            1 => {
-                for _ in 0..=rng.below(3) {
-                    let at = rng.below(p.len());
-                    p[at] ^= 1 << rng.below(8);
-                }
-            }
-            _ => {
-                let at = rng.below(p.len());
-                p[at] = rng.next_u64() as u8;
-                p.truncate(p.len().saturating_sub(rng.below(4)).max(14));
-            }
-        }
-        out.push(p);
-    }
-    out
-}
+mod support;
+use support::{example_inputs, examples};
 
 #[test]
 fn one_per_row_schedules_agree_with_the_interpreter_on_every_runnable_example() {
@@ -101,7 +35,7 @@ fn one_per_row_schedules_agree_with_the_interpreter_on_every_runnable_example() 
             .unwrap_or_else(|e| panic!("{name} {}: {e}", def.name));
             assert!(comparison.packets_checked >= 200);
             assert_eq!(comparison.mismatches, vec![], "{name} program {}", def.name);
-            let violations = static_violations(&schedule);
+            let violations = static_violations(&schedule, None);
             assert_eq!(violations, vec![], "{name} program {}", def.name);
             runnable += 1;
         }
@@ -133,7 +67,7 @@ fn mov_imm(dst: u8, imm: i32) -> HxInsn {
 fn a_consumer_moved_to_another_lane_is_caught_statically_and_by_a_mismatch() {
     let path = examples().join("xdp_filter.o");
     let object = linerate_io::load_object(&path).unwrap();
-    let packets = variants(
+    let packets = packet_variants(
         &linerate_io::read_packets_file(&path.with_extension("packets")).unwrap(),
         200,
         7,
@@ -210,7 +144,7 @@ fn a_hand_broken_schedule_reads_the_stale_value() {
     };
     assert_eq!(run(&rows(0)), 2);
     assert_eq!(run(&rows(1)), 1);
-    let v = static_violations(&rows(1));
+    let v = static_violations(&rows(1), None);
     assert_eq!(v.len(), 1, "{v:?}");
     assert_eq!((v[0].row, v[0].kind.as_str()), (1, "forwarding"));
 }
@@ -346,10 +280,10 @@ fn stores_become_visible_two_rows_later() {
     };
     assert_eq!(action(&schedule(0)), 0);
     assert_eq!(action(&schedule(1)), 2);
-    assert!(static_violations(&schedule(0))
+    assert!(static_violations(&schedule(0), None)
         .iter()
         .any(|v| v.kind == "memory" && v.row == 1));
-    assert_eq!(static_violations(&schedule(1)), vec![]);
+    assert_eq!(static_violations(&schedule(1), None), vec![]);
 }
 
 #[test]
@@ -419,7 +353,7 @@ fn static_rules_write_write_helpers_and_targets() {
         lanes: 4,
         rows: vec![row, jump],
     };
-    let kinds: Vec<(usize, String)> = static_violations(&s)
+    let kinds: Vec<(usize, String)> = static_violations(&s, None)
         .into_iter()
         .map(|v| (v.row, v.kind))
         .collect();
@@ -446,7 +380,7 @@ fn read_after_write_in_one_row_is_named() {
         lanes: 2,
         rows: vec![row],
     };
-    let v = static_violations(&s);
+    let v = static_violations(&s, None);
     assert_eq!(v.len(), 1, "{v:?}");
     assert_eq!(
         (v[0].kind.as_str(), v[0].lanes.clone()),
