@@ -191,13 +191,7 @@ fn web_at(
     if roles(insn, r)? != [Role::Write] {
         return None;
     }
-    // Worth it only where the register already served in this block.
     let mask = 1u16 << r;
-    let served = (block_start..def)
-        .any(|i| (program.insns[i].insn.reads() | program.insns[i].insn.writes()) & mask != 0);
-    if !served {
-        return None;
-    }
     // Follow the web to its end inside the block.
     let n = program.len();
     let mut last = def;
@@ -236,13 +230,21 @@ fn web_at(
     if last == def {
         return None;
     }
+    // Worth it only where the register serves elsewhere in the block too: before the web, or
+    // after it (a later definition would otherwise wait for the web's reads).
+    let block_end = (def + 1..n).find(|&k| leaders[k]).unwrap_or(n);
+    let serves_elsewhere = (block_start..def)
+        .chain(last + 1..block_end)
+        .any(|i| (program.insns[i].insn.reads() | program.insns[i].insn.writes()) & mask != 0);
+    if !serves_elsewhere {
+        return None;
+    }
     let referenced = |t: Reg| {
         (def..=last).any(|k| {
             let i = program.insns[k].insn;
             (i.reads() | i.writes()) & (1 << t) != 0 || liveness.live_out[k] & (1 << t) != 0
         })
     };
-    let block_end = (def + 1..n).find(|&k| leaders[k]).unwrap_or(n);
     let used_in_block = |t: Reg| {
         (block_start..block_end).any(|k| {
             let i = program.insns[k].insn;

@@ -256,15 +256,15 @@ fn place_superblock(
             // Below the branches it follows, unless it may run where they go.
             for &(row, _, live_there) in &branches {
                 let harmless = f.speculable() && f.writes & live_there == 0;
-                if !harmless {
+                if control {
+                    // A later branch may share the row, in a later lane.
+                    earliest = earliest.max(row);
+                } else if !harmless {
                     earliest = earliest.max(row + 1);
                 }
             }
             if control {
                 earliest = earliest.max(block_rows_max);
-                if let Some(&(row, _, _)) = branches.last() {
-                    earliest = earliest.max(row);
-                }
             }
             let width = insn.lanes();
             let mut row = earliest;
