@@ -13,6 +13,7 @@
 //! - [`rom`]: Sephirot instruction ROM images of a schedule, and back.
 //! - [`sephirot`]: the cycle-level model of the core running a schedule on packets.
 //! - [`check`]: a schedule's static row rules, and the model against the interpreter.
+//! - [`perf`]: rows per edge as prices for `linerate bound`, and the fit of the I/O cycles.
 //!
 //! This crate compiles and models; it does not load anything onto a device.
 
@@ -23,6 +24,7 @@ mod error;
 pub mod isa;
 pub mod liveness;
 pub mod passes;
+pub mod perf;
 pub mod program;
 pub mod rename;
 pub mod rom;

@@ -1,0 +1,184 @@
+//! Performance of a compiled program on the hXDP core: the cycles each edge of the source
+//! program costs under the schedule (the prices `linerate bound --target hxdp` searches the
+//! slowest satisfiable path with), and the fit of the core's per-packet I/O cycles to the paper's
+//! microbenchmarks.
+//!
+//! **Rows per edge.** Within a superblock, rows run in order until a branch is taken or an exit
+//! reached. A source block whose branch (or exit) is kept in the schedule pays the rows from just
+//! after the previous kept branch of its superblock (or the superblock's first row) to its
+//! branch's row; a taken jump pays [`Timing::taken_branch_penalty`] on top; an exit without early
+//! exit pays [`Timing::drain_cycles`]. The rows after a superblock's last kept branch go to the
+//! block holding its last source instruction (the one falling through to the next superblock).
+//! Blocks whose branch the compiler removed pay nothing of their own: their instructions' rows
+//! are paid by the block whose branch ends the stretch. Along every path through the schedule,
+//! the blocks' payments add up to the rows the path executes.
+
+use linerate_bpf::insn::Instruction;
+use linerate_bpf::Object;
+use linerate_cfg::{Cfg, EdgeKind};
+use linerate_cost::{Cost, Model, PriceOverride};
+
+use crate::compile::Compiled;
+use crate::sephirot::Timing;
+use crate::HxdpError;
+
+/// How the rows a block pays for end.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Ends {
+    /// With a jump kept in the schedule.
+    Jump,
+    /// With an exit: the run ends in the block's own rows, even where the source goes on to an
+    /// exit block (a parametrized exit made of the block's `r0 = K` and that block's `exit`).
+    Exit,
+}
+
+/// The cycles of each block of the source program's CFG (by block id) under `compiled`'s
+/// schedule, and how each block's rows end. A fused instruction belongs to the block of the
+/// first of its source slots as the passes list them (a parametrized exit's `r0 = K`).
+fn block_cycles(cfg: &Cfg, compiled: &Compiled, timing: &Timing) -> (Vec<f64>, Vec<Option<Ends>>) {
+    let n = cfg.blocks().len();
+    let mut cycles = vec![0.0; n];
+    let mut ends = vec![None; n];
+    let block_of = |slots: &[usize]| slots.first().and_then(|&s| cfg.block_of(s));
+    for range in &compiled.superblocks {
+        let mut paid = range.start;
+        let mut last_block = None;
+        for r in range.clone() {
+            for (_, slot) in compiled.schedule.rows[r].filled() {
+                if let Some(b) = block_of(&slot.from) {
+                    last_block = Some(last_block.map_or(b, |l: usize| l.max(b)));
+                }
+                if !slot.insn.is_control() {
+                    continue;
+                }
+                let Some(b) = block_of(&slot.from) else {
+                    continue;
+                };
+                cycles[b] += (r + 1 - paid) as f64;
+                paid = r + 1;
+                ends[b] = Some(if slot.insn.is_exit() {
+                    if !timing.early_exit {
+                        cycles[b] += timing.drain_cycles as f64;
+                    }
+                    Ends::Exit
+                } else {
+                    Ends::Jump
+                });
+            }
+        }
+        if paid < range.end {
+            if let Some(b) = last_block {
+                cycles[b] += (range.end - paid) as f64;
+            }
+        }
+    }
+    (cycles, ends)
+}
+
+/// The prices of program `program` of `object` under `compiled` (its compilation), for a model
+/// with a single `cycles` component (the shipped `hxdp` model). A block ending in `exit` is paid
+/// on the edges into it, except from a block whose own rows end the run (see [`Ends::Exit`]), so
+/// that a path pays for the rows it executes and no others.
+pub fn prices(
+    object: &Object,
+    program: usize,
+    compiled: &Compiled,
+    timing: &Timing,
+    model: &Model,
+) -> Result<PriceOverride, HxdpError> {
+    let def = object
+        .programs
+        .get(program)
+        .ok_or(HxdpError::NoSuchProgram(program))?;
+    let cfg = Cfg::build(def).map_err(|e| HxdpError::Decode {
+        program: def.name.clone(),
+        reason: format!("control-flow graph: {e}"),
+    })?;
+    let components = model.components().len();
+    let cost = |cycles: f64| {
+        let mut c = Cost::zero(components);
+        c.0[0] = cycles;
+        c
+    };
+    let (cycles, ends) = block_cycles(&cfg, compiled, timing);
+    let exits = |b: usize| {
+        cfg.block_instructions(b)
+            .last()
+            .is_some_and(|(_, i)| matches!(i, Instruction::Exit))
+    };
+    let entered = |b: usize| cfg.predecessors(b).next().is_some();
+    let edges = cfg
+        .edges()
+        .iter()
+        .map(|e| {
+            let jumps = matches!(e.kind, EdgeKind::Taken | EdgeKind::Unconditional);
+            let penalty = if jumps && ends[e.from] == Some(Ends::Jump) {
+                timing.taken_branch_penalty as f64
+            } else {
+                0.0
+            };
+            let into = if exits(e.to) && ends[e.from] != Some(Ends::Exit) {
+                cycles[e.to]
+            } else {
+                0.0
+            };
+            cost(cycles[e.from] + penalty + into)
+        })
+        .collect();
+    let blocks = (0..cycles.len())
+        .map(|b| {
+            if exits(b) && entered(b) {
+                cost(0.0)
+            } else {
+                cost(cycles[b])
+            }
+        })
+        .collect();
+    Ok(PriceOverride { blocks, edges })
+}
+
+/// One of the paper's throughput points (§5.2.2): a program's cycles per packet on the core,
+/// and the packets per second the paper measured.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Point {
+    /// Cycles the program executes per packet, I/O excluded.
+    pub exec_cycles: f64,
+    /// The paper's packets per second.
+    pub measured_pps: f64,
+}
+
+/// The per-packet I/O cycles that best fit `points` (least squares in cycles per packet: each
+/// point's measured cycles per packet, `clock / pps`, minus its execution cycles, averaged).
+pub fn fit_io_cycles(points: &[Point], clock_hz: f64) -> Option<f64> {
+    if points.is_empty() {
+        return None;
+    }
+    let sum: f64 = points
+        .iter()
+        .map(|p| clock_hz / p.measured_pps - p.exec_cycles)
+        .sum();
+    Some(sum / points.len() as f64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_fit_is_the_mean_residual() {
+        let points = [
+            Point {
+                exec_cycles: 1.0,
+                measured_pps: 52e6,
+            },
+            Point {
+                exec_cycles: 5.0,
+                measured_pps: 22e6,
+            },
+        ];
+        let io = fit_io_cycles(&points, 156.25e6).unwrap();
+        let expected = ((156.25 / 52.0 - 1.0) + (156.25 / 22.0 - 5.0)) / 2.0;
+        assert!((io - expected).abs() < 1e-9);
+        assert_eq!(fit_io_cycles(&[], 156.25e6), None);
+    }
+}
