@@ -9,6 +9,7 @@ mod args;
 mod bound;
 mod calibrate;
 mod cost;
+mod hxdp;
 mod inspect;
 mod measure;
 mod optimize;
@@ -50,6 +51,9 @@ enum Command {
     Optimize(optimize::OptimizeArgs),
     /// The rewrite-rule library of `optimize`: grow it from a corpus, show it.
     Rules(rules::RulesArgs),
+    /// Compile for the hXDP FPGA core: VLIW schedule, instruction ROM, cycle model, worst case
+    /// (paper 003); `hxdp check` verifies a ROM, `hxdp study` sweeps lanes and passes.
+    Hxdp(hxdp::HxdpArgs),
 }
 
 /// Detail printed after the one-line error (e.g. a verifier log).
@@ -68,7 +72,11 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let detaches_threads = matches!(
         cli.command,
-        Command::Bound(_) | Command::Measure(_) | Command::Optimize(_) | Command::Rules(_)
+        Command::Bound(_)
+            | Command::Measure(_)
+            | Command::Optimize(_)
+            | Command::Rules(_)
+            | Command::Hxdp(_)
     );
     let code = report(match cli.command {
         Command::Inspect(args) => inspect::inspect(&args),
@@ -78,6 +86,7 @@ fn main() -> ExitCode {
         Command::Measure(args) => measure::measure(&args),
         Command::Calibrate(args) => calibrate::calibrate(&args),
         Command::Optimize(args) => optimize::optimize(&args),
+        Command::Hxdp(args) => hxdp::hxdp(&args),
         Command::Rules(args) => rules::rules(&args),
     });
     if detaches_threads {

@@ -14,6 +14,7 @@
 //! - [`sephirot`]: the cycle-level model of the core running a schedule on packets.
 //! - [`check`]: a schedule's static row rules, and the model against the interpreter.
 //! - [`perf`]: rows per edge as prices for `linerate bound`, and the fit of the I/O cycles.
+//! - [`study`]: the lanes sweep (Fig. 8) and the per-pass ablation (Figs. 7 and 9).
 //!
 //! This crate compiles and models; it does not load anything onto a device.
 
@@ -31,5 +32,6 @@ pub mod rom;
 pub mod schedule;
 pub mod scheduler;
 pub mod sephirot;
+pub mod study;
 
 pub use error::HxdpError;

@@ -77,6 +77,25 @@ impl PassOptions {
             exit: false,
         }
     }
+
+    /// The switch of the pass named `name` (one of [`PASS_NAMES`]).
+    pub fn switch(&mut self, name: &str) -> Option<&mut bool> {
+        Some(match name {
+            "bounds" => &mut self.bounds,
+            "zeroing" => &mut self.zeroing,
+            "six_byte" => &mut self.six_byte,
+            "three_operand" => &mut self.three_operand,
+            "exit" => &mut self.exit,
+            _ => return None,
+        })
+    }
+
+    /// Turns the pass named `name` on or off; an unknown name changes nothing.
+    pub fn set(&mut self, name: &str, on: bool) {
+        if let Some(flag) = self.switch(name) {
+            *flag = on;
+        }
+    }
 }
 
 /// One pass: rewrites the program and returns how many source instructions it removed.

@@ -102,9 +102,9 @@ impl std::fmt::Display for Schedule {
 }
 
 impl Slot {
-    /// The slot's instruction as text, a jump showing its target row, with its source slots.
-    pub fn text(&self) -> String {
-        let insn = match (self.insn, self.target) {
+    /// The slot's instruction as text, a jump showing its target row.
+    pub fn text_plain(&self) -> String {
+        match (self.insn, self.target) {
             (HxInsn::Ebpf(i), Some(t)) => {
                 let text = HxInsn::Ebpf(i).to_string();
                 match text.find("goto") {
@@ -113,7 +113,12 @@ impl Slot {
                 }
             }
             (insn, _) => insn.to_string(),
-        };
+        }
+    }
+
+    /// [`Slot::text_plain`] with the source instructions it came from.
+    pub fn text(&self) -> String {
+        let insn = self.text_plain();
         if self.from.is_empty() {
             insn
         } else {
