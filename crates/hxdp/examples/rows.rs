@@ -9,25 +9,34 @@ fn main() {
         .collect();
     paths.sort();
     for p in paths {
-        let object = match linerate_io::object::load_object(&p) {
+        let object = match linerate_io::load_object(&p) {
             Ok(o) => o,
             Err(e) => {
                 println!("{}: {e}", p.display());
                 continue;
             }
         };
-        let t = std::time::Instant::now();
         match linerate_hxdp::compile::compile(&object, 0, &Default::default()) {
-            Ok(c) => println!(
-                "{:30} insns {:4} rows {:4} ratio {:.2} ipc {:.2} {:?}",
-                object.name,
-                c.ebpf_insns,
-                c.schedule.rows.len(),
-                c.ebpf_insns as f64 / c.schedule.rows.len() as f64,
-                c.schedule.static_ipc(),
-                t.elapsed()
-            ),
-            Err(e) => println!("{:30} {e}", object.name),
+            Ok(c) => {
+                let empty = c
+                    .schedule
+                    .rows
+                    .iter()
+                    .filter(|r| r.filled().next().is_none())
+                    .count();
+                let small = c.superblocks.iter().filter(|r| r.len() <= 2).count();
+                println!(
+                    "{:24} insns {:4} rows {:4} ratio {:.2} sb {:3} small {:3} empty {:3}",
+                    object.name,
+                    c.ebpf_insns,
+                    c.schedule.rows.len(),
+                    c.ebpf_insns as f64 / c.schedule.rows.len() as f64,
+                    c.superblocks.len(),
+                    small,
+                    empty
+                )
+            }
+            Err(e) => println!("{:24} {e}", object.name),
         }
         if std::env::args().any(|a| a == object.name) {
             print!(

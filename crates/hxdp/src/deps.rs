@@ -56,6 +56,8 @@ pub struct Facts {
     pub reads: RegSet,
     pub writes: RegSet,
     pub kind: Kind,
+    /// Packet bytes every run that reaches the instruction has (0 where unknown).
+    pub packet_floor: i128,
 }
 
 impl Facts {
@@ -84,10 +86,27 @@ impl Facts {
         }
     }
 
-    /// Whether it may execute where the source would not (after a branch it follows in the
-    /// source goes elsewhere): it only computes registers.
-    pub fn speculable(&self) -> bool {
-        self.kind == Kind::Pure
+    /// Whether it may execute where the source would not, beside or above `branch`, which it
+    /// follows in the source (its result must also be dead where the branch goes; the scheduler
+    /// checks that): it only computes registers, or it loads from the stack or the context, or
+    /// from packet bytes every run reaching the branch has. Such a load cannot fault there.
+    ///
+    /// The packet bytes known at the branch may come from a bounds check the compiler removed;
+    /// on a shorter packet the program then reaches an access beyond the packet before any
+    /// effect (what the removal proved), so the hoisted load only drops it earlier.
+    pub fn speculable_past(&self, branch: &Facts) -> bool {
+        match self.kind {
+            Kind::Pure => true,
+            Kind::Load(Place {
+                region: Some(Region::Stack { .. } | Region::Ctx),
+                ..
+            }) => true,
+            Kind::Load(Place {
+                region: Some(Region::Packet),
+                bytes: Some((lo, hi)),
+            }) => lo >= 0 && hi <= branch.packet_floor,
+            _ => false,
+        }
     }
 }
 
@@ -123,6 +142,7 @@ pub fn facts(object: &Object, index: usize, program: &Lowered) -> Vec<Facts> {
                 reads: l.insn.reads(),
                 writes: l.insn.writes(),
                 kind,
+                packet_floor: source.packet_floor(&l.from),
             }
         })
         .collect()
@@ -154,6 +174,13 @@ impl SourcePlaces {
         }
         out.decoded = cfg.instructions().iter().copied().collect();
         out
+    }
+
+    /// Packet bytes every run reaching the first of source slots `from` has (0 where unknown).
+    pub fn packet_floor(&self, from: &[usize]) -> i128 {
+        from.first()
+            .and_then(|s| self.states.get(s))
+            .map_or(0, |state| state.packet_len.lo.max(0))
     }
 
     /// Where `insn`, made from source slots `from`, accesses memory: from the state at a source
@@ -271,6 +298,7 @@ mod tests {
             reads,
             writes,
             kind: Kind::Pure,
+            packet_floor: 0,
         }
     }
 
@@ -322,11 +350,13 @@ mod tests {
             reads: 0,
             writes: 0,
             kind: Kind::Store(p),
+            packet_floor: 0,
         };
         let load = |p| Facts {
             reads: 0,
             writes: 0,
             kind: Kind::Load(p),
+            packet_floor: 0,
         };
         assert!(distance(&store(stack(-8, -4)), &load(stack(-4, 0))).is_none());
         assert_eq!(
@@ -349,6 +379,7 @@ mod tests {
                 region: Some(Region::Packet),
                 bytes: Some((12, 14)),
             }),
+            packet_floor: 0,
         };
         let map_store = Facts {
             reads: 0,
@@ -357,7 +388,17 @@ mod tests {
                 region: Some(Region::MapValue { map: Some(0) }),
                 bytes: Some((0, 8)),
             }),
+            packet_floor: 0,
         };
+        let branch = |floor| Facts {
+            reads: 0,
+            writes: 0,
+            kind: Kind::Control,
+            packet_floor: floor,
+        };
+        assert!(!packet_load.speculable_past(&branch(13)));
+        assert!(packet_load.speculable_past(&branch(14)));
+        assert!(!map_store.speculable_past(&branch(100)));
         assert_eq!(distance(&map_store, &packet_load).map(|d| d.rows), Some(1));
         assert_eq!(distance(&packet_load, &map_store).map(|d| d.rows), Some(1));
     }

@@ -8,8 +8,9 @@
 //! a superblock keep their order: a later one sits in a later row, or in the same row in a later
 //! lane (lower priority), which is what lets a chain of header checks resolve in one row (Fig. 6).
 //! An instruction of a later block of the superblock may move up beside or above an earlier
-//! block's branch only where executing it when that branch is taken changes nothing: it only
-//! computes registers ([`crate::deps::Facts::speculable`]) that are dead where the branch goes.
+//! block's branch only where executing it when that branch is taken changes nothing: it computes
+//! registers, or loads what cannot fault there ([`crate::deps::Facts::speculable_past`]), into
+//! registers dead where the branch goes.
 //! Every other instruction stays below the branches that precede it.
 //!
 //! Superblocks are laid out in source order, so that fall-through stays fall-through; each jump
@@ -243,8 +244,8 @@ fn place_superblock(
     at: &mut [Option<(usize, usize)>],
 ) {
     let mut placed: Vec<usize> = Vec::new();
-    // Branches placed so far: (row, lane, registers live where it goes).
-    let mut branches: Vec<(usize, usize, RegSet)> = Vec::new();
+    // Branches placed so far: (row, lane, registers live where it goes, the branch).
+    let mut branches: Vec<(usize, usize, RegSet, usize)> = Vec::new();
     for &b in members {
         let (first, end) = blocks[b];
         let mut block_rows_max = start;
@@ -254,8 +255,8 @@ fn place_superblock(
             let control = insn.is_control();
             let mut earliest = start;
             // Below the branches it follows, unless it may run where they go.
-            for &(row, _, live_there) in &branches {
-                let harmless = f.speculable() && f.writes & live_there == 0;
+            for &(row, _, live_there, branch) in &branches {
+                let harmless = f.speculable_past(&facts[branch]) && f.writes & live_there == 0;
                 if control {
                     // A later branch may share the row, in a later lane.
                     earliest = earliest.max(row);
@@ -296,7 +297,7 @@ fn place_superblock(
             block_rows_max = block_rows_max.max(row);
             if control {
                 let live = program.insns[i].target.map_or(0, |t| liveness.live_in[t]);
-                branches.push((row, lane, live));
+                branches.push((row, lane, live, i));
             }
         }
     }
@@ -315,7 +316,7 @@ fn free_lane(
     width: usize,
     entry: &Entry,
     start: usize,
-    branches: &[(usize, usize, RegSet)],
+    branches: &[(usize, usize, RegSet, usize)],
     control: bool,
 ) -> Option<usize> {
     let lanes = building.lanes.len();
@@ -343,8 +344,8 @@ fn free_lane(
     let min_lane = if control {
         branches
             .iter()
-            .filter(|&&(r, _, _)| r == row)
-            .map(|&(_, l, _)| l + 1)
+            .filter(|&&(r, ..)| r == row)
+            .map(|&(_, l, ..)| l + 1)
             .max()
             .unwrap_or(0)
     } else {
