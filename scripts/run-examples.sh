@@ -189,3 +189,32 @@ for name in xdp_reflector xdp_router; do
   "$bin" optimize "examples/$name.o" -o "$tmp/opt.o" --budget 10 --no-measure --witnesses 0 \
     --differential-packets 2000 --prove-timeout 10s | grep -E "optimized|instructions|proof"
 done
+
+echo
+echo "hXDP (linerate hxdp): every example compiled for the Sephirot core (4 lanes), its"
+echo "instruction ROM written and checked back (row rules, and 200 packets through the cycle model"
+echo "against the interpreter), and its worst case bounded with the schedule's rows per edge."
+printf '%-24s %6s %6s %6s %6s %10s  %s\n' object insns rows ratio IPC "worst Mpps" check
+for obj in examples/*.o; do
+  name=$(basename "$obj" .o)
+  if "$bin" hxdp "$obj" -o "$tmp/$name.rom" --timeout 20 --json >"$tmp/hxdp.json" 2>"$tmp/hxdp-err"; then
+    if "$bin" hxdp check "$tmp/$name.rom" --source "$obj" --json >"$tmp/check.json" 2>"$tmp/check-err"; then
+      verdict=ok
+    else
+      verdict="FAILED: $(sed 's/^error: //' "$tmp/check-err" | head -1)"
+    fi
+    python3 - "$name" "$tmp/hxdp.json" "$tmp/check.json" "$verdict" <<'PY'
+import json, sys
+name, path, check_path, verdict = sys.argv[1:5]
+d = json.load(open(path))
+c = json.load(open(check_path)) if verdict == "ok" else None
+w = d.get("worst_case") or {}
+worst = f'{w["pps"] / 1e6:10.2f}' if w.get("pps") else f'{"-":>10}'
+checked = f'{len(c["violations"])} violations, {len(c["mismatches"])}/{c["packets_checked"]} packets differ' if c else verdict
+print(f'{name:<24} {d["ebpf_insns"]:6} {d["vliw_rows"]:6} {d["ebpf_insns"] / d["vliw_rows"]:6.2f} {d["static_ipc"]:6.2f} {worst}  {checked}')
+PY
+  else
+    printf '%-24s %6s %6s %6s %6s %10s  %s\n' "$name" - - - - - "$(sed 's/^error: //' "$tmp/hxdp-err" | head -1 | cut -c1-90)"
+  fi
+done
+"$bin" hxdp examples/xdp_reflector.o --no-worst-case --simulate examples/xdp_reflector.packets | tail -4

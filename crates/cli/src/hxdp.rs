@@ -14,7 +14,7 @@ use linerate_bpf::contents::MapSeed;
 use linerate_bpf::Object;
 use linerate_cost::Model;
 use linerate_hxdp::check::{check, compare_with_vm, packet_variants, CheckReport};
-use linerate_hxdp::compile::{compile, CompileOptions, Compiled};
+use linerate_hxdp::compile::{compile, recognise, CompileOptions, Compiled};
 use linerate_hxdp::passes::{PassOptions, PASS_NAMES};
 use linerate_hxdp::perf::prices;
 use linerate_hxdp::rom::{read_rom, write_rom};
@@ -490,7 +490,10 @@ fn check_rom(args: &CheckArgs) -> Result<()> {
     object.programs[program].require_xdp("hxdp check", "checks XDP programs")?;
     let text = std::fs::read_to_string(&args.rom)
         .with_context(|| format!("cannot read ROM {}", args.rom.display()))?;
-    let schedule = read_rom(&text).map_err(|e| anyhow!("{}: {e}", args.rom.display()))?;
+    let read = read_rom(&text).map_err(|e| anyhow!("{}: {e}", args.rom.display()))?;
+    // linerate's own ROM: checked with the source slots its compiler had.
+    let ours = recognise(&object, program, &read);
+    let schedule = ours.as_ref().map_or(&read, |c| &c.schedule);
     let beside = |ext: &str| {
         let p = args.source.with_extension(ext);
         p.exists().then_some(p)
@@ -507,7 +510,7 @@ fn check_rom(args: &CheckArgs) -> Result<()> {
     let maps = args.maps.clone().or_else(|| beside("maps.json"));
     let seed = read_seed(maps.as_deref(), &object)?;
     let report = check(
-        &schedule,
+        schedule,
         &object,
         program,
         &packets,
@@ -517,7 +520,7 @@ fn check_rom(args: &CheckArgs) -> Result<()> {
     let text = if args.json {
         serde_json::to_string_pretty(&report)? + "\n"
     } else {
-        check_text(args, &report)
+        check_text(args, &report, ours.is_some())
     };
     emit(&text)?;
     if !report.violations.is_empty() || !report.mismatches.is_empty() {
@@ -532,9 +535,14 @@ fn check_rom(args: &CheckArgs) -> Result<()> {
     Ok(())
 }
 
-fn check_text(args: &CheckArgs, report: &CheckReport) -> String {
+fn check_text(args: &CheckArgs, report: &CheckReport, ours: bool) -> String {
+    let whose = if ours {
+        " (linerate's compilation of it: rows checked with their source instructions)"
+    } else {
+        ""
+    };
     let mut out = format!(
-        "{}: {} rows against {}\n",
+        "{}: {} rows against {}{whose}\n",
         args.rom.display(),
         report.rows,
         args.source.display()

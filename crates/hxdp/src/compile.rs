@@ -109,3 +109,31 @@ pub fn compile(
         superblocks,
     })
 }
+
+/// The compilation of program `program` of `object` that produced `schedule` (word for word),
+/// tried over the ablation's option sets ([`crate::study::variants`]) at the
+/// schedule's lane count: so that a ROM read back can be checked with the source slots and the
+/// source analysis its compiler had (`hxdp check` on linerate's own ROMs). `None` for a schedule
+/// linerate would not produce.
+pub fn recognise(object: &Object, program: usize, schedule: &Schedule) -> Option<Compiled> {
+    let mut base = CompileOptions::default();
+    base.schedule.lanes = schedule.lanes;
+    base.imem_rows = usize::MAX;
+    let variants = crate::study::variants(&base);
+    let words = |s: &Schedule| -> Vec<Vec<Vec<u64>>> {
+        s.rows
+            .iter()
+            .map(|r| {
+                r.slots
+                    .iter()
+                    .map(|slot| slot.as_ref().map_or(vec![0], |s| s.insn.encode()))
+                    .collect()
+            })
+            .collect()
+    };
+    let wanted = words(schedule);
+    variants.into_iter().find_map(|(_, options)| {
+        let compiled = compile(object, program, &options).ok()?;
+        (words(&compiled.schedule) == wanted).then_some(compiled)
+    })
+}

@@ -81,6 +81,19 @@ impl Lowered {
                 Instruction::LegacyPacketLoad { .. } => {
                     return Err(unsupported(slot, "an LD_ABS/LD_IND packet load".into()))
                 }
+                // The extended ISA predates `-mcpu=v4`: its three-operand subtraction took the
+                // opcode v4 later gave the unconditional byte swap (0xd7).
+                Instruction::Endian {
+                    kind: linerate_bpf::insn::Endian::Swap,
+                    ..
+                } => {
+                    return Err(unsupported(
+                        slot,
+                        "a -mcpu=v4 byte swap (the hXDP ISA uses its opcode 0xd7 for \
+                         three-operand subtraction)"
+                            .into(),
+                    ))
+                }
                 _ => {}
             }
             let target = match insn.jump_target(slot) {

@@ -50,13 +50,9 @@ pub struct Ablation {
     pub rows: usize,
 }
 
-/// Instructions and rows with everything on, with each pass and scheduling step off in turn,
-/// and with everything off.
-pub fn ablation(
-    object: &Object,
-    program: usize,
-    base: &CompileOptions,
-) -> Result<Vec<Ablation>, HxdpError> {
+/// `base` with everything on (`all`), with each pass and scheduling step off in turn
+/// (`no_<name>`), and with everything off (`none`): the configurations of the ablation.
+pub fn variants(base: &CompileOptions) -> Vec<(String, CompileOptions)> {
     let mut configs: Vec<(String, CompileOptions)> = vec![("all".into(), *base)];
     for name in PASS_NAMES {
         let mut o = *base;
@@ -75,6 +71,15 @@ pub fn ablation(
     o.rename = false;
     configs.push(("none".into(), o));
     configs
+}
+
+/// Instructions and rows in each configuration of [`variants`].
+pub fn ablation(
+    object: &Object,
+    program: usize,
+    base: &CompileOptions,
+) -> Result<Vec<Ablation>, HxdpError> {
+    variants(base)
         .into_iter()
         .map(|(config, mut options)| {
             options.imem_rows = usize::MAX;

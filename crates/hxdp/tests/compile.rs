@@ -4,9 +4,10 @@
 
 mod support;
 
-use linerate_hxdp::check::check;
-use linerate_hxdp::compile::{compile, CompileOptions};
+use linerate_hxdp::check::{check, compare_with_vm};
+use linerate_hxdp::compile::{compile, recognise, CompileOptions};
 use linerate_hxdp::passes::PassOptions;
+use linerate_hxdp::rom::{read_rom, write_rom, IMEM_ROWS};
 use linerate_hxdp::scheduler::ScheduleOptions;
 use linerate_hxdp::HxdpError;
 use linerate_vm::VmOptions;
@@ -89,4 +90,32 @@ fn two_and_eight_lanes_agree_too() {
         };
         assert!(all_agree(&options) >= 25, "{lanes} lanes");
     }
+}
+
+#[test]
+fn roms_read_back_run_the_same_and_are_recognised() {
+    let mut checked = 0;
+    for (name, object, seed, packets) in example_inputs() {
+        let Ok(compiled) = compile(&object, 0, &CompileOptions::default()) else {
+            continue;
+        };
+        let rom = write_rom(&compiled.schedule, IMEM_ROWS).unwrap();
+        let read = read_rom(&rom).unwrap_or_else(|e| panic!("{name}: {e}"));
+        // The ROM keeps every instruction and jump target; only the source slots are lost.
+        assert_eq!(read.rows.len(), compiled.schedule.rows.len(), "{name}");
+        for (a, b) in compiled.schedule.rows.iter().zip(&read.rows) {
+            for (x, y) in a.slots.iter().zip(&b.slots) {
+                let x = x.as_ref().map(|s| (s.insn, s.target));
+                let y = y.as_ref().map(|s| (s.insn, s.target));
+                assert_eq!(x, y, "{name}");
+            }
+        }
+        let comparison =
+            compare_with_vm(&read, &object, 0, &packets, &seed, &VmOptions::default()).unwrap();
+        assert_eq!(comparison.mismatches, vec![], "{name}");
+        let ours = recognise(&object, 0, &read).unwrap_or_else(|| panic!("{name} not recognised"));
+        assert_eq!(ours.schedule, compiled.schedule, "{name}");
+        checked += 1;
+    }
+    assert!(checked >= 25, "{checked}");
 }
