@@ -63,6 +63,7 @@ pub fn bound(args: &BoundArgs) -> Result<()> {
     let program = crate::select_program(&object, args.prog.as_deref())?;
     object.programs[program].require_xdp("bound", "bounds XDP programs")?;
     let model = args.device.load()?;
+    let prices = crate::hxdp::schedule_prices(&args.input.object, &object, program, &model)?;
     let metric = if args.bit_rate {
         Metric::BitRate
     } else {
@@ -85,7 +86,7 @@ pub fn bound(args: &BoundArgs) -> Result<()> {
         &object,
         program,
         &model,
-        None,
+        prices,
         metric,
         args.paths,
         args.exhaustive,

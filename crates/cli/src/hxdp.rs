@@ -204,6 +204,28 @@ fn read_seed(path: Option<&Path>, object: &Object) -> Result<MapSeed> {
     })
 }
 
+/// For the `hxdp` model, the prices of program `program` under its default compilation (rows per
+/// edge, `linerate bound --target hxdp`); `None` for any other model, which prices instructions.
+pub fn schedule_prices(
+    source: &Path,
+    object: &Object,
+    program: usize,
+    model: &Model,
+) -> Result<Option<linerate_cost::PriceOverride>> {
+    if model.target() != "hxdp" {
+        return Ok(None);
+    }
+    let compiled = compile(object, program, &CompileOptions::default())
+        .map_err(|e| anyhow!("{}: {e}", source.display()))?;
+    Ok(Some(prices(
+        object,
+        program,
+        &compiled,
+        &Timing::default(),
+        model,
+    )?))
+}
+
 /// The worst case: the slowest satisfiable path of the source program under the schedule's rows
 /// per edge, plus the core's per-packet I/O.
 fn worst_case(
