@@ -894,12 +894,97 @@ def gen_legacy():
     write("xdp_legacy_prog", "xdp_legacy_prog (section prog)", P)
 
 
+# ---------------------------------------------------------------- hXDP paper programs (§5.2)
+
+
+def gen_hxdp_drop():
+    P = [
+        (DROP, "IPv4 UDP", eth(ETH_IP, IPV4_UDP)),
+        (DROP, "ARP", arp()),
+        (DROP, "bare Ethernet header (14 bytes)", eth(ETH_IP)),
+        (DROP, "1514-byte IPv4 UDP frame", eth(ETH_IP, udp4("192.0.2.1", "192.0.2.2", 1234, 5678, bytes(1472)))),
+    ]
+    write("xdp_hxdp_drop", "xdp_hxdp_drop", P)
+
+
+def gen_hxdp_tx():
+    P = [
+        (TX, "IPv4 UDP: MACs swapped", eth(ETH_IP, IPV4_UDP)),
+        (TX, "ARP: MACs swapped", arp()),
+        (TX, "IPv6 UDP: MACs swapped", eth(ETH_IP6, IPV6_UDP)),
+        (TX, "bare Ethernet header (14 bytes): MACs swapped", eth(ETH_IP, src=mac("00:1b:21:0a:0b:0c"))),
+    ]
+    write("xdp_hxdp_tx", "xdp_hxdp_tx", P)
+
+
+# xdp_simple_firewall.c reads the input port from the source MAC's locally administered bit.
+MAC_INTERNAL = MAC_CLIENT                 # 02:00:00:00:00:01, locally administered
+MAC_EXTERNAL = mac("00:1b:21:0a:0b:0c")   # universally administered
+
+
+def sfw_key(saddr, daddr, sport, dport, proto):
+    """xdp_simple_firewall.c's key: endpoints ordered by address, then port, each compared as
+    the little-endian value of its network-order bytes (the word the program loads)."""
+    s, d = ip4(saddr), ip4(daddr)
+    sp, dp = struct.pack("!H", sport), struct.pack("!H", dport)
+    le = lambda b: int.from_bytes(b, "little")
+    keep = le(s) < le(d) or (s == d and le(sp) <= le(dp))
+    lo, hi = ((s, sp), (d, dp)) if keep else ((d, dp), (s, sp))
+    return lo[0] + hi[0] + lo[1] + hi[1] + bytes([proto, 0, 0, 0])
+
+
+def gen_simple_firewall():
+    seen_inside = u32(1) + u32(0)
+    flow_tcp = ("10.0.0.5", "93.184.216.34", 40000, 443)
+    flow_udp = ("10.0.0.7", "8.8.8.8", 33000, 53)
+    flow_same = ("10.0.0.9", "10.0.0.9", 7000, 7001)
+    maps = {"sfw_flows": [
+        (sfw_key(*flow_tcp, 6), seen_inside),
+        (sfw_key(*flow_udp, 17), seen_inside),
+        (sfw_key(*flow_same, 17), seen_inside),
+    ]}
+    rev = lambda f: (f[1], f[0], f[3], f[2])
+    T = lambda f, src, fl=TCP_ACK: eth(ETH_IP, tcp4(*f, fl), src=src)
+    U = lambda f, src: eth(ETH_IP, udp4(*f, b"data"), src=src)
+    new_tcp = ("10.0.0.9", "1.1.1.1", 41000, 80)
+    new_udp = ("10.0.0.9", "9.9.9.9", 5000, 53)
+    P = [
+        (TX, "internal TCP SYN, new flow -> entry created", T(new_tcp, MAC_INTERNAL, TCP_SYN)),
+        (TX, "internal UDP, new flow -> entry created", U(new_udp, MAC_INTERNAL)),
+        (TX, "internal TCP on a known flow -> entry updated", T(flow_tcp, MAC_INTERNAL)),
+        (TX, "internal UDP with an empty payload (transport header ends the frame)",
+         eth(ETH_IP, udp4(*new_udp), src=MAC_INTERNAL)),
+        (TX, "external TCP reply on a known flow (key endpoints swapped)", T(rev(flow_tcp), MAC_EXTERNAL)),
+        (TX, "external UDP reply on a known flow", U(rev(flow_udp), MAC_EXTERNAL)),
+        (TX, "external UDP in the flow's own direction", U(flow_udp, MAC_EXTERNAL)),
+        (TX, "external UDP, equal addresses, ports ordered by the tie break", U(rev(flow_same), MAC_EXTERNAL)),
+        (DROP, "external TCP, no flow", T(("203.0.113.66", "10.0.0.5", 55555, 22), MAC_EXTERNAL, TCP_SYN)),
+        (DROP, "external TCP, known hosts, wrong port", T(("93.184.216.34", "10.0.0.5", 443, 40001), MAC_EXTERNAL)),
+        (DROP, "external TCP on a known UDP flow's endpoints (protocol is in the key)", T(rev(flow_udp), MAC_EXTERNAL)),
+        (DROP, "external UDP reply before its internal packet (flow not yet created)", U(rev(new_udp), MAC_EXTERNAL)),
+        (DROP, "IPv6 (not IPv4)", eth(ETH_IP6, IPV6_UDP, src=MAC_INTERNAL)),
+        (DROP, "ARP (not IPv4)", arp()),
+        (DROP, "ICMP (neither TCP nor UDP)", eth(ETH_IP, icmp4("10.0.0.5", "1.1.1.1"), src=MAC_INTERNAL)),
+        (DROP, "IPv4 with options (IHL 6)", eth(ETH_IP, udp4(*new_udp, b"o", options=bytes([1, 1, 1, 0])), src=MAC_INTERNAL)),
+        (DROP, "IP version 6 in an IPv4 EtherType frame", eth(ETH_IP, bytes([0x65]) + udp4(*new_udp)[1:], src=MAC_INTERNAL)),
+        (DROP, "bounds check 2: bare Ethernet header (14 bytes)", eth(ETH_IP, src=MAC_INTERNAL)),
+        (DROP, "bounds check 2: IPv4 header truncated (19 of 20 bytes)", eth(ETH_IP, udp4(*new_udp)[:19], src=MAC_INTERNAL)),
+        (DROP, "bounds check 3: UDP header truncated (7 of 8 bytes)", eth(ETH_IP, udp4(*new_udp)[:27], src=MAC_INTERNAL)),
+        (DROP, "bounds check 3: TCP header truncated (4 of 20 bytes, 4 short of the checked 8)",
+         eth(ETH_IP, ipv4(*new_tcp[:2], 6, bytes(4)), src=MAC_EXTERNAL)),
+    ]
+    write("xdp_simple_firewall", "xdp_simple_firewall", P, maps, notes=[
+        "Input port: a locally administered source MAC (02:..) is the internal port, a",
+        "universally administered one (00:1b:21:..) the external port (packet files cannot set",
+        "ctx->ingress_ifindex). The Ethernet bounds check (bounds check 1) has no packet."])
+
+
 if __name__ == "__main__":
     import gen_kfunc; gen_kfunc.gen_kfunc()
     for g in (gen_filter, gen_reflector, gen_router, gen_firewall, gen_cms, gen_dns, gen_quic_v4, gen_quic_v6,
               gen_ipip, gen_transcoder, gen_path_explosion, gen_tailcall, gen_rodata, gen_redirect, gen_v4_ops,
               gen_legacy, gen_cms_nfp, gen_dns_nfp, gen_quic_nfp, gen_transcoder_nfp,
-              gen_path_explosion_nfp):
+              gen_path_explosion_nfp, gen_hxdp_drop, gen_hxdp_tx, gen_simple_firewall):
         g()
     import gen_mixed
     gen_mixed.generate()
