@@ -402,7 +402,7 @@ fn summary_text(
 ) -> String {
     let removed: Vec<String> = PASS_NAMES
         .iter()
-        .chain(["unreachable"].iter())
+        .chain(["unreachable", "dead"].iter())
         .map(|p| format!("{p} {}", compiled.removed.get(p).copied().unwrap_or(0)))
         .collect();
     let rows = compiled.schedule.rows.len();

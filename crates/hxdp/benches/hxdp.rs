@@ -18,7 +18,7 @@ use linerate_bpf::Object;
 use linerate_hxdp::check::{check, packet_variants};
 use linerate_hxdp::compile::{compile, CompileOptions};
 use linerate_hxdp::perf::{fit_io_cycles, Point};
-use linerate_hxdp::sephirot::{simulate, Timing};
+use linerate_hxdp::sephirot::{leaves, simulate, Timing};
 use linerate_hxdp::study::{ablation, lanes_sweep};
 use linerate_vm::VmOptions;
 
@@ -271,39 +271,54 @@ fn throughput_points(examples: &[Example]) {
         ..Timing::default()
     };
     let points = [
-        ("xdp_hxdp_drop", &timing, 52e6, "XDP_DROP, early exit"),
-        ("xdp_hxdp_drop", &no_early, 22e6, "XDP_DROP, no early exit"),
-        ("xdp_hxdp_tx", &timing, 22.5e6, "XDP_TX"),
+        (
+            "xdp_hxdp_drop",
+            &timing,
+            52e6,
+            false,
+            "XDP_DROP, early exit",
+        ),
+        (
+            "xdp_hxdp_drop",
+            &no_early,
+            22e6,
+            false,
+            "XDP_DROP, no early exit",
+        ),
+        ("xdp_hxdp_tx", &timing, 22.5e6, true, "XDP_TX"),
     ];
     let mut fit_points = Vec::new();
-    for (name, t, pps, label) in points {
+    for (name, t, pps, leaves, label) in points {
         match exec_cycles(examples, name, t) {
-            Some(c) => fit_points.push((label, c, pps)),
+            Some(c) => fit_points.push((label, c, pps, leaves)),
             None => println!("{label}: {name} missing or not compilable"),
         }
     }
-    let io = fit_io_cycles(
+    let fitted = fit_io_cycles(
         &fit_points
             .iter()
-            .map(|&(_, c, pps)| Point {
+            .map(|&(_, c, pps, leaves)| Point {
                 exec_cycles: c,
                 measured_pps: pps,
+                leaves,
             })
             .collect::<Vec<_>>(),
         timing.clock_hz,
     );
-    let Some(io) = io else {
+    let Some((io_in, io_out)) = fitted else {
         return;
     };
     println!(
-        "fitted I/O: {io:.2} cycles per packet (the model's default: {:.2})\n",
-        timing.io_fixed_cycles
+        "fitted I/O: {io_in:.2} cycles per packet, {io_out:.2} more for a packet that leaves \
+         (the model's defaults: {:.2} and {:.2})\n",
+        timing.io_in_cycles, timing.io_out_cycles
     );
     println!(
         "{:<28} {:>11} {:>12} {:>12} {:>8}",
         "point", "exec cycles", "model Mpps", "paper Mpps", "error"
     );
-    let row = |label: &str, c: f64, pps: f64| {
+    let row = |label: &str, c: f64, pps: f64, leaves: bool| {
+        let io = if leaves { io_in + io_out } else { io_in };
         let model = timing.clock_hz / (c + io);
         println!(
             "{:<28} {:>11.2} {:>12.2} {:>12.2} {:>7.1}%",
@@ -314,11 +329,53 @@ fn throughput_points(examples: &[Example]) {
             (model - pps) / pps * 100.0
         );
     };
-    for &(label, c, pps) in &fit_points {
-        row(label, c, pps);
+    for &(label, c, pps, leaves) in &fit_points {
+        row(label, c, pps, leaves);
     }
-    match exec_cycles(examples, "xdp_simple_firewall", &timing) {
-        Some(c) => row("simple firewall (predicted)", c, 6.53e6),
+    match firewall(examples) {
+        Some((c, leaving)) => {
+            let io = io_in + io_out * leaving;
+            let model = timing.clock_hz / (c + io);
+            println!(
+                "{:<28} {:>11.2} {:>12.2} {:>12.2} {:>7.1}%",
+                "simple firewall (predicted)",
+                c,
+                model / 1e6,
+                6.53,
+                (model - 6.53e6) / 6.53e6 * 100.0
+            );
+        }
         None => println!("simple firewall: xdp_simple_firewall missing or not compilable"),
     }
+}
+
+/// The simple firewall's mean execution cycles over its packets of 64 bytes or fewer, and the
+/// share of them that leave.
+fn firewall(examples: &[Example]) -> Option<(f64, f64)> {
+    let ex = examples.iter().find(|e| e.name == "xdp_simple_firewall")?;
+    let compiled = compile(&ex.object, 0, &CompileOptions::default()).ok()?;
+    let packets: Vec<Vec<u8>> = ex
+        .packets
+        .iter()
+        .filter(|p| p.len() <= 64)
+        .cloned()
+        .collect();
+    let sim = simulate(
+        &compiled.schedule,
+        &ex.object,
+        0,
+        &packets,
+        &ex.seed,
+        VmOptions::default(),
+        &Timing::default(),
+    )
+    .ok()?;
+    let runs: Vec<_> = sim.packets.iter().filter(|p| !p.out_of_bounds).collect();
+    if runs.is_empty() {
+        return None;
+    }
+    let n = runs.len() as f64;
+    let cycles = runs.iter().map(|p| p.exec_cycles as f64).sum::<f64>() / n;
+    let leaving = runs.iter().filter(|p| leaves(p.action)).count() as f64 / n;
+    Some((cycles, leaving))
 }

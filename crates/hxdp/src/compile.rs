@@ -44,7 +44,8 @@ pub struct Compiled {
     pub name: String,
     /// Instructions of the source program.
     pub ebpf_insns: usize,
-    /// Source instructions each pass removed, and `unreachable`: those no path reached any more.
+    /// Source instructions each pass removed, `unreachable`: those no path reached any more, and
+    /// `dead`: those computing registers nothing read any more.
     pub removed: Removed,
     /// The program after the passes, before scheduling.
     pub lowered: Lowered,
@@ -86,6 +87,7 @@ pub fn compile(
     let mut lowered = Lowered::new(object, program)?;
     let mut removed = run_passes(object, program, &mut lowered, &options.passes)?;
     removed.insert("unreachable", lowered.remove_unreachable());
+    removed.insert("dead", lowered.remove_dead());
     if options.rename {
         crate::rename::rename(&mut lowered);
     }

@@ -137,27 +137,40 @@ pub fn prices(
     Ok(PriceOverride { blocks, edges })
 }
 
-/// One of the paper's throughput points (§5.2.2): a program's cycles per packet on the core,
-/// and the packets per second the paper measured.
+/// One of the paper's throughput points (§5.2.2): a program's cycles per packet on the core, the
+/// packets per second the paper measured, and whether its packets leave (are emitted).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Point {
     /// Cycles the program executes per packet, I/O excluded.
     pub exec_cycles: f64,
     /// The paper's packets per second.
     pub measured_pps: f64,
+    /// Whether the packets leave the core (XDP_TX, ...) rather than being dropped.
+    pub leaves: bool,
 }
 
-/// The per-packet I/O cycles that best fit `points` (least squares in cycles per packet: each
-/// point's measured cycles per packet, `clock / pps`, minus its execution cycles, averaged).
-pub fn fit_io_cycles(points: &[Point], clock_hz: f64) -> Option<f64> {
+/// The per-packet I/O cycles that best fit `points`, `(input, emission)`: least squares in
+/// cycles per packet, each point's measured cycles (`clock / pps`) less its execution cycles
+/// modelled as `input + emission` for packets that leave and `input` for the others. With no
+/// point whose packets leave (or none dropped), the emission is 0 and the input their mean.
+pub fn fit_io_cycles(points: &[Point], clock_hz: f64) -> Option<(f64, f64)> {
     if points.is_empty() {
         return None;
     }
-    let sum: f64 = points
-        .iter()
-        .map(|p| clock_hz / p.measured_pps - p.exec_cycles)
-        .sum();
-    Some(sum / points.len() as f64)
+    let n = points.len() as f64;
+    let residual = |p: &Point| clock_hz / p.measured_pps - p.exec_cycles;
+    let f = |p: &Point| if p.leaves { 1.0 } else { 0.0 };
+    let sf: f64 = points.iter().map(f).sum();
+    let sr: f64 = points.iter().map(residual).sum();
+    let sfr: f64 = points.iter().map(|p| f(p) * residual(p)).sum();
+    // Normal equations of r = a + e f (f is 0 or 1, so f² = f).
+    let det = n * sf - sf * sf;
+    if det.abs() < 1e-12 {
+        return Some((sr / n, 0.0));
+    }
+    let a = (sr * sf - sf * sfr) / det;
+    let e = (n * sfr - sf * sr) / det;
+    Some((a, e))
 }
 
 #[cfg(test)]
@@ -165,20 +178,24 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_fit_is_the_mean_residual() {
+    fn the_fit_separates_input_from_emission() {
+        let clock = 156.25e6;
+        let point = |exec: f64, cycles: f64, leaves: bool| Point {
+            exec_cycles: exec,
+            measured_pps: clock / cycles,
+            leaves,
+        };
+        // Drops cost exec + 2, forwarded packets exec + 3: recovered exactly.
         let points = [
-            Point {
-                exec_cycles: 1.0,
-                measured_pps: 52e6,
-            },
-            Point {
-                exec_cycles: 5.0,
-                measured_pps: 22e6,
-            },
+            point(1.0, 3.0, false),
+            point(5.0, 7.0, false),
+            point(4.0, 7.0, true),
         ];
-        let io = fit_io_cycles(&points, 156.25e6).unwrap();
-        let expected = ((156.25 / 52.0 - 1.0) + (156.25 / 22.0 - 5.0)) / 2.0;
-        assert!((io - expected).abs() < 1e-9);
-        assert_eq!(fit_io_cycles(&[], 156.25e6), None);
+        let (a, e) = fit_io_cycles(&points, clock).unwrap();
+        assert!((a - 2.0).abs() < 1e-9 && (e - 1.0).abs() < 1e-9, "{a} {e}");
+        // Only drops: the mean residual, no emission.
+        let (a, e) = fit_io_cycles(&points[..2], clock).unwrap();
+        assert!((a - 2.0).abs() < 1e-9 && e == 0.0);
+        assert_eq!(fit_io_cycles(&[], clock), None);
     }
 }

@@ -203,6 +203,33 @@ impl Lowered {
         count
     }
 
+    /// Removes the instructions that only compute registers no path reads afterwards (a load is
+    /// kept: it may be the access a removed bounds check relies on); returns how many.
+    pub fn remove_dead(&mut self) -> usize {
+        let mut total = 0;
+        loop {
+            let live = crate::liveness::live_out(self, &[]);
+            let dead: Vec<bool> = self
+                .insns
+                .iter()
+                .zip(&live)
+                .map(|(l, &out)| {
+                    let registers_only = l.insn.memory().is_none()
+                        && !l.insn.is_call()
+                        && !l.insn.is_control()
+                        && !matches!(l.insn, HxInsn::ImmHigh(_));
+                    registers_only && l.insn.writes() != 0 && l.insn.writes() & out == 0
+                })
+                .collect();
+            let count = dead.iter().filter(|&&d| d).count();
+            if count == 0 {
+                return total;
+            }
+            self.remove(&dead);
+            total += count;
+        }
+    }
+
     /// Instructions in the lowered program.
     pub fn len(&self) -> usize {
         self.insns.len()

@@ -246,6 +246,18 @@ fn place_superblock(
     let mut placed: Vec<usize> = Vec::new();
     // Branches placed so far: (row, lane, registers live where it goes, the branch).
     let mut branches: Vec<(usize, usize, RegSet, usize)> = Vec::new();
+    // Registers read by the instructions after each one of the superblock: a lane whose previous
+    // row produced one of them is kept free for its reader, which only that lane can serve then.
+    let order: Vec<usize> = members
+        .iter()
+        .flat_map(|&b| blocks[b].0..blocks[b].1)
+        .collect();
+    let mut read_later = vec![0 as RegSet; program.len()];
+    let mut later = 0 as RegSet;
+    for &i in order.iter().rev() {
+        read_later[i] = later;
+        later |= facts[i].reads;
+    }
     for &b in members {
         let (first, end) = blocks[b];
         let mut block_rows_max = start;
@@ -277,9 +289,16 @@ fn place_superblock(
                         call: false,
                     });
                 }
+                let reserved: Vec<bool> = (0..lanes)
+                    .map(|l| {
+                        row > start
+                            && rows[row - 1].lanes[l]
+                                .is_some_and(|p| facts[p].writes & read_later[i] != 0)
+                    })
+                    .collect();
                 if let Some(lane) = free_lane(
                     program, facts, &placed, at, &rows[row], row, i, width, entry, start,
-                    &branches, control,
+                    &branches, control, &reserved,
                 ) {
                     break lane;
                 }
@@ -303,7 +322,8 @@ fn place_superblock(
     }
 }
 
-/// The first lane of `building` (absolute row `row`) where instruction `i` may go, if any.
+/// The first lane of `building` (absolute row `row`) where instruction `i` may go, if any; lanes
+/// `reserved` marks are tried last.
 #[allow(clippy::too_many_arguments)]
 fn free_lane(
     program: &Lowered,
@@ -318,6 +338,7 @@ fn free_lane(
     start: usize,
     branches: &[(usize, usize, RegSet, usize)],
     control: bool,
+    reserved: &[bool],
 ) -> Option<usize> {
     let lanes = building.lanes.len();
     if program.insns[i].insn.is_call() && building.call {
@@ -351,9 +372,13 @@ fn free_lane(
     } else {
         0
     };
+    // Unforced, a lane kept for a forwarded read comes last.
     let candidates: Vec<usize> = match forced {
         Some(l) => vec![l],
-        None => (0..lanes).collect(),
+        None => {
+            let (free, kept): (Vec<usize>, Vec<usize>) = (0..lanes).partition(|&l| !reserved[l]);
+            free.into_iter().chain(kept).collect()
+        }
     };
     candidates.into_iter().find(|&lane| {
         lane >= min_lane

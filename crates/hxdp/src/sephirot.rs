@@ -35,6 +35,7 @@
 use std::collections::VecDeque;
 
 use linerate_bpf::contents::{MapContents, MapSeed};
+use linerate_bpf::facts::xdp;
 use linerate_bpf::insn::{regs::RegSet, NUM_REGS};
 use linerate_bpf::Object;
 use linerate_vm::{Redirect, Session, Stepped, Vm, VmError, VmOptions};
@@ -45,6 +46,11 @@ use crate::schedule::{Row, Schedule, Slot};
 
 /// XDP_DROP.
 const XDP_DROP: u32 = 1;
+
+/// The fitted per-packet input cycles ([`Timing::io_in_cycles`]): `bench/hxdp` prints the fit.
+pub const IO_IN_CYCLES: f64 = 2.05;
+/// The fitted per-packet emission cycles ([`Timing::io_out_cycles`]).
+pub const IO_OUT_CYCLES: f64 = 0.89;
 
 /// The timing parameters of the core.
 #[derive(Clone, Debug, PartialEq)]
@@ -57,9 +63,13 @@ pub struct Timing {
     pub early_exit: bool,
     /// Cycles the pipeline drains after an exit without early exit: 3.
     pub drain_cycles: u64,
-    /// Fixed cycles of packet I/O around the program (getting the packet in, the action out):
-    /// 2.0, a parameter fitted to the paper's microbenchmarks.
-    pub io_fixed_cycles: f64,
+    /// Cycles of packet I/O every packet costs besides the program (the packet selected into the
+    /// packet buffer, the action handed over), fitted by `bench/hxdp` to the paper's
+    /// microbenchmarks (§5.2.2; see [`crate::perf::fit_io_cycles`]).
+    pub io_in_cycles: f64,
+    /// Cycles a packet that leaves (every action but XDP_DROP and XDP_ABORTED) costs more: its
+    /// emission (§4.1.2), fitted the same way.
+    pub io_out_cycles: f64,
     /// Bytes the packet buffer moves per cycle: 32 (§4.3).
     pub frame_bytes: usize,
 }
@@ -71,10 +81,27 @@ impl Default for Timing {
             taken_branch_penalty: 2,
             early_exit: true,
             drain_cycles: 3,
-            io_fixed_cycles: 2.0,
+            io_in_cycles: IO_IN_CYCLES,
+            io_out_cycles: IO_OUT_CYCLES,
             frame_bytes: 32,
         }
     }
+}
+
+impl Timing {
+    /// The I/O cycles of a packet the program gives `action`.
+    pub fn io_cycles(&self, action: u32) -> f64 {
+        if leaves(action) {
+            self.io_in_cycles + self.io_out_cycles
+        } else {
+            self.io_in_cycles
+        }
+    }
+}
+
+/// Whether a packet with `action` leaves the core (is emitted) rather than being dropped.
+pub fn leaves(action: u32) -> bool {
+    !matches!(u64::from(action), xdp::XDP_DROP | xdp::XDP_ABORTED)
 }
 
 /// What the core did with one packet.
@@ -94,7 +121,7 @@ pub struct PacketRun {
     pub taken_jumps: u64,
     /// Cycles of execution: rows, taken-jump penalties, and the drain without early exit.
     pub exec_cycles: u64,
-    /// Cycles the packet occupies the core: `max(exec_cycles + io_fixed_cycles,
+    /// Cycles the packet occupies the core: `max(exec_cycles + Timing::io_cycles(action),
     /// ceil(len / frame_bytes))`.
     pub packet_cycles: f64,
     /// Packets per second at this rate: `clock_hz / packet_cycles`.
@@ -350,7 +377,8 @@ impl<'s> Sephirot<'s> {
                 self.timing.drain_cycles
             });
         let io_cycles = packet.len().div_ceil(self.timing.frame_bytes.max(1)) as f64;
-        let packet_cycles = (exec_cycles as f64 + self.timing.io_fixed_cycles).max(io_cycles);
+        let io = self.timing.io_cycles(outcome.return_value as u32);
+        let packet_cycles = (exec_cycles as f64 + io).max(io_cycles);
         Ok(PacketRun {
             action: outcome.return_value as u32,
             out_of_bounds,

@@ -107,14 +107,19 @@ mod small {
         l.insns.iter().map(|i| i.insn).collect()
     }
 
-    /// `data + 14 > data_end` checked, then the pass side reads byte `read_at`; the fail side
+    /// `data + 34 > data_end` checked, then the pass side reads byte `read_at`; the fail side
     /// returns `fail_action`.
     fn checked_read(read_at: i16, fail_action: i32) -> Vec<Instruction> {
+        checked_read_of(34, read_at, fail_action)
+    }
+
+    /// [`checked_read`] with the check for `needed` bytes.
+    fn checked_read_of(needed: i32, read_at: i16, fail_action: i32) -> Vec<Instruction> {
         vec![
             ldx(Size::W, 2, 1, 0),
             ldx(Size::W, 3, 1, 4),
             mov64_reg(4, 2),
-            add64(4, 14),
+            add64(4, needed),
             jmp_reg(Cond::Gt, 4, 3, 2),
             ldx(Size::B, 0, 2, read_at),
             exit(),
@@ -125,8 +130,8 @@ mod small {
 
     #[test]
     fn bounds_check_guarding_a_drop_goes_with_its_pointer() {
-        let (l, removed) = run(&checked_read(13, 1), only("bounds"));
-        // The jump, `r4 = r2; r4 += 14` and the load of data_end.
+        let (l, removed) = run(&checked_read(33, 1), only("bounds"));
+        // The jump, `r4 = r2; r4 += 34` and the load of data_end.
         assert_eq!(removed["bounds"], 4);
         assert_eq!(l.len(), 5);
         assert!(!ebpf(&l)
@@ -136,21 +141,30 @@ mod small {
 
     #[test]
     fn bounds_check_whose_failing_side_passes_stays() {
-        let (l, removed) = run(&checked_read(13, 2), only("bounds"));
+        let (l, removed) = run(&checked_read(33, 2), only("bounds"));
         assert_eq!(removed["bounds"], 0);
         assert_eq!(l.len(), 9);
     }
 
     #[test]
+    fn bounds_check_for_an_ethernet_header_goes_whatever_its_sides() {
+        // No frame shorter than 14 bytes reaches the program: the check never fails.
+        let (_, removed) = run(&checked_read_of(14, 0, 2), only("bounds"));
+        assert_eq!(removed["bounds"], 4);
+        let (_, removed) = run(&checked_read_of(15, 0, 2), only("bounds"));
+        assert_eq!(removed["bounds"], 0);
+    }
+
+    #[test]
     fn bounds_check_not_covered_by_an_access_stays() {
-        // Byte 12 is inside a 13-byte packet the check would have dropped.
-        let (_, removed) = run(&checked_read(12, 1), only("bounds"));
+        // Byte 32 is inside a 33-byte packet the check would have dropped.
+        let (_, removed) = run(&checked_read(32, 1), only("bounds"));
         assert_eq!(removed["bounds"], 0);
     }
 
     #[test]
     fn bounds_check_with_a_helper_call_before_the_access_stays() {
-        let mut insns = checked_read(13, 1);
+        let mut insns = checked_read(33, 1);
         insns.insert(
             5,
             Instruction::Call(linerate_bpf::insn::CallTarget::Helper(5)),

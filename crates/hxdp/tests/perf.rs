@@ -88,3 +88,15 @@ fn prices_add_up_to_the_model_cycles_along_each_path() {
     }
     assert!(packets_compared > 5000, "{packets_compared}");
 }
+
+#[test]
+fn the_shipped_model_charges_the_fitted_io_of_a_leaving_packet() {
+    let model = Model::builtin("hxdp").unwrap();
+    let timing = Timing::default();
+    let io = timing.io_in_cycles + timing.io_out_cycles;
+    assert!(
+        (model.per_packet().0[0] - io).abs() < 1e-9,
+        "hxdp.json per_packet {} but the model's fitted I/O is {io}",
+        model.per_packet().0[0]
+    );
+}

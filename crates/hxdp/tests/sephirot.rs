@@ -187,9 +187,9 @@ fn early_exit_timing() {
     };
     let a = sim(&alone, &timing);
     assert_eq!((a.action, a.rows, a.exec_cycles), (1, 1, 1));
-    // 64 bytes are 2 frames of 32; 1 + 2.0 fixed cycles is more.
-    assert_eq!(a.packet_cycles, 3.0);
-    assert_eq!(a.pps, 156.25e6 / 3.0);
+    // 64 bytes are 2 frames of 32; 1 cycle plus a dropped packet's I/O is more.
+    assert_eq!(a.packet_cycles, 1.0 + timing.io_in_cycles);
+    assert_eq!(a.pps, 156.25e6 / (1.0 + timing.io_in_cycles));
     let b = sim(&two, &late);
     assert_eq!((b.action, b.rows, b.exec_cycles), (1, 2, 5));
     let c = sim(&two, &timing);

@@ -5,12 +5,14 @@
 //!
 //! A group is fused only when, checked instruction by instruction over the window from its first
 //! load to its last store (all in one basic block):
-//! - the source and destination ranges are disjoint, and no other instruction writes the source
-//!   before the last load, or touches the destination between the first and the last store
-//!   (memory told apart by region and offset, from the analysis);
-//! - the base registers are not redefined, and nothing outside the group reads or writes a
-//!   piece's register; a piece's register is neither read nor written between its load and its
-//!   store; every piece register is dead after the last store;
+//! - the source and destination ranges are disjoint; no other instruction writes a piece's
+//!   source bytes between the first load and that piece's own load (the piece is now read at the
+//!   first load), or touches a piece's destination bytes between that piece's own store and the
+//!   last store (it is now written at the last store): memory told apart by region and offset,
+//!   from the analysis. Two interleaved copies, as in a MAC swap, each pass this;
+//! - the base registers are not redefined (others may read them), and nothing outside the group
+//!   reads or writes a piece's register; a piece's register is neither read nor written between
+//!   its load and its store; every piece register is dead after the last store;
 //! - nothing in the window is observable if the hardware drops the packet midway: no call, and,
 //!   when the window touches the packet, no store outside the stack and the packet (so moving a
 //!   faulting packet access within the window changes nothing that survives the drop).
@@ -166,7 +168,7 @@ fn provable(lowered: &Lowered, facts: &Facts, group: &[Piece]) -> bool {
     let first = group[0];
     let loads: Vec<usize> = group.iter().map(|p| p.load).collect();
     let stores: Vec<usize> = group.iter().map(|p| p.store).collect();
-    let (Some(&l_first), Some(&l_last), Some(&s_first), Some(&s_last)) = (
+    let (Some(&l_first), Some(_), Some(&s_first), Some(&s_last)) = (
         loads.iter().min(),
         loads.iter().max(),
         stores.iter().min(),
@@ -199,6 +201,24 @@ fn provable(lowered: &Lowered, facts: &Facts, group: &[Piece]) -> bool {
     if !same_base_apart && !disjoint(source, dest) {
         return false;
     }
+    let piece_source = |p: &Piece| {
+        place(
+            &lowered.insns[p.load],
+            facts,
+            p.base,
+            i64::from(p.load_off),
+            p.len,
+        )
+    };
+    let piece_dest = |p: &Piece| {
+        place(
+            &lowered.insns[p.store],
+            facts,
+            p.dest,
+            i64::from(p.store_off),
+            p.len,
+        )
+    };
     let mut touches_packet = false;
     let mut stores_visible = false;
     for (k, l) in lowered
@@ -213,7 +233,8 @@ fn provable(lowered: &Lowered, facts: &Facts, group: &[Piece]) -> bool {
             return false;
         }
         let in_group = loads.contains(&k) || stores.contains(&k);
-        if !in_group && (insn.reads() | insn.writes()) & (regs | bases) != 0 {
+        // Others may read the bases, not redefine them; the pieces' registers are the group's.
+        if !in_group && ((insn.reads() | insn.writes()) & regs != 0 || insn.writes() & bases != 0) {
             return false;
         }
         if in_group && insn.writes() & bases != 0 {
@@ -228,11 +249,15 @@ fn provable(lowered: &Lowered, facts: &Facts, group: &[Piece]) -> bool {
                 _ => {}
             }
             if !in_group {
-                if access.writes && k < l_last && !disjoint(at, source) {
-                    return false;
-                }
-                if k >= s_first && !disjoint(at, dest) {
-                    return false;
+                for p in group {
+                    // The piece is now loaded at the first load: nothing between may write it.
+                    if access.writes && k < p.load && !disjoint(at, piece_source(p)) {
+                        return false;
+                    }
+                    // And stored at the last store: nothing between may touch it.
+                    if k > p.store && !disjoint(at, piece_dest(p)) {
+                        return false;
+                    }
                 }
             }
         }
