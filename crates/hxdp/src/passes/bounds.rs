@@ -332,7 +332,8 @@ pub(super) fn run(lowered: &mut Lowered, facts: &Facts) -> usize {
             budget: WALK_BUDGET,
         };
         let never_fails = check.needed <= MIN_FRAME;
-        if !never_fails && !(drops.from(fail, r0) && covered.from(pass)) {
+        let redundant = never_fails || (drops.from(fail, r0) && covered.from(pass));
+        if !redundant {
             continue;
         }
         producers.extend(operand_producers(lowered, facts, &blocks, j));
