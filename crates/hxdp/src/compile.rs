@@ -44,7 +44,8 @@ pub struct Compiled {
     pub name: String,
     /// Instructions of the source program.
     pub ebpf_insns: usize,
-    /// Source instructions each pass removed, `unreachable`: those no path reached any more, and
+    /// Source instructions each pass removed, `unreachable`: those no path reached any more (and
+    /// jumps to the next instruction left behind), and
     /// `dead`: those computing registers nothing read any more.
     pub removed: Removed,
     /// The program after the passes, before scheduling.
@@ -86,7 +87,16 @@ pub fn compile(
 ) -> Result<Compiled, HxdpError> {
     let mut lowered = Lowered::new(object, program)?;
     let mut removed = run_passes(object, program, &mut lowered, &options.passes)?;
-    removed.insert("unreachable", lowered.remove_unreachable());
+    // Code a removed check guarded goes, then the jumps over it, which may strand more.
+    let mut unreachable = 0;
+    loop {
+        let gone = lowered.remove_unreachable() + lowered.remove_trivial_jumps();
+        if gone == 0 {
+            break;
+        }
+        unreachable += gone;
+    }
+    removed.insert("unreachable", unreachable);
     removed.insert("dead", lowered.remove_dead());
     if options.rename {
         crate::rename::rename(&mut lowered);

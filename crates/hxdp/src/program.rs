@@ -203,6 +203,24 @@ impl Lowered {
         count
     }
 
+    /// Removes every `ja` to the instruction right after it (what a bounds check whose passing
+    /// side is its target becomes once its failing side is gone); returns how many.
+    pub fn remove_trivial_jumps(&mut self) -> usize {
+        let trivial: Vec<bool> = self
+            .insns
+            .iter()
+            .enumerate()
+            .map(|(i, l)| {
+                matches!(l.insn, HxInsn::Ebpf(Instruction::Ja { .. })) && l.target == Some(i + 1)
+            })
+            .collect();
+        let count = trivial.iter().filter(|&&t| t).count();
+        if count > 0 {
+            self.remove(&trivial);
+        }
+        count
+    }
+
     /// Removes the instructions that only compute registers no path reads afterwards (a load is
     /// kept: it may be the access a removed bounds check relies on); returns how many.
     pub fn remove_dead(&mut self) -> usize {

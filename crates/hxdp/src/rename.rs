@@ -230,13 +230,20 @@ fn web_at(
     if last == def {
         return None;
     }
-    // Worth it only where the register serves elsewhere in the block too: before the web, or
-    // after it (a later definition would otherwise wait for the web's reads).
+    // Worth it only where the register serves elsewhere in the block too (before the web, or
+    // after it: a later definition would otherwise wait for the web's reads), or holds a value
+    // read where the branch falling into this block goes (the web could not run beside that
+    // branch).
     let block_end = (def + 1..n).find(|&k| leaders[k]).unwrap_or(n);
     let serves_elsewhere = (block_start..def)
         .chain(last + 1..block_end)
         .any(|i| (program.insns[i].insn.reads() | program.insns[i].insn.writes()) & mask != 0);
-    if !serves_elsewhere {
+    let live_past_branch = block_start
+        .checked_sub(1)
+        .filter(|&p| program.falls_through(p))
+        .and_then(|p| program.insns[p].target)
+        .map_or(0, |t| liveness.live_in[t]);
+    if !serves_elsewhere && live_past_branch & mask == 0 {
         return None;
     }
     let referenced = |t: Reg| {
@@ -252,10 +259,12 @@ fn web_at(
         })
     };
     let candidates: Vec<Reg> = (0..10).filter(|&t| t != r && !referenced(t)).collect();
+    let free_past_branch = |t: Reg| live_past_branch & (1 << t) == 0;
     let to = candidates
         .iter()
         .copied()
-        .find(|&t| !used_in_block(t))
+        .find(|&t| !used_in_block(t) && free_past_branch(t))
+        .or_else(|| candidates.iter().copied().find(|&t| !used_in_block(t)))
         .or_else(|| candidates.first().copied())?;
     Some(Web {
         def,
