@@ -18,7 +18,7 @@ use linerate_bpf::Object;
 use linerate_hxdp::check::{check, packet_variants};
 use linerate_hxdp::compile::{compile, CompileOptions};
 use linerate_hxdp::perf::{fit_io_cycles, Point};
-use linerate_hxdp::sephirot::{leaves, simulate, Timing};
+use linerate_hxdp::sephirot::{leaves, simulate, PacketRun, Timing};
 use linerate_hxdp::study::{ablation, lanes_sweep};
 use linerate_vm::VmOptions;
 
@@ -223,9 +223,10 @@ fn main() {
     throughput_points(&examples);
 }
 
-/// Cycles per packet of `name`'s first program on its packets of 64 bytes or fewer (mean), with
-/// `timing`; `None` if the example is missing.
-fn exec_cycles(examples: &[Example], name: &str, timing: &Timing) -> Option<f64> {
+/// The runs of `name`'s first program on its packets of 64 bytes or fewer that stay inside the
+/// packet, with `timing` (without early exit the parametrized exit is off too, as on the paper's
+/// core); `None` if the example is missing or no packet qualifies.
+fn small_packet_runs(examples: &[Example], name: &str, timing: &Timing) -> Option<Vec<PacketRun>> {
     let ex = examples.iter().find(|e| e.name == name)?;
     let program = ex
         .object
@@ -233,10 +234,7 @@ fn exec_cycles(examples: &[Example], name: &str, timing: &Timing) -> Option<f64>
         .iter()
         .position(|p| p.kind() == linerate_bpf::ProgramKind::Xdp)?;
     let mut options = CompileOptions::default();
-    if !timing.early_exit {
-        // Without early exit the paper's core also had no parametrized exit (§4.2).
-        options.passes.exit = false;
-    }
+    options.passes.exit = timing.early_exit;
     let compiled = compile(&ex.object, program, &options).ok()?;
     let packets: Vec<Vec<u8>> = ex
         .packets
@@ -254,13 +252,18 @@ fn exec_cycles(examples: &[Example], name: &str, timing: &Timing) -> Option<f64>
         timing,
     )
     .ok()?;
-    let runs: Vec<f64> = sim
+    let runs: Vec<PacketRun> = sim
         .packets
-        .iter()
+        .into_iter()
         .filter(|p| !p.out_of_bounds)
-        .map(|p| p.exec_cycles as f64)
         .collect();
-    (!runs.is_empty()).then(|| runs.iter().sum::<f64>() / runs.len() as f64)
+    (!runs.is_empty()).then_some(runs)
+}
+
+/// Mean execution cycles of `name` (see [`small_packet_runs`]).
+fn exec_cycles(examples: &[Example], name: &str, timing: &Timing) -> Option<f64> {
+    let runs = small_packet_runs(examples, name, timing)?;
+    Some(runs.iter().map(|p| p.exec_cycles as f64).sum::<f64>() / runs.len() as f64)
 }
 
 fn throughput_points(examples: &[Example]) {
@@ -352,28 +355,7 @@ fn throughput_points(examples: &[Example]) {
 /// The simple firewall's mean execution cycles over its packets of 64 bytes or fewer, and the
 /// share of them that leave.
 fn firewall(examples: &[Example]) -> Option<(f64, f64)> {
-    let ex = examples.iter().find(|e| e.name == "xdp_simple_firewall")?;
-    let compiled = compile(&ex.object, 0, &CompileOptions::default()).ok()?;
-    let packets: Vec<Vec<u8>> = ex
-        .packets
-        .iter()
-        .filter(|p| p.len() <= 64)
-        .cloned()
-        .collect();
-    let sim = simulate(
-        &compiled.schedule,
-        &ex.object,
-        0,
-        &packets,
-        &ex.seed,
-        VmOptions::default(),
-        &Timing::default(),
-    )
-    .ok()?;
-    let runs: Vec<_> = sim.packets.iter().filter(|p| !p.out_of_bounds).collect();
-    if runs.is_empty() {
-        return None;
-    }
+    let runs = small_packet_runs(examples, "xdp_simple_firewall", &Timing::default())?;
     let n = runs.len() as f64;
     let cycles = runs.iter().map(|p| p.exec_cycles as f64).sum::<f64>() / n;
     let leaving = runs.iter().filter(|p| leaves(p.action)).count() as f64 / n;

@@ -29,10 +29,11 @@ use linerate_vm::drive::Driver;
 use linerate_vm::VmOptions;
 use serde::Serialize;
 
-use crate::deps::{self, SourcePlaces};
+use crate::deps;
 use crate::isa::{HxInsn, MemAccess};
 use crate::schedule::{Schedule, Slot};
 use crate::sephirot::{ModelError, Sephirot, Timing};
+use crate::source::SourceFacts;
 
 /// XDP_DROP.
 const XDP_DROP: u64 = 1;
@@ -203,8 +204,8 @@ pub fn check(
     seed: &MapSeed,
     options: &VmOptions,
 ) -> Result<CheckReport, ModelError> {
-    let source = SourcePlaces::new(object, program);
-    let violations = static_violations(schedule, Some(&source));
+    let source = SourceFacts::compute(object, program).ok();
+    let violations = static_violations(schedule, source.as_ref());
     let comparison = compare_with_vm(schedule, object, program, packets, seed, options)?;
     Ok(CheckReport {
         rows: schedule.rows.len(),
@@ -447,7 +448,7 @@ fn may_overlap(a: Access, ra: &Regions, b: Access, rb: &Regions, same_base_value
 /// The static violations of `schedule` (see the module documentation). With the analysis of
 /// the source program, two slots that both carry their source slots are placed by it (region
 /// and offset, as the compiler placed them); others by the provenance over the rows.
-pub fn static_violations(schedule: &Schedule, source: Option<&SourcePlaces>) -> Vec<Violation> {
+pub fn static_violations(schedule: &Schedule, source: Option<&SourceFacts>) -> Vec<Violation> {
     let overlap =
         |a: &Slot, x: Access, ra: &Regions, b: &Slot, y: Access, rb: &Regions, same: bool| match (
             source, x, y,

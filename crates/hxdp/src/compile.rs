@@ -13,6 +13,7 @@ use crate::program::Lowered;
 use crate::rom::IMEM_ROWS;
 use crate::schedule::Schedule;
 use crate::scheduler::{schedule, ScheduleOptions};
+use crate::source::SourceFacts;
 use crate::HxdpError;
 
 /// How to compile.
@@ -86,7 +87,8 @@ pub fn compile(
     options: &CompileOptions,
 ) -> Result<Compiled, HxdpError> {
     let mut lowered = Lowered::new(object, program)?;
-    let mut removed = run_passes(object, program, &mut lowered, &options.passes)?;
+    let source = SourceFacts::compute(object, program)?;
+    let mut removed = run_passes(&mut lowered, &source, &options.passes);
     // Code a removed check guarded goes, then the jumps over it, which may strand more.
     let mut unreachable = 0;
     loop {
@@ -102,7 +104,7 @@ pub fn compile(
         crate::rename::rename(&mut lowered);
     }
     let name = object.programs[program].name.clone();
-    let facts = deps::facts(object, program, &lowered);
+    let facts = deps::facts(&source, &lowered);
     let liveness = Liveness::of(&lowered);
     let (schedule, superblocks) = schedule(&lowered, &facts, &liveness, &options.schedule);
     if schedule.rows.len() > options.imem_rows {

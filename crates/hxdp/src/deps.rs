@@ -15,16 +15,11 @@
 //! outside the program (a helper call, a store outside the stack), so that the compiled program
 //! never loses or gains an effect on a packet it drops.
 
-use std::collections::HashMap;
-
-use linerate_analysis::{Analysis, Region, Shape, State};
+use linerate_analysis::Region;
 use linerate_bpf::insn::regs::RegSet;
-use linerate_bpf::insn::Instruction;
-use linerate_bpf::Object;
-use linerate_cfg::Cfg;
 
-use crate::isa::HxInsn;
 use crate::program::Lowered;
+use crate::source::SourceFacts;
 
 /// Where a memory instruction's bytes are, as far as the analysis knows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -120,9 +115,8 @@ pub struct Distance {
     pub forwarded: bool,
 }
 
-/// The facts of every instruction of `program`, a lowering of program `index` of `object`.
-pub fn facts(object: &Object, index: usize, program: &Lowered) -> Vec<Facts> {
-    let source = SourcePlaces::new(object, index);
+/// The facts of every instruction of `program`, whose source program `source` describes.
+pub fn facts(source: &SourceFacts, program: &Lowered) -> Vec<Facts> {
     program
         .insns
         .iter()
@@ -146,73 +140,6 @@ pub fn facts(object: &Object, index: usize, program: &Lowered) -> Vec<Facts> {
             }
         })
         .collect()
-}
-
-/// The analysis of a source program, to place the memory accesses of instructions made from its
-/// slots.
-pub struct SourcePlaces {
-    /// The analysis state before each reached slot.
-    states: HashMap<usize, State>,
-    /// The source instruction at each slot.
-    decoded: HashMap<usize, Instruction>,
-}
-
-impl SourcePlaces {
-    /// Analyses program `index` of `object` (nothing is placed if its CFG cannot be built).
-    pub fn new(object: &Object, index: usize) -> SourcePlaces {
-        let mut out = SourcePlaces {
-            states: HashMap::new(),
-            decoded: HashMap::new(),
-        };
-        let Some(cfg) = object.programs.get(index).and_then(|p| Cfg::build(p).ok()) else {
-            return out;
-        };
-        let analysis = Analysis::run(object, &cfg);
-        for block in cfg.blocks() {
-            out.states
-                .extend(analysis.slot_states(object, &cfg, block.id));
-        }
-        out.decoded = cfg.instructions().iter().copied().collect();
-        out
-    }
-
-    /// Packet bytes every run reaching the first of source slots `from` has (0 where unknown).
-    pub fn packet_floor(&self, from: &[usize]) -> i128 {
-        from.first()
-            .and_then(|s| self.states.get(s))
-            .map_or(0, |state| state.packet_len.lo.max(0))
-    }
-
-    /// Where `insn`, made from source slots `from`, accesses memory: from the state at a source
-    /// slot that accesses memory the same way (a load for a load), whose base register holds the
-    /// pointer `insn` uses (a fused instruction keeps its parts' base, which nothing redefines
-    /// in between; renaming may have changed the register's name, not its value).
-    pub fn place(&self, insn: &HxInsn, from: &[usize]) -> Place {
-        let unknown = Place {
-            region: None,
-            bytes: None,
-        };
-        let Some(access) = insn.memory() else {
-            return unknown;
-        };
-        let located = from.iter().find_map(|slot| {
-            let m = HxInsn::Ebpf(*self.decoded.get(slot)?).memory()?;
-            if m.writes != access.writes {
-                return None;
-            }
-            Some(self.states.get(slot)?.regs[m.base as usize].shape)
-        });
-        match located {
-            Some(Shape::Pointer { region, offset, .. }) => Place {
-                region: Some(region),
-                bytes: Some((
-                    offset.lo + access.off as i128,
-                    offset.hi + access.off as i128 + access.len as i128,
-                )),
-            },
-            _ => unknown,
-        }
-    }
 }
 
 /// Whether two places may share a byte.

@@ -6,6 +6,7 @@
 //! - [`program`]: the compiler's working form, a lowered instruction list.
 //! - [`passes`]: the instruction reductions of §3.1–§3.2 (bounds checks, zeroing, 6-byte
 //!   accesses, three-operand ALU, parametrized exit).
+//! - [`source`]: what the analysis of the source program says at each of its instructions.
 //! - [`liveness`], [`deps`]: register liveness and dependences (Bernstein's conditions, memory
 //!   disambiguated by region and offset).
 //! - [`rename`], [`scheduler`]: register renaming and packing into rows with parallel branching;
@@ -32,6 +33,7 @@ pub mod rom;
 pub mod schedule;
 pub mod scheduler;
 pub mod sephirot;
+pub mod source;
 pub mod study;
 
 pub use error::HxdpError;

@@ -20,21 +20,18 @@
 
 mod bounds;
 mod exit;
-mod facts;
 mod six_byte;
 mod three_operand;
 mod zeroing;
 
 use std::collections::BTreeMap;
 
-use linerate_bpf::Object;
 use serde::Serialize;
 
 use crate::program::Lowered;
-use crate::HxdpError;
 
 pub use crate::liveness::live_out;
-pub use facts::Facts;
+use crate::source::SourceFacts;
 
 /// The passes' names, in the order they run.
 pub const PASS_NAMES: [&str; 5] = ["bounds", "zeroing", "six_byte", "three_operand", "exit"];
@@ -99,21 +96,15 @@ impl PassOptions {
 }
 
 /// One pass: rewrites the program and returns how many source instructions it removed.
-type Pass = fn(&mut Lowered, &Facts) -> usize;
+type Pass = fn(&mut Lowered, &SourceFacts) -> usize;
 
 /// Source instructions each pass removed, by pass name (every pass listed, 0 when it was off).
 pub type Removed = BTreeMap<&'static str, usize>;
 
-/// Runs the enabled passes on `lowered`, which must be program `program` of `object` as
-/// [`Lowered::new`] made it (its `from` slots name the original program's instructions, about
-/// which the analysis speaks).
-pub fn run_passes(
-    object: &Object,
-    program: usize,
-    lowered: &mut Lowered,
-    options: &PassOptions,
-) -> Result<Removed, HxdpError> {
-    let facts = Facts::compute(object, program)?;
+/// Runs the enabled passes on `lowered`, which must be a program as [`Lowered::new`] made it
+/// (its `from` slots name the original program's instructions, about which `facts`, the
+/// analysis of that program, speaks).
+pub fn run_passes(lowered: &mut Lowered, facts: &SourceFacts, options: &PassOptions) -> Removed {
     let mut removed: Removed = PASS_NAMES.iter().map(|&n| (n, 0)).collect();
     let runs: [(&'static str, bool, Pass); 5] = [
         ("bounds", options.bounds, bounds::run),
@@ -124,12 +115,12 @@ pub fn run_passes(
     ];
     for (name, enabled, pass) in runs {
         if enabled {
-            let count = pass(lowered, &facts);
+            let count = pass(lowered, facts);
             tracing::debug!(pass = name, removed = count, "hxdp pass");
             removed.insert(name, count);
         }
     }
-    Ok(removed)
+    removed
 }
 
 /// The index of the basic block each instruction is in (blocks numbered in order).

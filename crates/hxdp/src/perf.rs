@@ -20,6 +20,7 @@ use linerate_cost::{Cost, Model, PriceOverride};
 
 use crate::compile::Compiled;
 use crate::sephirot::Timing;
+use crate::source::source_cfg;
 use crate::HxdpError;
 
 /// How the rows a block pays for end.
@@ -86,14 +87,7 @@ pub fn prices(
     timing: &Timing,
     model: &Model,
 ) -> Result<PriceOverride, HxdpError> {
-    let def = object
-        .programs
-        .get(program)
-        .ok_or(HxdpError::NoSuchProgram(program))?;
-    let cfg = Cfg::build(def).map_err(|e| HxdpError::Decode {
-        program: def.name.clone(),
-        reason: format!("control-flow graph: {e}"),
-    })?;
+    let cfg = source_cfg(object, program)?;
     let components = model.components().len();
     let cost = |cycles: f64| {
         let mut c = Cost::zero(components);

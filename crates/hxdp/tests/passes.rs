@@ -6,6 +6,7 @@ use std::path::Path;
 use linerate_bpf::object::read_object_file;
 use linerate_hxdp::passes::{run_passes, PassOptions, PASS_NAMES};
 use linerate_hxdp::program::Lowered;
+use linerate_hxdp::source::SourceFacts;
 
 #[test]
 fn passes_run_on_every_runnable_example() {
@@ -31,8 +32,9 @@ fn passes_run_on_every_runnable_example() {
                 continue;
             };
             let before = lowered.len();
-            let removed = run_passes(&object, program, &mut lowered, &PassOptions::default())
+            let facts = SourceFacts::compute(&object, program)
                 .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+            let removed = run_passes(&mut lowered, &facts, &PassOptions::default());
             let sum: usize = removed.values().sum();
             assert_eq!(
                 lowered.len() + sum,
@@ -87,7 +89,9 @@ mod small {
     fn run(insns: &[Instruction], options: PassOptions) -> (Lowered, Removed) {
         let object = Object::single("t", insns, Vec::new());
         let mut lowered = Lowered::new(&object, 0).expect("lowers");
-        let removed = run_passes(&object, 0, &mut lowered, &options).expect("passes run");
+        let facts =
+            linerate_hxdp::source::SourceFacts::compute(&object, 0).expect("the analysis runs");
+        let removed = run_passes(&mut lowered, &facts, &options);
         (lowered, removed)
     }
 

@@ -31,7 +31,7 @@ use linerate_bpf::insn::{CallTarget, Cond, Instruction, Operand};
 use crate::isa::HxInsn;
 use crate::program::{LInsn, Lowered};
 
-use super::{block_ids, live_out, Facts};
+use super::{block_ids, live_out, SourceFacts};
 
 /// `XDP_DROP`.
 const DROP: i64 = 1;
@@ -63,7 +63,7 @@ struct Check {
 
 /// The bounds check `insn` is, if it compares a packet pointer at an exact offset with
 /// `data_end`.
-fn recognise(insn: &LInsn, facts: &Facts) -> Option<Check> {
+fn recognise(insn: &LInsn, facts: &SourceFacts) -> Option<Check> {
     let HxInsn::Ebpf(Instruction::Jump {
         wide: true,
         cond,
@@ -125,7 +125,7 @@ fn successors(lowered: &Lowered, gone: &[bool], i: usize) -> Vec<usize> {
 }
 
 /// Whether a store `insn` makes through `base` lands where a dropped packet hides it.
-fn store_hidden_by_drop(insn: &LInsn, facts: &Facts, base: u8) -> bool {
+fn store_hidden_by_drop(insn: &LInsn, facts: &SourceFacts, base: u8) -> bool {
     matches!(
         facts.pointer(insn, base),
         Some((Region::Stack { .. } | Region::Packet, _))
@@ -136,7 +136,7 @@ fn store_hidden_by_drop(insn: &LInsn, facts: &Facts, base: u8) -> bool {
 struct DropsQuietly<'a> {
     lowered: &'a Lowered,
     gone: &'a [bool],
-    facts: &'a Facts,
+    facts: &'a SourceFacts,
     /// Results by (instruction, known `r0`).
     memo: HashMap<(usize, Option<i64>), bool>,
     on_path: Vec<bool>,
@@ -198,7 +198,7 @@ impl DropsQuietly<'_> {
 struct CoveredFirst<'a> {
     lowered: &'a Lowered,
     gone: &'a [bool],
-    facts: &'a Facts,
+    facts: &'a SourceFacts,
     needed: i128,
     memo: HashMap<usize, bool>,
     on_path: Vec<bool>,
@@ -259,7 +259,12 @@ impl CoveredFirst<'_> {
 
 /// Pure instructions in `j`'s block that computed the registers jump `j` compares (directly or
 /// through one another): candidates for removal once the jump is gone.
-fn operand_producers(lowered: &Lowered, facts: &Facts, blocks: &[usize], j: usize) -> Vec<usize> {
+fn operand_producers(
+    lowered: &Lowered,
+    facts: &SourceFacts,
+    blocks: &[usize],
+    j: usize,
+) -> Vec<usize> {
     let mut wanted: RegSet = lowered.insns[j].insn.reads();
     let mut found = Vec::new();
     for k in (0..j).rev() {
@@ -281,7 +286,7 @@ fn operand_producers(lowered: &Lowered, facts: &Facts, blocks: &[usize], j: usiz
 }
 
 /// Whether `l` only computes a register: no memory effect, no fault, no control.
-fn is_pure(l: &LInsn, facts: &Facts) -> bool {
+fn is_pure(l: &LInsn, facts: &SourceFacts) -> bool {
     match l.insn {
         HxInsn::Ebpf(
             Instruction::Alu { .. } | Instruction::Endian { .. } | Instruction::LoadImm64 { .. },
@@ -295,7 +300,7 @@ fn is_pure(l: &LInsn, facts: &Facts) -> bool {
     }
 }
 
-pub(super) fn run(lowered: &mut Lowered, facts: &Facts) -> usize {
+pub(super) fn run(lowered: &mut Lowered, facts: &SourceFacts) -> usize {
     let n = lowered.len();
     let blocks = block_ids(lowered);
     let mut gone = vec![false; n];

@@ -7,7 +7,7 @@ use linerate_bpf::insn::{AluOp, Instruction, Operand};
 use crate::isa::HxInsn;
 use crate::program::Lowered;
 
-use super::Facts;
+use super::SourceFacts;
 
 /// The action `insn` sets `r0` to, if it is `r0 = K` with the same meaning as `exit K` (whose
 /// `r0` is the sign-extended immediate: a 32-bit move of a negative immediate differs).
@@ -27,7 +27,7 @@ fn is_plain_exit(insn: &HxInsn) -> bool {
     matches!(insn, HxInsn::Ebpf(Instruction::Exit))
 }
 
-pub(super) fn run(lowered: &mut Lowered, _facts: &Facts) -> usize {
+pub(super) fn run(lowered: &mut Lowered, _facts: &SourceFacts) -> usize {
     let n = lowered.len();
     // Instructions a fused exit bypasses: removable once unreachable.
     let mut bypassed = vec![false; n];

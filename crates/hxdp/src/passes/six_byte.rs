@@ -24,7 +24,7 @@ use linerate_bpf::insn::{Instruction, Operand, Reg, Size};
 use crate::isa::HxInsn;
 use crate::program::{LInsn, Lowered};
 
-use super::{block_ids, live_out, Facts};
+use super::{block_ids, live_out, SourceFacts};
 
 const COPY_BYTES: i64 = 6;
 
@@ -133,7 +133,7 @@ struct Place {
     hi: i128,
 }
 
-fn place(l: &LInsn, facts: &Facts, base: Reg, off: i64, len: i64) -> Option<Place> {
+fn place(l: &LInsn, facts: &SourceFacts, base: Reg, off: i64, len: i64) -> Option<Place> {
     let (region, offset) = facts.pointer(l, base)?;
     let (off, len) = (i128::from(off), i128::from(len));
     Some(Place {
@@ -164,7 +164,7 @@ fn disjoint(a: Option<Place>, b: Option<Place>) -> bool {
 }
 
 /// Whether the group can be fused (see the module documentation).
-fn provable(lowered: &Lowered, facts: &Facts, group: &[Piece]) -> bool {
+fn provable(lowered: &Lowered, facts: &SourceFacts, group: &[Piece]) -> bool {
     let first = group[0];
     let loads: Vec<usize> = group.iter().map(|p| p.load).collect();
     let stores: Vec<usize> = group.iter().map(|p| p.store).collect();
@@ -327,7 +327,7 @@ fn fuse(lowered: &mut Lowered, group: &[Piece]) -> usize {
     remove.iter().filter(|&&r| r).count()
 }
 
-pub(super) fn run(lowered: &mut Lowered, facts: &Facts) -> usize {
+pub(super) fn run(lowered: &mut Lowered, facts: &SourceFacts) -> usize {
     let mut removed = 0;
     'again: loop {
         let blocks = block_ids(lowered);

@@ -8,9 +8,9 @@ use linerate_bpf::insn::{AluOp, Instruction, Operand};
 use crate::isa::{alu3_opcode, HxInsn};
 use crate::program::Lowered;
 
-use super::{block_ids, Facts};
+use super::{block_ids, SourceFacts};
 
-pub(super) fn run(lowered: &mut Lowered, _facts: &Facts) -> usize {
+pub(super) fn run(lowered: &mut Lowered, _facts: &SourceFacts) -> usize {
     let n = lowered.len();
     let blocks = block_ids(lowered);
     let mut remove = vec![false; n];

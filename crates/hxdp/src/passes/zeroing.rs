@@ -16,7 +16,7 @@ use linerate_bpf::insn::{AluOp, Instruction, Operand, FRAME_POINTER};
 use crate::isa::HxInsn;
 use crate::program::{LInsn, Lowered};
 
-use super::{live_out, Facts};
+use super::{live_out, SourceFacts};
 
 const FRAME: usize = STACK_FRAME_SIZE as usize;
 const WORDS: usize = FRAME / 64;
@@ -58,7 +58,7 @@ impl Bytes {
 /// in the frame.
 fn stack_bytes(
     insn: &LInsn,
-    facts: &Facts,
+    facts: &SourceFacts,
     base: u8,
     off: i16,
     len: u32,
@@ -78,7 +78,7 @@ fn stack_bytes(
 }
 
 /// The frame bytes instruction `insn` may write.
-fn writes_bytes(insn: &LInsn, facts: &Facts) -> Bytes {
+fn writes_bytes(insn: &LInsn, facts: &SourceFacts) -> Bytes {
     let stored = match insn.insn {
         HxInsn::Ebpf(Instruction::Call(_)) => {
             let may_pass_stack = (1..=5u8).any(|r| facts.may_point_to_stack(insn, r));
@@ -103,7 +103,7 @@ fn writes_bytes(insn: &LInsn, facts: &Facts) -> Bytes {
 }
 
 /// For each instruction, the frame bytes some path from the entry may have written before it.
-fn may_written_before(lowered: &Lowered, facts: &Facts) -> Vec<Bytes> {
+fn may_written_before(lowered: &Lowered, facts: &SourceFacts) -> Vec<Bytes> {
     let n = lowered.len();
     let writes: Vec<Bytes> = lowered
         .insns
@@ -137,7 +137,7 @@ fn may_written_before(lowered: &Lowered, facts: &Facts) -> Vec<Bytes> {
 }
 
 /// The bytes a store of zero writes, if `insn` is one into the stack at an exact place.
-fn zero_store(insn: &LInsn, facts: &Facts) -> Option<Bytes> {
+fn zero_store(insn: &LInsn, facts: &SourceFacts) -> Option<Bytes> {
     let HxInsn::Ebpf(Instruction::Store {
         size,
         dst,
@@ -199,7 +199,7 @@ fn registers_written_before(lowered: &Lowered) -> Vec<RegSet> {
     before.into_iter().map(|b| b.unwrap_or(0)).collect()
 }
 
-pub(super) fn run(lowered: &mut Lowered, facts: &Facts) -> usize {
+pub(super) fn run(lowered: &mut Lowered, facts: &SourceFacts) -> usize {
     let written = may_written_before(lowered, facts);
     let stores: Vec<bool> = lowered
         .insns
