@@ -122,6 +122,11 @@ struct Building {
 
 /// Schedules `program` (with its `facts` and `liveness`) into rows; also returns the rows of each
 /// superblock, in order.
+///
+/// A superblock entered by a backward jump is first placed without knowing the row the jump
+/// sits in (its first row reads nothing: [`Entry::unknown`]). A second placement takes that row
+/// from the first; it is kept if every superblock's first row respects the rows that actually
+/// lead to it, and the first placement otherwise.
 pub fn schedule(
     program: &Lowered,
     facts: &[Facts],
@@ -129,30 +134,141 @@ pub fn schedule(
     options: &ScheduleOptions,
 ) -> (Schedule, Vec<Range<usize>>) {
     let lanes = options.lanes.max(1);
-    let n = program.len();
     let leaders = program.leaders();
     let blocks = blocks(&leaders);
     let superblocks = superblocks(program, &blocks, &leaders, options.parallel_branching);
-    // Where each instruction was placed: (absolute row, lane).
-    let mut at: Vec<Option<(usize, usize)>> = vec![None; n];
-    let mut rows: Vec<Building> = Vec::new();
-    let mut starts = Vec::with_capacity(superblocks.len());
-    // The row each superblock starts at, by its first instruction: where jumps to it go (its
-    // first instruction may sit in a later row, when it must wait for what precedes the jump).
-    let mut entry_rows = std::collections::HashMap::new();
-    for (s, members) in superblocks.iter().enumerate() {
-        let start = rows.len();
-        starts.push(start);
-        let first = blocks[members[0]].0;
-        entry_rows.insert(first, start);
-        let entry = entry_of(program, facts, &rows, &at, &blocks, &superblocks, s, first);
-        place_superblock(
-            program, facts, liveness, &blocks, members, &entry, lanes, start, &mut rows, &mut at,
-        );
+    let units = Units {
+        program,
+        facts,
+        liveness,
+        blocks: &blocks,
+        superblocks: &superblocks,
+        lanes,
+    };
+    let first = units.place_all(None);
+    let second = units.place_all(Some(&first));
+    let chosen = if units.entries_hold(&second) {
+        second
+    } else {
+        first
+    };
+    let ends = chosen
+        .starts
+        .iter()
+        .skip(1)
+        .copied()
+        .chain([chosen.rows.len()]);
+    let ranges = chosen.starts.iter().zip(ends).map(|(&s, e)| s..e).collect();
+    (
+        assemble(program, &chosen.rows, &chosen.entry_rows, lanes),
+        ranges,
+    )
+}
+
+/// What placing a program needs.
+struct Units<'a> {
+    program: &'a Lowered,
+    facts: &'a [Facts],
+    liveness: &'a Liveness,
+    blocks: &'a [(usize, usize)],
+    superblocks: &'a [Vec<usize>],
+    lanes: usize,
+}
+
+/// A placement of the whole program.
+struct Placement {
+    rows: Vec<Building>,
+    /// Where each instruction was placed: (absolute row, lane).
+    at: Vec<Option<(usize, usize)>>,
+    /// The first row of each superblock.
+    starts: Vec<usize>,
+    /// The row each superblock starts at, by its first instruction: where jumps to it go (its
+    /// first instruction may sit in a later row, when it must wait for what precedes the jump).
+    entry_rows: std::collections::HashMap<usize, usize>,
+}
+
+impl Units<'_> {
+    /// Places every superblock in order; a jump not yet placed is looked up in `earlier`.
+    fn place_all(&self, earlier: Option<&Placement>) -> Placement {
+        let mut p = Placement {
+            rows: Vec::new(),
+            at: vec![None; self.program.len()],
+            starts: Vec::with_capacity(self.superblocks.len()),
+            entry_rows: std::collections::HashMap::new(),
+        };
+        for (s, members) in self.superblocks.iter().enumerate() {
+            let start = p.rows.len();
+            p.starts.push(start);
+            let first = self.blocks[members[0]].0;
+            p.entry_rows.insert(first, start);
+            let entry = self.entry_of(&p, earlier, s, start);
+            place_superblock(
+                self.program,
+                self.facts,
+                self.liveness,
+                self.blocks,
+                members,
+                &entry,
+                self.lanes,
+                start,
+                &mut p.rows,
+                &mut p.at,
+            );
+        }
+        p
     }
-    let ends = starts.iter().skip(1).copied().chain([rows.len()]);
-    let ranges = starts.iter().zip(ends).map(|(&s, e)| s..e).collect();
-    (assemble(program, &rows, &entry_rows, lanes), ranges)
+
+    /// What the first row of superblock `s`, starting at row `start`, may read: the rows control
+    /// may come from, in `p`, else in `earlier`; unknown where neither placed them.
+    fn entry_of(
+        &self,
+        p: &Placement,
+        earlier: Option<&Placement>,
+        s: usize,
+        start: usize,
+    ) -> Entry {
+        let program = self.program;
+        let mut entry = Entry::clean();
+        if s > 0 {
+            let previous = self.superblocks[s - 1]
+                .last()
+                .map(|&b| self.blocks[b].1 - 1);
+            if let (Some(last), Some(row)) = (previous, start.checked_sub(1)) {
+                if program.falls_through(last) {
+                    entry.add_row(&p.rows[row], self.facts);
+                }
+            }
+        }
+        let first = self.blocks[self.superblocks[s][0]].0;
+        for (i, l) in program.insns.iter().enumerate() {
+            if l.target != Some(first) {
+                continue;
+            }
+            let placed = match p.at[i] {
+                Some((row, _)) if row < p.rows.len() => Some(&p.rows[row]),
+                _ => earlier.and_then(|e| e.at[i].map(|(row, _)| &e.rows[row])),
+            };
+            match placed {
+                Some(row) => entry.add_row(row, self.facts),
+                None => return Entry::unknown(),
+            }
+        }
+        entry
+    }
+
+    /// Whether every superblock's first row of `p` respects the rows that lead to it in `p`.
+    fn entries_hold(&self, p: &Placement) -> bool {
+        (0..self.superblocks.len()).all(|s| {
+            let start = p.starts[s];
+            let entry = self.entry_of(p, None, s, start);
+            p.rows.get(start).is_none_or(|row| {
+                row.lanes
+                    .iter()
+                    .enumerate()
+                    .all(|(lane, i)| i.is_none_or(|i| entry.allows(&self.facts[i], lane)))
+            })
+        })
+    }
 }
 
 /// The blocks as `[first, end)` instruction ranges.
@@ -191,42 +307,6 @@ fn superblocks(
         }
     }
     out
-}
-
-/// What the first row of superblock `s` (starting at instruction `first`) may read: the rows
-/// control may come from.
-#[allow(clippy::too_many_arguments)]
-fn entry_of(
-    program: &Lowered,
-    facts: &[Facts],
-    rows: &[Building],
-    at: &[Option<(usize, usize)>],
-    blocks: &[(usize, usize)],
-    superblocks: &[Vec<usize>],
-    s: usize,
-    first: usize,
-) -> Entry {
-    let mut entry = Entry::clean();
-    if s > 0 {
-        let previous = superblocks[s - 1].last().map(|&b| blocks[b].1 - 1);
-        if let Some(last) = previous {
-            if program.falls_through(last) {
-                if let Some(row) = rows.last() {
-                    entry.add_row(row, facts);
-                }
-            }
-        }
-    }
-    for (i, l) in program.insns.iter().enumerate() {
-        if l.target != Some(first) {
-            continue;
-        }
-        match at[i] {
-            Some((row, _)) => entry.add_row(&rows[row], facts),
-            None => return Entry::unknown(),
-        }
-    }
-    entry
 }
 
 /// Places the instructions of one superblock (blocks `members`) in rows from `start` on.
