@@ -69,6 +69,9 @@ pub struct CompileArgs {
     /// Keep the zeroing of fresh stack variables and registers (§3.1).
     #[arg(long)]
     pub no_zeroing: bool,
+    /// Keep constants stored through a register (a linerate addition).
+    #[arg(long)]
+    pub no_constant_store: bool,
     /// No 6-byte loads and stores (§3.2).
     #[arg(long)]
     pub no_six_byte: bool,
@@ -163,6 +166,7 @@ impl CompileArgs {
             passes: PassOptions {
                 bounds: !self.no_bounds,
                 zeroing: !self.no_zeroing,
+                constant_store: !self.no_constant_store,
                 six_byte: !self.no_six_byte,
                 three_operand: !self.no_three_operand,
                 exit: !self.no_exit,

@@ -92,6 +92,7 @@ pub fn compile(
     // Code a removed check guarded goes, then the jumps over it, which may strand more.
     let mut unreachable = 0;
     loop {
+        lowered.straighten_jumps();
         let gone = lowered.remove_unreachable() + lowered.remove_trivial_jumps();
         if gone == 0 {
             break;

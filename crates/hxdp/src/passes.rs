@@ -19,6 +19,7 @@
 //! k − 1).
 
 mod bounds;
+mod constant_store;
 mod exit;
 mod six_byte;
 mod three_operand;
@@ -34,7 +35,14 @@ pub use crate::liveness::live_out;
 use crate::source::SourceFacts;
 
 /// The passes' names, in the order they run.
-pub const PASS_NAMES: [&str; 5] = ["bounds", "zeroing", "six_byte", "three_operand", "exit"];
+pub const PASS_NAMES: [&str; 6] = [
+    "bounds",
+    "zeroing",
+    "constant_store",
+    "six_byte",
+    "three_operand",
+    "exit",
+];
 
 /// Which passes run (all by default; the CLI's `--no-<pass>` turns one off).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -43,6 +51,8 @@ pub struct PassOptions {
     pub bounds: bool,
     /// Remove stores of zero to never-written stack bytes and redundant `mov rX, 0` (§3.1).
     pub zeroing: bool,
+    /// Store constants as immediates instead of through a register (a linerate addition).
+    pub constant_store: bool,
     /// Fuse 6-byte copies into `Load48` + `Store48` (§3.2).
     pub six_byte: bool,
     /// Fuse `rD = rS; rD op= imm` into `rD = rS op imm` (§3.2).
@@ -56,6 +66,7 @@ impl Default for PassOptions {
         PassOptions {
             bounds: true,
             zeroing: true,
+            constant_store: true,
             six_byte: true,
             three_operand: true,
             exit: true,
@@ -69,6 +80,7 @@ impl PassOptions {
         PassOptions {
             bounds: false,
             zeroing: false,
+            constant_store: false,
             six_byte: false,
             three_operand: false,
             exit: false,
@@ -80,6 +92,7 @@ impl PassOptions {
         Some(match name {
             "bounds" => &mut self.bounds,
             "zeroing" => &mut self.zeroing,
+            "constant_store" => &mut self.constant_store,
             "six_byte" => &mut self.six_byte,
             "three_operand" => &mut self.three_operand,
             "exit" => &mut self.exit,
@@ -106,9 +119,14 @@ pub type Removed = BTreeMap<&'static str, usize>;
 /// analysis of that program, speaks).
 pub fn run_passes(lowered: &mut Lowered, facts: &SourceFacts, options: &PassOptions) -> Removed {
     let mut removed: Removed = PASS_NAMES.iter().map(|&n| (n, 0)).collect();
-    let runs: [(&'static str, bool, Pass); 5] = [
+    let runs: [(&'static str, bool, Pass); 6] = [
         ("bounds", options.bounds, bounds::run),
         ("zeroing", options.zeroing, zeroing::run),
+        (
+            "constant_store",
+            options.constant_store,
+            constant_store::run,
+        ),
         ("six_byte", options.six_byte, six_byte::run),
         ("three_operand", options.three_operand, three_operand::run),
         ("exit", options.exit, exit::run),

@@ -221,6 +221,52 @@ impl Lowered {
         count
     }
 
+    /// Moves code a `ja` jumps over to the end of the program, so that the jump goes to the next
+    /// instruction (and [`Lowered::remove_trivial_jumps`] removes it): what a removed bounds
+    /// check leaves when its failing side is shared. The code moved is whole: it is entered only
+    /// by jumps (a `ja` precedes it) and does not fall out of its end, and the program's last
+    /// instruction does not fall through either, so every fall-through stays as it was. Returns
+    /// how many jumps were straightened.
+    pub fn straighten_jumps(&mut self) -> usize {
+        let mut straightened = 0;
+        loop {
+            let n = self.insns.len();
+            let candidate = (0..n).find_map(|i| {
+                let l = &self.insns[i];
+                let t = l.target?;
+                let jumps_over = matches!(l.insn, HxInsn::Ebpf(Instruction::Ja { .. }))
+                    && t > i + 1
+                    && !self.falls_through(t - 1)
+                    && !self.falls_through(n - 1);
+                jumps_over.then_some((i + 1, t))
+            });
+            let Some((from, to)) = candidate else {
+                return straightened;
+            };
+            let order: Vec<usize> = (0..from).chain(to..n).chain(from..to).collect();
+            self.permute(&order);
+            straightened += 1;
+        }
+    }
+
+    /// Puts the instructions in the order `order` gives (old indices), jump targets following.
+    fn permute(&mut self, order: &[usize]) {
+        let mut new_index = vec![0usize; order.len()];
+        for (new, &old) in order.iter().enumerate() {
+            new_index[old] = new;
+        }
+        let old = std::mem::take(&mut self.insns);
+        let mut slots: Vec<Option<LInsn>> = old.into_iter().map(Some).collect();
+        self.insns = order
+            .iter()
+            .filter_map(|&o| slots[o].take())
+            .map(|mut l| {
+                l.target = l.target.map(|t| new_index[t]);
+                l
+            })
+            .collect();
+    }
+
     /// Removes the instructions that only compute registers no path reads afterwards (a load is
     /// kept: it may be the access a removed bounds check relies on); returns how many.
     pub fn remove_dead(&mut self) -> usize {

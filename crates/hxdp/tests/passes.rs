@@ -97,13 +97,7 @@ mod small {
 
     fn only(pass: &str) -> PassOptions {
         let mut o = PassOptions::none();
-        match pass {
-            "bounds" => o.bounds = true,
-            "zeroing" => o.zeroing = true,
-            "six_byte" => o.six_byte = true,
-            "three_operand" => o.three_operand = true,
-            _ => o.exit = true,
-        }
+        o.set(pass, true);
         o
     }
 
@@ -176,6 +170,46 @@ mod small {
         insns[4] = jmp_reg(Cond::Gt, 4, 3, 3);
         let (_, removed) = run(&insns, only("bounds"));
         assert_eq!(removed["bounds"], 0);
+    }
+
+    #[test]
+    fn a_constant_goes_into_its_store() {
+        let insns = [
+            mov64(2, 5),
+            stx(Size::W, 10, -4, 2),
+            ldx(Size::W, 0, 10, -4),
+            exit(),
+        ];
+        let (l, removed) = run(&insns, only("constant_store"));
+        assert_eq!(removed["constant_store"], 1);
+        assert_eq!(
+            ebpf(&l)[0],
+            HxInsn::Ebpf(st(Size::W, 10, -4, 5)),
+            "the store holds the constant"
+        );
+    }
+
+    #[test]
+    fn a_constant_read_again_keeps_its_move() {
+        let insns = [
+            mov64(2, 5),
+            stx(Size::W, 10, -4, 2),
+            mov64_reg(0, 2),
+            exit(),
+        ];
+        let (l, removed) = run(&insns, only("constant_store"));
+        assert_eq!(removed["constant_store"], 0);
+        assert_eq!(ebpf(&l)[1], HxInsn::Ebpf(st(Size::W, 10, -4, 5)));
+        // A 32-bit move of -1 zero-extends; an 8-byte store of -1 would sign-extend.
+        let minus_one = Instruction::Alu {
+            wide: false,
+            op: AluOp::Mov,
+            dst: 2,
+            src: linerate_bpf::insn::Operand::Imm(-1),
+        };
+        let insns = [minus_one, stx(Size::Dw, 10, -8, 2), mov64(0, 2), exit()];
+        let (l, _) = run(&insns, only("constant_store"));
+        assert_eq!(ebpf(&l)[1], HxInsn::Ebpf(stx(Size::Dw, 10, -8, 2)));
     }
 
     #[test]
