@@ -182,3 +182,47 @@ fn bad_input() {
         &["nosuch.rom"],
     );
 }
+
+#[test]
+fn bound_on_hxdp_and_simulation_from_a_pcap() {
+    // `bound --target hxdp` prices with the schedule, as `hxdp`'s worst case does, and its
+    // witness runs through the cycle model in no more cycles than that worst case.
+    let reflector = example("xdp_reflector.o");
+    let hxdp = run(["hxdp".as_ref(), reflector.as_os_str(), "--json".as_ref()]).json();
+    let bound = run([
+        "bound".as_ref(),
+        reflector.as_os_str(),
+        "--target".as_ref(),
+        "hxdp".as_ref(),
+        "--json".as_ref(),
+    ])
+    .json();
+    let worst_pps = hxdp["worst_case"]["pps"].as_f64().unwrap();
+    let ssp_pps = bound["ssp"]["pps"].as_f64().unwrap();
+    assert!(
+        (worst_pps - ssp_pps).abs() < 1.0,
+        "{worst_pps} vs {ssp_pps}"
+    );
+    let witness = bound["ssp"]["witness"]["packet"].as_str().unwrap();
+    let packet = (0..witness.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&witness[i..i + 2], 16).unwrap())
+        .collect::<Vec<u8>>();
+    let dir = TempDir::new("hxdp-pcap");
+    let pcap = dir.write("witness.pcap", linerate_io::pcap::encode_pcap(&[packet]));
+    let sim = run([
+        "hxdp".as_ref(),
+        reflector.as_os_str(),
+        "--no-worst-case".as_ref(),
+        "--simulate".as_ref(),
+        pcap.as_os_str(),
+        "--json".as_ref(),
+    ])
+    .json();
+    let run_pps = sim["simulation"]["packets"][0]["pps"].as_f64().unwrap();
+    assert!(
+        run_pps >= worst_pps - 1.0,
+        "{run_pps} below the bound {worst_pps}"
+    );
+    assert_eq!(sim["simulation"]["mismatches"].as_array().unwrap().len(), 0);
+}
