@@ -10,7 +10,6 @@
 //!    per-packet I/O cycles fitted to XDP_DROP with and without early exit and XDP_TX, and the
 //!    simple firewall predicted with them, with its error against 6.53 Mpps.
 
-use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use linerate_bpf::contents::MapSeed;
@@ -22,10 +21,6 @@ use linerate_hxdp::sephirot::{leaves, simulate, PacketRun, Timing};
 use linerate_hxdp::study::{ablation, lanes_sweep};
 use linerate_vm::VmOptions;
 
-fn examples() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples")
-}
-
 struct Example {
     name: String,
     object: Object,
@@ -33,28 +28,27 @@ struct Example {
     packets: Vec<Vec<u8>>,
 }
 
-fn load(path: &Path) -> Option<Example> {
-    let object = linerate_io::load_object(path).ok()?;
-    let maps = path.with_extension("maps.json");
-    let seed = if maps.exists() {
-        linerate_io::read_maps_file(&maps, &object).ok()?
-    } else {
-        MapSeed::new()
-    };
-    let packets_file = path.with_extension("packets");
-    let base = if packets_file.exists() {
-        linerate_io::read_packets_file(&packets_file).ok()?
-    } else {
-        vec![vec![0u8; 64]]
-    };
-    let name = path.file_stem()?.to_string_lossy().to_string();
-    let packets = packet_variants(&base, 200, name.len() as u64 + 7);
-    Some(Example {
-        name,
-        object,
-        seed,
-        packets,
-    })
+/// Every example with its crafted packets, grown to 200 by variants.
+fn load_examples() -> Vec<Example> {
+    linerate_conformance::examples::load_all()
+        .expect("the examples load")
+        .into_iter()
+        .map(|ex| {
+            let name = ex
+                .path
+                .file_stem()
+                .unwrap_or_default()
+                .to_string_lossy()
+                .into_owned();
+            let packets = packet_variants(&ex.packet_bytes(), 200, name.len() as u64 + 7);
+            Example {
+                name,
+                object: ex.object,
+                seed: ex.seed,
+                packets,
+            }
+        })
+        .collect()
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -71,13 +65,7 @@ fn median(mut v: Vec<f64>) -> f64 {
 }
 
 fn main() {
-    let mut paths: Vec<PathBuf> = std::fs::read_dir(examples())
-        .expect("examples directory")
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|e| e == "o"))
-        .collect();
-    paths.sort();
-    let examples: Vec<Example> = paths.iter().filter_map(|p| load(p)).collect();
+    let examples = load_examples();
     let default = CompileOptions::default();
 
     println!("## Compiler (4 lanes) and hxdp check on every example\n");

@@ -10,7 +10,8 @@ use linerate_hxdp::sephirot::{one_per_row, simulate, Timing};
 use linerate_vm::VmOptions;
 
 mod support;
-use support::{example_inputs, examples};
+use linerate_conformance::examples::examples_dir as examples;
+use support::example_inputs;
 
 #[test]
 fn one_per_row_schedules_agree_with_the_interpreter_on_every_runnable_example() {

@@ -1,43 +1,24 @@
-//! Inputs shared by the integration tests: every example object with its maps seed and packets.
-
-use std::path::{Path, PathBuf};
+//! Inputs shared by the integration tests: every example of `linerate_conformance::examples`
+//! with its crafted packets, grown to 200 by truncations and bit flips.
 
 use linerate_bpf::contents::MapSeed;
 use linerate_bpf::Object;
 use linerate_hxdp::check::packet_variants;
 
-pub fn examples() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples")
-}
-
-/// Each example object with its maps seed and packets (read, plus truncations and byte flips:
-/// at least 200).
+/// Each example's name, object, maps seed and packets (its crafted ones, then variants up to 200).
 pub fn example_inputs() -> Vec<(String, Object, MapSeed, Vec<Vec<u8>>)> {
-    let mut names: Vec<PathBuf> = std::fs::read_dir(examples())
+    linerate_conformance::examples::load_all()
         .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "o"))
-        .collect();
-    names.sort();
-    names
         .into_iter()
-        .map(|path| {
-            let stem = path.file_stem().unwrap().to_string_lossy().to_string();
-            let object = linerate_io::load_object(&path).unwrap();
-            let maps = path.with_extension("maps.json");
-            let seed = if maps.exists() {
-                linerate_io::read_maps_file(&maps, &object).unwrap()
-            } else {
-                MapSeed::new()
-            };
-            let packets_file = path.with_extension("packets");
-            let base = if packets_file.exists() {
-                linerate_io::read_packets_file(&packets_file).unwrap()
-            } else {
-                vec![vec![0u8; 64]]
-            };
-            let packets = packet_variants(&base, 200, stem.len() as u64 + 1);
-            (stem, object, seed, packets)
+        .map(|ex| {
+            let stem = ex
+                .path
+                .file_stem()
+                .unwrap_or_default()
+                .to_string_lossy()
+                .into_owned();
+            let packets = packet_variants(&ex.packet_bytes(), 200, stem.len() as u64 + 1);
+            (stem, ex.object, ex.seed, packets)
         })
         .collect()
 }
