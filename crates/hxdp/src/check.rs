@@ -22,10 +22,13 @@
 //!   value from before, the source the value after).
 
 use linerate_bpf::contents::{MapContents, MapMode, MapSeed};
+use linerate_bpf::facts::xdp;
+use linerate_bpf::helpers::id;
+use linerate_bpf::insn::regs::members;
 use linerate_bpf::insn::{regs::RegSet, AluOp, CallTarget, Imm64, Instruction, Operand, Size};
 use linerate_bpf::insn::{FRAME_POINTER, NUM_REGS};
 use linerate_bpf::Object;
-use linerate_vm::drive::Driver;
+use linerate_vm::drive::{DriveError, Driver};
 use linerate_vm::VmOptions;
 use serde::Serialize;
 
@@ -35,12 +38,16 @@ use crate::schedule::{Schedule, Slot};
 use crate::sephirot::{ModelError, Sephirot, Timing};
 use crate::source::SourceFacts;
 
-/// XDP_DROP.
-const XDP_DROP: u64 = 1;
-
 /// Helpers that write no memory: map lookup (reads its key), ktime, prandom, processor id,
 /// redirect, redirect_map.
-const NON_WRITING_HELPERS: [u32; 6] = [1, 5, 7, 8, 23, 51];
+const NON_WRITING_HELPERS: [u32; 6] = [
+    id::MAP_LOOKUP_ELEM,
+    id::KTIME_GET_NS,
+    id::GET_PRANDOM_U32,
+    id::GET_SMP_PROCESSOR_ID,
+    id::REDIRECT,
+    id::REDIRECT_MAP,
+];
 
 /// A rule a schedule breaks.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -89,17 +96,8 @@ pub fn compare_with_vm(
 ) -> Result<Comparison, ModelError> {
     let mut vm =
         Driver::new(object, seed, options.clone(), MapMode::Persist).map_err(|e| match e {
-            linerate_vm::drive::DriveError::Seed(s) => ModelError::Seed(s),
-            other => ModelError::Start {
-                packet: 0,
-                source: match other {
-                    linerate_vm::drive::DriveError::Build(b) => b,
-                    linerate_vm::drive::DriveError::Packet { source, .. } => source,
-                    linerate_vm::drive::DriveError::Seed(_) => {
-                        linerate_vm::VmError::NoSuchProgram(program)
-                    }
-                },
-            },
+            DriveError::Seed(s) => ModelError::Seed(s),
+            DriveError::Build(e) | DriveError::Packet { source: e, .. } => ModelError::Build(e),
         })?;
     let mut core = Sephirot::new(
         schedule,
@@ -122,7 +120,7 @@ pub fn compare_with_vm(
         match (expected, got) {
             // A packet neither can start (too short for the environment) is no disagreement.
             (
-                Err(linerate_vm::drive::DriveError::Packet { source: e, .. }),
+                Err(DriveError::Packet { source: e, .. }),
                 Err(ModelError::Start { source: m, .. }),
             ) if e.to_string() == m.to_string() => {}
             (Err(e), Err(m)) => differ(format!("both failed: interpreter {e}; model {m}")),
@@ -130,7 +128,7 @@ pub fn compare_with_vm(
             (Ok(_), Err(m)) => differ(format!("the model failed: {m}")),
             (Ok(want), Ok(have)) => {
                 if have.out_of_bounds {
-                    if want.return_value != XDP_DROP {
+                    if want.return_value != xdp::XDP_DROP {
                         differ(format!(
                             "the model dropped the packet for an access beyond its end, the \
                              interpreter returned {}",
@@ -321,7 +319,7 @@ fn transfer(schedule: &Schedule, r: usize, before: &Regions) -> Regions {
     for (_, slot) in schedule.rows[r].filled() {
         let writes = slot.insn.writes();
         let result = result_region(&slot.insn, before);
-        for reg in registers(writes) {
+        for reg in members(writes) {
             after[reg] = if reg == 0 || !slot.insn.is_call() {
                 result
             } else {
@@ -395,11 +393,6 @@ fn result_region(insn: &HxInsn, regs: &Regions) -> Region {
 
 fn op_is_add(i: &Instruction) -> bool {
     matches!(i, Instruction::Alu { op: AluOp::Add, .. })
-}
-
-/// The registers in `set`.
-fn registers(set: RegSet) -> impl Iterator<Item = usize> {
-    (0..NUM_REGS).filter(move |r| set & (1 << r) != 0)
 }
 
 /// A memory access of a lane for the overlap test: a plain access, or a helper call's.
@@ -651,7 +644,7 @@ pub fn static_violations(schedule: &Schedule, source: Option<&SourceFacts>) -> V
 }
 
 fn reg_names(set: RegSet) -> String {
-    registers(set)
+    members(set)
         .map(|r| format!("r{r}"))
         .collect::<Vec<_>>()
         .join(", ")

@@ -6,6 +6,7 @@
 //! program with BPF-to-BPF calls, tail calls, helpers that call back, kfuncs or `may_goto` is
 //! refused here, by name and slot.
 
+use linerate_bpf::helpers::id;
 use linerate_bpf::insn::{CallTarget, Instruction};
 use linerate_bpf::Object;
 
@@ -14,12 +15,18 @@ use crate::HxdpError;
 
 /// Helpers the core cannot run: they need program arrays or call back into the program.
 const UNRUNNABLE_HELPERS: [(u32, &str); 3] = [
-    (12, "bpf_tail_call (the core has no program arrays)"),
     (
-        164,
+        id::TAIL_CALL,
+        "bpf_tail_call (the core has no program arrays)",
+    ),
+    (
+        id::FOR_EACH_MAP_ELEM,
         "bpf_for_each_map_elem (the core cannot call back into the program)",
     ),
-    (181, "bpf_loop (the core cannot call back into the program)"),
+    (
+        id::LOOP,
+        "bpf_loop (the core cannot call back into the program)",
+    ),
 ];
 
 /// One instruction of a [`Lowered`] program.

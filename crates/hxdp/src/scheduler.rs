@@ -22,7 +22,7 @@
 
 use std::ops::Range;
 
-use linerate_bpf::insn::regs::RegSet;
+use linerate_bpf::insn::regs::{members, RegSet};
 use linerate_bpf::insn::{Instruction, NUM_REGS};
 
 use crate::deps::{distance, Facts, Kind};
@@ -80,14 +80,12 @@ impl Entry {
         for (lane, i) in row.lanes.iter().enumerate() {
             let Some(i) = *i else { continue };
             let f = &facts[i];
-            for r in 0..NUM_REGS {
-                if f.writes & (1 << r) != 0 {
-                    self.written[r] = match self.written[r] {
-                        None => Some(Some(lane)),
-                        Some(Some(l)) if l == lane => Some(Some(lane)),
-                        _ => Some(None),
-                    };
-                }
+            for r in members(f.writes) {
+                self.written[r] = match self.written[r] {
+                    None => Some(Some(lane)),
+                    Some(Some(l)) if l == lane => Some(Some(lane)),
+                    _ => Some(None),
+                };
             }
             if matches!(f.kind, Kind::Store(_)) {
                 self.stored = true;
@@ -100,13 +98,10 @@ impl Entry {
         if self.stored && matches!(f.kind, Kind::Load(_) | Kind::Call) {
             return false;
         }
-        (0..NUM_REGS).all(|r| {
-            f.reads & (1 << r) == 0
-                || match self.written[r] {
-                    None => true,
-                    Some(Some(l)) => l == lane,
-                    Some(None) => false,
-                }
+        members(f.reads).all(|r| match self.written[r] {
+            None => true,
+            Some(Some(l)) => l == lane,
+            Some(None) => false,
         })
     }
 }

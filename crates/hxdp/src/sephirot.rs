@@ -36,16 +36,14 @@ use std::collections::VecDeque;
 
 use linerate_bpf::contents::{MapContents, MapSeed};
 use linerate_bpf::facts::xdp;
-use linerate_bpf::insn::{regs::RegSet, NUM_REGS};
+use linerate_bpf::insn::regs::members;
+use linerate_bpf::insn::NUM_REGS;
 use linerate_bpf::Object;
 use linerate_vm::{Redirect, Session, Stepped, Vm, VmError, VmOptions};
 
 use crate::isa::HxInsn;
 use crate::program::Lowered;
 use crate::schedule::{Row, Schedule, Slot};
-
-/// XDP_DROP.
-const XDP_DROP: u32 = 1;
 
 /// The fitted per-packet input cycles ([`Timing::io_in_cycles`]): `bench/hxdp` prints the fit.
 pub const IO_IN_CYCLES: f64 = 2.05;
@@ -319,7 +317,7 @@ impl<'s> Sephirot<'s> {
                     session.outside_packet(base.wrapping_add(m.off as u64), m.len as usize)
                 })
             }) {
-                break (XDP_DROP as u64, true);
+                break (xdp::XDP_DROP, true);
             }
             let mut produced: Pending = Vec::new();
             let mut row_stores: Stores = Vec::new();
@@ -442,18 +440,13 @@ fn run_lane(
         stores.push((addr, new));
     }
     let after = session.regs();
-    let results = registers(insn.writes()).map(|r| (r, after[r])).collect();
+    let results = members(insn.writes()).map(|r| (r, after[r])).collect();
     Ok(LaneRun {
         results,
         stores,
         control,
         r0: after[0],
     })
-}
-
-/// The registers in `set`.
-fn registers(set: RegSet) -> impl Iterator<Item = usize> {
-    (0..NUM_REGS).filter(move |r| set & (1 << r) != 0)
 }
 
 /// Commits a row's buffered stores.

@@ -19,6 +19,11 @@ fn bit(r: Reg) -> RegSet {
     1 << r
 }
 
+/// The registers in `set`, lowest first, as indices into a register file.
+pub fn members(set: RegSet) -> impl Iterator<Item = usize> {
+    (0..super::NUM_REGS).filter(move |&r| set & (1 << r) != 0)
+}
+
 fn operand(src: Operand) -> RegSet {
     match src {
         Operand::Reg(r) => bit(r),

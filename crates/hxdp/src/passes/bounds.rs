@@ -24,6 +24,7 @@
 use std::collections::HashMap;
 
 use linerate_analysis::Region;
+use linerate_bpf::facts::xdp::XDP_DROP;
 use linerate_bpf::helpers::id;
 use linerate_bpf::insn::regs::RegSet;
 use linerate_bpf::insn::{CallTarget, Cond, Instruction, Operand};
@@ -32,9 +33,6 @@ use crate::isa::HxInsn;
 use crate::program::{LInsn, Lowered};
 
 use super::{block_ids, live_out, SourceFacts};
-
-/// `XDP_DROP`.
-const DROP: i64 = 1;
 
 /// Helpers with no effect a dropped packet would not hide: they only read, or return values.
 const PURE_HELPERS: [u32; 5] = [
@@ -165,10 +163,10 @@ impl DropsQuietly<'_> {
             return self.from(i + 1, r0);
         }
         let r0_after = match l.insn {
-            HxInsn::ExitWith(action) => return action as i64 == DROP,
+            HxInsn::ExitWith(action) => return action as i64 == XDP_DROP as i64,
             HxInsn::Ebpf(Instruction::Exit) => {
                 let value = r0.or_else(|| self.facts.constant(l, 0).map(|v| v as i64));
-                return value == Some(DROP);
+                return value == Some(XDP_DROP as i64);
             }
             HxInsn::Ebpf(Instruction::Call(CallTarget::Helper(h))) if PURE_HELPERS.contains(&h) => {
                 None
