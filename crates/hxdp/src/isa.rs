@@ -198,6 +198,16 @@ impl HxInsn {
         }
     }
 
+    /// The second word of an instruction taking two lanes, as the instruction the lane after
+    /// its own holds: [`HxInsn::ImmHigh`] of a wide 64-bit immediate load.
+    pub fn second_word(&self) -> Option<HxInsn> {
+        if self.lanes() != 2 {
+            return None;
+        }
+        let words = self.encode();
+        words.get(1).map(|&w| HxInsn::ImmHigh(raw_of(w).imm))
+    }
+
     /// The eBPF instructions whose effect this instruction has, run on a private copy of the
     /// registers of which only [`HxInsn::writes`] are kept. `scratch` is a register the sequence
     /// may use as a temporary (see [`HxInsn::scratch`]). A jump comes back unchanged: where it

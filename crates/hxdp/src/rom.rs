@@ -235,21 +235,14 @@ fn decode_row(words: &[u64], r: usize, number: usize, count: usize) -> Result<Ro
             },
             _ => None,
         };
-        row.slots[lane] = Some(Slot {
-            insn,
-            from: Vec::new(),
-            target,
-        });
-        if taken == 2 {
-            let high = crate::isa::raw_of(words[lane + 1]).imm;
-            if let Some(s) = row.slots.get_mut(lane + 1) {
-                *s = Some(Slot {
-                    insn: HxInsn::ImmHigh(high),
-                    from: Vec::new(),
-                    target: None,
-                });
-            }
-        }
+        row.put(
+            lane,
+            Slot {
+                insn,
+                from: Vec::new(),
+                target,
+            },
+        );
         lane += taken.max(1);
     }
     Ok(row)

@@ -47,6 +47,21 @@ impl Row {
         }
     }
 
+    /// Puts `slot` in `lane`, and the second word of an instruction taking two lanes in the lane
+    /// after.
+    pub fn put(&mut self, lane: usize, slot: Slot) {
+        if let (Some(high), Some(next)) = (slot.insn.second_word(), self.slots.get_mut(lane + 1)) {
+            *next = Some(Slot {
+                insn: high,
+                from: Vec::new(),
+                target: None,
+            });
+        }
+        if let Some(here) = self.slots.get_mut(lane) {
+            *here = Some(slot);
+        }
+    }
+
     /// The filled lanes with their lane numbers.
     pub fn filled(&self) -> impl Iterator<Item = (usize, &Slot)> {
         self.slots

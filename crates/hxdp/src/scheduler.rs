@@ -23,10 +23,9 @@
 use std::ops::Range;
 
 use linerate_bpf::insn::regs::{members, RegSet};
-use linerate_bpf::insn::{Instruction, NUM_REGS};
+use linerate_bpf::insn::NUM_REGS;
 
 use crate::deps::{distance, Facts, Kind};
-use crate::isa::HxInsn;
 use crate::liveness::Liveness;
 use crate::program::Lowered;
 use crate::rom::aim_jump;
@@ -483,22 +482,14 @@ fn assemble(
             let insn = target
                 .and_then(|t| aim_jump(&l.insn, r, t))
                 .unwrap_or(l.insn);
-            if let HxInsn::Ebpf(Instruction::LoadImm64 { .. }) = insn {
-                if insn.lanes() == 2 {
-                    let words = insn.encode();
-                    let high = words.get(1).map_or(0, |w| (w >> 32) as u32 as i32);
-                    row.slots[lane + 1] = Some(Slot {
-                        insn: HxInsn::ImmHigh(high),
-                        from: Vec::new(),
-                        target: None,
-                    });
-                }
-            }
-            row.slots[lane] = Some(Slot {
-                insn,
-                from: l.from.clone(),
-                target,
-            });
+            row.put(
+                lane,
+                Slot {
+                    insn,
+                    from: l.from.clone(),
+                    target,
+                },
+            );
         }
         out.rows.push(row);
     }

@@ -41,7 +41,6 @@ use linerate_bpf::insn::NUM_REGS;
 use linerate_bpf::Object;
 use linerate_vm::{Redirect, Session, Stepped, Vm, VmError, VmOptions};
 
-use crate::isa::HxInsn;
 use crate::program::Lowered;
 use crate::schedule::{Row, Schedule, Slot};
 
@@ -188,20 +187,14 @@ pub fn one_per_row(lowered: &Lowered, lanes: usize) -> Schedule {
     }
     let mut rows = vec![Row::empty(lanes); next];
     for (i, l) in insns.iter().enumerate() {
-        let row = &mut rows[row_of[i]];
-        let words = l.insn.encode();
-        row.slots[0] = Some(Slot {
-            insn: l.insn,
-            from: l.from.clone(),
-            target: l.target.and_then(|t| row_of.get(t).copied()),
-        });
-        if let (2, Some(&high)) = (l.insn.lanes(), words.get(1)) {
-            row.slots[1] = Some(Slot {
-                insn: HxInsn::ImmHigh(crate::isa::raw_of(high).imm),
-                from: Vec::new(),
-                target: None,
-            });
-        }
+        rows[row_of[i]].put(
+            0,
+            Slot {
+                insn: l.insn,
+                from: l.from.clone(),
+                target: l.target.and_then(|t| row_of.get(t).copied()),
+            },
+        );
     }
     Schedule { lanes, rows }
 }
