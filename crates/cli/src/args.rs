@@ -51,6 +51,11 @@ impl ModelArgs {
     }
 }
 
+/// Default seconds one solver check may take.
+const CHECK_TIMEOUT_S: f64 = 10.0;
+/// Default MiB path enumeration may hold.
+const MAX_MEMORY_MIB: usize = 1024;
+
 /// How `bound` and `measure` search for the slowest satisfiable paths.
 #[derive(Args)]
 pub struct SearchArgs {
@@ -58,10 +63,10 @@ pub struct SearchArgs {
     #[arg(long, value_name = "SECONDS")]
     pub timeout: Option<f64>,
     /// Seconds one solver check may take; a path whose check runs out counts as satisfiable.
-    #[arg(long, default_value_t = 10.0, value_name = "SECONDS")]
+    #[arg(long, default_value_t = CHECK_TIMEOUT_S, value_name = "SECONDS")]
     pub check_timeout: f64,
     /// Stop with the best bound so far when path enumeration holds this many MiB.
-    #[arg(long, default_value_t = 1024, value_name = "MIB")]
+    #[arg(long, default_value_t = MAX_MEMORY_MIB, value_name = "MIB")]
     pub max_memory: usize,
     /// Unroll a loop whose trip count the analysis cannot bound at most N times, assuming it
     /// never runs more often (the assumption is reported).
@@ -73,6 +78,18 @@ pub struct SearchArgs {
 }
 
 impl SearchArgs {
+    /// The flags' defaults with a time limit of `seconds`: for commands that search on the
+    /// user's behalf (`optimize`'s worst case, `hxdp`'s).
+    pub fn with_timeout(seconds: f64) -> SearchArgs {
+        SearchArgs {
+            timeout: Some(seconds),
+            check_timeout: CHECK_TIMEOUT_S,
+            max_memory: MAX_MEMORY_MIB,
+            max_unroll: None,
+            threads: None,
+        }
+    }
+
     /// Prepares program `program` of `object` (read from `source`, for messages) and searches
     /// its `paths` slowest satisfiable paths under `model`, with `prices` replacing the model's
     /// for the program where given (the hXDP core's rows per edge).

@@ -242,13 +242,7 @@ fn worst_case(
     let model = Model::builtin("hxdp")?;
     let timing = args.timing();
     let priced = prices(object, program, compiled, &timing, &model)?;
-    let search = crate::args::SearchArgs {
-        timeout: Some(args.timeout),
-        check_timeout: 10.0,
-        max_memory: 1024,
-        max_unroll: None,
-        threads: None,
-    };
+    let search = crate::args::SearchArgs::with_timeout(args.timeout);
     let (_, result) = search.search(
         source,
         object,

@@ -220,13 +220,7 @@ fn worst_case_of(
     paths: usize,
     timeout: f64,
 ) -> Result<WorstCase> {
-    let args = crate::args::SearchArgs {
-        timeout: Some(timeout),
-        check_timeout: 10.0,
-        max_memory: 1024,
-        max_unroll: None,
-        threads: None,
-    };
+    let args = crate::args::SearchArgs::with_timeout(timeout);
     let (_, result) = args.search(
         Path::new(&object.name),
         object,
