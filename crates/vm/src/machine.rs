@@ -28,6 +28,14 @@ use crate::trace::{Step, StepState};
 
 mod environment;
 
+/// The registers a program starts with: r1 the context, r10 the frame pointer, the rest zero.
+pub(crate) fn entry_registers() -> [u64; NUM_REGS] {
+    let mut regs = [0; NUM_REGS];
+    regs[1] = pointer(CTX_REGION, 0);
+    regs[10] = pointer(STACK_REGION, FRAME_BYTES as u64);
+    regs
+}
+
 /// Bytes of one function's stack frame.
 pub(crate) const FRAME_BYTES: usize = linerate_sem::exec::STACK_FRAME_SIZE as usize;
 
@@ -180,14 +188,7 @@ impl Vm {
         let mut trace = Vec::new();
         self.drop_records();
         let ran = self.execute(program, Some((packet, meta)), &mut trace, &mut records);
-        // The reader takes every record after the run, as the kernel runner does.
-        for (map, state) in self.maps.iter_mut().enumerate() {
-            if let Some(ring) = state.ring_mut() {
-                for record in ring.take_records() {
-                    push_record(&mut records, map, record);
-                }
-            }
-        }
+        self.take_ring_records(&mut records);
         let (exit, summary) = ran?;
         let packet = &self.scratch.packet;
         Ok(RunOutcome {
@@ -300,6 +301,27 @@ impl Vm {
         trace: &mut Vec<String>,
         records: &mut Records,
     ) -> Result<(Exited, RunSummary), VmError> {
+        self.prepare(program, packet)?;
+        let mut exec = Execution::new(self, program, [0; NUM_REGS], None, trace, records);
+        let result = exec.run_to_exit();
+        let (final_program, redirect) = (exec.program, exec.redirect);
+        let exit = result.map_err(|e| *e)?;
+        let summary = RunSummary {
+            return_value: exit.return_value,
+            instructions: exit.instructions,
+            final_program,
+            redirect,
+        };
+        Ok((exit, summary))
+    }
+
+    /// Readies a run of program `program` (an XDP program) on `packet` and its metadata, or
+    /// without them on the packet the buffer holds: the packet loaded, the stack zeroed.
+    pub(crate) fn prepare(
+        &mut self,
+        program: usize,
+        packet: Option<(&[u8], &[u8])>,
+    ) -> Result<(), VmError> {
         let (Some(def), Some(decoded)) = (
             self.object.programs.get(program),
             self.programs.get(program),
@@ -313,27 +335,19 @@ impl Vm {
             self.scratch.packet.refill(packet, meta)?;
         }
         self.scratch.stack[..FRAME_BYTES].fill(0);
-        let mut exec = Execution {
-            vm: self,
-            domain: Concrete,
-            regs: [0; NUM_REGS],
-            program,
-            tail_calls: 0,
-            redirect: None,
-            trace,
-            records,
-            loop_budget: LOOP_BUDGET,
-        };
-        let result = exec.run_to_exit();
-        let (final_program, redirect) = (exec.program, exec.redirect);
-        let exit = result.map_err(|e| *e)?;
-        let summary = RunSummary {
-            return_value: exit.return_value,
-            instructions: exit.instructions,
-            final_program,
-            redirect,
-        };
-        Ok((exit, summary))
+        Ok(())
+    }
+
+    /// Moves every record the rings hold into `records`: what the reader takes after a run, as
+    /// the kernel runner does.
+    pub(crate) fn take_ring_records(&mut self, records: &mut Records) {
+        for (map, state) in self.maps.iter_mut().enumerate() {
+            if let Some(ring) = state.ring_mut() {
+                for record in ring.take_records() {
+                    push_record(records, map, record);
+                }
+            }
+        }
     }
 
     /// The next `bpf_get_prandom_u32` value (xorshift64*, deterministic from the seed).
@@ -428,9 +442,9 @@ struct FastPlace {
 }
 
 impl<'v> Execution<'v> {
-    /// An execution of `program` with registers `regs`, for a stepping session
-    /// ([`crate::session`]): the instruction loop builds its own in [`Vm::run`].
-    pub(crate) fn stepping(
+    /// An execution of `program` with registers `regs` (an instruction loop sets the entry
+    /// registers itself; a stepping session, [`crate::session`], passes its own).
+    pub(crate) fn new(
         vm: &'v mut Vm,
         program: usize,
         regs: [u64; NUM_REGS],
@@ -452,9 +466,7 @@ impl<'v> Execution<'v> {
     }
 
     fn entry_registers(&mut self) {
-        self.regs = [0; NUM_REGS];
-        self.regs[1] = pointer(CTX_REGION, 0);
-        self.regs[10] = pointer(STACK_REGION, FRAME_BYTES as u64);
+        self.regs = entry_registers();
         self.vm.scratch.frames.clear();
         self.loop_budget = LOOP_BUDGET;
     }

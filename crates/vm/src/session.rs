@@ -9,11 +9,11 @@
 //! [`RunOutcome`] a [`Vm::run`] would give.
 
 use linerate_bpf::insn::{Instruction, NUM_REGS};
-use linerate_bpf::records::{push_record, Records};
+use linerate_bpf::records::Records;
 use linerate_sem::{step, Flow};
 
-use crate::machine::{Execution, FRAME_BYTES};
-use crate::memory::{pointer, split, CTX_REGION, PACKET_REGION, STACK_REGION};
+use crate::machine::{entry_registers, Execution};
+use crate::memory::{split, PACKET_REGION};
 use crate::{Redirect, RunOutcome, Vm, VmError};
 
 /// One packet's run of a program, stepped by the caller.
@@ -48,25 +48,13 @@ impl Vm {
         packet: &[u8],
         meta: &[u8],
     ) -> Result<Session<'_>, VmError> {
-        if !self.is_xdp(program) {
-            let def = self
-                .object()
-                .programs
-                .get(program)
-                .ok_or(VmError::NoSuchProgram(program))?;
-            def.require_xdp("the interpreter", "executes XDP programs")?;
-        }
         self.drop_records();
-        self.scratch.packet.refill(packet, meta)?;
-        self.scratch.stack[..FRAME_BYTES].fill(0);
+        self.prepare(program, Some((packet, meta)))?;
         self.scratch.frames.clear();
-        let mut regs = [0; NUM_REGS];
-        regs[1] = pointer(CTX_REGION, 0);
-        regs[10] = pointer(STACK_REGION, FRAME_BYTES as u64);
         Ok(Session {
             vm: self,
             program,
-            regs,
+            regs: entry_registers(),
             redirect: None,
             trace: Vec::new(),
             records: Records::new(),
@@ -97,7 +85,7 @@ impl Session<'_> {
             return Err(self.unsupported(pc, "a BPF-to-BPF call in a stepping session"));
         }
         self.instructions = self.instructions.saturating_add(1);
-        let mut exec = Execution::stepping(
+        let mut exec = Execution::new(
             self.vm,
             self.program,
             self.regs,
@@ -168,13 +156,7 @@ impl Session<'_> {
     /// the outcome [`Vm::run`] would report, with no steps or states recorded.
     pub fn finish(self, return_value: u64) -> RunOutcome {
         let mut records = self.records;
-        for (map, state) in self.vm.maps.iter_mut().enumerate() {
-            if let Some(ring) = state.ring_mut() {
-                for record in ring.take_records() {
-                    push_record(&mut records, map, record);
-                }
-            }
-        }
+        self.vm.take_ring_records(&mut records);
         let packet = &self.vm.scratch.packet;
         RunOutcome {
             return_value: return_value & 0xffff_ffff,
@@ -191,7 +173,7 @@ impl Session<'_> {
     }
 
     fn execution(&mut self) -> Execution<'_> {
-        Execution::stepping(
+        Execution::new(
             self.vm,
             self.program,
             self.regs,
