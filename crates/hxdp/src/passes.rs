@@ -140,16 +140,3 @@ pub fn run_passes(lowered: &mut Lowered, facts: &SourceFacts, options: &PassOpti
     }
     removed
 }
-
-/// The index of the basic block each instruction is in (blocks numbered in order).
-fn block_ids(lowered: &Lowered) -> Vec<usize> {
-    let mut ids = Vec::with_capacity(lowered.len());
-    let mut current = 0usize;
-    for (i, leader) in lowered.leaders().into_iter().enumerate() {
-        if leader && i > 0 {
-            current += 1;
-        }
-        ids.push(current);
-    }
-    ids
-}

@@ -166,6 +166,26 @@ impl Lowered {
         leader
     }
 
+    /// The basic blocks as `[first, end)` instruction ranges, in order.
+    pub fn blocks(&self) -> Vec<(usize, usize)> {
+        let leaders = self.leaders();
+        let starts: Vec<usize> = (0..leaders.len()).filter(|&i| leaders[i]).collect();
+        starts
+            .iter()
+            .enumerate()
+            .map(|(k, &first)| (first, starts.get(k + 1).copied().unwrap_or(leaders.len())))
+            .collect()
+    }
+
+    /// The index in [`Lowered::blocks`] of the block each instruction is in.
+    pub fn block_ids(&self) -> Vec<usize> {
+        let mut ids = vec![0; self.len()];
+        for (b, (first, end)) in self.blocks().into_iter().enumerate() {
+            ids[first..end].fill(b);
+        }
+        ids
+    }
+
     /// Removes the instructions `remove` marks. A jump to a removed instruction goes to the next
     /// one kept, which is where control went after the removed instruction (removal is only for
     /// instructions with no effect on the path, so they never are jumps or exits).

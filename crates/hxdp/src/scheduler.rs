@@ -128,9 +128,8 @@ pub fn schedule(
     options: &ScheduleOptions,
 ) -> (Schedule, Vec<Range<usize>>) {
     let lanes = options.lanes.max(1);
-    let leaders = program.leaders();
-    let blocks = blocks(&leaders);
-    let superblocks = superblocks(program, &blocks, &leaders, options.parallel_branching);
+    let blocks = program.blocks();
+    let superblocks = superblocks(program, &blocks, options.parallel_branching);
     let units = Units {
         program,
         facts,
@@ -265,25 +264,14 @@ impl Units<'_> {
     }
 }
 
-/// The blocks as `[first, end)` instruction ranges.
-fn blocks(leaders: &[bool]) -> Vec<(usize, usize)> {
-    let starts: Vec<usize> = (0..leaders.len()).filter(|&i| leaders[i]).collect();
-    starts
-        .iter()
-        .enumerate()
-        .map(|(k, &first)| (first, starts.get(k + 1).copied().unwrap_or(leaders.len())))
-        .collect()
-}
-
 /// Groups blocks into superblocks: a block starts one unless it is reached only by falling out
 /// of the block before it (and parallel branching is on).
 fn superblocks(
     program: &Lowered,
     blocks: &[(usize, usize)],
-    leaders: &[bool],
     parallel_branching: bool,
 ) -> Vec<Vec<usize>> {
-    let mut targeted = vec![false; leaders.len()];
+    let mut targeted = vec![false; program.len()];
     for l in &program.insns {
         if let Some(t) = l.target {
             targeted[t] = true;

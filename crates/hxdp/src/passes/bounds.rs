@@ -32,7 +32,7 @@ use linerate_bpf::insn::{CallTarget, Cond, Instruction, Operand};
 use crate::isa::HxInsn;
 use crate::program::{LInsn, Lowered};
 
-use super::{block_ids, live_out, SourceFacts};
+use super::{live_out, SourceFacts};
 
 /// Helpers with no effect a dropped packet would not hide: they only read, or return values.
 const PURE_HELPERS: [u32; 5] = [
@@ -300,7 +300,7 @@ fn is_pure(l: &LInsn, facts: &SourceFacts) -> bool {
 
 pub(super) fn run(lowered: &mut Lowered, facts: &SourceFacts) -> usize {
     let n = lowered.len();
-    let blocks = block_ids(lowered);
+    let blocks = lowered.block_ids();
     let mut gone = vec![false; n];
     let mut producers = Vec::new();
     let mut removed = 0;

@@ -12,7 +12,7 @@ use linerate_bpf::insn::{AluOp, Instruction, Operand, Size};
 use crate::isa::HxInsn;
 use crate::program::Lowered;
 
-use super::{block_ids, live_out, SourceFacts};
+use super::{live_out, SourceFacts};
 
 /// The constant a move of an immediate leaves in its register, as a store of `size` would write
 /// it as an immediate, if it can.
@@ -31,7 +31,7 @@ fn as_store_immediate(mov: &HxInsn, size: Size) -> Option<i32> {
 
 pub(super) fn run(lowered: &mut Lowered, _facts: &SourceFacts) -> usize {
     let n = lowered.len();
-    let blocks = block_ids(lowered);
+    let blocks = lowered.block_ids();
     let mut moves = Vec::new();
     for j in 0..n {
         let HxInsn::Ebpf(Instruction::Store {

@@ -24,7 +24,7 @@ use linerate_bpf::insn::{Instruction, Operand, Reg, Size};
 use crate::isa::HxInsn;
 use crate::program::{LInsn, Lowered};
 
-use super::{block_ids, live_out, SourceFacts};
+use super::{live_out, SourceFacts};
 
 const COPY_BYTES: i64 = 6;
 
@@ -330,7 +330,7 @@ fn fuse(lowered: &mut Lowered, group: &[Piece]) -> usize {
 pub(super) fn run(lowered: &mut Lowered, facts: &SourceFacts) -> usize {
     let mut removed = 0;
     'again: loop {
-        let blocks = block_ids(lowered);
+        let blocks = lowered.block_ids();
         for group in copies(&pieces(lowered, &blocks)) {
             if provable(lowered, facts, &group) {
                 removed += fuse(lowered, &group);

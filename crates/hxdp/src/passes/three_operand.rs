@@ -8,11 +8,11 @@ use linerate_bpf::insn::{AluOp, Instruction, Operand};
 use crate::isa::{alu3_opcode, HxInsn};
 use crate::program::Lowered;
 
-use super::{block_ids, SourceFacts};
+use super::SourceFacts;
 
 pub(super) fn run(lowered: &mut Lowered, _facts: &SourceFacts) -> usize {
     let n = lowered.len();
-    let blocks = block_ids(lowered);
+    let blocks = lowered.block_ids();
     let mut remove = vec![false; n];
     for i in 0..n {
         let HxInsn::Ebpf(Instruction::Alu {
