@@ -87,6 +87,9 @@ pub struct CompileArgs {
     /// No register renaming (§3.4).
     #[arg(long)]
     pub no_rename: bool,
+    /// No code motion into earlier superblocks (§3.4, Fig. 9).
+    #[arg(long)]
+    pub no_code_motion: bool,
     /// Write the Sephirot instruction-memory image here (the hXDP artifacts' ROM format).
     #[arg(short = 'o', long, value_name = "ROM")]
     pub output: Option<PathBuf>,
@@ -176,6 +179,7 @@ impl CompileArgs {
                 parallel_branching: !self.no_parallel_branching,
             },
             rename: !self.no_rename,
+            code_motion: !self.no_code_motion,
             imem_rows: self.imem_rows,
         })
     }

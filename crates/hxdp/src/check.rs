@@ -8,7 +8,7 @@
 //! - `forwarding`: a lane reads a register another lane wrote in a row control can come from
 //!   (the previous row falling through, or a jump): only the writer's lane sees it so soon.
 //! - `memory`: two accesses in one row of which one writes and which may overlap (but for a load
-//!   beside a plain store, which reads the bytes from before: a violation only where the source
+//!   beside a plain store, which reads the bytes from before: a violation only where the program
 //!   has the store first), or a read in a row right after a row with a store it may overlap
 //!   (stores are visible two rows later). A
 //!   helper call counts as reading (and, but for a few known helpers, writing) any memory; its
@@ -17,9 +17,10 @@
 //!   register (unchanged between the two) with disjoint ranges, or two different known regions,
 //!   are independent; anything else may overlap.
 //! - `target`: a jump with no target row, or one outside the program.
-//! - `read-after-write`: where slots carry their source slots, a lane reading a register that
-//!   another lane of the same row writes and that comes earlier in the source (it would see the
-//!   value from before, the source the value after).
+//! - `read-after-write`: where slots carry their place in the compiler's program
+//!   ([`Slot::order`]), a lane reading a register that another lane of the same row writes and
+//!   that comes earlier in the program (it would see the value from before, the program the value
+//!   after).
 
 use linerate_bpf::contents::{MapContents, MapMode, MapSeed};
 use linerate_bpf::facts::xdp;
@@ -488,9 +489,7 @@ pub fn static_violations(schedule: &Schedule, source: Option<&SourceFacts>) -> V
                     );
                 }
                 for (reader, lr, writer, lw) in [(a, la, b, lb), (b, lb, a, la)] {
-                    let (Some(&rf), Some(&wf)) =
-                        (reader.from.iter().min(), writer.from.iter().min())
-                    else {
+                    let (Some(rf), Some(wf)) = (reader.order, writer.order) else {
                         continue;
                     };
                     let raw = reader.insn.reads() & writer.insn.writes();
@@ -500,7 +499,7 @@ pub fn static_violations(schedule: &Schedule, source: Option<&SourceFacts>) -> V
                             vec![lw, lr],
                             "read-after-write",
                             format!(
-                                "`{}` reads {} that `{}`, earlier in the source, writes in the \
+                                "`{}` reads {} that `{}`, earlier in the program, writes in the \
                                  same row",
                                 reader.insn,
                                 reg_names(raw),
@@ -558,20 +557,19 @@ pub fn static_violations(schedule: &Schedule, source: Option<&SourceFacts>) -> V
                     continue;
                 }
                 // A load and a plain store of one row: the load reads before the store commits,
-                // which is right where the load comes first in the source (or where the source
-                // order is not known: the run against the interpreter decides).
+                // which is right where the load comes first in the program (or where the
+                // program order is not known: the run against the interpreter decides).
                 let plain = matches!((x, y), (Access::Plain(_), Access::Plain(_)));
                 if plain && x.writes() != y.writes() {
                     let (load, store) = if x.writes() { (b, a) } else { (a, b) };
-                    let first = |slot: &Slot| slot.from.iter().min().copied();
-                    match (first(load), first(store)) {
+                    match (load.order, store.order) {
                         (Some(l), Some(st)) if st < l => report(
                             r,
                             vec![la, lb],
                             "memory",
                             format!(
                                 "`{}` reads what `{}` of the same row stores before it in the \
-                                 source; it sees the bytes from before",
+                                 program; it sees the bytes from before",
                                 load.insn, store.insn
                             ),
                         ),

@@ -23,6 +23,8 @@ pub struct CompileOptions {
     pub schedule: ScheduleOptions,
     /// Rename registers to break false dependences (§3.4).
     pub rename: bool,
+    /// Move instructions up into earlier superblocks where that saves rows (§3.4, Fig. 9).
+    pub code_motion: bool,
     /// Rows the instruction memory holds: a longer schedule is an error.
     pub imem_rows: usize,
 }
@@ -33,6 +35,7 @@ impl Default for CompileOptions {
             passes: PassOptions::default(),
             schedule: ScheduleOptions::default(),
             rename: true,
+            code_motion: true,
             imem_rows: IMEM_ROWS,
         }
     }
@@ -49,6 +52,9 @@ pub struct Compiled {
     /// jumps to the next instruction left behind), and
     /// `dead`: those computing registers nothing read any more.
     pub removed: Removed,
+    /// Instructions moved up into an earlier superblock ([`crate::motion`]), by the first source
+    /// slot each came from.
+    pub hoisted: Vec<usize>,
     /// The program after the passes, before scheduling.
     pub lowered: Lowered,
     /// The rows.
@@ -62,6 +68,8 @@ pub struct Compiled {
 pub struct Summary {
     pub ebpf_insns: usize,
     pub removed: Removed,
+    /// Instructions moved up into an earlier superblock.
+    pub hoisted: usize,
     pub vliw_rows: usize,
     pub static_ipc: f64,
     pub lanes: usize,
@@ -73,6 +81,7 @@ impl Compiled {
         Summary {
             ebpf_insns: self.ebpf_insns,
             removed: self.removed.clone(),
+            hoisted: self.hoisted.len(),
             vliw_rows: self.schedule.rows.len(),
             static_ipc: self.schedule.static_ipc(),
             lanes: self.schedule.lanes,
@@ -104,6 +113,16 @@ pub fn compile(
     if options.rename {
         crate::rename::rename(&mut lowered);
     }
+    let hoisted = if options.code_motion {
+        crate::motion::hoist(&mut lowered, &source, |p, facts| {
+            schedule(p, facts, &Liveness::of(p), &options.schedule)
+                .0
+                .rows
+                .len()
+        })
+    } else {
+        Vec::new()
+    };
     let name = object.programs[program].name.clone();
     let facts = deps::facts(&source, &lowered);
     let liveness = Liveness::of(&lowered);
@@ -119,6 +138,7 @@ pub fn compile(
         name,
         ebpf_insns: lowered.source_instructions,
         removed,
+        hoisted,
         lowered,
         schedule,
         superblocks,

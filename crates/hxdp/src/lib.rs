@@ -10,7 +10,7 @@
 //! - [`liveness`], [`deps`]: register liveness and dependences (Bernstein's conditions, memory
 //!   disambiguated by region and offset).
 //! - [`rename`], [`scheduler`]: register renaming and packing into rows with parallel branching;
-//!   [`compile`]: the whole compiler.
+//!   [`motion`]: code motion into earlier superblocks; [`compile`]: the whole compiler.
 //! - [`rom`]: Sephirot instruction ROM images of a schedule, and back.
 //! - [`sephirot`]: the cycle-level model of the core running a schedule on packets.
 //! - [`check`]: a schedule's static row rules, and the model against the interpreter.
@@ -25,6 +25,7 @@ pub mod deps;
 mod error;
 pub mod isa;
 pub mod liveness;
+pub mod motion;
 pub mod passes;
 pub mod perf;
 pub mod program;

@@ -8,7 +8,8 @@
 //! after the previous kept branch of its superblock (or the superblock's first row) to its
 //! branch's row; a taken jump pays [`Timing::taken_branch_penalty`] on top; an exit without early
 //! exit pays [`Timing::drain_cycles`]. The rows after a superblock's last kept branch go to the
-//! block holding its last source instruction (the one falling through to the next superblock).
+//! block holding its last source instruction (the one falling through to the next superblock;
+//! instructions code motion brought in from other blocks, [`crate::motion`], do not count).
 //! Blocks whose branch the compiler removed pay nothing of their own: their instructions' rows
 //! are paid by the block whose branch ends the stretch. Along every path through the schedule,
 //! the blocks' payments add up to the rows the path executes.
@@ -46,7 +47,11 @@ fn block_cycles(cfg: &Cfg, compiled: &Compiled, timing: &Timing) -> (Vec<f64>, V
         let mut last_block = None;
         for r in range.clone() {
             for (_, slot) in compiled.schedule.rows[r].filled() {
-                if let Some(b) = block_of(&slot.from) {
+                let moved_in = slot
+                    .from
+                    .first()
+                    .is_some_and(|s| compiled.hoisted.binary_search(s).is_ok());
+                if let Some(b) = block_of(&slot.from).filter(|_| !moved_in) {
                     last_block = Some(last_block.map_or(b, |l: usize| l.max(b)));
                 }
                 if !slot.insn.is_control() {

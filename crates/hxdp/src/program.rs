@@ -276,6 +276,45 @@ impl Lowered {
         }
     }
 
+    /// Moves instructions `moving` (in order; neither jumps nor exits) to just before instruction
+    /// `at`, or to the end of the program where `at` is its length. A jump to a moved instruction
+    /// goes on to the first instruction after it that stays; a jump to `at` enters the moved
+    /// instructions if `enters` (they move into the block `at` starts), and still goes to `at`
+    /// otherwise.
+    pub fn relocate(&mut self, moving: &[usize], at: usize, enters: bool) {
+        let n = self.insns.len();
+        let mut moved = vec![false; n];
+        for &x in moving {
+            moved[x] = true;
+        }
+        let mut order: Vec<usize> = Vec::with_capacity(n);
+        for i in 0..n {
+            if i == at {
+                order.extend_from_slice(moving);
+            }
+            if !moved[i] {
+                order.push(i);
+            }
+        }
+        if at == n {
+            order.extend_from_slice(moving);
+        }
+        let stays_from = |mut t: usize| {
+            while t < n && moved[t] {
+                t += 1;
+            }
+            t
+        };
+        let entry = moving.first().copied();
+        for l in &mut self.insns {
+            l.target = l.target.map(|t| match entry {
+                Some(first) if t == at && enters => first,
+                _ => stays_from(t),
+            });
+        }
+        self.permute(&order);
+    }
+
     /// Puts the instructions in the order `order` gives (old indices), jump targets following.
     fn permute(&mut self, order: &[usize]) {
         let mut new_index = vec![0usize; order.len()];

@@ -241,6 +241,7 @@ fn decode_row(words: &[u64], r: usize, number: usize, count: usize) -> Result<Ro
                 insn,
                 from: Vec::new(),
                 target,
+                order: None,
             },
         );
         lane += taken.max(1);

@@ -23,6 +23,10 @@ pub struct Slot {
     pub from: Vec<usize>,
     /// For a jump, the row it jumps to.
     pub target: Option<usize>,
+    /// Its place in the program the compiler scheduled: the order the rows keep along a path
+    /// (code motion can take an instruction ahead of source slots before it). `None` where
+    /// unknown, as in a ROM read back.
+    pub order: Option<usize>,
 }
 
 /// One VLIW instruction: a slot per lane, `None` where the lane is empty.
@@ -55,6 +59,7 @@ impl Row {
                 insn: high,
                 from: Vec::new(),
                 target: None,
+                order: None,
             });
         }
         if let Some(here) = self.slots.get_mut(lane) {

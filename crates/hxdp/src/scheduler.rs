@@ -476,6 +476,7 @@ fn assemble(
                     insn,
                     from: l.from.clone(),
                     target,
+                    order: Some(i),
                 },
             );
         }

@@ -193,6 +193,7 @@ pub fn one_per_row(lowered: &Lowered, lanes: usize) -> Schedule {
                 insn: l.insn,
                 from: l.from.clone(),
                 target: l.target.and_then(|t| row_of.get(t).copied()),
+                order: Some(i),
             },
         );
     }

@@ -66,9 +66,13 @@ pub fn variants(base: &CompileOptions) -> Vec<(String, CompileOptions)> {
     o.rename = false;
     configs.push(("no_rename".into(), o));
     let mut o = *base;
+    o.code_motion = false;
+    configs.push(("no_code_motion".into(), o));
+    let mut o = *base;
     o.passes = crate::passes::PassOptions::none();
     o.schedule.parallel_branching = false;
     o.rename = false;
+    o.code_motion = false;
     configs.push(("none".into(), o));
     configs
 }

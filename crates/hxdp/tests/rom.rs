@@ -23,16 +23,18 @@ fn bare(insn: HxInsn, target: Option<usize>) -> Option<Slot> {
         insn,
         from: Vec::new(),
         target,
+        order: None,
     })
 }
 
-/// The schedule with its source slots dropped and its jumps' own offsets set as the ROM holds
+/// The schedule with its source slots and program order dropped and its jumps' own offsets set as the ROM holds
 /// them: what reading a ROM gives back.
 fn as_read(schedule: &Schedule) -> Schedule {
     let mut s = schedule.clone();
     for (r, row) in s.rows.iter_mut().enumerate() {
         for slot in row.slots.iter_mut().flatten() {
             slot.from.clear();
+            slot.order = None;
             if let Some(t) = slot.target {
                 slot.insn = linerate_hxdp::rom::aim_jump(&slot.insn, r, t).unwrap();
             }

@@ -50,6 +50,7 @@ fn slot(insn: HxInsn, from: usize) -> Option<Slot> {
         insn,
         from: vec![from],
         target: None,
+        order: Some(from),
     })
 }
 
@@ -208,6 +209,7 @@ fn a_taken_jump_costs_its_penalty_and_a_large_packet_its_frames() {
         }),
         from: vec![0],
         target: Some(2),
+        order: Some(0),
     });
     let mut r1 = Row::empty(2);
     r1.slots[0] = slot(HxInsn::ExitWith(1), 1);
@@ -349,6 +351,7 @@ fn static_rules_write_write_helpers_and_targets() {
         }),
         from: vec![4],
         target: Some(9),
+        order: Some(4),
     });
     let s = Schedule {
         lanes: 4,
