@@ -96,6 +96,19 @@ pub fn compile(
     options: &CompileOptions,
 ) -> Result<Compiled, HxdpError> {
     let mut lowered = Lowered::new(object, program)?;
+    let lanes = options.schedule.lanes.max(1);
+    if let Some(wide) = lowered.insns.iter().find(|l| l.insn.lanes() > lanes) {
+        return Err(HxdpError::Unsupported {
+            program: object.programs[program].name.clone(),
+            slot: wide.from.first().copied().unwrap_or(0),
+            what: format!(
+                "`{}` with {lanes} lane(s): a 64-bit immediate load that does not fit one \
+                 word takes {}",
+                wide.insn,
+                wide.insn.lanes()
+            ),
+        });
+    }
     let source = SourceFacts::compute(object, program)?;
     let mut removed = run_passes(&mut lowered, &source, &options.passes);
     // Code a removed check guarded goes, then the jumps over it, which may strand more.

@@ -41,8 +41,9 @@ pub fn hoist(
     loop {
         let mut improved = false;
         let mut c = 1;
-        while c < program.blocks().len() {
-            for motion in motions(program, &facts, c) {
+        let mut shape = Shape::of(program);
+        while c < shape.graph.blocks.len() {
+            for motion in motions(program, &facts, &shape, c) {
                 let mut trial = program.clone();
                 motion.apply(&mut trial);
                 let trial_facts = deps::facts(source, &trial);
@@ -57,6 +58,7 @@ pub fn hoist(
                     );
                     *program = trial;
                     facts = trial_facts;
+                    shape = Shape::of(program);
                     improved = true;
                     break;
                 }
@@ -208,21 +210,39 @@ impl Graph {
             work.extend(self.successors[b].iter().copied().filter(|&s| s != c));
         }
         let region: Vec<usize> = (0..self.blocks.len()).filter(|&b| inside[b]).collect();
-        let entered_from_inside = |b: usize| {
-            self.predecessors[b]
-                .iter()
-                .all(|&p| p == a || inside[p])
-        };
-        (!region.is_empty() && region.iter().all(|&b| entered_from_inside(b)) && entered_from_inside(c))
-            .then_some(region)
+        let entered_from_inside =
+            |b: usize| self.predecessors[b].iter().all(|&p| p == a || inside[p]);
+        (!region.is_empty()
+            && region.iter().all(|&b| entered_from_inside(b))
+            && entered_from_inside(c))
+        .then_some(region)
+    }
+}
+
+/// What the motions of a program are decided on: its blocks, their dominators and liveness.
+struct Shape {
+    graph: Graph,
+    idom: Vec<Option<usize>>,
+    liveness: Liveness,
+}
+
+impl Shape {
+    fn of(program: &Lowered) -> Shape {
+        let graph = Graph::of(program);
+        let idom = graph.immediate_dominators();
+        Shape {
+            graph,
+            idom,
+            liveness: Liveness::of(program),
+        }
     }
 }
 
 /// The motions worth trying for block `c`: into its immediate dominator when they are control
 /// equivalent, or when `c` is the target of that block's branch and entered only from it.
-fn motions(program: &Lowered, facts: &[Facts], c: usize) -> Vec<Motion> {
-    let graph = Graph::of(program);
-    let Some(a) = graph.immediate_dominators().get(c).copied().flatten() else {
+fn motions(program: &Lowered, facts: &[Facts], shape: &Shape, c: usize) -> Vec<Motion> {
+    let graph = &shape.graph;
+    let Some(a) = shape.idom.get(c).copied().flatten() else {
         return Vec::new();
     };
     let (a_first, a_end) = graph.blocks[a];
@@ -251,8 +271,7 @@ fn motions(program: &Lowered, facts: &[Facts], c: usize) -> Vec<Motion> {
         && last + 1 < program.len()
     {
         let branch = &facts[last];
-        let live = Liveness::of(program);
-        let other_side: RegSet = live.live_in[last + 1];
+        let other_side: RegSet = shape.liveness.live_in[last + 1];
         let moving = movable(program, facts, c_first..c_end, vec![last], |f| {
             f.speculable_past(branch) && f.writes & other_side == 0
         });

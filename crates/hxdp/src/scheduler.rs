@@ -25,6 +25,8 @@ use std::ops::Range;
 use linerate_bpf::insn::regs::{members, RegSet};
 use linerate_bpf::insn::NUM_REGS;
 
+use linerate_analysis::Region;
+
 use crate::deps::{distance, Facts, Kind};
 use crate::liveness::Liveness;
 use crate::program::Lowered;
@@ -305,7 +307,7 @@ fn place_superblock(
     rows: &mut Vec<Building>,
     at: &mut [Option<(usize, usize)>],
 ) {
-    let mut placed: Vec<usize> = Vec::new();
+    let mut placed = Placed::default();
     // Branches placed so far: (row, lane, registers live where it goes, the branch).
     let mut branches: Vec<(usize, usize, RegSet, usize)> = Vec::new();
     // Registers read by the instructions after each one of the superblock: a lane whose previous
@@ -342,7 +344,8 @@ fn place_superblock(
                 earliest = earliest.max(block_rows_max);
             }
             let width = insn.lanes();
-            let mut row = earliest;
+            let needs = Needs::of(facts, &placed.related(facts, i), at, i);
+            let mut row = earliest.max(needs.row);
             let lane = loop {
                 while rows.len() <= row {
                     rows.push(Building {
@@ -350,6 +353,10 @@ fn place_superblock(
                         high: vec![false; lanes],
                         call: false,
                     });
+                }
+                if rows[row].lanes.iter().all(Option::is_some) {
+                    row += 1;
+                    continue;
                 }
                 let reserved: Vec<bool> = (0..lanes)
                     .map(|l| {
@@ -359,8 +366,8 @@ fn place_superblock(
                     })
                     .collect();
                 if let Some(lane) = free_lane(
-                    program, facts, &placed, at, &rows[row], row, i, width, entry, start,
-                    &branches, control, &reserved,
+                    program, facts, &needs, &rows[row], row, i, width, entry, start, &branches,
+                    control, &reserved,
                 ) {
                     break lane;
                 }
@@ -374,7 +381,7 @@ fn place_superblock(
                 rows[row].call = true;
             }
             at[i] = Some((row, lane));
-            placed.push(i);
+            placed.push(facts, i);
             block_rows_max = block_rows_max.max(row);
             if control {
                 let live = program.insns[i].target.map_or(0, |t| liveness.live_in[t]);
@@ -384,14 +391,162 @@ fn place_superblock(
     }
 }
 
+/// The instructions of a superblock placed so far, indexed so that an instruction's dependences
+/// are found without a look at every one of them.
+///
+/// Of the writers of a register, only the last placed can bind a later instruction: writers keep
+/// their order a row apart, so an earlier writer is always further away than the last. Likewise
+/// only the readers since the last writer bind a later writer. Memory dependences, faults and
+/// effects concern only memory accesses and calls. Two loads never depend on each other but
+/// through registers. An access to a known stack slot can neither fault nor act outside the
+/// program, so it concerns only calls, accesses the analysis could not place, and accesses to
+/// the same stack bytes (found by byte).
+#[derive(Default)]
+struct Placed {
+    last_writer: [Option<usize>; NUM_REGS],
+    readers_since: [Vec<usize>; NUM_REGS],
+    /// Accesses outside known stack slots, and calls: loads, then stores and calls.
+    loads: Vec<usize>,
+    writes_memory: Vec<usize>,
+    /// Accesses to known stack slots: every one, and by (frame depth, byte) loads and stores.
+    stack: Vec<usize>,
+    stack_bytes: std::collections::HashMap<(u8, i128), (Vec<usize>, Vec<usize>)>,
+}
+
+/// The frame and bytes of an access to a known stack slot.
+fn stack_slot(f: &Facts) -> Option<(u8, std::ops::Range<i128>)> {
+    match f.kind {
+        Kind::Load(p) | Kind::Store(p) => match (p.region, p.bytes) {
+            (Some(Region::Stack { depth: Some(d) }), Some((lo, hi))) if hi - lo <= 64 => {
+                Some((d, lo..hi))
+            }
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+impl Placed {
+    fn push(&mut self, facts: &[Facts], i: usize) {
+        let f = &facts[i];
+        for r in members(f.reads) {
+            self.readers_since[r].push(i);
+        }
+        for r in members(f.writes) {
+            self.last_writer[r] = Some(i);
+            self.readers_since[r].clear();
+        }
+        if let Some((depth, bytes)) = stack_slot(f) {
+            self.stack.push(i);
+            for b in bytes {
+                let (loads, stores) = self.stack_bytes.entry((depth, b)).or_default();
+                match f.kind {
+                    Kind::Load(_) => loads.push(i),
+                    _ => stores.push(i),
+                }
+            }
+            return;
+        }
+        match f.kind {
+            Kind::Load(_) => self.loads.push(i),
+            Kind::Store(_) | Kind::Call => self.writes_memory.push(i),
+            Kind::Pure | Kind::Control => {}
+        }
+    }
+
+    /// The placed instructions instruction `i` may depend on (some more than once).
+    fn related(&self, facts: &[Facts], i: usize) -> Vec<usize> {
+        let f = &facts[i];
+        let mut out: Vec<usize> = members(f.reads | f.writes)
+            .filter_map(|r| self.last_writer[r])
+            .collect();
+        for r in members(f.writes) {
+            out.extend_from_slice(&self.readers_since[r]);
+        }
+        if matches!(f.kind, Kind::Pure | Kind::Control) {
+            return out;
+        }
+        let is_load = matches!(f.kind, Kind::Load(_));
+        // Calls and the accesses not placed in a known stack slot.
+        out.extend(
+            self.writes_memory
+                .iter()
+                .copied()
+                .filter(|&p| stack_slot(f).is_none() || !placed_elsewhere(&facts[p])),
+        );
+        if !is_load {
+            out.extend(
+                self.loads
+                    .iter()
+                    .copied()
+                    .filter(|&p| stack_slot(f).is_none() || !placed_elsewhere(&facts[p])),
+            );
+        }
+        match stack_slot(f) {
+            Some((depth, bytes)) => {
+                for b in bytes {
+                    if let Some((loads, stores)) = self.stack_bytes.get(&(depth, b)) {
+                        out.extend_from_slice(stores);
+                        if !is_load {
+                            out.extend_from_slice(loads);
+                        }
+                    }
+                }
+            }
+            None => out.extend_from_slice(&self.stack),
+        }
+        out
+    }
+}
+
+/// Whether an access is placed by the analysis in a region other than the stack (so that it
+/// cannot touch a stack slot; calls and unplaced accesses can).
+fn placed_elsewhere(f: &Facts) -> bool {
+    match f.kind {
+        Kind::Load(p) | Kind::Store(p) => {
+            p.region.is_some() && !matches!(p.region, Some(Region::Stack { .. }))
+        }
+        _ => false,
+    }
+}
+
+/// What the instructions placed before it require of an instruction's row and lane.
+struct Needs {
+    /// The first row its dependences allow.
+    row: usize,
+    /// Rows at which it must sit in a given lane, to read a forwarded register: (row, lane).
+    forwarded: Vec<(usize, usize)>,
+}
+
+impl Needs {
+    /// The needs of instruction `i` given the instructions `placed` (at `at`) before it that it
+    /// may depend on.
+    fn of(facts: &[Facts], placed: &[usize], at: &[Option<(usize, usize)>], i: usize) -> Needs {
+        let mut needs = Needs {
+            row: 0,
+            forwarded: Vec::new(),
+        };
+        for &p in placed {
+            let Some((prow, plane)) = at[p] else { continue };
+            let Some(d) = distance(&facts[p], &facts[i]) else {
+                continue;
+            };
+            needs.row = needs.row.max(prow + d.rows);
+            if d.forwarded {
+                needs.forwarded.push((prow + d.rows, plane));
+            }
+        }
+        needs
+    }
+}
+
 /// The first lane of `building` (absolute row `row`) where instruction `i` may go, if any; lanes
 /// `reserved` marks are tried last.
 #[allow(clippy::too_many_arguments)]
 fn free_lane(
     program: &Lowered,
     facts: &[Facts],
-    placed: &[usize],
-    at: &[Option<(usize, usize)>],
+    needs: &Needs,
     building: &Building,
     row: usize,
     i: usize,
@@ -406,17 +561,13 @@ fn free_lane(
     if program.insns[i].insn.is_call() && building.call {
         return None;
     }
+    if row < needs.row {
+        return None;
+    }
     // Lanes the dependences force at this row (forwarded reads).
     let mut forced: Option<usize> = None;
-    for &p in placed {
-        let Some((prow, plane)) = at[p] else { continue };
-        let Some(d) = distance(&facts[p], &facts[i]) else {
-            continue;
-        };
-        if row < prow + d.rows {
-            return None;
-        }
-        if d.forwarded && row == prow + d.rows {
+    for &(at_row, plane) in &needs.forwarded {
+        if at_row == row {
             match forced {
                 Some(l) if l != plane => return None,
                 _ => forced = Some(plane),
@@ -435,14 +586,12 @@ fn free_lane(
         0
     };
     // Unforced, a lane kept for a forwarded read comes last.
-    let candidates: Vec<usize> = match forced {
-        Some(l) => vec![l],
-        None => {
-            let (free, kept): (Vec<usize>, Vec<usize>) = (0..lanes).partition(|&l| !reserved[l]);
-            free.into_iter().chain(kept).collect()
-        }
-    };
-    candidates.into_iter().find(|&lane| {
+    let unreserved = (0..lanes).filter(|&l| !reserved[l]);
+    let kept = (0..lanes).filter(|&l| reserved[l]);
+    let mut candidates = unreserved
+        .chain(kept)
+        .filter(|&l| forced.is_none_or(|f| f == l));
+    candidates.find(|&lane| {
         lane >= min_lane
             && lane + width <= lanes
             && (lane..lane + width).all(|l| building.lanes[l].is_none() && !building.high[l])
