@@ -288,11 +288,11 @@ impl Lowered {
             moved[x] = true;
         }
         let mut order: Vec<usize> = Vec::with_capacity(n);
-        for i in 0..n {
+        for (i, &gone) in moved.iter().enumerate() {
             if i == at {
                 order.extend_from_slice(moving);
             }
-            if !moved[i] {
+            if !gone {
                 order.push(i);
             }
         }
