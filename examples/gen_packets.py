@@ -917,6 +917,16 @@ def gen_hxdp_tx():
     write("xdp_hxdp_tx", "xdp_hxdp_tx", P)
 
 
+def gen_hxdp_redirect():
+    P = [
+        (REDIRECT, "IPv4 UDP: MACs swapped, redirected", eth(ETH_IP, IPV4_UDP)),
+        (REDIRECT, "ARP: MACs swapped, redirected", arp()),
+        (REDIRECT, "IPv6 UDP: MACs swapped, redirected", eth(ETH_IP6, IPV6_UDP)),
+        (REDIRECT, "bare Ethernet header (14 bytes): redirected", eth(ETH_IP, src=mac("00:1b:21:0a:0b:0c"))),
+    ]
+    write("xdp_hxdp_redirect", "xdp_hxdp_redirect", P)
+
+
 # xdp_simple_firewall.c reads the input port from the source MAC's locally administered bit.
 MAC_INTERNAL = MAC_CLIENT                 # 02:00:00:00:00:01, locally administered
 MAC_EXTERNAL = mac("00:1b:21:0a:0b:0c")   # universally administered
@@ -984,7 +994,7 @@ if __name__ == "__main__":
     for g in (gen_filter, gen_reflector, gen_router, gen_firewall, gen_cms, gen_dns, gen_quic_v4, gen_quic_v6,
               gen_ipip, gen_transcoder, gen_path_explosion, gen_tailcall, gen_rodata, gen_redirect, gen_v4_ops,
               gen_legacy, gen_cms_nfp, gen_dns_nfp, gen_quic_nfp, gen_transcoder_nfp,
-              gen_path_explosion_nfp, gen_hxdp_drop, gen_hxdp_tx, gen_simple_firewall):
+              gen_path_explosion_nfp, gen_hxdp_drop, gen_hxdp_tx, gen_hxdp_redirect, gen_simple_firewall):
         g()
     import gen_mixed
     gen_mixed.generate()

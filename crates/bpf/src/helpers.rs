@@ -272,6 +272,27 @@ pub const BOUND_TO_MAP_OPS: [u32; 8] = [
     id::FOR_EACH_MAP_ELEM,
 ];
 
+/// How many of r1–r5 helper `id` reads as arguments, from its prototype in the UAPI header
+/// `linux/bpf.h`, for the helpers linerate's semantics runs; `None` for the others (read as all
+/// five). The verifier checks only these, so a caller need not set the rest.
+pub fn argument_count(id: u32) -> Option<usize> {
+    let count = match id {
+        id::KTIME_GET_NS | id::GET_PRANDOM_U32 | id::GET_SMP_PROCESSOR_ID => 0,
+        id::KTIME_GET_BOOT_NS => 0,
+        id::SPIN_LOCK | id::SPIN_UNLOCK | id::XDP_GET_BUFF_LEN => 1,
+        id::MAP_LOOKUP_ELEM | id::MAP_DELETE_ELEM | id::REDIRECT => 2,
+        id::XDP_ADJUST_HEAD | id::XDP_ADJUST_META | id::XDP_ADJUST_TAIL => 2,
+        id::MAP_POP_ELEM | id::MAP_PEEK_ELEM => 2,
+        id::RINGBUF_SUBMIT | id::RINGBUF_DISCARD | id::RINGBUF_QUERY => 2,
+        id::TAIL_CALL | id::REDIRECT_MAP | id::MAP_PUSH_ELEM | id::RINGBUF_RESERVE => 3,
+        id::MAP_UPDATE_ELEM | id::FIB_LOOKUP | id::RINGBUF_OUTPUT => 4,
+        id::XDP_LOAD_BYTES | id::XDP_STORE_BYTES | id::LOOP | id::FOR_EACH_MAP_ELEM => 4,
+        id::TRACE_PRINTK | id::PERF_EVENT_OUTPUT | id::CSUM_DIFF | id::CHECK_MTU => 5,
+        _ => return None,
+    };
+    Some(count)
+}
+
 /// The name of helper `id`, or `"unknown"`.
 pub fn helper_name(id: u32) -> &'static str {
     HELPER_NAMES.get(id as usize).copied().unwrap_or("unknown")
@@ -296,6 +317,10 @@ mod tests {
         assert_eq!(helper_name(44), "xdp_adjust_head");
         assert_eq!(helper_id("bpf_fib_lookup"), Some(69));
         assert_eq!(helper_name(100_000), "unknown");
+        assert_eq!(argument_count(id::REDIRECT), Some(2));
+        assert_eq!(argument_count(id::MAP_UPDATE_ELEM), Some(4));
+        assert_eq!(argument_count(id::KTIME_GET_NS), Some(0));
+        assert_eq!(argument_count(100_000), None);
         for (n, name) in [
             (id::MAP_LOOKUP_ELEM, "map_lookup_elem"),
             (id::MAP_UPDATE_ELEM, "map_update_elem"),

@@ -30,7 +30,9 @@
 use std::fmt;
 
 use linerate_bpf::insn::regs::RegSet;
-use linerate_bpf::insn::{pseudo, AluOp, Imm64, Instruction, Operand, RawInsn, Reg, Size};
+use linerate_bpf::insn::{
+    pseudo, AluOp, CallTarget, Imm64, Instruction, Operand, RawInsn, Reg, Size,
+};
 use linerate_bpf::insn::{FRAME_POINTER, NUM_REGS};
 
 /// The offset that marks the first word of a 64-bit immediate load taking two lanes.
@@ -119,9 +121,16 @@ fn bit(r: Reg) -> RegSet {
 }
 
 impl HxInsn {
-    /// Registers the instruction reads.
+    /// Registers the instruction reads: a helper call only its arguments (the helper module
+    /// takes no others, §4.1.4).
     pub fn reads(&self) -> RegSet {
         match *self {
+            HxInsn::Ebpf(Instruction::Call(CallTarget::Helper(id))) => {
+                match linerate_bpf::helpers::argument_count(id) {
+                    Some(n) => (1..=n).fold(0, |acc, r| acc | bit(r as Reg)),
+                    None => Instruction::Call(CallTarget::Helper(id)).reads(),
+                }
+            }
             HxInsn::Ebpf(insn) => insn.reads(),
             HxInsn::Alu3 { src, .. } | HxInsn::Load48 { src, .. } => bit(src),
             HxInsn::Store48 { dst, src, .. } => bit(dst) | bit(src),
