@@ -328,17 +328,11 @@ fn compile_program(args: &CompileArgs) -> Result<()> {
         None => None,
     };
     let text = if args.json {
-        let mut out = json!({
-            "program": compiled.name,
-            "ebpf_insns": compiled.ebpf_insns,
-            "removed": compiled.removed,
-            "vliw_rows": compiled.schedule.rows.len(),
-            "static_ipc": compiled.schedule.static_ipc(),
-            "lanes": compiled.schedule.lanes,
-            "compile_ms": compile_ms,
-            "rows": rows_json(&compiled),
-            "worst_case": worst,
-        });
+        let mut out = serde_json::to_value(compiled.summary())?;
+        out["program"] = json!(compiled.name);
+        out["compile_ms"] = json!(compile_ms);
+        out["rows"] = rows_json(&compiled);
+        out["worst_case"] = worst.clone();
         if let Some((_, sim, comparison)) = &simulation {
             out["simulation"] = simulation_json(sim);
             out["simulation"]["packets_checked"] = json!(comparison.packets_checked);
@@ -409,13 +403,14 @@ fn summary_text(
         .collect();
     let rows = compiled.schedule.rows.len();
     let mut out = format!(
-        "{} ({}) on hXDP, {} lanes\n  eBPF instructions: {} -> {} after the passes ({})\n  VLIW rows: {rows} ({:.2}x fewer than eBPF instructions), static IPC {:.2}, compiled in {compile_ms:.1} ms\n",
+        "{} ({}) on hXDP, {} lanes\n  eBPF instructions: {} -> {} after the passes ({}); {} moved up into an earlier superblock\n  VLIW rows: {rows} ({:.2}x fewer than eBPF instructions), static IPC {:.2}, compiled in {compile_ms:.1} ms\n",
         compiled.name,
         source.display(),
         compiled.schedule.lanes,
         compiled.ebpf_insns,
         compiled.lowered.len(),
         removed.join(", "),
+        compiled.hoisted.len(),
         compiled.ebpf_insns as f64 / rows.max(1) as f64,
         compiled.schedule.static_ipc(),
     );

@@ -78,9 +78,9 @@ mod small {
     //! Each pass on small hand-written programs: what it removes, and what it must keep.
 
     use linerate_bpf::insn::build::{
-        add64, alu64, exit, jmp, jmp_reg, ldx, mov64, mov64_reg, st, stx,
+        add64, alu64, call_helper, exit, jmp, jmp_reg, ldx, mov32_reg, mov64, mov64_reg, st, stx,
     };
-    use linerate_bpf::insn::{AluOp, Cond, Instruction, Size};
+    use linerate_bpf::insn::{AluOp, Cond, Instruction, Operand, Size};
     use linerate_bpf::Object;
     use linerate_hxdp::isa::HxInsn;
     use linerate_hxdp::passes::{run_passes, PassOptions, Removed};
@@ -326,6 +326,88 @@ mod small {
             exit(),
         ];
         assert_eq!(run(&multiply, only("three_operand")).1["three_operand"], 0);
+    }
+
+    #[test]
+    fn three_operand_fuses_32_bit_forms_where_they_agree() {
+        let alu32 = |op, dst, imm| Instruction::Alu {
+            wide: false,
+            op,
+            dst,
+            src: Operand::Imm(imm),
+        };
+        let fused = |insns: &[Instruction]| {
+            let (l, removed) = run(insns, only("three_operand"));
+            (removed["three_operand"], ebpf(&l)[0])
+        };
+        // A 32-bit move and a 32-bit shift: the 32-bit form.
+        let (n, first) = fused(&[
+            mov32_reg(2, 1),
+            alu32(AluOp::Rsh, 2, 13),
+            mov64_reg(0, 2),
+            exit(),
+        ]);
+        assert_eq!(n, 1);
+        assert!(matches!(
+            first,
+            HxInsn::Alu3 {
+                wide: false,
+                op: AluOp::Rsh,
+                imm: 13,
+                ..
+            }
+        ));
+        // A 32-bit AND with a non-negative mask: the 64-bit AND, which agrees.
+        let (n, first) = fused(&[
+            mov32_reg(2, 1),
+            alu32(AluOp::And, 2, 0xf),
+            mov64_reg(0, 2),
+            exit(),
+        ]);
+        assert_eq!(n, 1);
+        assert!(matches!(
+            first,
+            HxInsn::Alu3 {
+                wide: true,
+                op: AluOp::And,
+                imm: 0xf,
+                ..
+            }
+        ));
+        // A negative mask keeps the upper half in the 64-bit AND: not fused.
+        let negative = [
+            mov32_reg(2, 1),
+            alu32(AluOp::And, 2, -16),
+            mov64_reg(0, 2),
+            exit(),
+        ];
+        assert_eq!(fused(&negative).0, 0);
+        // A 32-bit move followed by a 64-bit operation: the operation sees the cleared half.
+        let widened = [mov32_reg(2, 1), add64(2, 1), mov64_reg(0, 2), exit()];
+        assert_eq!(fused(&widened).0, 0);
+    }
+
+    #[test]
+    fn a_helper_reads_only_its_arguments() {
+        // A MAC swap through r3 and r4 right before bpf_redirect(ifindex, flags): the helper
+        // takes r1 and r2 only, so the swap's registers are dead and it fuses.
+        let swap_then_redirect = [
+            ldx(Size::W, 1, 1, 0),
+            ldx(Size::W, 3, 1, 6),
+            ldx(Size::H, 4, 1, 10),
+            ldx(Size::W, 5, 1, 0),
+            ldx(Size::H, 2, 1, 4),
+            stx(Size::W, 1, 0, 3),
+            stx(Size::H, 1, 4, 4),
+            stx(Size::W, 1, 6, 5),
+            stx(Size::H, 1, 10, 2),
+            mov64(1, 1),
+            mov64(2, 0),
+            call_helper(linerate_bpf::helpers::id::REDIRECT),
+            exit(),
+        ];
+        let (_, removed) = run(&swap_then_redirect, only("six_byte"));
+        assert_eq!(removed["six_byte"], 4, "two copies of two pieces each fuse");
     }
 
     #[test]
