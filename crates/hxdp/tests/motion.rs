@@ -4,9 +4,7 @@
 //! stays where it is.
 
 use linerate_bpf::contents::MapSeed;
-use linerate_bpf::insn::build::{
-    add64, add64_reg, exit, ja, jmp, jmp_reg, ldx, mov64, mov64_reg,
-};
+use linerate_bpf::insn::build::{add64, add64_reg, exit, ja, jmp, jmp_reg, ldx, mov64, mov64_reg};
 use linerate_bpf::insn::{Cond, Instruction, Size};
 use linerate_bpf::Object;
 use linerate_hxdp::check::check;
