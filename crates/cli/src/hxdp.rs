@@ -72,6 +72,9 @@ pub struct CompileArgs {
     /// Keep constants stored through a register (a linerate addition).
     #[arg(long)]
     pub no_constant_store: bool,
+    /// Keep stack reloads as loads (a linerate addition).
+    #[arg(long)]
+    pub no_reload: bool,
     /// No 6-byte loads and stores (§3.2).
     #[arg(long)]
     pub no_six_byte: bool,
@@ -170,6 +173,7 @@ impl CompileArgs {
                 bounds: !self.no_bounds,
                 zeroing: !self.no_zeroing,
                 constant_store: !self.no_constant_store,
+                reload: !self.no_reload,
                 six_byte: !self.no_six_byte,
                 three_operand: !self.no_three_operand,
                 exit: !self.no_exit,

@@ -14,13 +14,15 @@
 //! when a proof fails the instruction stays.
 //!
 //! Passes, in the order [`run_passes`] runs them (each can be turned off, for the ablation of the
-//! paper's Fig. 7): [`bounds`], [`zeroing`], [`six_byte`], [`three_operand`], [`exit`]. Each
+//! paper's Fig. 7): [`bounds`], [`zeroing`], [`constant_store`], [`reload`], [`six_byte`],
+//! [`three_operand`], [`exit`] (`constant_store` and `reload` are linerate's). Each
 //! returns how many source instructions it removed (a fusion of k instructions into one removes
 //! k − 1).
 
 mod bounds;
 mod constant_store;
 mod exit;
+mod reload;
 mod six_byte;
 mod three_operand;
 mod zeroing;
@@ -35,10 +37,11 @@ pub use crate::liveness::live_out;
 use crate::source::SourceFacts;
 
 /// The passes' names, in the order they run.
-pub const PASS_NAMES: [&str; 6] = [
+pub const PASS_NAMES: [&str; 7] = [
     "bounds",
     "zeroing",
     "constant_store",
+    "reload",
     "six_byte",
     "three_operand",
     "exit",
@@ -53,6 +56,8 @@ pub struct PassOptions {
     pub zeroing: bool,
     /// Store constants as immediates instead of through a register (a linerate addition).
     pub constant_store: bool,
+    /// Reload what a store put in a stack slot from its register (a linerate addition).
+    pub reload: bool,
     /// Fuse 6-byte copies into `Load48` + `Store48` (§3.2).
     pub six_byte: bool,
     /// Fuse `rD = rS; rD op= imm` into `rD = rS op imm` (§3.2).
@@ -67,6 +72,7 @@ impl Default for PassOptions {
             bounds: true,
             zeroing: true,
             constant_store: true,
+            reload: true,
             six_byte: true,
             three_operand: true,
             exit: true,
@@ -81,6 +87,7 @@ impl PassOptions {
             bounds: false,
             zeroing: false,
             constant_store: false,
+            reload: false,
             six_byte: false,
             three_operand: false,
             exit: false,
@@ -93,6 +100,7 @@ impl PassOptions {
             "bounds" => &mut self.bounds,
             "zeroing" => &mut self.zeroing,
             "constant_store" => &mut self.constant_store,
+            "reload" => &mut self.reload,
             "six_byte" => &mut self.six_byte,
             "three_operand" => &mut self.three_operand,
             "exit" => &mut self.exit,
@@ -119,7 +127,7 @@ pub type Removed = BTreeMap<&'static str, usize>;
 /// analysis of that program, speaks).
 pub fn run_passes(lowered: &mut Lowered, facts: &SourceFacts, options: &PassOptions) -> Removed {
     let mut removed: Removed = PASS_NAMES.iter().map(|&n| (n, 0)).collect();
-    let runs: [(&'static str, bool, Pass); 6] = [
+    let runs: [(&'static str, bool, Pass); 7] = [
         ("bounds", options.bounds, bounds::run),
         ("zeroing", options.zeroing, zeroing::run),
         (
@@ -127,6 +135,7 @@ pub fn run_passes(lowered: &mut Lowered, facts: &SourceFacts, options: &PassOpti
             options.constant_store,
             constant_store::run,
         ),
+        ("reload", options.reload, reload::run),
         ("six_byte", options.six_byte, six_byte::run),
         ("three_operand", options.three_operand, three_operand::run),
         ("exit", options.exit, exit::run),

@@ -411,6 +411,44 @@ mod small {
     }
 
     #[test]
+    fn a_reload_of_a_spilled_register_reads_the_register() {
+        // r2 (a byte: it fits any slot) spilled, a branch, reloaded into r3 and into r2.
+        let spill = |reload_into: u8, between: Instruction| {
+            vec![
+                ldx(Size::W, 6, 1, 0),
+                ldx(Size::B, 2, 6, 0),
+                stx(Size::W, 10, -8, 2),
+                jmp(Cond::Eq, 2, 17, 2),
+                between,
+                ldx(Size::W, reload_into, 10, -8),
+                mov64_reg(0, reload_into),
+                exit(),
+            ]
+        };
+        let nothing = mov64(4, 1);
+        let (l, removed) = run(&spill(3, nothing), only("reload"));
+        assert_eq!(removed["reload"], 0);
+        assert_eq!(ebpf(&l)[5], HxInsn::Ebpf(mov64_reg(3, 2)), "{:?}", ebpf(&l));
+        // Into its own register, the reload is nothing at all.
+        let (l, removed) = run(&spill(2, nothing), only("reload"));
+        assert_eq!(removed["reload"], 1);
+        assert_eq!(l.len(), 7);
+        // A helper in between may write the slot through a pointer: the load stays.
+        let helper = call_helper(linerate_bpf::helpers::id::KTIME_GET_NS);
+        let (l, _) = run(&spill(3, helper), only("reload"));
+        assert!(matches!(
+            ebpf(&l)[5],
+            HxInsn::Ebpf(Instruction::Load { .. })
+        ));
+        // So does one whose register changed since the store.
+        let (l, _) = run(&spill(3, mov64(2, 9)), only("reload"));
+        assert!(matches!(
+            ebpf(&l)[5],
+            HxInsn::Ebpf(Instruction::Load { .. })
+        ));
+    }
+
+    #[test]
     fn exit_takes_its_action() {
         let (l, removed) = run(&[mov64(0, 2), exit()], only("exit"));
         assert_eq!(removed["exit"], 1);
