@@ -11,7 +11,7 @@
  *
  * Maps: none. Helpers: bpf_redirect.
  */
-#include "xdp_common.h"
+#include "hxdp_mac_swap.h"
 
 #define OUT_IFINDEX 1
 
@@ -24,16 +24,6 @@ int xdp_hxdp_redirect(struct xdp_md *ctx)
 	if (data + sizeof(struct ethhdr) > data_end)
 		return XDP_DROP;
 
-	/* As in xdp_hxdp_tx: three 16-bit words per address. */
-	__u16 *dst = data;
-	__u16 *src = data + ETH_ALEN;
-	__u16 d0 = dst[0], d1 = dst[1], d2 = dst[2];
-
-	dst[0] = src[0];
-	dst[1] = src[1];
-	dst[2] = src[2];
-	src[0] = d0;
-	src[1] = d1;
-	src[2] = d2;
+	swap_macs(data);
 	return bpf_redirect(OUT_IFINDEX, 0);
 }

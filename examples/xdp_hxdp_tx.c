@@ -12,7 +12,7 @@
  *
  * Maps: none. Helpers: none.
  */
-#include "xdp_common.h"
+#include "hxdp_mac_swap.h"
 
 SEC("xdp")
 int xdp_hxdp_tx(struct xdp_md *ctx)
@@ -23,18 +23,6 @@ int xdp_hxdp_tx(struct xdp_md *ctx)
 	if (data + sizeof(struct ethhdr) > data_end)
 		return XDP_DROP;
 
-	/* The two addresses as three 16-bit words each: XDP frames start 2-byte aligned, and
-	 * word moves keep the program as small as the paper's (a byte-wise memcpy is 50
-	 * instructions). */
-	__u16 *dst = data;
-	__u16 *src = data + ETH_ALEN;
-	__u16 d0 = dst[0], d1 = dst[1], d2 = dst[2];
-
-	dst[0] = src[0];
-	dst[1] = src[1];
-	dst[2] = src[2];
-	src[0] = d0;
-	src[1] = d1;
-	src[2] = d2;
+	swap_macs(data);
 	return XDP_TX;
 }

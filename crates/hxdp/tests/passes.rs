@@ -340,40 +340,27 @@ mod small {
             let (l, removed) = run(insns, only("three_operand"));
             (removed["three_operand"], ebpf(&l)[0])
         };
-        // A 32-bit move and a 32-bit shift: the 32-bit form.
-        let (n, first) = fused(&[
-            mov32_reg(2, 1),
-            alu32(AluOp::Rsh, 2, 13),
-            mov64_reg(0, 2),
-            exit(),
-        ]);
-        assert_eq!(n, 1);
-        assert!(matches!(
-            first,
-            HxInsn::Alu3 {
-                wide: false,
-                op: AluOp::Rsh,
-                imm: 13,
-                ..
-            }
-        ));
-        // A 32-bit AND with a non-negative mask: the 64-bit AND, which agrees.
-        let (n, first) = fused(&[
-            mov32_reg(2, 1),
-            alu32(AluOp::And, 2, 0xf),
-            mov64_reg(0, 2),
-            exit(),
-        ]);
-        assert_eq!(n, 1);
-        assert!(matches!(
-            first,
-            HxInsn::Alu3 {
-                wide: true,
-                op: AluOp::And,
-                imm: 0xf,
-                ..
-            }
-        ));
+        // A 32-bit move and a 32-bit shift: the 32-bit form. A 32-bit AND with a non-negative
+        // mask: the 64-bit AND, which agrees.
+        for (op, imm, wide_form) in [(AluOp::Rsh, 13, false), (AluOp::And, 0xf, true)] {
+            let (n, first) = fused(&[
+                mov32_reg(2, 1),
+                alu32(op, 2, imm),
+                mov64_reg(0, 2),
+                exit(),
+            ]);
+            assert_eq!(n, 1);
+            assert_eq!(
+                first,
+                HxInsn::Alu3 {
+                    wide: wide_form,
+                    op,
+                    dst: 2,
+                    src: 1,
+                    imm
+                }
+            );
+        }
         // A negative mask keeps the upper half in the 64-bit AND: not fused.
         let negative = [
             mov32_reg(2, 1),
