@@ -1,7 +1,7 @@
 //! Declarations: types, constants, externs, architecture block types, parsers, controls, actions,
 //! tables and instances. Every declaration that names a type registers it for type-name feedback.
 
-use super::Parser;
+use super::{Parser, MAX_STACK, MAX_WIDTH_BITS};
 use crate::ast::{
     ActionCall, ActionDecl, Aggregate, BlockType, ConstDecl, ControlDecl, Decl, DefaultAction,
     Direction, Entry, EnumDecl, ExternDecl, Field, Ident, Instance, Local, MemberList, MethodDecl,
@@ -10,11 +10,6 @@ use crate::ast::{
 };
 use crate::error::{ErrorKind, P4Error};
 use crate::lexer::{decode_int, Tok};
-
-/// Largest `bit<N>`/`int<N>` accepted: values are held in 128 bits.
-pub const MAX_WIDTH: u32 = 128;
-/// Largest header stack accepted.
-pub const MAX_STACK: u32 = 256;
 
 impl Parser<'_> {
     /// One top-level declaration.
@@ -147,7 +142,7 @@ impl Parser<'_> {
     /// `<N>` of `bit<N>` / `int<N>`.
     fn width(&mut self) -> Result<u32, P4Error> {
         self.expect(Tok::Lt, "'<'")?;
-        let width = self.small_number("a width", 1, MAX_WIDTH)?;
+        let width = self.small_number("a width", 1, MAX_WIDTH_BITS)?;
         self.expect(Tok::Gt, "'>' closing the width")?;
         Ok(width)
     }

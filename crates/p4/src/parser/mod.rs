@@ -22,6 +22,12 @@ use std::path::{Path, PathBuf};
 /// The architecture file, embedded so that `#include <xdp.p4>` works wherever the program is.
 pub const XDP_ARCH: &str = include_str!("../../arch/xdp.p4");
 
+/// Largest `bit<N>`/`int<N>` accepted: values are held in 128 bits.
+pub const MAX_WIDTH_BITS: u32 = 128;
+
+/// Largest header stack accepted.
+pub const MAX_STACK: u32 = 256;
+
 /// Deepest nesting of expressions, statements and blocks accepted; deeper input is refused
 /// rather than risking the stack of the parser, the checker or later tree walks.
 pub const MAX_DEPTH: usize = 128;
