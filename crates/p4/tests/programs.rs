@@ -1,11 +1,13 @@
 //! The shipped P4 programs parse and check, and their ASTs say what the programs say.
 
-use linerate_p4::ast::{Decl, Keyset, Transition, TypeRef};
+use linerate_p4::ast::{ExprKind, Keyset, Stmt, Transition};
 use linerate_p4::{load, Checked, Type};
 use std::path::PathBuf;
 
 fn example(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples/p4").join(name)
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../examples/p4")
+        .join(name)
 }
 
 fn checked(name: &str) -> Checked {
@@ -15,14 +17,229 @@ fn checked(name: &str) -> Checked {
     }
 }
 
-#[test]
-fn l3_fwd_checks() {
-    let c = checked("l3_fwd.p4");
-    assert_eq!(c.pipeline.parser, "L3Parser");
+fn field_widths(c: &Checked, header: &str) -> Vec<(String, u32)> {
+    c.header(header)
+        .map(|l| {
+            l.fields
+                .iter()
+                .map(|f| (f.name.clone(), f.ty.scalar_width().unwrap_or(0)))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// `(keysets as text, next state)` of a state's select, or the direct target.
+fn transitions(c: &Checked, state: &str) -> Vec<(String, String)> {
+    let Some(parser) = c.parser() else {
+        return Vec::new();
+    };
+    let Some(state) = parser.state(state) else {
+        return Vec::new();
+    };
+    let text = |span: linerate_p4::Span| {
+        c.sources
+            .file(span.file)
+            .and_then(|f| f.text.get(span.start as usize..span.end as usize))
+            .unwrap_or("")
+            .to_string()
+    };
+    match &state.transition {
+        Transition::Direct(next) => vec![(String::new(), next.name.clone())],
+        Transition::Select { cases, .. } => cases
+            .iter()
+            .map(|case| {
+                let keys: Vec<String> = case
+                    .keysets
+                    .iter()
+                    .map(|k| match k {
+                        Keyset::Value(v) => text(v.span),
+                        Keyset::Mask(v, m) => format!("{} &&& {}", text(v.span), text(m.span)),
+                        Keyset::Range(a, b) => format!("{} .. {}", text(a.span), text(b.span)),
+                        Keyset::Default(_) => String::from("_"),
+                    })
+                    .collect();
+                (keys.join(", "), case.next.name.clone())
+            })
+            .collect(),
+    }
 }
 
 #[test]
-fn l3_fwd_firewall_checks() {
+fn l3_fwd_headers_have_the_wire_widths() {
+    let c = checked("l3_fwd.p4");
+    assert_eq!(
+        field_widths(&c, "ethernet_t"),
+        vec![
+            ("dst_addr".to_string(), 48),
+            ("src_addr".to_string(), 48),
+            ("ether_type".to_string(), 16)
+        ]
+    );
+    let ipv4 = c.header("ipv4_t").map(|l| l.width_bits);
+    assert_eq!(ipv4, Some(160));
+    let ttl = c
+        .header("ipv4_t")
+        .and_then(|l| l.field("ttl"))
+        .map(|f| f.offset_bits);
+    assert_eq!(ttl, Some(64));
+    let headers: Vec<&str> = c
+        .program
+        .headers()
+        .map(|h| h.name.name.as_str())
+        .collect();
+    assert_eq!(headers, vec!["ethernet_t", "ipv4_t"]);
+    assert_eq!(
+        c.pipeline.type_args,
+        vec![
+            ("H".to_string(), Type::Struct("headers_t".into())),
+            ("M".to_string(), Type::Struct("metadata_t".into()))
+        ]
+    );
+}
+
+#[test]
+fn l3_fwd_parser_selects_ipv4_on_the_ethertype() {
+    let c = checked("l3_fwd.p4");
+    let states: Vec<&str> = c
+        .parser()
+        .map(|p| p.states.iter().map(|s| s.name.name.as_str()).collect())
+        .unwrap_or_default();
+    assert_eq!(states, vec!["start", "parse_ipv4"]);
+    assert_eq!(
+        transitions(&c, "start"),
+        vec![
+            ("ETHERTYPE_IPV4".to_string(), "parse_ipv4".to_string()),
+            ("_".to_string(), "accept".to_string())
+        ]
+    );
+    assert_eq!(
+        transitions(&c, "parse_ipv4"),
+        vec![(String::new(), "accept".to_string())]
+    );
+}
+
+#[test]
+fn l3_fwd_table_is_an_lpm_on_the_destination() {
+    let c = checked("l3_fwd.p4");
+    let ingress = c.ingress();
+    let tables: Vec<_> = ingress.map(|i| i.tables().collect()).unwrap_or_default();
+    assert_eq!(tables.len(), 1);
+    let table = tables[0];
+    assert_eq!(table.name.name, "ipv4_lpm");
+    assert_eq!(table.keys.len(), 1);
+    assert_eq!(table.keys[0].match_kind.name, "lpm");
+    assert_eq!(c.type_of(&table.keys[0].expr), Some(&Type::Bit(32)));
+    let actions: Vec<&str> = table.actions.iter().map(|a| a.name.name.as_str()).collect();
+    assert_eq!(actions, vec!["ipv4_forward", "drop"]);
+    assert_eq!(
+        table.default_action.as_ref().map(|d| d.call.name.name.as_str()),
+        Some("drop")
+    );
+    // The TTL decrement's literal adapted to the field's width.
+    let forward = ingress
+        .and_then(|i| i.actions().find(|a| a.name.name == "ipv4_forward"))
+        .map(|a| a.body.stmts.clone())
+        .unwrap_or_default();
+    let Some(Stmt::Assign { rhs, .. }) = forward.last() else {
+        panic!("ipv4_forward ends with an assignment");
+    };
+    let ExprKind::Binary(_, _, one) = &rhs.kind else {
+        panic!("ttl - 1");
+    };
+    assert_eq!(c.type_of(one), Some(&Type::Bit(8)));
+    assert_eq!(c.type_of(rhs), Some(&Type::Bit(8)));
+}
+
+#[test]
+fn l3_fwd_firewall_parses_udp_through_a_three_way_select() {
     let c = checked("l3_fwd_firewall.p4");
-    assert_eq!(c.pipeline.ingress, "FwIngress");
+    assert_eq!(
+        field_widths(&c, "udp_t"),
+        vec![
+            ("src_port".to_string(), 16),
+            ("dst_port".to_string(), 16),
+            ("length".to_string(), 16),
+            ("checksum".to_string(), 16)
+        ]
+    );
+    assert_eq!(
+        transitions(&c, "parse_ipv4"),
+        vec![
+            ("5, 0, IPPROTO_UDP".to_string(), "parse_udp".to_string()),
+            ("_, _, _".to_string(), "accept".to_string())
+        ]
+    );
+}
+
+#[test]
+fn l3_fwd_firewall_acl_matches_the_five_tuple() {
+    let c = checked("l3_fwd_firewall.p4");
+    let tables: Vec<_> = c
+        .ingress()
+        .map(|i| i.tables().collect())
+        .unwrap_or_default();
+    let names: Vec<&str> = tables.iter().map(|t| t.name.name.as_str()).collect();
+    assert_eq!(names, vec!["acl", "ipv4_lpm"]);
+    let acl = tables[0];
+    let kinds: Vec<&str> = acl
+        .keys
+        .iter()
+        .map(|k| k.match_kind.name.as_str())
+        .collect();
+    assert_eq!(kinds, vec!["ternary", "ternary", "exact", "ternary", "ternary"]);
+    let widths: Vec<Option<&Type>> = acl.keys.iter().map(|k| c.type_of(&k.expr)).collect();
+    assert_eq!(
+        widths,
+        vec![
+            Some(&Type::Bit(32)),
+            Some(&Type::Bit(32)),
+            Some(&Type::Bit(8)),
+            Some(&Type::Bit(16)),
+            Some(&Type::Bit(16))
+        ]
+    );
+    assert_eq!(acl.entries.len(), 2);
+    assert_eq!(acl.entries[1].action.name.name, "deny");
+    let Keyset::Mask(value, mask) = &acl.entries[1].keysets[0] else {
+        panic!("the second entry masks the source address");
+    };
+    assert_eq!(c.type_of(value), Some(&Type::Bit(32)));
+    assert_eq!(c.type_of(mask), Some(&Type::Bit(32)));
+}
+
+#[test]
+fn vlan_switch_uses_stacks_enums_registers_and_switch() {
+    let c = checked("vlan_acl_switch.p4");
+    let vlan = c.structure("headers_t").and_then(|s| s.field("vlan")).map(|f| f.ty.clone());
+    assert_eq!(
+        vlan,
+        Some(Type::Stack(Box::new(Type::Header("vlan_t".into())), 2))
+    );
+    assert_eq!(c.header("vlan_t").map(|h| h.width_bits), Some(32));
+    assert_eq!(
+        transitions(&c, "parse_vlan"),
+        vec![
+            ("ether_type_t.VLAN".to_string(), "parse_vlan".to_string()),
+            ("_".to_string(), "accept".to_string())
+        ]
+    );
+    let enum_values = c.types.enums.get("ether_type_t").map(|e| e.members.clone());
+    assert_eq!(
+        enum_values,
+        Some(vec![
+            ("VLAN".to_string(), Some(0x8100)),
+            ("QINQ".to_string(), Some(0x88a8)),
+            ("IPV4".to_string(), Some(0x0800))
+        ])
+    );
+    let switch_cases = c
+        .ingress()
+        .and_then(|i| {
+            i.apply.stmts.iter().find_map(|s| match s {
+                Stmt::Switch { cases, .. } => Some(cases.len()),
+                _ => None,
+            })
+        })
+        .unwrap_or(0);
+    assert_eq!(switch_cases, 2);
 }
