@@ -328,7 +328,14 @@ mod tests {
     fn masks_dont_care_comments_and_includes() {
         assert_eq!(
             kinds("#include <xdp.p4>\n/* c */ a &&& _ // x\n _x"),
-            vec![Tok::Include, Tok::Ident, Tok::Mask, Tok::DontCare, Tok::Ident, Tok::Eof]
+            vec![
+                Tok::Include,
+                Tok::Ident,
+                Tok::Mask,
+                Tok::DontCare,
+                Tok::Ident,
+                Tok::Eof
+            ]
         );
     }
 

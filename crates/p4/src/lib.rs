@@ -50,7 +50,9 @@ impl Checked {
     /// sized type carry that type; `None` only for expressions the checker never reaches (none in
     /// a checked program's parsers, controls and declarations).
     pub fn type_of(&self, expr: &ast::Expr) -> Option<&Type> {
-        self.expr_types.get(expr.id.0 as usize).and_then(Option::as_ref)
+        self.expr_types
+            .get(expr.id.0 as usize)
+            .and_then(Option::as_ref)
     }
 
     /// The layout of a header type.
@@ -65,17 +67,23 @@ impl Checked {
 
     /// The parser bound by `main`.
     pub fn parser(&self) -> Option<&ast::ParserDecl> {
-        self.program.parsers().find(|p| p.name.name == self.pipeline.parser)
+        self.program
+            .parsers()
+            .find(|p| p.name.name == self.pipeline.parser)
     }
 
     /// The ingress control bound by `main`.
     pub fn ingress(&self) -> Option<&ast::ControlDecl> {
-        self.program.controls().find(|c| c.name.name == self.pipeline.ingress)
+        self.program
+            .controls()
+            .find(|c| c.name.name == self.pipeline.ingress)
     }
 
     /// The deparser bound by `main`.
     pub fn deparser(&self) -> Option<&ast::ControlDecl> {
-        self.program.controls().find(|c| c.name.name == self.pipeline.deparser)
+        self.program
+            .controls()
+            .find(|c| c.name.name == self.pipeline.deparser)
     }
 }
 
@@ -98,20 +106,53 @@ pub fn load(path: &Path) -> Result<Checked, P4Error> {
 
 /// Parses and checks `text` as file `name` (relative includes resolve from `name`'s directory).
 pub fn load_str(name: &str, text: &str) -> Result<Checked, P4Error> {
-    let (program, sources) = parse_str(name, text)?;
-    let output = check::check(&program, &sources)?;
-    Ok(Checked {
-        program,
-        sources,
-        types: output.types,
-        pipeline: output.pipeline,
-        expr_types: output.expr_types,
+    let (name, text) = (name.to_string(), text.to_string());
+    on_front_end_stack(move || {
+        let mut sources = SourceMap::default();
+        let program = parser::parse_program(&mut sources, &name, text)?;
+        let output = check::check(&program, &sources)?;
+        Ok(Checked {
+            program,
+            sources,
+            types: output.types,
+            pipeline: output.pipeline,
+            expr_types: output.expr_types,
+        })
     })
 }
 
 /// Parses `text` as file `name` into an unchecked AST (and the files it read).
 pub fn parse_str(name: &str, text: &str) -> Result<(ast::Program, SourceMap), P4Error> {
-    let mut sources = SourceMap::default();
-    let program = parser::parse_program(&mut sources, name, text.to_string())?;
-    Ok((program, sources))
+    let (name, text) = (name.to_string(), text.to_string());
+    on_front_end_stack(move || {
+        let mut sources = SourceMap::default();
+        let program = parser::parse_program(&mut sources, &name, text)?;
+        Ok((program, sources))
+    })
+}
+
+/// Stack for the parser and checker. Both recurse once per nesting level (at most
+/// [`parser::MAX_DEPTH`]), and unoptimised builds spend about 20 KiB of stack per expression
+/// level, more than a test thread's 2 MiB holds at the limit; a thread of its own makes the depth
+/// limit, not the caller's stack, decide.
+const FRONT_END_STACK_BYTES: usize = 64 << 20;
+
+fn on_front_end_stack<T: Send + 'static>(
+    work: impl FnOnce() -> Result<T, P4Error> + Send + 'static,
+) -> Result<T, P4Error> {
+    let internal = |reason: &str| P4Error {
+        position: Position {
+            file: String::from("<linerate-p4>"),
+            line: 0,
+            column: 0,
+        },
+        kind: ErrorKind::Invalid(format!("internal error: {reason}")),
+    };
+    std::thread::Builder::new()
+        .name(String::from("linerate-p4"))
+        .stack_size(FRONT_END_STACK_BYTES)
+        .spawn(work)
+        .map_err(|e| internal(&format!("cannot start the front end's thread: {e}")))?
+        .join()
+        .map_err(|_| internal("the front end panicked"))?
 }

@@ -50,7 +50,10 @@ fn unknown_header_field() {
     // Line 14 is the first apply line; the field name starts at column 25.
     let text = program(OK_TRANSITION, "", "        hdr.h.a = hdr.h.ttl2;");
     let (message, kind) = error_of(&text);
-    assert_eq!(message, "t.p4:14:25: unknown header field 'ttl2' in 'hdr.h'");
+    assert_eq!(
+        message,
+        "t.p4:14:25: unknown header field 'ttl2' in 'hdr.h'"
+    );
     assert!(matches!(kind, ErrorKind::UnknownField { .. }));
 }
 
@@ -118,7 +121,10 @@ fn width_mismatch_between_operands() {
 fn literal_too_wide_for_its_target() {
     let text = program(OK_TRANSITION, "", "        hdr.h.a = 256;");
     let (message, kind) = error_of(&text);
-    assert_eq!(message, "t.p4:14:19: bad width: value 256 does not fit in bit<8>");
+    assert_eq!(
+        message,
+        "t.p4:14:19: bad width: value 256 does not fit in bit<8>"
+    );
     assert!(matches!(kind, ErrorKind::Width(_)));
 }
 
@@ -133,7 +139,10 @@ fn slice_out_of_range() {
 
 #[test]
 fn header_not_byte_aligned() {
-    let text = HEAD.replace("header h_t { bit<8> a; bit<8> b; }", "header h_t { bit<7> a; }");
+    let text = HEAD.replace(
+        "header h_t { bit<8> a; bit<8> b; }",
+        "header h_t { bit<7> a; }",
+    );
     let text = format!("{text}XdpPipeline(P(), I(), D()) main;\n");
     assert_eq!(
         error_of(&text).0,
@@ -171,7 +180,11 @@ fn action_argument_count() {
 
 #[test]
 fn extract_of_a_non_header() {
-    let text = program("        pk.extract(hdr.h.a);\n        transition accept;", "", "");
+    let text = program(
+        "        pk.extract(hdr.h.a);\n        transition accept;",
+        "",
+        "",
+    );
     assert_eq!(
         error_of(&text).0,
         "t.p4:8:20: type mismatch: extract takes a header, not bit<8>"
@@ -257,7 +270,10 @@ fn unknown_system_include() {
 #[test]
 fn missing_include_file() {
     let (message, kind) = error_of("\n  #include \"missing.p4\"\n");
-    assert!(message.starts_with("t.p4:2:3: cannot read 'missing.p4'"), "{message}");
+    assert!(
+        message.starts_with("t.p4:2:3: cannot read 'missing.p4'"),
+        "{message}"
+    );
     assert!(matches!(kind, ErrorKind::Io { .. }));
 }
 
@@ -272,11 +288,12 @@ fn missing_main() {
 
 #[test]
 fn block_not_matching_the_architecture() {
-    let text = program(OK_TRANSITION, "", "").replace(
-        "control D(packet_out pk, in hs_t hdr)",
-        "control D(packet_out pk, in m_t hdr)",
-    )
-    .replace("pk.emit(hdr.h);", "");
+    let text = program(OK_TRANSITION, "", "")
+        .replace(
+            "control D(packet_out pk, in hs_t hdr)",
+            "control D(packet_out pk, in m_t hdr)",
+        )
+        .replace("pk.emit(hdr.h);", "");
     assert_eq!(
         error_of(&text).0,
         "t.p4:17:33: type mismatch: parameter 'hdr' of control 'D' is in m_t, but XdpDeparser requires in hs_t"
@@ -296,8 +313,28 @@ fn errors_in_included_files_name_that_file() {
     let message = result.err().map(|e| e.to_string()).unwrap_or_default();
     assert_eq!(
         message,
-        format!("{}:3:18: bad width: value 99 does not fit in bit<4>", inner.display())
+        format!(
+            "{}:3:18: bad width: value 99 does not fit in bit<4>",
+            inner.display()
+        )
     );
     let _ = std::fs::remove_dir_all(&dir);
     assert!(load(Path::new("/nonexistent/x.p4")).is_err());
+}
+
+#[test]
+fn nesting_up_to_the_limit_checks_in_debug_builds_too() {
+    // The paper's grid writes up to 25 operations in one expression; far longer chains,
+    // parenthesised nests and else-if ladders below the depth limit must check, not overflow.
+    let chain = format!("        hdr.h.a = hdr.h.a{};", " + 1".repeat(100));
+    let parens = format!("        hdr.h.a = {}1{};", "(".repeat(60), ")".repeat(60));
+    let mut ladder = String::from("        if (hdr.h.a == 0) { hdr.h.b = 0; }");
+    for i in 1..50 {
+        ladder.push_str(&format!(" else if (hdr.h.a == {i}) {{ hdr.h.b = {i}; }}"));
+    }
+    for body in [chain, parens, ladder] {
+        let text = program(OK_TRANSITION, "", &body);
+        let result = load_str("t.p4", &text);
+        assert!(result.is_ok(), "{:?}", result.err().map(|e| e.to_string()));
+    }
 }

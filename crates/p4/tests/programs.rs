@@ -82,11 +82,7 @@ fn l3_fwd_headers_have_the_wire_widths() {
         .and_then(|l| l.field("ttl"))
         .map(|f| f.offset_bits);
     assert_eq!(ttl, Some(64));
-    let headers: Vec<&str> = c
-        .program
-        .headers()
-        .map(|h| h.name.name.as_str())
-        .collect();
+    let headers: Vec<&str> = c.program.headers().map(|h| h.name.name.as_str()).collect();
     assert_eq!(headers, vec!["ethernet_t", "ipv4_t"]);
     assert_eq!(
         c.pipeline.type_args,
@@ -132,7 +128,10 @@ fn l3_fwd_table_is_an_lpm_on_the_destination() {
     let actions: Vec<&str> = table.actions.iter().map(|a| a.name.name.as_str()).collect();
     assert_eq!(actions, vec!["ipv4_forward", "drop"]);
     assert_eq!(
-        table.default_action.as_ref().map(|d| d.call.name.name.as_str()),
+        table
+            .default_action
+            .as_ref()
+            .map(|d| d.call.name.name.as_str()),
         Some("drop")
     );
     // The TTL decrement's literal adapted to the field's width.
@@ -186,7 +185,10 @@ fn l3_fwd_firewall_acl_matches_the_five_tuple() {
         .iter()
         .map(|k| k.match_kind.name.as_str())
         .collect();
-    assert_eq!(kinds, vec!["ternary", "ternary", "exact", "ternary", "ternary"]);
+    assert_eq!(
+        kinds,
+        vec!["ternary", "ternary", "exact", "ternary", "ternary"]
+    );
     let widths: Vec<Option<&Type>> = acl.keys.iter().map(|k| c.type_of(&k.expr)).collect();
     assert_eq!(
         widths,
@@ -210,7 +212,10 @@ fn l3_fwd_firewall_acl_matches_the_five_tuple() {
 #[test]
 fn vlan_switch_uses_stacks_enums_registers_and_switch() {
     let c = checked("vlan_acl_switch.p4");
-    let vlan = c.structure("headers_t").and_then(|s| s.field("vlan")).map(|f| f.ty.clone());
+    let vlan = c
+        .structure("headers_t")
+        .and_then(|s| s.field("vlan"))
+        .map(|f| f.ty.clone());
     assert_eq!(
         vlan,
         Some(Type::Stack(Box::new(Type::Header("vlan_t".into())), 2))

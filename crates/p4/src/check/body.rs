@@ -45,7 +45,10 @@ impl<'a> Checker<'a> {
             if matches!(state.name.name.as_str(), "accept" | "reject")
                 || names.contains(&state.name.name.as_str())
             {
-                return Err(self.error(state.name.span, ErrorKind::Duplicate(state.name.name.clone())));
+                return Err(self.error(
+                    state.name.span,
+                    ErrorKind::Duplicate(state.name.name.clone()),
+                ));
             }
             names.push(&state.name.name);
         }
@@ -59,7 +62,8 @@ impl<'a> Checker<'a> {
             ));
         }
         let known = |target: &crate::ast::Ident| {
-            matches!(target.name.as_str(), "accept" | "reject") || names.contains(&target.name.as_str())
+            matches!(target.name.as_str(), "accept" | "reject")
+                || names.contains(&target.name.as_str())
         };
         for state in &parser.states {
             self.push_scope();
@@ -97,13 +101,19 @@ impl<'a> Checker<'a> {
                 let mut selector_types = Vec::new();
                 for e in exprs {
                     let ty = self.expr(e)?;
-                    if !matches!(ty, Type::Bit(_) | Type::Int(_) | Type::Bool | Type::Enum(_) | Type::Error) {
+                    if !matches!(
+                        ty,
+                        Type::Bit(_) | Type::Int(_) | Type::Bool | Type::Enum(_) | Type::Error
+                    ) {
                         return Err(self.mismatch(e.span, format!("cannot select on {ty}")));
                     }
                     selector_types.push(ty);
                 }
                 if selector_types.is_empty() {
-                    return Err(self.error(*span, ErrorKind::Arity(String::from("select needs at least one expression"))));
+                    return Err(self.error(
+                        *span,
+                        ErrorKind::Arity(String::from("select needs at least one expression")),
+                    ));
                 }
                 for case in cases {
                     self.keysets(&case.keysets, &selector_types, case.span, "select")?;
@@ -117,7 +127,13 @@ impl<'a> Checker<'a> {
     }
 
     /// Checks keysets against the types they match (select expressions or table keys).
-    fn keysets(&mut self, keysets: &[Keyset], types: &[Type], at: Span, what: &str) -> Result<(), P4Error> {
+    fn keysets(
+        &mut self,
+        keysets: &[Keyset],
+        types: &[Type],
+        at: Span,
+        what: &str,
+    ) -> Result<(), P4Error> {
         if let [Keyset::Default(_)] = keysets {
             return Ok(());
         }
@@ -139,7 +155,10 @@ impl<'a> Checker<'a> {
                 Keyset::Value(v) => self.expr_expect(v, ty)?,
                 Keyset::Mask(v, m) | Keyset::Range(v, m) => {
                     if !matches!(ty, Type::Bit(_) | Type::Int(_)) {
-                        return Err(self.mismatch(v.span, format!("masks and ranges need an integer key, not {ty}")));
+                        return Err(self.mismatch(
+                            v.span,
+                            format!("masks and ranges need an integer key, not {ty}"),
+                        ));
                     }
                     self.expr_expect(v, ty)?;
                     self.expr_expect(m, ty)?;
@@ -182,7 +201,9 @@ impl<'a> Checker<'a> {
 
     pub(super) fn action(&mut self, action: &'a ActionDecl) -> Result<(), P4Error> {
         self.push_scope();
-        let result = self.params(&action.params).and_then(|()| self.block(&action.body));
+        let result = self
+            .params(&action.params)
+            .and_then(|()| self.block(&action.body));
         self.pop_scope();
         result
     }
@@ -211,7 +232,13 @@ impl<'a> Checker<'a> {
             .cloned()
             .collect();
         let mut none = HashMap::new();
-        self.arguments(&params, &mut none, &call.args, call.name.span, &call.name.name)
+        self.arguments(
+            &params,
+            &mut none,
+            &call.args,
+            call.name.span,
+            &call.name.name,
+        )
     }
 
     fn table(&mut self, table: &'a TableDecl) -> Result<(), P4Error> {
@@ -219,8 +246,14 @@ impl<'a> Checker<'a> {
         let mut lpm_keys = 0usize;
         for key in &table.keys {
             let ty = self.expr(&key.expr)?;
-            if !matches!(ty, Type::Bit(_) | Type::Int(_) | Type::Bool | Type::Enum(_) | Type::Error) {
-                return Err(self.mismatch(key.expr.span, format!("a table key must be a scalar, not {ty}")));
+            if !matches!(
+                ty,
+                Type::Bit(_) | Type::Int(_) | Type::Bool | Type::Enum(_) | Type::Error
+            ) {
+                return Err(self.mismatch(
+                    key.expr.span,
+                    format!("a table key must be a scalar, not {ty}"),
+                ));
             }
             if !self.types.match_kinds.contains(&key.match_kind.name) {
                 return Err(self.error(
@@ -236,7 +269,10 @@ impl<'a> Checker<'a> {
                 if lpm_keys > 1 {
                     return Err(self.error(
                         key.match_kind.span,
-                        ErrorKind::Invalid(format!("table '{}' has more than one lpm key", table.name.name)),
+                        ErrorKind::Invalid(format!(
+                            "table '{}' has more than one lpm key",
+                            table.name.name
+                        )),
                     ));
                 }
             }
@@ -251,7 +287,9 @@ impl<'a> Checker<'a> {
         let mut listed: Vec<&str> = Vec::new();
         for call in &table.actions {
             if listed.contains(&call.name.name.as_str()) {
-                return Err(self.error(call.name.span, ErrorKind::Duplicate(call.name.name.clone())));
+                return Err(
+                    self.error(call.name.span, ErrorKind::Duplicate(call.name.name.clone()))
+                );
             }
             self.action_call(call, true)?;
             listed.push(&call.name.name);
@@ -276,7 +314,10 @@ impl<'a> Checker<'a> {
         if !table.entries.is_empty() && table.keys.is_empty() {
             return Err(self.error(
                 table.name.span,
-                ErrorKind::Invalid(format!("table '{}' has entries but no key", table.name.name)),
+                ErrorKind::Invalid(format!(
+                    "table '{}' has entries but no key",
+                    table.name.name
+                )),
             ));
         }
         for entry in &table.entries {
@@ -288,7 +329,10 @@ impl<'a> Checker<'a> {
             self.expr(size)?;
             let n = self.constant(size)?;
             if n < 1 || n > i128::from(u32::MAX) {
-                return Err(self.error(size.span, ErrorKind::Width(format!("table size {n} is outside 1..=2^32-1"))));
+                return Err(self.error(
+                    size.span,
+                    ErrorKind::Width(format!("table size {n} is outside 1..=2^32-1")),
+                ));
             }
         }
         Ok(())
@@ -344,7 +388,11 @@ impl<'a> Checker<'a> {
         }
     }
 
-    fn switch(&mut self, subject: &Expr, cases: &'a [crate::ast::SwitchCase]) -> Result<(), P4Error> {
+    fn switch(
+        &mut self,
+        subject: &Expr,
+        cases: &'a [crate::ast::SwitchCase],
+    ) -> Result<(), P4Error> {
         let ty = self.expr(subject)?;
         let Type::ActionRun(table_name) = ty else {
             return Err(self.error(
@@ -360,13 +408,19 @@ impl<'a> Checker<'a> {
         for case in cases {
             let label = case.label.as_ref().map(|l| l.name.as_str());
             if seen.contains(&label) {
-                return Err(self.error(case.span, ErrorKind::Duplicate(label.unwrap_or("default").to_string())));
+                return Err(self.error(
+                    case.span,
+                    ErrorKind::Duplicate(label.unwrap_or("default").to_string()),
+                ));
             }
             if let Some(l) = &case.label {
                 if !table.actions.iter().any(|a| a.name.name == l.name) {
                     return Err(self.error(
                         l.span,
-                        ErrorKind::Invalid(format!("action '{}' is not in the actions of table '{table_name}'", l.name)),
+                        ErrorKind::Invalid(format!(
+                            "action '{}' is not in the actions of table '{table_name}'",
+                            l.name
+                        )),
                     ));
                 }
             }

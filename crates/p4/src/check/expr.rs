@@ -20,7 +20,9 @@ impl<'a> Checker<'a> {
     }
 
     fn recorded(&self, e: &Expr) -> Option<&Type> {
-        self.expr_types.get(e.id.0 as usize).and_then(Option::as_ref)
+        self.expr_types
+            .get(e.id.0 as usize)
+            .and_then(Option::as_ref)
     }
 
     /// Types `e` and requires it to fit `want`, adapting an unsized literal to it.
@@ -58,7 +60,9 @@ impl<'a> Checker<'a> {
         self.record(e, ty);
         match &e.kind {
             ExprKind::Unary(_, inner) => self.retype(inner, ty),
-            ExprKind::Binary(op, l, r) if matches!(op.class(), OpClass::Arithmetic | OpClass::Bitwise) => {
+            ExprKind::Binary(op, l, r)
+                if matches!(op.class(), OpClass::Arithmetic | OpClass::Bitwise) =>
+            {
                 self.retype(l, ty);
                 if !matches!(op, BinaryOp::Shl | BinaryOp::Shr) {
                     self.retype(r, ty);
@@ -74,13 +78,25 @@ impl<'a> Checker<'a> {
 
     /// The value of a compile-time constant expression.
     pub(super) fn constant(&self, e: &Expr) -> Result<i128, P4Error> {
-        let not_constant = || self.error(e.span, ErrorKind::Invalid(String::from("expected a compile-time constant")));
-        let overflow = || self.error(e.span, ErrorKind::Invalid(String::from("constant overflows 128 bits")));
+        let not_constant = || {
+            self.error(
+                e.span,
+                ErrorKind::Invalid(String::from("expected a compile-time constant")),
+            )
+        };
+        let overflow = || {
+            self.error(
+                e.span,
+                ErrorKind::Invalid(String::from("constant overflows 128 bits")),
+            )
+        };
         match &e.kind {
             ExprKind::Int { value, .. } => i128::try_from(*value).map_err(|_| overflow()),
             ExprKind::Bool(b) => Ok(i128::from(*b)),
             ExprKind::Name(n) => match self.lookup(&n.name) {
-                Some(Binding::Value { constant: Some(v), .. }) => Ok(*v),
+                Some(Binding::Value {
+                    constant: Some(v), ..
+                }) => Ok(*v),
                 _ => Err(not_constant()),
             },
             ExprKind::Member(base, member) => {
@@ -94,7 +110,9 @@ impl<'a> Checker<'a> {
                     .and_then(|(_, v)| *v)
                     .ok_or_else(not_constant)
             }
-            ExprKind::Unary(UnaryOp::Negate, inner) => self.constant(inner)?.checked_neg().ok_or_else(overflow),
+            ExprKind::Unary(UnaryOp::Negate, inner) => {
+                self.constant(inner)?.checked_neg().ok_or_else(overflow)
+            }
             ExprKind::Cast(_, inner) => self.constant(inner),
             ExprKind::Binary(op, l, r) => {
                 let (a, b) = (self.constant(l)?, self.constant(r)?);
@@ -129,7 +147,11 @@ impl<'a> Checker<'a> {
             ExprKind::Int { value, width } => match width {
                 None => Ok(Type::InfInt),
                 Some((w, signed)) => {
-                    let ty = if *signed { Type::Int(*w) } else { Type::Bit(*w) };
+                    let ty = if *signed {
+                        Type::Int(*w)
+                    } else {
+                        Type::Bit(*w)
+                    };
                     let fits = i128::try_from(*value).is_ok_and(|v| fits(v, *w));
                     if !fits {
                         return Err(self.error(
@@ -159,10 +181,9 @@ impl<'a> Checker<'a> {
                 Some(Binding::Table(t)) => Ok(Type::Table(t.name.name.clone())),
                 Some(Binding::Parser(p)) => Ok(Type::Parser(p.name.name.clone())),
                 Some(Binding::Control(c)) => Ok(Type::Control(c.name.name.clone())),
-                Some(Binding::Action(_)) => Err(self.mismatch(
-                    e.span,
-                    format!("action '{}' must be called", n.name),
-                )),
+                Some(Binding::Action(_)) => {
+                    Err(self.mismatch(e.span, format!("action '{}' must be called", n.name)))
+                }
                 None => Err(self.error(
                     n.span,
                     ErrorKind::Unknown {
@@ -199,7 +220,9 @@ impl<'a> Checker<'a> {
                 if !(0 <= l && l <= h && h < i128::from(w)) {
                     return Err(self.error(
                         e.span,
-                        ErrorKind::Width(format!("slice [{h}:{l}] is outside bit<{w}> (needs {w} > hi >= lo >= 0)")),
+                        ErrorKind::Width(format!(
+                            "slice [{h}:{l}] is outside bit<{w}> (needs {w} > hi >= lo >= 0)"
+                        )),
                     ));
                 }
                 let width = u32::try_from(h.saturating_sub(l).saturating_add(1)).unwrap_or(1);
@@ -212,7 +235,9 @@ impl<'a> Checker<'a> {
                     (UnaryOp::Not, Type::Bool) => Ok(Type::Bool),
                     (UnaryOp::Complement, Type::Bit(_) | Type::Int(_)) => Ok(ty),
                     (UnaryOp::Negate, Type::Bit(_) | Type::Int(_) | Type::InfInt) => Ok(ty),
-                    _ => Err(self.mismatch(e.span, format!("operator {op:?} cannot apply to {ty}"))),
+                    _ => {
+                        Err(self.mismatch(e.span, format!("operator {op:?} cannot apply to {ty}")))
+                    }
                 }
             }
             ExprKind::Binary(op, l, r) => self.binary(e, *op, l, r),
@@ -230,11 +255,15 @@ impl<'a> Checker<'a> {
                     _ => None,
                 };
                 let ok = match (&from, &to) {
-                    (Type::InfInt | Type::Bit(_) | Type::Int(_), Type::Bit(_) | Type::Int(_)) => true,
+                    (Type::InfInt | Type::Bit(_) | Type::Int(_), Type::Bit(_) | Type::Int(_)) => {
+                        true
+                    }
                     (Type::Bool, Type::Bit(1)) | (Type::Bit(1), Type::Bool) => true,
                     (a, b) if a == b => true,
                     (Type::Enum(_), t) => serializable(&from).as_ref() == Some(t),
-                    (t, Type::Enum(_)) => serializable(&to).as_ref() == Some(t) || *t == Type::InfInt,
+                    (t, Type::Enum(_)) => {
+                        serializable(&to).as_ref() == Some(t) || *t == Type::InfInt
+                    }
                     _ => false,
                 };
                 if !ok {
@@ -246,7 +275,15 @@ impl<'a> Checker<'a> {
     }
 
     /// The common type of two operands, adapting an unsized one to the other.
-    fn join(&mut self, span: Span, op: &str, l: &Expr, tl: &Type, r: &Expr, tr: &Type) -> Result<Type, P4Error> {
+    fn join(
+        &mut self,
+        span: Span,
+        op: &str,
+        l: &Expr,
+        tl: &Type,
+        r: &Expr,
+        tr: &Type,
+    ) -> Result<Type, P4Error> {
         if tl == tr {
             return Ok(tl.clone());
         }
@@ -292,13 +329,25 @@ impl<'a> Checker<'a> {
             }
             _ if op == BinaryOp::Concat => match (&tl, &tr) {
                 (Type::Bit(a) | Type::Int(a), Type::Bit(b) | Type::Int(b)) => {
-                    let width = a.checked_add(*b).filter(|w| *w <= crate::parser::MAX_WIDTH_BITS);
+                    let width = a
+                        .checked_add(*b)
+                        .filter(|w| *w <= crate::parser::MAX_WIDTH_BITS);
                     let width = width.ok_or_else(|| {
-                        self.error(e.span, ErrorKind::Width(format!("{tl} ++ {tr} is wider than 128 bits")))
+                        self.error(
+                            e.span,
+                            ErrorKind::Width(format!("{tl} ++ {tr} is wider than 128 bits")),
+                        )
                     })?;
-                    Ok(if matches!(tl, Type::Int(_)) { Type::Int(width) } else { Type::Bit(width) })
+                    Ok(if matches!(tl, Type::Int(_)) {
+                        Type::Int(width)
+                    } else {
+                        Type::Bit(width)
+                    })
                 }
-                _ => Err(self.mismatch(e.span, format!("'++' needs sized operands, found {tl} and {tr}"))),
+                _ => Err(self.mismatch(
+                    e.span,
+                    format!("'++' needs sized operands, found {tl} and {tr}"),
+                )),
             },
             _ => {
                 let joined = self.join(e.span, sym, l, &tl, r, &tr)?;
@@ -306,14 +355,21 @@ impl<'a> Checker<'a> {
                     return Err(self.mismatch(e.span, format!("'{sym}' cannot apply to {joined}")));
                 }
                 if matches!(op, BinaryOp::Div | BinaryOp::Mod) && matches!(joined, Type::Int(_)) {
-                    return Err(self.mismatch(e.span, format!("'{sym}' is not defined on signed {joined}")));
+                    return Err(
+                        self.mismatch(e.span, format!("'{sym}' is not defined on signed {joined}"))
+                    );
                 }
                 Ok(joined)
             }
         }
     }
 
-    fn member(&mut self, e: &Expr, base: &Expr, member: &crate::ast::Ident) -> Result<Type, P4Error> {
+    fn member(
+        &mut self,
+        e: &Expr,
+        base: &Expr,
+        member: &crate::ast::Ident,
+    ) -> Result<Type, P4Error> {
         if let ExprKind::Name(n) = &base.kind {
             if self.lookup(&n.name).is_none() {
                 if let Some(info) = self.types.enums.get(&n.name) {
@@ -332,7 +388,9 @@ impl<'a> Checker<'a> {
         }
         let base_ty = self.expr(base)?;
         let field = |layout: Option<&crate::check::types::Layout>| {
-            layout.and_then(|l| l.field(&member.name)).map(|f| f.ty.clone())
+            layout
+                .and_then(|l| l.field(&member.name))
+                .map(|f| f.ty.clone())
         };
         let unknown = |kind: &'static str| ErrorKind::UnknownField {
             kind,
@@ -340,12 +398,10 @@ impl<'a> Checker<'a> {
             base: self.snippet(base.span),
         };
         match &base_ty {
-            Type::Header(h) => {
-                field(self.types.headers.get(h)).ok_or_else(|| self.error(member.span, unknown("header")))
-            }
-            Type::Struct(s) => {
-                field(self.types.structs.get(s)).ok_or_else(|| self.error(member.span, unknown("struct")))
-            }
+            Type::Header(h) => field(self.types.headers.get(h))
+                .ok_or_else(|| self.error(member.span, unknown("header"))),
+            Type::Struct(s) => field(self.types.structs.get(s))
+                .ok_or_else(|| self.error(member.span, unknown("struct"))),
             Type::Stack(element, _) => match member.name.as_str() {
                 "next" | "last" => Ok((**element).clone()),
                 "size" | "lastIndex" => Ok(Type::Bit(32)),
@@ -358,7 +414,11 @@ impl<'a> Checker<'a> {
             },
             _ => Err(self.mismatch(
                 e.span,
-                format!("'{}' of type {base_ty} has no member '{}'", self.snippet(base.span), member.name),
+                format!(
+                    "'{}' of type {base_ty} has no member '{}'",
+                    self.snippet(base.span),
+                    member.name
+                ),
             )),
         }
     }
@@ -373,8 +433,12 @@ impl<'a> Checker<'a> {
                     self.arguments(&action.params, &mut none, args, e.span, &name.name)?;
                     Ok(Type::Void)
                 }
-                Some(Binding::Parser(p)) if args.is_empty() => Ok(Type::Parser(p.name.name.clone())),
-                Some(Binding::Control(c)) if args.is_empty() => Ok(Type::Control(c.name.name.clone())),
+                Some(Binding::Parser(p)) if args.is_empty() => {
+                    Ok(Type::Parser(p.name.name.clone()))
+                }
+                Some(Binding::Control(c)) if args.is_empty() => {
+                    Ok(Type::Control(c.name.name.clone()))
+                }
                 _ => {
                     let Some(function) = self.functions.get(&name.name).copied() else {
                         return Err(self.error(
@@ -390,7 +454,10 @@ impl<'a> Checker<'a> {
                     self.result_type(function, &bindings, e.span)
                 }
             },
-            _ => Err(self.mismatch(callee.span, String::from("this expression cannot be called"))),
+            _ => Err(self.mismatch(
+                callee.span,
+                String::from("this expression cannot be called"),
+            )),
         }
     }
 
@@ -411,7 +478,10 @@ impl<'a> Checker<'a> {
         if args.is_empty() {
             Ok(())
         } else {
-            Err(self.error(e.span, ErrorKind::Arity(format!("'{what}' takes no arguments, found {}", args.len()))))
+            Err(self.error(
+                e.span,
+                ErrorKind::Arity(format!("'{what}' takes no arguments, found {}", args.len())),
+            ))
         }
     }
 
@@ -433,14 +503,19 @@ impl<'a> Checker<'a> {
             }
             (Type::Stack(..), "push_front" | "pop_front") => {
                 let [count] = args else {
-                    return Err(self.error(e.span, ErrorKind::Arity(format!("'{name}' takes 1 argument"))));
+                    return Err(self.error(
+                        e.span,
+                        ErrorKind::Arity(format!("'{name}' takes 1 argument")),
+                    ));
                 };
                 self.expr_expect(count, &Type::InfInt)?;
                 self.constant(count)?;
                 self.lvalue(object)?;
                 Ok(Type::Void)
             }
-            (Type::Table(t), "apply") => self.no_args(e, args, name).map(|()| Type::ApplyResult(t.clone())),
+            (Type::Table(t), "apply") => self
+                .no_args(e, args, name)
+                .map(|()| Type::ApplyResult(t.clone())),
             (Type::Extern(extern_name, type_args), _) => {
                 let Some(decl) = self.externs.get(extern_name).copied() else {
                     return Err(self.mismatch(e.span, format!("{object_ty} has no methods")));
@@ -480,16 +555,24 @@ impl<'a> Checker<'a> {
 
     /// The architecture's rule for the packet externs: `extract` takes a header, `emit` a header,
     /// a header stack or a struct of those.
-    fn packet_argument(&self, extern_name: &str, method: &str, args: &[Expr]) -> Result<(), P4Error> {
-        let Some(arg) = args.first() else { return Ok(()) };
+    fn packet_argument(
+        &self,
+        extern_name: &str,
+        method: &str,
+        args: &[Expr],
+    ) -> Result<(), P4Error> {
+        let Some(arg) = args.first() else {
+            return Ok(());
+        };
         let ty = self.recorded(arg).cloned().unwrap_or(Type::Void);
         match (extern_name, method) {
             ("packet_in", "extract") if !matches!(ty, Type::Header(_)) => {
                 Err(self.mismatch(arg.span, format!("extract takes a header, not {ty}")))
             }
-            ("packet_out", "emit") if !self.emittable(&ty) => {
-                Err(self.mismatch(arg.span, format!("emit takes a header, header stack or struct of headers, not {ty}")))
-            }
+            ("packet_out", "emit") if !self.emittable(&ty) => Err(self.mismatch(
+                arg.span,
+                format!("emit takes a header, header stack or struct of headers, not {ty}"),
+            )),
             _ => Ok(()),
         }
     }
@@ -519,7 +602,11 @@ impl<'a> Checker<'a> {
         if params.len() != args.len() {
             return Err(self.error(
                 at,
-                ErrorKind::Arity(format!("'{what}' takes {} arguments, found {}", params.len(), args.len())),
+                ErrorKind::Arity(format!(
+                    "'{what}' takes {} arguments, found {}",
+                    params.len(),
+                    args.len()
+                )),
             ));
         }
         for (param, arg) in params.iter().zip(args) {
@@ -531,7 +618,13 @@ impl<'a> Checker<'a> {
             if let Type::Var(_) = want {
                 let got = self.expr(arg)?;
                 if got == Type::InfInt {
-                    return Err(self.mismatch(arg.span, format!("cannot infer the type of '{}' from an unsized constant", param.name.name)));
+                    return Err(self.mismatch(
+                        arg.span,
+                        format!(
+                            "cannot infer the type of '{}' from an unsized constant",
+                            param.name.name
+                        ),
+                    ));
                 }
                 unify(&want, &got, bindings);
             } else {
@@ -555,12 +648,18 @@ impl<'a> Checker<'a> {
                 Some(Binding::Value { writable: true, .. }) => Ok(()),
                 _ => Err(self.error(
                     e.span,
-                    ErrorKind::Invalid(format!("cannot write to '{}' (read-only or not a variable)", n.name)),
+                    ErrorKind::Invalid(format!(
+                        "cannot write to '{}' (read-only or not a variable)",
+                        n.name
+                    )),
                 )),
             },
             ExprKind::Member(base, _) | ExprKind::Index(base, _) => self.lvalue(base),
             ExprKind::Slice { base, .. } => self.lvalue(base),
-            _ => Err(self.error(e.span, ErrorKind::Invalid(format!("'{}' is not an lvalue", self.snippet(e.span))))),
+            _ => Err(self.error(
+                e.span,
+                ErrorKind::Invalid(format!("'{}' is not an lvalue", self.snippet(e.span))),
+            )),
         }
     }
 }

@@ -304,7 +304,9 @@ impl<'a> Checker<'a> {
             Decl::Error(list) => {
                 for member in &list.members {
                     if self.types.errors.contains(&member.name) {
-                        return Err(self.error(member.span, ErrorKind::Duplicate(member.name.clone())));
+                        return Err(
+                            self.error(member.span, ErrorKind::Duplicate(member.name.clone()))
+                        );
                     }
                     self.types.errors.push(member.name.clone());
                 }
@@ -313,7 +315,9 @@ impl<'a> Checker<'a> {
             Decl::MatchKind(list) => {
                 for member in &list.members {
                     if self.types.match_kinds.contains(&member.name) {
-                        return Err(self.error(member.span, ErrorKind::Duplicate(member.name.clone())));
+                        return Err(
+                            self.error(member.span, ErrorKind::Duplicate(member.name.clone()))
+                        );
                     }
                     self.types.match_kinds.push(member.name.clone());
                 }
@@ -405,7 +409,10 @@ impl<'a> Checker<'a> {
         let mut offset: u32 = 0;
         for field in &aggregate.fields {
             if fields.iter().any(|f| f.name == field.name.name) {
-                return Err(self.error(field.name.span, ErrorKind::Duplicate(field.name.name.clone())));
+                return Err(self.error(
+                    field.name.span,
+                    ErrorKind::Duplicate(field.name.name.clone()),
+                ));
             }
             let ty = self.resolve(&field.ty, &[], field.name.span)?;
             let offset_bits = if is_header { offset } else { 0 };
@@ -435,7 +442,10 @@ impl<'a> Checker<'a> {
                     }
                 };
                 offset = offset.checked_add(width).ok_or_else(|| {
-                    self.error(field.name.span, ErrorKind::Width(String::from("header too wide")))
+                    self.error(
+                        field.name.span,
+                        ErrorKind::Width(String::from("header too wide")),
+                    )
                 })?;
             } else if matches!(ty, Type::Extern(..) | Type::Block(..) | Type::Void) {
                 return Err(self.mismatch(
@@ -449,7 +459,7 @@ impl<'a> Checker<'a> {
                 offset_bits,
             });
         }
-        if is_header && offset % 8 != 0 {
+        if is_header && !offset.is_multiple_of(8) {
             return Err(self.error(
                 aggregate.name.span,
                 ErrorKind::Width(format!(
@@ -481,14 +491,12 @@ impl<'a> Checker<'a> {
                     self.expr_expect(v, t)?;
                     Some(self.constant(v)?)
                 }
-                (None, Some(v)) => {
-                    return Err(self.error(
-                        v.span,
-                        ErrorKind::Invalid(String::from(
-                            "only an enum with an underlying type (enum bit<N> E) has member values",
-                        )),
-                    ))
-                }
+                (None, Some(v)) => return Err(self.error(
+                    v.span,
+                    ErrorKind::Invalid(String::from(
+                        "only an enum with an underlying type (enum bit<N> E) has member values",
+                    )),
+                )),
                 (Some(_), None) => {
                     return Err(self.error(
                         member.span,
@@ -499,9 +507,13 @@ impl<'a> Checker<'a> {
             };
             members.push((member.name.clone(), value));
         }
-        self.types
-            .enums
-            .insert(e.name.name.clone(), EnumInfo { underlying, members });
+        self.types.enums.insert(
+            e.name.name.clone(),
+            EnumInfo {
+                underlying,
+                members,
+            },
+        );
         Ok(())
     }
 
@@ -554,7 +566,13 @@ impl<'a> Checker<'a> {
             .map(|p| p.name.clone())
             .zip(type_args.iter().cloned())
             .collect();
-        self.arguments(&constructor.params, &mut bindings, &i.args, i.name.span, name)?;
+        self.arguments(
+            &constructor.params,
+            &mut bindings,
+            &i.args,
+            i.name.span,
+            name,
+        )?;
         self.declare(
             &i.name,
             Binding::Value {
@@ -586,25 +604,37 @@ impl<'a> Checker<'a> {
                 )),
             ));
         }
-        let package_vars: Vec<String> = package.type_params.iter().map(|p| p.name.clone()).collect();
+        let package_vars: Vec<String> =
+            package.type_params.iter().map(|p| p.name.clone()).collect();
         let mut bound: HashMap<String, Type> = HashMap::new();
         let mut names = Vec::new();
         for (param, arg) in package.params.iter().zip(&i.args) {
             let ExprKind::Call { callee, args, .. } = &arg.kind else {
-                return Err(self.mismatch(arg.span, String::from("a package argument must be `Block()`")));
+                return Err(self.mismatch(
+                    arg.span,
+                    String::from("a package argument must be `Block()`"),
+                ));
             };
             let ExprKind::Name(block_name) = &callee.kind else {
-                return Err(self.mismatch(arg.span, String::from("a package argument must be `Block()`")));
+                return Err(self.mismatch(
+                    arg.span,
+                    String::from("a package argument must be `Block()`"),
+                ));
             };
             if !args.is_empty() {
                 return Err(self.error(
                     arg.span,
-                    ErrorKind::Unsupported(String::from("constructor arguments of parsers and controls")),
+                    ErrorKind::Unsupported(String::from(
+                        "constructor arguments of parsers and controls",
+                    )),
                 ));
             }
             let want = self.resolve(&param.ty, &package_vars, param.name.span)?;
             let Type::Block(block_type_name, block_args) = want else {
-                return Err(self.mismatch(param.name.span, format!("package parameter has type {want}")));
+                return Err(self.mismatch(
+                    param.name.span,
+                    format!("package parameter has type {want}"),
+                ));
             };
             let (signature, implemented): (&BlockType, (&[Param], &str)) =
                 match self.lookup(&block_name.name) {
@@ -613,7 +643,10 @@ impl<'a> Checker<'a> {
                         None => {
                             return Err(self.mismatch(
                                 arg.span,
-                                format!("'{}' is a parser, but '{}' needs a control", block_name.name, param.name.name),
+                                format!(
+                                    "'{}' is a parser, but '{}' needs a control",
+                                    block_name.name, param.name.name
+                                ),
                             ))
                         }
                     },
@@ -622,7 +655,10 @@ impl<'a> Checker<'a> {
                         None => {
                             return Err(self.mismatch(
                                 arg.span,
-                                format!("'{}' is a control, but '{}' needs a parser", block_name.name, param.name.name),
+                                format!(
+                                    "'{}' is a control, but '{}' needs a parser",
+                                    block_name.name, param.name.name
+                                ),
                             ))
                         }
                     },
@@ -649,15 +685,26 @@ impl<'a> Checker<'a> {
                     )),
                 ));
             }
-            let sig_vars: Vec<String> = signature.type_params.iter().map(|p| p.name.clone()).collect();
+            let sig_vars: Vec<String> = signature
+                .type_params
+                .iter()
+                .map(|p| p.name.clone())
+                .collect();
             // The signature's own parameters stand for the package's type arguments.
-            let renaming: HashMap<String, Type> =
-                sig_vars.iter().cloned().zip(block_args.iter().cloned()).collect();
+            let renaming: HashMap<String, Type> = sig_vars
+                .iter()
+                .cloned()
+                .zip(block_args.iter().cloned())
+                .collect();
             for (sig_param, user_param) in signature.params.iter().zip(params) {
-                let expected = substitute(&self.resolve(&sig_param.ty, &sig_vars, sig_param.name.span)?, &renaming);
+                let expected = substitute(
+                    &self.resolve(&sig_param.ty, &sig_vars, sig_param.name.span)?,
+                    &renaming,
+                );
                 let actual = self.resolve(&user_param.ty, &[], user_param.name.span)?;
                 let direction_ok = sig_param.direction == user_param.direction
-                    || (sig_param.direction.is_none() && user_param.direction == Some(Direction::In));
+                    || (sig_param.direction.is_none()
+                        && user_param.direction == Some(Direction::In));
                 if !direction_ok || !unify(&expected, &actual, &mut bound) {
                     return Err(self.mismatch(
                         user_param.name.span,
@@ -713,8 +760,14 @@ fn direction_word(direction: Option<Direction>) -> &'static str {
 pub(crate) fn substitute(ty: &Type, bindings: &HashMap<String, Type>) -> Type {
     match ty {
         Type::Var(v) => bindings.get(v).cloned().unwrap_or_else(|| ty.clone()),
-        Type::Extern(n, args) => Type::Extern(n.clone(), args.iter().map(|a| substitute(a, bindings)).collect()),
-        Type::Block(n, args) => Type::Block(n.clone(), args.iter().map(|a| substitute(a, bindings)).collect()),
+        Type::Extern(n, args) => Type::Extern(
+            n.clone(),
+            args.iter().map(|a| substitute(a, bindings)).collect(),
+        ),
+        Type::Block(n, args) => Type::Block(
+            n.clone(),
+            args.iter().map(|a| substitute(a, bindings)).collect(),
+        ),
         Type::Stack(t, n) => Type::Stack(Box::new(substitute(t, bindings)), *n),
         other => other.clone(),
     }

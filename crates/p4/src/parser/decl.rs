@@ -120,13 +120,7 @@ impl Parser<'_> {
             }
             Tok::Ident => {
                 let name = self.text(token).to_string();
-                return Err(self.error(
-                    token.span,
-                    ErrorKind::Unknown {
-                        what: "type",
-                        name,
-                    },
-                ));
+                return Err(self.error(token.span, ErrorKind::Unknown { what: "type", name }));
             }
             _ => return Err(self.unexpected("a type")),
         };

@@ -212,7 +212,10 @@ impl<'s> Parser<'s> {
     fn text(&self, token: Token) -> &str {
         self.sources
             .file(token.span.file)
-            .and_then(|f| f.text.get(token.span.start as usize..token.span.end as usize))
+            .and_then(|f| {
+                f.text
+                    .get(token.span.start as usize..token.span.end as usize)
+            })
             .unwrap_or("")
     }
 
