@@ -8,12 +8,13 @@
 use crate::error::{ErrorKind, FileId, P4Error, SourceMap, Span};
 use logos::Logos;
 
-/// A token's kind; its text is the span's slice of the file.
+/// A token's kind; its text is the span's slice of the file. Keyword and punctuation variants
+/// are named after what they spell (`Action` is `action`, `Mask` is `&&&`).
 #[derive(Logos, Debug, Clone, Copy, PartialEq, Eq)]
 #[logos(skip r"[ \t\r\n\f]+")]
 #[logos(skip r"//[^\n]*")]
 pub enum Tok {
-    /// `/* ... */`, skipped by [`skip_block_comment`]; never reaches the parser.
+    /// `/* ... */`, skipped by `skip_block_comment`; never reaches the parser.
     #[token("/*", skip_block_comment)]
     BlockComment,
     /// `#include <file>` or `#include "file"`, the whole directive.

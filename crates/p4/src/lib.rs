@@ -1,19 +1,31 @@
 //! linerate's P4-16 front end: lexer, parser, type checker and the XDP architecture.
 //!
-//! [`load`] reads a `.p4` file (following `#include`s, with `<xdp.p4>` resolving to the
-//! architecture file shipped in `crates/p4/arch/xdp.p4`), parses it into the [`ast`] and type
-//! checks it into a [`Checked`] program: the AST plus the resolved type of every expression and
-//! the layout of every header and struct. Later stages (paper 001's α/β/γ analysis, the reference
-//! interpreter, the compiler to BPF) start from [`Checked`].
+//! [`load`] reads a `.p4` file (following `#include`s; `<xdp.p4>` is the architecture file shipped
+//! in `crates/p4/arch/xdp.p4`, which also says how each outcome maps to an XDP action), parses it
+//! into the [`ast`] and type checks it into a [`Checked`] program: the AST plus, for every
+//! expression, its resolved type ([`Checked::type_of`]), what a name refers to
+//! ([`Checked::name_ref`]) and its value if constant ([`Checked::constant`]), and the layout of
+//! every header and struct. Later stages (paper 001's α/β/γ analysis, the reference interpreter,
+//! the compiler to BPF) start from [`Checked`].
 //!
-//! What it is not: a full P4-16 implementation. It covers the subset that XDP network functions
-//! need (see the README of issue 12); anything else is refused with a [`P4Error`] naming the
-//! construct and its `file:line:col`, never a panic.
+//! The language covered: `typedef`, `const`, `enum` (plain and `enum bit<N>`), `header`, header
+//! stacks, `struct`, `error` and `match_kind` declarations, externs and extern functions, parser,
+//! control and package types with type parameters, parsers (states, `extract`, `select` with
+//! masks, ranges, `default`/`_`), controls (actions, tables with exact/lpm/ternary keys, actions,
+//! default action, const entries, size; extern instances; `if`/`else`, `switch` on
+//! `action_run`, `.hit`/`.miss`), expressions with P4-16 precedence, slices, casts, `++`, and
+//! annotations (skipped). Refused with an error naming the construct: `header_union`, `varbit`,
+//! generic or constructor-parameterised parsers and controls, value sets, functions, tuples and
+//! list expressions, `switch` on values, preprocessor directives other than `#include`.
+//!
+//! Errors: every failure is one [`P4Error`] that displays as `file:line:col: message`; the front
+//! end never panics, and input nested deeper than [`parser::MAX_DEPTH`] is refused.
 //!
 //! ```no_run
 //! let checked = linerate_p4::load(std::path::Path::new("examples/p4/l3_fwd.p4"))?;
 //! for header in checked.program.headers() {
-//!     println!("{}", header.name.name);
+//!     let width = checked.header(&header.name.name).map_or(0, |h| h.width_bits);
+//!     println!("{} is {width} bits", header.name.name);
 //! }
 //! # Ok::<(), linerate_p4::P4Error>(())
 //! ```
@@ -25,7 +37,7 @@ pub mod lexer;
 pub mod parser;
 
 pub use check::types::{EnumInfo, FieldLayout, Layout, Type, TypeTable};
-pub use check::Pipeline;
+pub use check::{NameRef, Pipeline};
 pub use error::{ErrorKind, P4Error, Position, SourceMap, Span};
 pub use parser::XDP_ARCH;
 
@@ -43,6 +55,8 @@ pub struct Checked {
     /// The blocks bound by `main`.
     pub pipeline: Pipeline,
     expr_types: Vec<Option<Type>>,
+    names: Vec<Option<NameRef>>,
+    constants: Vec<Option<i128>>,
 }
 
 impl Checked {
@@ -53,6 +67,18 @@ impl Checked {
         self.expr_types
             .get(expr.id.0 as usize)
             .and_then(Option::as_ref)
+    }
+
+    /// What a [`ast::ExprKind::Name`] expression refers to (also the callee of an action call).
+    pub fn name_ref(&self, expr: &ast::Expr) -> Option<NameRef> {
+        self.names.get(expr.id.0 as usize).copied().flatten()
+    }
+
+    /// The value of a compile-time constant expression (literals, constants, serializable enum
+    /// members and operators over them), before truncation to the expression's type; `None` for
+    /// anything computed at run time.
+    pub fn constant(&self, expr: &ast::Expr) -> Option<i128> {
+        self.constants.get(expr.id.0 as usize).copied().flatten()
     }
 
     /// The layout of a header type.
@@ -117,6 +143,8 @@ pub fn load_str(name: &str, text: &str) -> Result<Checked, P4Error> {
             types: output.types,
             pipeline: output.pipeline,
             expr_types: output.expr_types,
+            names: output.names,
+            constants: output.constants,
         })
     })
 }

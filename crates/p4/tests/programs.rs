@@ -248,3 +248,47 @@ fn vlan_switch_uses_stacks_enums_registers_and_switch() {
         .unwrap_or(0);
     assert_eq!(switch_cases, 2);
 }
+
+#[test]
+fn names_resolve_to_what_they_refer_to_and_constants_have_values() {
+    use linerate_p4::ast::Direction;
+    use linerate_p4::NameRef;
+    let c = checked("l3_fwd.p4");
+    let Some(Transition::Select { cases, exprs, .. }) = c
+        .parser()
+        .and_then(|p| p.state("start"))
+        .map(|s| &s.transition)
+    else {
+        panic!("start selects");
+    };
+    let Keyset::Value(key) = &cases[0].keysets[0] else {
+        panic!("a value keyset");
+    };
+    assert_eq!(c.name_ref(key), Some(NameRef::Constant(0x0800)));
+    assert_eq!(c.constant(key), Some(0x0800));
+    assert_eq!(c.type_of(key), Some(&Type::Bit(16)));
+    assert_eq!(
+        c.constant(&exprs[0]),
+        None,
+        "the EtherType is read at run time"
+    );
+
+    let forward = c
+        .ingress()
+        .and_then(|i| i.actions().find(|a| a.name.name == "ipv4_forward"))
+        .map(|a| a.body.stmts.clone())
+        .unwrap_or_default();
+    let Some(Stmt::Assign { lhs, rhs }) = forward.first() else {
+        panic!("std.egress_port = port");
+    };
+    let ExprKind::Member(std_param, _) = &lhs.kind else {
+        panic!("a member");
+    };
+    assert_eq!(
+        c.name_ref(std_param),
+        Some(NameRef::Param {
+            direction: Some(Direction::InOut)
+        })
+    );
+    assert_eq!(c.name_ref(rhs), Some(NameRef::Param { direction: None }));
+}

@@ -1,7 +1,7 @@
 //! Checking of parsers (states, transitions, select keysets), controls (actions, tables, extern
 //! instances, apply blocks) and statements.
 
-use super::{Binding, Checker};
+use super::{Binding, Checker, Role};
 use crate::ast::{
     ActionCall, ActionDecl, Block, ControlDecl, Direction, Expr, Keyset, Local, Param, ParserDecl,
     Stmt, TableDecl, Transition, VarDecl,
@@ -22,6 +22,7 @@ impl<'a> Checker<'a> {
                     ty,
                     writable,
                     constant: None,
+                    role: Role::Param(param.direction),
                 },
             )?;
         }
@@ -349,6 +350,7 @@ impl<'a> Checker<'a> {
                 ty,
                 writable: true,
                 constant: None,
+                role: Role::Variable,
             },
         )
     }

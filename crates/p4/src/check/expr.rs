@@ -6,7 +6,7 @@
 //! (and its unsized sub-expressions) at that type after checking the value fits. So every
 //! expression a later stage evaluates has a concrete width, except operands of casts.
 
-use super::{substitute, unify, Binding, Checker};
+use super::{substitute, unify, Binding, Checker, NameRef, Role};
 use crate::ast::{BinaryOp, Direction, Expr, ExprKind, OpClass, Param, UnaryOp};
 use crate::check::types::Type;
 use crate::error::{ErrorKind, P4Error, Span};
@@ -135,10 +135,34 @@ impl<'a> Checker<'a> {
         }
     }
 
-    /// Types an expression and records its type.
+    /// Types an expression and records its type, what a name refers to, and its value if it
+    /// is a compile-time constant.
     pub(super) fn expr(&mut self, e: &Expr) -> Result<Type, P4Error> {
         let ty = self.expr_inner(e)?;
         self.record(e, &ty);
+        if let ExprKind::Name(n) = &e.kind {
+            let name = self.lookup(&n.name).map(|b| match b {
+                Binding::Value { role, constant, .. } => match (role, constant) {
+                    (Role::Param(direction), _) => NameRef::Param {
+                        direction: *direction,
+                    },
+                    (Role::Variable, _) => NameRef::Variable,
+                    (Role::Constant, Some(v)) => NameRef::Constant(*v),
+                    (Role::Constant, None) | (Role::Instance, _) => NameRef::Instance,
+                },
+                Binding::Table(_) => NameRef::Table,
+                Binding::Action(_) => NameRef::Action,
+                Binding::Parser(_) => NameRef::Parser,
+                Binding::Control(_) => NameRef::Control,
+            });
+            if let Some(slot) = self.names.get_mut(e.id.0 as usize) {
+                *slot = name;
+            }
+        }
+        let value = self.constant(e).ok();
+        if let Some(slot) = self.constants.get_mut(e.id.0 as usize) {
+            *slot = value;
+        }
         Ok(ty)
     }
 
@@ -429,6 +453,9 @@ impl<'a> Checker<'a> {
             ExprKind::Name(name) => match self.lookup(&name.name) {
                 Some(Binding::Action(action)) => {
                     let action = *action;
+                    if let Some(slot) = self.names.get_mut(callee.id.0 as usize) {
+                        *slot = Some(NameRef::Action);
+                    }
                     let mut none = HashMap::new();
                     self.arguments(&action.params, &mut none, args, e.span, &name.name)?;
                     Ok(Type::Void)

@@ -32,11 +32,46 @@ pub struct Pipeline {
     pub type_args: Vec<(String, Type)>,
 }
 
+/// What a name used as an expression refers to, as resolved by the checker.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NameRef {
+    /// A parameter of the enclosing parser, control or action.
+    Param {
+        /// Its direction (`None`: directionless, i.e. action data).
+        direction: Option<Direction>,
+    },
+    /// A local variable.
+    Variable,
+    /// A constant, with its value.
+    Constant(i128),
+    /// An extern instance (`counter`, `register`) or the package.
+    Instance,
+    /// A table.
+    Table,
+    /// An action.
+    Action,
+    /// A parser (in the package instantiation).
+    Parser,
+    /// A control (in the package instantiation).
+    Control,
+}
+
 /// What the checker produces besides the AST.
 pub(crate) struct CheckOutput {
     pub types: TypeTable,
     pub expr_types: Vec<Option<Type>>,
+    pub names: Vec<Option<NameRef>>,
+    pub constants: Vec<Option<i128>>,
     pub pipeline: Pipeline,
+}
+
+/// How a value binding came to be, for [`NameRef`].
+#[derive(Debug, Clone, Copy)]
+enum Role {
+    Param(Option<Direction>),
+    Variable,
+    Constant,
+    Instance,
 }
 
 /// What a name in scope stands for.
@@ -47,6 +82,7 @@ enum Binding<'a> {
         ty: Type,
         writable: bool,
         constant: Option<i128>,
+        role: Role,
     },
     Table(&'a crate::ast::TableDecl),
     Action(&'a ActionDecl),
@@ -65,6 +101,8 @@ pub(crate) struct Checker<'a> {
     /// Innermost last; the first holds the globals.
     scopes: Vec<HashMap<String, Binding<'a>>>,
     expr_types: Vec<Option<Type>>,
+    names: Vec<Option<NameRef>>,
+    constants: Vec<Option<i128>>,
     pipeline: Option<Pipeline>,
 }
 
@@ -80,6 +118,8 @@ pub(crate) fn check(program: &Program, sources: &SourceMap) -> Result<CheckOutpu
         packages: HashMap::new(),
         scopes: vec![HashMap::new()],
         expr_types: vec![None; program.expr_count as usize],
+        names: vec![None; program.expr_count as usize],
+        constants: vec![None; program.expr_count as usize],
         pipeline: None,
     };
     for decl in &program.decls {
@@ -97,6 +137,8 @@ pub(crate) fn check(program: &Program, sources: &SourceMap) -> Result<CheckOutpu
     Ok(CheckOutput {
         types: checker.types,
         expr_types: checker.expr_types,
+        names: checker.names,
+        constants: checker.constants,
         pipeline,
     })
 }
@@ -531,6 +573,7 @@ impl<'a> Checker<'a> {
                 ty,
                 writable: false,
                 constant: value,
+                role: Role::Constant,
             },
         )
     }
@@ -579,6 +622,7 @@ impl<'a> Checker<'a> {
                 ty,
                 writable: false,
                 constant: None,
+                role: Role::Instance,
             },
         )
     }
@@ -728,6 +772,7 @@ impl<'a> Checker<'a> {
                 ty: Type::Extern(package.name.name.clone(), Vec::new()),
                 writable: false,
                 constant: None,
+                role: Role::Instance,
             },
         )?;
         if i.name.name == "main" {

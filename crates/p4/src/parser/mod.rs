@@ -2,7 +2,7 @@
 //!
 //! P4-16 is not context free: `T(x) y;` is an instance only if `T` names a type, and `a < b`
 //! is a comparison unless `a` is a type taking arguments. The parser therefore keeps the set of
-//! names declared as types so far ([`Parser::is_type_name`]), with nested scopes for type
+//! names declared as types so far (`Parser::is_type_name`), with nested scopes for type
 //! parameters, and consults it where the grammar forks. Includes are parsed in place, sharing that
 //! set, so a program sees the architecture's types; each file is included once.
 //!
