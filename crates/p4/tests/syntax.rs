@@ -261,3 +261,29 @@ fn binary_operation_classes_follow_the_paper() {
     assert_eq!(BinaryOp::Concat.class(), OpClass::Bitwise);
     assert_eq!(BinaryOp::Le.class(), OpClass::Comparison);
 }
+
+#[test]
+fn method_type_parameters_win_over_user_types_of_the_same_name() {
+    // A program's own `T` must not capture the `T` of `extract<T>` or `register<T>`.
+    let text = format!(
+        "{PIPELINE}typedef bit<8> T;
+parser P(packet_in pk, out hs_t hdr, inout m_t m, inout standard_metadata_t s) {{
+    state start {{ pk.extract(hdr.h); transition accept; }}
+}}
+control I(inout hs_t hdr, inout m_t m, inout standard_metadata_t s) {{
+    register<bit<16>>(4) r;
+    apply {{ r.write(0, hdr.h.c); }}
+}}
+control D(packet_out pk, in hs_t hdr) {{ apply {{ pk.emit(hdr.h); }} }}
+XdpPipeline(P(), I(), D()) main;
+"
+    );
+    let result = load_str("t.p4", &text);
+    assert!(result.is_ok(), "{:?}", result.err().map(|e| e.to_string()));
+    let wrong = text.replace("r.write(0, hdr.h.c)", "r.write(0, hdr.h.a)");
+    let message = load_str("t.p4", &wrong).err().map(|e| e.to_string());
+    assert_eq!(
+        message.as_deref(),
+        Some("t.p4:11:24: type mismatch: expected bit<16>, found bit<8>")
+    );
+}

@@ -235,6 +235,7 @@ impl<'a> Checker<'a> {
         let mut none = HashMap::new();
         self.arguments(
             &params,
+            &[],
             &mut none,
             &call.args,
             call.name.span,

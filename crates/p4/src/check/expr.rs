@@ -457,7 +457,7 @@ impl<'a> Checker<'a> {
                         *slot = Some(NameRef::Action);
                     }
                     let mut none = HashMap::new();
-                    self.arguments(&action.params, &mut none, args, e.span, &name.name)?;
+                    self.arguments(&action.params, &[], &mut none, args, e.span, &name.name)?;
                     Ok(Type::Void)
                 }
                 Some(Binding::Parser(p)) if args.is_empty() => {
@@ -477,7 +477,15 @@ impl<'a> Checker<'a> {
                         ));
                     };
                     let mut bindings = HashMap::new();
-                    self.arguments(&function.params, &mut bindings, args, e.span, &name.name)?;
+                    let vars = type_param_names(&[], &function.type_params);
+                    self.arguments(
+                        &function.params,
+                        &vars,
+                        &mut bindings,
+                        args,
+                        e.span,
+                        &name.name,
+                    )?;
                     self.result_type(function, &bindings, e.span)
                 }
             },
@@ -566,7 +574,8 @@ impl<'a> Checker<'a> {
                     .map(|p| p.name.clone())
                     .zip(type_args.iter().cloned())
                     .collect();
-                self.arguments(&signature.params, &mut bindings, args, e.span, name)?;
+                let vars = type_param_names(&decl.type_params, &signature.type_params);
+                self.arguments(&signature.params, &vars, &mut bindings, args, e.span, name)?;
                 self.packet_argument(extern_name, name, args)?;
                 self.result_type(signature, &bindings, e.span)
             }
@@ -621,6 +630,7 @@ impl<'a> Checker<'a> {
     pub(super) fn arguments(
         &mut self,
         params: &[Param],
+        vars: &[String],
         bindings: &mut HashMap<String, Type>,
         args: &[Expr],
         at: Span,
@@ -637,11 +647,7 @@ impl<'a> Checker<'a> {
             ));
         }
         for (param, arg) in params.iter().zip(args) {
-            let vars: Vec<String> = match &param.ty {
-                crate::ast::TypeRef::Named(n) if !self.is_type(&n.name) => vec![n.name.clone()],
-                _ => bindings.keys().cloned().collect(),
-            };
-            let want = substitute(&self.resolve(&param.ty, &vars, param.name.span)?, bindings);
+            let want = substitute(&self.resolve(&param.ty, vars, param.name.span)?, bindings);
             if let Type::Var(_) = want {
                 let got = self.expr(arg)?;
                 if got == Type::InfInt {
@@ -662,10 +668,6 @@ impl<'a> Checker<'a> {
             }
         }
         Ok(())
-    }
-
-    fn is_type(&self, name: &str) -> bool {
-        self.resolve_name(name, &[], Span::default()).is_ok()
     }
 
     /// Requires `e` to be a writable lvalue.
@@ -689,6 +691,14 @@ impl<'a> Checker<'a> {
             )),
         }
     }
+}
+
+/// The type parameters in scope in a method: the extern's, then the method's own.
+pub(super) fn type_param_names(
+    outer: &[crate::ast::Ident],
+    own: &[crate::ast::Ident],
+) -> Vec<String> {
+    outer.iter().chain(own).map(|p| p.name.clone()).collect()
 }
 
 /// Whether `value` is representable in `width` bits (as unsigned, or as negative two's complement).

@@ -609,8 +609,10 @@ impl<'a> Checker<'a> {
             .map(|p| p.name.clone())
             .zip(type_args.iter().cloned())
             .collect();
+        let vars = expr::type_param_names(&decl.type_params, &[]);
         self.arguments(
             &constructor.params,
+            &vars,
             &mut bindings,
             &i.args,
             i.name.span,
