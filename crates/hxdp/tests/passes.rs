@@ -343,12 +343,7 @@ mod small {
         // A 32-bit move and a 32-bit shift: the 32-bit form. A 32-bit AND with a non-negative
         // mask: the 64-bit AND, which agrees.
         for (op, imm, wide_form) in [(AluOp::Rsh, 13, false), (AluOp::And, 0xf, true)] {
-            let (n, first) = fused(&[
-                mov32_reg(2, 1),
-                alu32(op, 2, imm),
-                mov64_reg(0, 2),
-                exit(),
-            ]);
+            let (n, first) = fused(&[mov32_reg(2, 1), alu32(op, 2, imm), mov64_reg(0, 2), exit()]);
             assert_eq!(n, 1);
             assert_eq!(
                 first,

@@ -18,7 +18,8 @@
 //! generic or constructor-parameterised parsers and controls, value sets, functions, tuples and
 //! list expressions, `switch` on values, preprocessor directives other than `#include`.
 //!
-//! [`latency`] is paper 001's latency model: its Agilio CX figures, estimates and fits.
+//! [`params`] extracts paper 001's parameters (α parsed headers, β modified headers, γ added
+//! tables); [`latency`] is the paper's latency model: its Agilio CX figures, estimates and fits.
 //!
 //! Errors: every failure is one [`P4Error`] that displays as `file:line:col: message`; the front
 //! end never panics, and input nested deeper than [`parser::MAX_DEPTH`] is refused.
@@ -37,6 +38,7 @@ pub mod check;
 pub mod error;
 pub mod latency;
 pub mod lexer;
+pub mod params;
 pub mod parser;
 
 pub use check::types::{EnumInfo, FieldLayout, Layout, Type, TypeTable};
