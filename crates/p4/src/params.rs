@@ -233,7 +233,7 @@ fn header_of(checked: &Checked, e: &Expr) -> Option<String> {
 }
 
 /// The method call `base.method(args)` an expression is, if it is one.
-fn method_call<'e>(e: &'e Expr) -> Option<(&'e Expr, &'e str, &'e [Expr])> {
+fn method_call(e: &Expr) -> Option<(&Expr, &str, &[Expr])> {
     let ExprKind::Call { callee, args, .. } = &e.kind else {
         return None;
     };
