@@ -14,6 +14,7 @@ mod inspect;
 mod measure;
 mod optimize;
 mod output;
+mod p4;
 mod rules;
 mod run;
 
@@ -54,6 +55,9 @@ enum Command {
     /// Compile for the hXDP FPGA core: VLIW schedule, instruction ROM, cycle model, worst case
     /// (paper 003); `hxdp check` verifies a ROM, `hxdp study` sweeps lanes and passes.
     Hxdp(hxdp::HxdpArgs),
+    /// P4-16 programs (paper 001): `p4 latency` gives the paper's parameters and a target's
+    /// latency estimate, `p4 fit` a target model from measurements.
+    P4(p4::P4Args),
 }
 
 /// Detail printed after the one-line error (e.g. a verifier log).
@@ -88,6 +92,7 @@ fn main() -> ExitCode {
         Command::Optimize(args) => optimize::optimize(&args),
         Command::Hxdp(args) => hxdp::hxdp(&args),
         Command::Rules(args) => rules::rules(&args),
+        Command::P4(args) => p4::p4(&args),
     });
     if detaches_threads {
         // A search's checker threads may still be inside a solver call (a search does not wait

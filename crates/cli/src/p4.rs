@@ -1,0 +1,174 @@
+//! `linerate p4`: P4-16 programs (paper 001). `p4 latency` extracts the paper's parameters from a
+//! program and estimates its latency with a target model (§V-E); `p4 fit` builds a target model
+//! from measurements (the paper's method, for any target).
+
+use std::path::PathBuf;
+
+use anyhow::{Context, Result};
+use clap::{Args, Subcommand};
+use linerate_p4::latency::{fit, read_measurements, Estimate, LatencyModel};
+use linerate_p4::params::{analyze, Analysis};
+use serde_json::json;
+
+use crate::output::emit;
+
+#[derive(Args)]
+pub struct P4Args {
+    #[command(subcommand)]
+    pub command: P4Command,
+}
+
+#[derive(Subcommand)]
+pub enum P4Command {
+    /// The paper's parameters of a program (α parsed headers, β modified headers, γ added
+    /// tables) and its latency on a target model (Table II plus Eq. 1).
+    Latency(LatencyArgs),
+    /// Fit a target's latency model (cells and table curve) from measurements.
+    Fit(FitArgs),
+}
+
+#[derive(Args)]
+pub struct LatencyArgs {
+    /// The P4-16 program.
+    pub program: PathBuf,
+    /// The target model: `agilio-cx` (the paper's) or a model file `p4 fit` wrote.
+    #[arg(long, default_value = "agilio-cx")]
+    pub model: String,
+    /// Machine-readable output.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args)]
+pub struct FitArgs {
+    /// Measurements, CSV with the header `case,alpha,beta,gamma,actions,latency_ns`.
+    pub measurements: PathBuf,
+    /// Where to write the model (JSON).
+    #[arg(short = 'o', long)]
+    pub output: PathBuf,
+    /// The model's name.
+    #[arg(long, default_value = "host")]
+    pub name: String,
+    /// Machine-readable output (the model).
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub fn p4(args: &P4Args) -> Result<()> {
+    match &args.command {
+        P4Command::Latency(a) => latency(a),
+        P4Command::Fit(a) => fit_model(a),
+    }
+}
+
+/// The model named `name`: a shipped one, else a model file.
+fn model(name: &str) -> Result<LatencyModel> {
+    if let Some(m) = LatencyModel::builtin(name) {
+        return Ok(m);
+    }
+    let text = std::fs::read_to_string(name).with_context(|| {
+        format!("no model `{name}`: not a shipped model (agilio-cx) nor a readable model file")
+    })?;
+    Ok(LatencyModel::parse(&text, name)?)
+}
+
+fn latency(args: &LatencyArgs) -> Result<()> {
+    let model = model(&args.model)?;
+    let checked = linerate_p4::load(&args.program)?;
+    let analysis = analyze(&checked);
+    let estimate = model.estimate(analysis.params())?;
+    let text = if args.json {
+        let mut out = serde_json::to_value(&estimate)?;
+        out["program"] = json!(args.program.display().to_string());
+        out["paths"] = json!(analysis.paths);
+        out["modified"] = json!(analysis.modified);
+        out["tables"] = json!(analysis.tables);
+        out["operations"] = json!(analysis.operations);
+        serde_json::to_string_pretty(&out)? + "\n"
+    } else {
+        latency_text(args, &model, &analysis, &estimate)
+    };
+    emit(&text)
+}
+
+fn latency_text(args: &LatencyArgs, model: &LatencyModel, a: &Analysis, e: &Estimate) -> String {
+    let list = |items: &[String]| {
+        if items.is_empty() {
+            "none".to_string()
+        } else {
+            items.join(", ")
+        }
+    };
+    let worst = a.worst_path().map_or_else(
+        || "no parser".to_string(),
+        |p| format!("{}: {}", p.states.join(" -> "), list(&p.headers)),
+    );
+    let modified: Vec<String> = a
+        .modified
+        .iter()
+        .map(|m| format!("{} ({})", m.header, m.actions))
+        .collect();
+    let plural = |n: u32, one: &str, many: &str| {
+        if n == 1 {
+            format!("{n} {one}")
+        } else {
+            format!("{n} {many}")
+        }
+    };
+    format!(
+        "{} on {} ({})\n  α = {} (worst of {} parser paths, {worst})\n  β = {}, {} actions\n  \
+         γ = {} beyond the forwarding table (applied: {})\n  operations: {} arithmetic, {} \
+         binary (not in the model: §V-A/B found no effect)\n  latency: {:.0} ns = {:.0} \
+         (parsing and modification) + {:.0} (tables)\n",
+        args.program.display(),
+        model.name,
+        model.source,
+        plural(e.alpha, "parsed header", "parsed headers"),
+        a.paths.len(),
+        plural(e.beta, "modified header", "modified headers")
+            + &if modified.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", modified.join(", "))
+            },
+        e.actions,
+        plural(e.gamma, "table", "tables"),
+        list(&a.tables),
+        a.operations.arithmetic,
+        a.operations.binary,
+        e.latency_ns,
+        e.breakdown.parse_and_modify_ns,
+        e.breakdown.tables_ns,
+    )
+}
+
+fn fit_model(args: &FitArgs) -> Result<()> {
+    let origin = args.measurements.display().to_string();
+    let text = std::fs::read_to_string(&args.measurements)
+        .with_context(|| format!("cannot read measurements {origin}"))?;
+    let measured = read_measurements(&text, &origin)?;
+    let model = fit(&measured, &args.name, &format!("fitted to {origin}"))?;
+    let json = serde_json::to_string_pretty(&model)? + "\n";
+    linerate_io::write_atomically(&args.output, json.as_bytes())?;
+    let text = if args.json {
+        json
+    } else {
+        let mut out = format!(
+            "{}: {} measurements, {} cells; tables: f(γ) = {:.2}·γ² + {:.2}·γ ns for γ ≤ {}\n",
+            args.output.display(),
+            measured.len(),
+            model.base.len(),
+            model.tables.quadratic,
+            model.tables.linear,
+            model.tables.max_gamma
+        );
+        for c in &model.base {
+            out += &format!(
+                "  α = {}, β = {}, {}: {:.0} ns\n",
+                c.alpha, c.beta, c.actions, c.ns
+            );
+        }
+        out
+    };
+    emit(&text)
+}
