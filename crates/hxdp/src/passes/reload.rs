@@ -146,7 +146,7 @@ pub(super) fn run(lowered: &mut Lowered, facts: &SourceFacts) -> usize {
             targeted[t] = true;
         }
     }
-    let mut remove = vec![false; n];
+    let mut gone = Vec::new();
     for i in 0..n {
         let HxInsn::Ebpf(Instruction::Load {
             size,
@@ -170,9 +170,13 @@ pub(super) fn run(lowered: &mut Lowered, facts: &SourceFacts) -> usize {
         };
         match replacement(dst, stored, size, value_fits) {
             Some(insn) => lowered.insns[i].insn = insn,
-            None => remove[i] = true,
+            None => gone.push(i),
         }
     }
+    let mut remove = vec![false; n];
+    for &i in &gone {
+        remove[i] = true;
+    }
     lowered.remove(&remove);
-    remove.iter().filter(|&&r| r).count()
+    gone.len()
 }
