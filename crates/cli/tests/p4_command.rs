@@ -110,7 +110,7 @@ fn bad_input_is_one_line() {
         &["no model `nosuch`"],
     );
     // The Agilio CX table has no cell for β = 0 (the paper's Table II starts at 1).
-    let only_parsing = std::fs::read_to_string(&program)
+    let only_parsing = std::fs::read_to_string(program)
         .unwrap()
         .replace("hdr.ipv4.ttl = hdr.ipv4.ttl - 1;", "")
         .replace("hdr.ethernet.src_addr = src_mac;", "")
