@@ -218,3 +218,10 @@ PY
   fi
 done
 "$bin" hxdp examples/xdp_reflector.o --no-worst-case --simulate examples/xdp_reflector.packets | tail -4
+
+echo
+echo "P4 (linerate p4 latency): paper 001's parameters of every P4 example and its latency on the"
+echo "Agilio CX model (Table II plus Eq. 1)."
+for p4 in examples/p4/*.p4; do
+  "$bin" p4 latency "$p4"
+done
