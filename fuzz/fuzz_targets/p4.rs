@@ -1,6 +1,6 @@
 //! cargo-fuzz target: any bytes through the whole P4 front end (lex, parse, include, check) must
-//! give Ok or Err, never a panic. Run from crates/p4/fuzz: `cargo fuzz run frontend`, seeded with
-//! `-- ../../../examples/p4` to start from the shipped programs.
+//! give Ok or Err, never a panic. Run from fuzz/: `cargo fuzz run p4 corpus/p4 ../examples/p4`
+//! to start from the shipped programs.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
