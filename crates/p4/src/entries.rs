@@ -134,8 +134,8 @@ pub struct EntriesError {
     pub file: String,
     /// The entry: `tables["C.t"][2]`, `default_actions["C.t"]`, or `top level`.
     pub location: String,
-    /// What is wrong.
-    pub kind: EntriesErrorKind,
+    /// What is wrong (boxed: an error travels up many frames, the common `Ok` path stays small).
+    pub kind: Box<EntriesErrorKind>,
 }
 
 /// The classes of entries errors.
@@ -249,7 +249,7 @@ impl Reporter<'_> {
         EntriesError {
             file: self.file.to_string(),
             location: self.location.clone(),
-            kind,
+            kind: Box::new(kind),
         }
     }
 }
@@ -308,14 +308,18 @@ impl Entries {
         let text = std::fs::read_to_string(path).map_err(|e| EntriesError {
             file: file.clone(),
             location: String::from("top level"),
-            kind: EntriesErrorKind::Io(e.to_string()),
+            kind: Box::new(EntriesErrorKind::Io(e.to_string())),
         })?;
         Entries::from_json_str(checked, &file, &text)
     }
 
     /// Parses entries-file text (named `file` in errors) and merges it into the program's own
     /// contents.
-    pub fn from_json_str(checked: &Checked, file: &str, text: &str) -> Result<Entries, EntriesError> {
+    pub fn from_json_str(
+        checked: &Checked,
+        file: &str,
+        text: &str,
+    ) -> Result<Entries, EntriesError> {
         let mut entries = Entries::from_program(checked)?;
         let top = Reporter {
             file,
@@ -348,7 +352,9 @@ impl Entries {
                     return Err(report.error(shape("a table's entries must be an array")));
                 };
                 if !info.decl.entries.is_empty() && !list.is_empty() {
-                    return Err(report.error(EntriesErrorKind::ConstEntries(info.qualified.clone())));
+                    return Err(
+                        report.error(EntriesErrorKind::ConstEntries(info.qualified.clone()))
+                    );
                 }
                 if let Some(size) = table_size(checked, info) {
                     if list.len() as u64 > size {
@@ -381,8 +387,15 @@ impl Entries {
                     location: format!("default_actions[{name:?}]"),
                 };
                 let info = find_table(&infos, name, &report)?;
-                if info.decl.default_action.as_ref().is_some_and(|d| d.is_const) {
-                    return Err(report.error(EntriesErrorKind::ConstDefault(info.qualified.clone())));
+                if info
+                    .decl
+                    .default_action
+                    .as_ref()
+                    .is_some_and(|d| d.is_const)
+                {
+                    return Err(
+                        report.error(EntriesErrorKind::ConstDefault(info.qualified.clone()))
+                    );
                 }
                 let Json::Object(object) = item else {
                     return Err(report.error(shape("a default action must be an object")));
@@ -484,9 +497,7 @@ fn find_table<'i, 'a>(
 
 fn table_size(checked: &Checked, info: &TableInfo) -> Option<u64> {
     let size = info.decl.size.as_ref()?;
-    checked
-        .constant(size)
-        .and_then(|s| u64::try_from(s).ok())
+    checked.constant(size).and_then(|s| u64::try_from(s).ok())
 }
 
 /// The width of an integer-like type (`bool` as 1) and whether it is signed.
@@ -661,7 +672,11 @@ fn key_index(info: &TableInfo, name: &str) -> Option<usize> {
     }
 }
 
-fn key_match(key: &KeyInfo, value: Option<&Json>, report: &Reporter) -> Result<KeyMatch, EntriesError> {
+fn key_match(
+    key: &KeyInfo,
+    value: Option<&Json>,
+    report: &Reporter,
+) -> Result<KeyMatch, EntriesError> {
     let (width, signed) = scalar(&key.ty);
     let full = mask(width);
     let kind_error = |reason: &str| {
@@ -671,24 +686,35 @@ fn key_match(key: &KeyInfo, value: Option<&Json>, report: &Reporter) -> Result<K
             reason: reason.to_string(),
         })
     };
-    let number = |v: &Json, what: &str| parse_value(v, width, signed, &format!("key '{}' {what}", key.text), report);
+    let number = |v: &Json, what: &str| {
+        parse_value(
+            v,
+            width,
+            signed,
+            &format!("key '{}' {what}", key.text),
+            report,
+        )
+    };
     let object = match value {
         Some(Json::Object(o)) => Some(o),
         _ => None,
     };
-    let only = |allowed: &[&str], o: &serde_json::Map<String, Json>| {
-        match o.keys().find(|k| !allowed.contains(&k.as_str())) {
-            Some(k) => Err(kind_error(&format!(
-                "unexpected field '{k}' (it takes {})",
-                allowed.join(" and ")
-            ))),
-            None => Ok(()),
-        }
+    let only = |allowed: &[&str], o: &serde_json::Map<String, Json>| match o
+        .keys()
+        .find(|k| !allowed.contains(&k.as_str()))
+    {
+        Some(k) => Err(kind_error(&format!(
+            "unexpected field '{k}' (it takes {})",
+            allowed.join(" and ")
+        ))),
+        None => Ok(()),
     };
     match key.kind.as_str() {
         "exact" => {
             let v = match (value, object) {
-                (None, _) => return Err(report.error(EntriesErrorKind::MissingKey(key.text.clone()))),
+                (None, _) => {
+                    return Err(report.error(EntriesErrorKind::MissingKey(key.text.clone())))
+                }
                 (_, Some(o)) => {
                     only(&["value"], o)?;
                     o.get("value").ok_or_else(|| kind_error("needs a value"))?
@@ -709,13 +735,16 @@ fn key_match(key: &KeyInfo, value: Option<&Json>, report: &Reporter) -> Result<K
                 };
                 let prefix = number(prefix, "prefix")?;
                 let len = parse_value(len, 32, false, &format!("key '{}' len", key.text), report)?;
-                let len = u32::try_from(len).ok().filter(|l| *l <= width).ok_or_else(|| {
-                    report.error(EntriesErrorKind::Width {
-                        what: format!("key '{}' len", key.text),
-                        value: len.to_string(),
-                        width,
-                    })
-                })?;
+                let len = u32::try_from(len)
+                    .ok()
+                    .filter(|l| *l <= width)
+                    .ok_or_else(|| {
+                        report.error(EntriesErrorKind::Width {
+                            what: format!("key '{}' len", key.text),
+                            value: len.to_string(),
+                            width,
+                        })
+                    })?;
                 let prefix_mask = full & !mask(width - len.min(width));
                 let prefix_mask = if len == 0 { 0 } else { prefix_mask };
                 Ok(KeyMatch::Masked {
@@ -775,7 +804,11 @@ fn file_action(
         Some(Json::Object(a)) => a,
         Some(_) => return Err(report.error(shape("\"args\" must be an object"))),
     };
-    let settable: Vec<_> = action.params.iter().filter(|p| p.direction.is_none()).collect();
+    let settable: Vec<_> = action
+        .params
+        .iter()
+        .filter(|p| p.direction.is_none())
+        .collect();
     if let Some(extra) = given
         .keys()
         .find(|k| !settable.iter().any(|p| p.name.name == **k))
@@ -876,8 +909,8 @@ fn parse_text(text: &str) -> Result<i128, String> {
         }
         let mut value: i128 = 0;
         for piece in pieces {
-            let part = u8::from_str_radix(piece, radix)
-                .map_err(|_| format!("'{piece}' is not a byte"))?;
+            let part =
+                u8::from_str_radix(piece, radix).map_err(|_| format!("'{piece}' is not a byte"))?;
             value = (value << part_bits) | i128::from(part);
         }
         Ok(value)

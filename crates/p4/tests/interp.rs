@@ -78,7 +78,18 @@ impl Default for Ipv4 {
 }
 
 fn ipv4(h: &Ipv4) -> Vec<u8> {
-    let mut p = vec![(h.version << 4) | h.ihl, 0, 0, 48, 0x12, 0x34, 0, 0, h.ttl, h.protocol];
+    let mut p = vec![
+        (h.version << 4) | h.ihl,
+        0,
+        0,
+        48,
+        0x12,
+        0x34,
+        0,
+        0,
+        h.ttl,
+        h.protocol,
+    ];
     p.extend_from_slice(&[0xab, 0xcd]);
     p.extend_from_slice(&h.src);
     p.extend_from_slice(&h.dst);
@@ -190,7 +201,10 @@ fn l3_fwd_rejects_packets_too_short_for_a_header() {
     let full = ipv4_packet(&Ipv4::default(), &[]);
     let truncated = &full[..14 + 19];
     let out = run_once(&p, truncated, 1);
-    assert_eq!((out.action, out.parser_error.as_str()), (XdpAction::Drop, "PacketTooShort"));
+    assert_eq!(
+        (out.action, out.parser_error.as_str()),
+        (XdpAction::Drop, "PacketTooShort")
+    );
     assert_eq!(out.packet, truncated);
     let exact = &full[..14 + 20];
     assert_eq!(run_once(&p, exact, 1).action, XdpAction::Redirect(2));
@@ -246,7 +260,10 @@ fn firewall_denies_udp_from_ten_slash_eight_by_the_second_rule() {
         },
         &udp(1000, 53),
     );
-    assert_eq!(run(&p, &dns_from_ten, 1, &mut state).action, XdpAction::Drop);
+    assert_eq!(
+        run(&p, &dns_from_ten, 1, &mut state).action,
+        XdpAction::Drop
+    );
     assert_eq!(state.counter("FwIngress.acl_hits", 0).packets, 1);
     assert_eq!(state.counter("FwIngress.acl_hits", 1).packets, 1);
 }
@@ -292,7 +309,10 @@ fn firewall_parser_paths_verify_options_and_fragments() {
         &udp(1, 53),
     );
     let out = run_once(&p, &bad_version, 1);
-    assert_eq!((out.action, out.parser_error.as_str()), (XdpAction::Drop, "HeaderTooShort"));
+    assert_eq!(
+        (out.action, out.parser_error.as_str()),
+        (XdpAction::Drop, "HeaderTooShort")
+    );
     // ihl != 5: UDP is not parsed, so the DNS port is not seen and the packet is forwarded.
     let options = ipv4_packet(
         &Ipv4 {
@@ -340,7 +360,11 @@ const KNOWN_MAC: [u8; 6] = [2, 0, 0, 0, 0, 2];
 const VLAN100_MAC: [u8; 6] = [2, 0, 0, 0, 0, 5];
 
 fn tagged(dst: [u8; 6], tags: &[(u8, u16)], outer_type: u16) -> Vec<u8> {
-    let mut p = ethernet(dst, HOST_MAC, if tags.is_empty() { 0x0800 } else { outer_type });
+    let mut p = ethernet(
+        dst,
+        HOST_MAC,
+        if tags.is_empty() { 0x0800 } else { outer_type },
+    );
     for (i, (pcp, vid)) in tags.iter().enumerate() {
         let next = if i + 1 < tags.len() { 0x8100 } else { 0x0800 };
         p.extend(vlan_tag(*pcp, *vid, next));
@@ -400,10 +424,16 @@ fn vlan_stack_takes_two_tags_and_rejects_a_third() {
     assert_eq!(out.action, XdpAction::Redirect(4));
     let mut expected = qinq.clone();
     expected[14..16].copy_from_slice(&100u16.to_be_bytes());
-    assert_eq!(out.packet, expected, "outer tag rewritten (pcp 1 >> 1 = 0), inner kept");
+    assert_eq!(
+        out.packet, expected,
+        "outer tag rewritten (pcp 1 >> 1 = 0), inner kept"
+    );
     let three = tagged(VLAN100_MAC, &[(1, 100), (3, 7), (0, 9)], 0x8100);
     let out = run_once(&p, &three, 1);
-    assert_eq!((out.action, out.parser_error.as_str()), (XdpAction::Drop, "StackOutOfBounds"));
+    assert_eq!(
+        (out.action, out.parser_error.as_str()),
+        (XdpAction::Drop, "StackOutOfBounds")
+    );
 }
 
 #[test]
@@ -455,9 +485,19 @@ fn bad_entries_name_the_file_and_the_entry() {
     let e = entries_error("l3_fwd.p4", &text);
     assert_eq!(e.file, "bad.json");
     assert_eq!(e.location, r#"tables["L3Ingress.ipv4_lpm"][1]"#);
-    assert!(matches!(e.kind, EntriesErrorKind::UnknownAction { .. }), "{e}");
-    assert!(e.to_string().starts_with(r#"bad.json: tables["L3Ingress.ipv4_lpm"][1]: "#), "{e}");
+    assert!(
+        matches!(*e.kind, EntriesErrorKind::UnknownAction { .. }),
+        "{e}"
+    );
+    assert!(
+        e.to_string()
+            .starts_with(r#"bad.json: tables["L3Ingress.ipv4_lpm"][1]: "#),
+        "{e}"
+    );
 }
+
+/// Whether an error is of the expected class.
+type IsClass = fn(&EntriesErrorKind) -> bool;
 
 #[test]
 fn bad_entries_each_class_is_reported() {
@@ -465,8 +505,10 @@ fn bad_entries_each_class_is_reported() {
         format!(r#"{{"tables": {{"L3Ingress.ipv4_lpm": [{{"match": {m}, {rest}}}]}}}}"#)
     };
     let fwd = format!(r#""action": "ipv4_forward", {FORWARD_ARGS}"#);
-    let cases: Vec<(&str, String, fn(&EntriesErrorKind) -> bool)> = vec![
-        ("l3_fwd.p4", String::from("{"), |k| matches!(k, EntriesErrorKind::Json(_))),
+    let cases: Vec<(&str, String, IsClass)> = vec![
+        ("l3_fwd.p4", String::from("{"), |k| {
+            matches!(k, EntriesErrorKind::Json(_))
+        }),
         ("l3_fwd.p4", String::from(r#"{"table": {}}"#), |k| {
             matches!(k, EntriesErrorKind::Shape(_))
         }),
@@ -478,15 +520,21 @@ fn bad_entries_each_class_is_reported() {
         ("l3_fwd.p4", lpm(r#"{"hdr.ipv4.src_addr": 1}"#, &fwd), |k| {
             matches!(k, EntriesErrorKind::UnknownKey { .. })
         }),
-        ("l3_fwd.p4", lpm(r#"{"dst_addr": {"value": 1, "mask": 2}}"#, &fwd), |k| {
-            matches!(k, EntriesErrorKind::MatchKind { .. })
-        }),
-        ("l3_fwd.p4", lpm(r#"{"dst_addr": {"prefix": 1, "len": 33}}"#, &fwd), |k| {
-            matches!(k, EntriesErrorKind::Width { .. })
-        }),
-        ("l3_fwd.p4", lpm(r#"{"dst_addr": "1.2.3.4.5"}"#, &fwd), |k| {
-            matches!(k, EntriesErrorKind::BadValue { .. })
-        }),
+        (
+            "l3_fwd.p4",
+            lpm(r#"{"dst_addr": {"value": 1, "mask": 2}}"#, &fwd),
+            |k| matches!(k, EntriesErrorKind::MatchKind { .. }),
+        ),
+        (
+            "l3_fwd.p4",
+            lpm(r#"{"dst_addr": {"prefix": 1, "len": 33}}"#, &fwd),
+            |k| matches!(k, EntriesErrorKind::Width { .. }),
+        ),
+        (
+            "l3_fwd.p4",
+            lpm(r#"{"dst_addr": "1.2.3.4.5"}"#, &fwd),
+            |k| matches!(k, EntriesErrorKind::BadValue { .. }),
+        ),
         (
             "l3_fwd.p4",
             lpm(
@@ -497,7 +545,10 @@ fn bad_entries_each_class_is_reported() {
         ),
         (
             "l3_fwd.p4",
-            lpm(r#"{"dst_addr": 1}"#, r#""action": "drop", "args": {"port": 1}"#),
+            lpm(
+                r#"{"dst_addr": 1}"#,
+                r#""action": "drop", "args": {"port": 1}"#,
+            ),
             |k| matches!(k, EntriesErrorKind::UnknownArgument { .. }),
         ),
         (
@@ -532,9 +583,7 @@ fn bad_entries_each_class_is_reported() {
         ),
         (
             "vlan_acl_switch.p4",
-            String::from(
-                r#"{"tables": {"VlanIngress.acl": [{"match": {}, "action": "deny"}]}}"#,
-            ),
+            String::from(r#"{"tables": {"VlanIngress.acl": [{"match": {}, "action": "deny"}]}}"#),
             |k| matches!(k, EntriesErrorKind::ConstEntries(_)),
         ),
         (
@@ -589,12 +638,20 @@ fn bad_entries_size_and_const_default_and_ternary_priority() {
         entry("0", "0", 0, 9)
     );
     let e = Entries::from_json_str(&checked, "bad.json", &three).err();
-    assert!(
-        matches!(e.map(|e| e.kind), Some(EntriesErrorKind::TooManyEntries { size: 2, count: 3, .. }))
-    );
+    assert!(matches!(
+        e.map(|e| *e.kind),
+        Some(EntriesErrorKind::TooManyEntries {
+            size: 2,
+            count: 3,
+            ..
+        })
+    ));
     let default = r#"{"default_actions": {"I.t": {"action": "set", "args": {"v": 3}}}}"#;
     let e = Entries::from_json_str(&checked, "bad.json", default).err();
-    assert!(matches!(e.map(|e| e.kind), Some(EntriesErrorKind::ConstDefault(_))));
+    assert!(matches!(
+        e.map(|e| *e.kind),
+        Some(EntriesErrorKind::ConstDefault(_))
+    ));
 
     // Both entries match 0x0f; the later one has the higher priority and wins. 0xf0 matches
     // only the first; 0x00 matches neither and gets the const default.
@@ -603,10 +660,15 @@ fn bad_entries_size_and_const_default_and_ternary_priority() {
         entry("\"0x00\"", "\"0x00\"", 1, 10),
         entry("15", "15", 5, 20)
     );
-    let entries = Entries::from_json_str(&checked, "ok.json", &two).unwrap_or_else(|e| panic!("{e}"));
+    let entries =
+        Entries::from_json_str(&checked, "ok.json", &two).unwrap_or_else(|e| panic!("{e}"));
     let p = (checked, entries);
     for (input, output) in [(0x0f, 20), (0xf0, 10), (0x00, 10)] {
-        assert_eq!(run_once(&p, &[input], 1).packet, vec![output], "key {input:#x}");
+        assert_eq!(
+            run_once(&p, &[input], 1).packet,
+            vec![output],
+            "key {input:#x}"
+        );
     }
 }
 

@@ -168,7 +168,9 @@ impl<'a> Machine<'a, '_> {
             ExprKind::Index(base, index) => {
                 let stack = self.eval(base)?;
                 let index = self.eval(index)?.as_bits().unwrap_or(u128::MAX);
-                Ok(element(&stack, index).cloned().unwrap_or_else(|| self.invalid_element(base)))
+                Ok(element(&stack, index)
+                    .cloned()
+                    .unwrap_or_else(|| self.invalid_element(base)))
             }
             ExprKind::Slice { base, hi, lo } => {
                 let value = self.eval(base)?;
@@ -185,12 +187,12 @@ impl<'a> Machine<'a, '_> {
                 };
                 result.ok_or_else(|| self.unsupported(e.span, "this operator's operand"))
             }
-            ExprKind::Binary(BinaryOp::And, l, r) => {
-                Ok(Value::Bool(self.eval(l)?.truthy() && self.eval(r)?.truthy()))
-            }
-            ExprKind::Binary(BinaryOp::Or, l, r) => {
-                Ok(Value::Bool(self.eval(l)?.truthy() || self.eval(r)?.truthy()))
-            }
+            ExprKind::Binary(BinaryOp::And, l, r) => Ok(Value::Bool(
+                self.eval(l)?.truthy() && self.eval(r)?.truthy(),
+            )),
+            ExprKind::Binary(BinaryOp::Or, l, r) => Ok(Value::Bool(
+                self.eval(l)?.truthy() || self.eval(r)?.truthy(),
+            )),
             ExprKind::Binary(op, l, r) => {
                 let (a, b) = (self.eval(l)?, self.eval(r)?);
                 value::binary(*op, a, b).ok_or_else(|| {
@@ -259,11 +261,9 @@ impl<'a> Machine<'a, '_> {
                     .cloned()
                     .unwrap_or_else(|| self.invalid_element(base)),
             ),
-            (Value::Stack(s), "size") => Some(Value::Bits(Bits::new(
-                32,
-                false,
-                s.elements.len() as u128,
-            ))),
+            (Value::Stack(s), "size") => {
+                Some(Value::Bits(Bits::new(32, false, s.elements.len() as u128)))
+            }
             (Value::Stack(s), "lastIndex") => Some(Value::Bits(Bits::new(
                 32,
                 false,

@@ -192,7 +192,9 @@ pub fn resolve_type(types: &TypeTable, ty: &TypeRef) -> Option<Type> {
                 .map(|a| resolve_type(types, a))
                 .collect::<Option<Vec<_>>>()?,
         ),
-        TypeRef::Stack(element, size) => Type::Stack(Box::new(resolve_type(types, element)?), *size),
+        TypeRef::Stack(element, size) => {
+            Type::Stack(Box::new(resolve_type(types, element)?), *size)
+        }
     })
 }
 

@@ -28,8 +28,12 @@ pub(super) fn pipeline(
     ingress_port: u32,
     state: &mut State,
 ) -> Result<Outcome, InterpError> {
-    let parser = checked.parser().ok_or(InterpError::MissingBlock("parser"))?;
-    let ingress = checked.ingress().ok_or(InterpError::MissingBlock("ingress"))?;
+    let parser = checked
+        .parser()
+        .ok_or(InterpError::MissingBlock("parser"))?;
+    let ingress = checked
+        .ingress()
+        .ok_or(InterpError::MissingBlock("ingress"))?;
     let deparser = checked
         .deparser()
         .ok_or(InterpError::MissingBlock("deparser"))?;
@@ -59,9 +63,8 @@ pub(super) fn pipeline(
         output: Vec::new(),
     };
 
-    let names = |params: &[Param]| -> Vec<String> {
-        params.iter().map(|p| p.name.name.clone()).collect()
-    };
+    let names =
+        |params: &[Param]| -> Vec<String> { params.iter().map(|p| p.name.name.clone()).collect() };
     let parser_names = names(&parser.params);
     machine.enter(
         &parser_names,
@@ -212,9 +215,8 @@ impl<'a> Machine<'a, '_> {
                 }
                 Keyset::Mask(v, m) => {
                     let (v, m) = (self.eval(v)?, self.eval(m)?);
-                    let masked = |x: Value| {
-                        super::value::binary(crate::ast::BinaryOp::BitAnd, x, m.clone())
-                    };
+                    let masked =
+                        |x: Value| super::value::binary(crate::ast::BinaryOp::BitAnd, x, m.clone());
                     match (masked(value.clone()), masked(v)) {
                         (Some(a), Some(b)) => compare(crate::ast::BinaryOp::Eq, a, b),
                         _ => false,

@@ -70,15 +70,20 @@ fn select<'e>(
         entry.matches.len() == keys.len()
             && entry.matches.iter().zip(keys).all(|(m, k)| m.matches(*k))
     });
-    let has_range = entries
-        .iter()
-        .any(|e| e.matches.iter().any(|m| matches!(m, KeyMatch::Range { .. })));
+    let has_range = entries.iter().any(|e| {
+        e.matches
+            .iter()
+            .any(|m| matches!(m, KeyMatch::Range { .. }))
+    });
     let mut best: Option<(&TableEntry, i64)> = None;
     for entry in matching {
         let rank = if by_priority || has_range {
             entry.priority
         } else if let Some(i) = lpm_key {
-            entry.matches.get(i).map_or(0, |m| i64::from(m.prefix_len()))
+            entry
+                .matches
+                .get(i)
+                .map_or(0, |m| i64::from(m.prefix_len()))
         } else {
             return Some(entry);
         };

@@ -126,7 +126,12 @@ impl Value {
             Type::Enum(name) => match types.enums.get(name) {
                 Some(info) => match &info.underlying {
                     Some(under) => Value::zero(types, under),
-                    None => Value::Enum(info.members.first().map(|m| m.0.clone()).unwrap_or_default()),
+                    None => Value::Enum(
+                        info.members
+                            .first()
+                            .map(|m| m.0.clone())
+                            .unwrap_or_default(),
+                    ),
                 },
                 None => Value::Opaque,
             },
@@ -276,12 +281,7 @@ fn sized_binary(op: BinaryOp, x: Bits, y: Bits) -> Option<Value> {
         BinaryOp::BitOr => wrap(x.bits | y.bits),
         BinaryOp::BitXor => wrap(x.bits ^ y.bits),
         BinaryOp::SatAdd | BinaryOp::SatSub => Some(Value::Bits(saturate(op, x, y))),
-        BinaryOp::Lt
-        | BinaryOp::Le
-        | BinaryOp::Gt
-        | BinaryOp::Ge
-        | BinaryOp::Eq
-        | BinaryOp::Ne => {
+        BinaryOp::Lt | BinaryOp::Le | BinaryOp::Gt | BinaryOp::Ge | BinaryOp::Eq | BinaryOp::Ne => {
             if s {
                 compare(x.to_i128().cmp(&y.to_i128()))
             } else {
@@ -314,7 +314,7 @@ fn saturate(op: BinaryOp, x: Bits, y: Bits) -> Bits {
         };
         Bits::from_i128(w, true, clamped)
     } else if op == BinaryOp::SatAdd {
-        let sum = x.bits.checked_add(y.bits).unwrap_or(u128::MAX);
+        let sum = x.bits.saturating_add(y.bits);
         Bits::new(w, false, sum.min(mask(w)))
     } else {
         Bits::new(w, false, x.bits.saturating_sub(y.bits))
@@ -474,8 +474,14 @@ mod tests {
 
     #[test]
     fn arithmetic_wraps_modulo_the_width() {
-        assert_eq!(binary(BinaryOp::Sub, bit(8, 0), bit(8, 1)), Some(bit(8, 255)));
-        assert_eq!(binary(BinaryOp::Add, bit(8, 200), bit(8, 100)), Some(bit(8, 44)));
+        assert_eq!(
+            binary(BinaryOp::Sub, bit(8, 0), bit(8, 1)),
+            Some(bit(8, 255))
+        );
+        assert_eq!(
+            binary(BinaryOp::Add, bit(8, 200), bit(8, 100)),
+            Some(bit(8, 44))
+        );
         assert_eq!(binary(BinaryOp::Mul, bit(4, 5), bit(4, 5)), Some(bit(4, 9)));
         assert_eq!(
             binary(BinaryOp::Add, bit(128, u128::MAX), bit(128, 2)),
@@ -485,18 +491,42 @@ mod tests {
 
     #[test]
     fn saturating_operators_clamp() {
-        assert_eq!(binary(BinaryOp::SatAdd, bit(8, 200), bit(8, 100)), Some(bit(8, 255)));
-        assert_eq!(binary(BinaryOp::SatSub, bit(8, 1), bit(8, 2)), Some(bit(8, 0)));
-        assert_eq!(binary(BinaryOp::SatAdd, int(8, 100), int(8, 100)), Some(int(8, 127)));
-        assert_eq!(binary(BinaryOp::SatSub, int(8, -100), int(8, 100)), Some(int(8, -128)));
+        assert_eq!(
+            binary(BinaryOp::SatAdd, bit(8, 200), bit(8, 100)),
+            Some(bit(8, 255))
+        );
+        assert_eq!(
+            binary(BinaryOp::SatSub, bit(8, 1), bit(8, 2)),
+            Some(bit(8, 0))
+        );
+        assert_eq!(
+            binary(BinaryOp::SatAdd, int(8, 100), int(8, 100)),
+            Some(int(8, 127))
+        );
+        assert_eq!(
+            binary(BinaryOp::SatSub, int(8, -100), int(8, 100)),
+            Some(int(8, -128))
+        );
     }
 
     #[test]
     fn signedness_changes_comparison_and_right_shift() {
-        assert_eq!(binary(BinaryOp::Lt, int(8, -1), int(8, 1)), Some(Value::Bool(true)));
-        assert_eq!(binary(BinaryOp::Lt, bit(8, 255), bit(8, 1)), Some(Value::Bool(false)));
-        assert_eq!(binary(BinaryOp::Shr, int(8, -4), bit(8, 1)), Some(int(8, -2)));
-        assert_eq!(binary(BinaryOp::Shr, bit(8, 0xfc), bit(8, 1)), Some(bit(8, 0x7e)));
+        assert_eq!(
+            binary(BinaryOp::Lt, int(8, -1), int(8, 1)),
+            Some(Value::Bool(true))
+        );
+        assert_eq!(
+            binary(BinaryOp::Lt, bit(8, 255), bit(8, 1)),
+            Some(Value::Bool(false))
+        );
+        assert_eq!(
+            binary(BinaryOp::Shr, int(8, -4), bit(8, 1)),
+            Some(int(8, -2))
+        );
+        assert_eq!(
+            binary(BinaryOp::Shr, bit(8, 0xfc), bit(8, 1)),
+            Some(bit(8, 0x7e))
+        );
         assert_eq!(binary(BinaryOp::Shl, bit(8, 1), bit(8, 9)), Some(bit(8, 0)));
     }
 
@@ -517,8 +547,17 @@ mod tests {
         assert_eq!(write_slice(&mut target, 7, 4, &bit(4, 0)), Some(()));
         assert_eq!(target, bit(16, 0xff0f));
         let types = TypeTable::default();
-        assert_eq!(cast(&types, &Type::Bit(16), int(8, -1)), Some(bit(16, 0xffff)));
-        assert_eq!(cast(&types, &Type::Bit(4), bit(16, 0x1234)), Some(bit(4, 4)));
-        assert_eq!(cast(&types, &Type::Bool, bit(1, 1)), Some(Value::Bool(true)));
+        assert_eq!(
+            cast(&types, &Type::Bit(16), int(8, -1)),
+            Some(bit(16, 0xffff))
+        );
+        assert_eq!(
+            cast(&types, &Type::Bit(4), bit(16, 0x1234)),
+            Some(bit(4, 4))
+        );
+        assert_eq!(
+            cast(&types, &Type::Bool, bit(1, 1)),
+            Some(Value::Bool(true))
+        );
     }
 }
