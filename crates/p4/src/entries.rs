@@ -883,7 +883,7 @@ fn parse_value(
         _ => return Err(bad("expected a number or a string")),
     };
     let fits = if magnitude < 0 {
-        signed && width < 128 && magnitude >= -(1i128 << (width - 1))
+        signed && width < 128 && magnitude >= -(1i128 << width.saturating_sub(1))
     } else {
         width >= 127 || magnitude <= mask(width) as i128
     };

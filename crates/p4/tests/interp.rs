@@ -727,3 +727,137 @@ proptest! {
         }
     }
 }
+
+// ---- language features -------------------------------------------------------------------------
+
+const FEATURES: &str = r#"
+#include <xdp.p4>
+header in_t { bit<8> a; bit<8> b; bit<16> c; }
+header tag_t { bit<8> kind; }
+header out_t { bit<8> sum; bit<8> diff; bit<16> cat; bit<8> sl; bit<8> sat; int<8> neg; bit<8> sel; }
+struct hs_t { tag_t t; out_t o; in_t i; }
+struct m_t { bit<8> path; }
+parser P(packet_in packet, out hs_t hdr, inout m_t meta, inout standard_metadata_t std) {
+    state start {
+        packet.extract(hdr.i);
+        transition select(hdr.i.a, hdr.i.b) {
+            (0x10 &&& 0xf0, _): masked;
+            (1 .. 5, _): ranged;
+            (0xff, 0xff): reject;
+            default: accept;
+        }
+    }
+    state masked { meta.path = 1; packet.advance(8); transition accept; }
+    state ranged { meta.path = 2; transition accept; }
+}
+control I(inout hs_t hdr, inout m_t meta, inout standard_metadata_t std) {
+    action bump(inout bit<8> x, bit<8> by) {
+        x = x + by;
+        if (by != 0) { return; }
+        x = 0;
+    }
+    action tag(bit<8> k) { hdr.t.setValid(); hdr.t.kind = k; }
+    table kinds {
+        key = { hdr.i.b: exact; }
+        actions = { tag; bump(hdr.o.sel); }
+    }
+    apply {
+        hdr.o.setValid();
+        hdr.o.sum = hdr.i.a + hdr.i.b;
+        hdr.o.diff = hdr.i.a - hdr.i.b;
+        hdr.o.cat = hdr.i.a ++ hdr.i.b;
+        hdr.o.sl = hdr.i.c[11:4];
+        hdr.o.sl[7:6] = 2w3;
+        hdr.o.sat = hdr.i.a |+| hdr.i.b;
+        hdr.o.neg = -((int<8>) hdr.i.a) >> 1;
+        hdr.o.sel = hdr.i.a > hdr.i.b ? 8w1 : 8w2;
+        bump(hdr.o.sel, 4);
+        switch (kinds.apply().action_run) {
+            tag:
+            bump: { meta.path = meta.path + 10; }
+            default: { meta.path = 99; }
+        }
+        if (meta.path == 11) { hdr.i.setInvalid(); }
+        if (meta.path == 99 && hdr.i.c == 0xdead) { exit; }
+        hdr.o.sel = hdr.o.sel + meta.path;
+        if (hdr.i.a == 0xf0) { mark_to_drop(std); }
+    }
+}
+control D(packet_out packet, in hs_t hdr) { apply { packet.emit(hdr); } }
+XdpPipeline(P(), I(), D()) main;
+"#;
+
+const FEATURE_ENTRIES: &str = r#"{"tables": {"kinds": [
+    {"match": {"b": 7}, "action": "bump", "args": {"by": 3}},
+    {"match": {"b": 8}, "action": "tag", "args": {"k": "0x42"}}
+]}}"#;
+
+#[test]
+fn language_features_compute_what_p4_says() {
+    let checked = load_str("features.p4", FEATURES).unwrap_or_else(|e| panic!("{e}"));
+    let entries = Entries::from_json_str(&checked, "features.json", FEATURE_ENTRIES)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let p = (checked, entries);
+    // Masked select path, advance skips 0xaa; table hit runs bump with the listed inout binding
+    // (sel 1 + 4 + 3 = 8), the switch adds 10 to the path, and path 11 removes the input header.
+    let out = run_once(&p, &[0x12, 0x07, 0xab, 0xcd, 0xaa, 0xbb], 1);
+    assert_eq!(out.action, XdpAction::Pass);
+    assert_eq!(
+        out.packet,
+        [0x19, 0x0b, 0x12, 0x07, 0xfc, 0x19, 0xf7, 8 + 11, 0xbb]
+    );
+    // Range path; tag's empty case falls through to bump's body; the tag header is added.
+    let out = run_once(&p, &[0x03, 0x08, 0x00, 0x00, 0xaa], 1);
+    assert_eq!(
+        out.packet,
+        [
+            0x42,
+            0x0b,
+            0xfb,
+            0x03,
+            0x08,
+            0xc0,
+            0x0b,
+            0xfe,
+            6 + 12,
+            0x03,
+            0x08,
+            0x00,
+            0x00,
+            0xaa
+        ]
+    );
+    // Explicit reject.
+    let out = run_once(&p, &[0xff, 0xff, 0, 0], 1);
+    assert_eq!(
+        (out.action, out.parser_error.as_str()),
+        (XdpAction::Drop, "NoError")
+    );
+    // Default path, table miss (NoAction, the switch's default), then exit before the last add.
+    let out = run_once(&p, &[0x30, 0x01, 0xde, 0xad], 1);
+    assert_eq!(out.action, XdpAction::Pass);
+    assert_eq!(
+        out.packet,
+        [0x31, 0x2f, 0x30, 0x01, 0xea, 0x31, 0xe8, 5, 0x30, 0x01, 0xde, 0xad]
+    );
+    // Saturating add, signed negation and shift, and mark_to_drop.
+    let out = run_once(&p, &[0xf0, 0x20, 0x00, 0x00], 1);
+    assert_eq!(out.action, XdpAction::Drop);
+    assert_eq!(
+        out.packet,
+        [
+            0x10,
+            0xd0,
+            0xf0,
+            0x20,
+            0xc0,
+            0xff,
+            0x08,
+            5 + 99,
+            0xf0,
+            0x20,
+            0x00,
+            0x00
+        ]
+    );
+}

@@ -99,7 +99,8 @@ impl Bits {
 
     /// The value as a mathematical integer: two's complement for `int<w>`.
     pub fn to_i128(self) -> i128 {
-        if self.signed && self.width < 128 && self.bits >> (self.width - 1) & 1 == 1 {
+        let sign_bit = self.width.saturating_sub(1);
+        if self.signed && self.width < 128 && self.bits >> sign_bit & 1 == 1 {
             (self.bits | !mask(self.width)) as i128
         } else {
             self.bits as i128
