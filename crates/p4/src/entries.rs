@@ -36,6 +36,8 @@
 //! * `priority` (optional, default 0) orders entries of a table with a ternary key: the highest
 //!   priority wins, ties go to the entry listed first. Tables without ternary keys ignore it: lpm
 //!   picks the longest prefix (ties: first listed), exact the first match.
+//! * In a table without ternary keys no two entries may have the same key (a BPF hash map or
+//!   LPM trie holds one value per key).
 //! * `action` must be one of the table's actions; `args` gives every directionless parameter of
 //!   the action by name, and nothing else.
 //! * A table with `const entries` takes no entries from the file, and a `const default_action`
@@ -226,6 +228,15 @@ pub enum EntriesErrorKind {
     /// A default action for a table whose default is `const` in the program.
     #[error("table '{0}' has a const default_action")]
     ConstDefault(String),
+    /// An entry with the same key as an earlier one in a table without ternary keys, where a
+    /// BPF hash map or LPM trie could hold only one of them.
+    #[error("same key as entry {earlier} of table '{table}'")]
+    DuplicateEntry {
+        /// The table.
+        table: String,
+        /// Index of the earlier entry in the file.
+        earlier: usize,
+    },
     /// More entries than the table's `size`.
     #[error("table '{table}' holds at most {size} entries, the file gives {count}")]
     TooManyEntries {
@@ -371,9 +382,21 @@ impl Entries {
                         location: format!("tables[{name:?}][{index}]"),
                     };
                     let entry = file_entry(checked, info, item, &report)?;
-                    if let Some(contents) = entries.tables.get_mut(&info.qualified) {
-                        contents.entries.push(entry);
+                    let Some(contents) = entries.tables.get_mut(&info.qualified) else {
+                        continue;
+                    };
+                    let ternary = info.keys.iter().any(|k| k.kind == "ternary");
+                    let earlier = contents
+                        .entries
+                        .iter()
+                        .position(|e| e.matches == entry.matches);
+                    if let (false, Some(earlier)) = (ternary, earlier) {
+                        return Err(report.error(EntriesErrorKind::DuplicateEntry {
+                            table: info.qualified.clone(),
+                            earlier,
+                        }));
                     }
+                    contents.entries.push(entry);
                 }
             }
         }

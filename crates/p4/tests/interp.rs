@@ -296,6 +296,14 @@ fn firewall_allows_and_forwards_other_traffic() {
         &udp(1, 2),
     );
     assert_eq!(run_once(&p, &unrouted, 1).action, XdpAction::Drop);
+    let blackholed = ipv4_packet(
+        &Ipv4 {
+            dst: [192, 168, 1, 1],
+            ..Ipv4::default()
+        },
+        &udp(1, 2),
+    );
+    assert_eq!(run_once(&p, &blackholed, 1).action, XdpAction::Drop);
 }
 
 #[test]
