@@ -35,7 +35,9 @@
 
 pub mod ast;
 pub mod check;
+pub mod entries;
 pub mod error;
+pub mod interp;
 pub mod latency;
 pub mod lexer;
 pub mod params;
