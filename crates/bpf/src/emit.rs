@@ -37,7 +37,9 @@
 //!   (*map_flags)[N]`. `K` and `V` are unsigned integers where the size is 1, 2, 4 or 8 bytes
 //!   (array maps demand a 32-bit integer key), else `unsigned char[N]`; an LPM trie's key is a
 //!   struct `{ unsigned int prefixlen; unsigned char data[N - 4]; }`, the only key kind the
-//!   kernel accepts for LPM tries. Numbers are array lengths, so a map of `2^30` or more entries
+//!   kernel accepts for LPM tries. A value with a [`MapSpec::spin_lock`] is a struct of
+//!   `unsigned char` arrays around a `struct bpf_spin_lock { unsigned int val; } lock` at its
+//!   offset, where the kernel looks for the lock. Numbers are array lengths, so a map of `2^30` or more entries
 //!   gives an array of `int` the kernel finds too large and refuses the BTF (as it does clang's).
 //! * `DATASEC .maps` lists the variables with their real offsets and sizes and the section's
 //!   size (clang leaves them 0 for the loader; written filled in, the section needs no fix-up).
@@ -115,6 +117,9 @@ pub struct MapSpec {
     pub value_size: u32,
     pub max_entries: u32,
     pub flags: u32,
+    /// Byte offset of a `struct bpf_spin_lock` in the value, for maps whose programs take
+    /// `bpf_spin_lock` on their values (a multiple of 4, the lock's 4 bytes inside the value).
+    pub spin_lock: Option<u32>,
 }
 
 /// Why a spec cannot be written.
@@ -232,6 +237,7 @@ impl MapSpec {
             value_size,
             max_entries,
             flags: 0,
+            spin_lock: None,
         }
     }
 
@@ -257,6 +263,7 @@ impl MapSpec {
             value_size: def.value_size,
             max_entries: def.max_entries,
             flags: def.flags,
+            spin_lock: def.spin_lock,
         })
     }
 

@@ -20,6 +20,8 @@ const VAR_GLOBAL_ALLOCATED: u32 = 1;
 const FUNC_GLOBAL: u32 = 1;
 /// Bytes of a pointer, the size of every member of a map definition.
 const POINTER_BYTES: u32 = 8;
+/// `sizeof(struct bpf_spin_lock)`.
+const SPIN_LOCK_BYTES: u32 = 4;
 /// `offsetof(struct bpf_lpm_trie_key_u8, data)`: the prefix length before an LPM key's data.
 const LPM_PREFIXLEN_BYTES: u32 = 4;
 /// `struct xdp_md`'s `__u32` fields in order (include/uapi/linux/bpf.h), which the kernel
@@ -214,9 +216,64 @@ impl BtfBuilder {
         })
     }
 
+    /// A value of `bytes` bytes holding a `struct bpf_spin_lock` at byte `lock`: an anonymous
+    /// struct of the bytes before, the lock (named `bpf_spin_lock`, which is how the kernel
+    /// finds it) and the bytes after.
+    fn value_with_lock(
+        &mut self,
+        map: &MapSpec,
+        bytes: u32,
+        lock: u32,
+    ) -> Result<TypeId, EmitError> {
+        let misplaced = || {
+            map.error(format!(
+                "a spin lock at byte {lock} is not 4-byte aligned inside the {bytes}-byte value"
+            ))
+        };
+        let end = lock.checked_add(SPIN_LOCK_BYTES).ok_or_else(misplaced)?;
+        let after = bytes
+            .checked_sub(end)
+            .filter(|_| lock % SPIN_LOCK_BYTES == 0)
+            .ok_or_else(misplaced)?;
+        let (lock_bits, end_bits) = lock
+            .checked_mul(8)
+            .zip(end.checked_mul(8))
+            .ok_or_else(|| map.error(format!("a {bytes}-byte value is too large for BTF")))?;
+        let val = self.int(4, false);
+        let val_name = self.string("val");
+        let lock_type = self.push(
+            "bpf_spin_lock",
+            Kind::Struct {
+                size: SPIN_LOCK_BYTES,
+                members: vec![Member {
+                    name_off: val_name,
+                    type_id: val,
+                    bit_offset: 0,
+                    bitfield_size: 0,
+                }],
+            },
+        );
+        let byte = self.int(1, false);
+        let mut fields = Vec::new();
+        if lock > 0 {
+            fields.push(("before", self.array(byte, lock), 0));
+        }
+        fields.push(("lock", lock_type, lock_bits));
+        if after > 0 {
+            fields.push(("after", self.array(byte, after), end_bits));
+        }
+        Ok(self.anonymous_struct(bytes, &fields))
+    }
+
     /// The anonymous struct defining `map` in `.maps`, and its size in `.maps`.
     pub(super) fn map_definition(&mut self, map: &MapSpec) -> Result<(TypeId, u32), EmitError> {
         let typed = !ObjectBtf::UNTYPED_MAPS.contains(&map.map_type.0);
+        if map.spin_lock.is_some() && (!typed || map.value_size == 0) {
+            return Err(map.error(format!(
+                "a {} map has no typed value to hold a spin lock",
+                map.map_type.name()
+            )));
+        }
         let mut fields: Vec<(&str, TypeId)> = vec![("type", self.number(map.map_type.0))];
         for (is_key, bytes) in [(true, map.key_size), (false, map.value_size)] {
             if bytes == 0 {
@@ -228,7 +285,10 @@ impl BtfBuilder {
                     ("key", self.pointer(key))
                 }
                 (false, true) => {
-                    let value = self.key_or_value(map, bytes, false)?;
+                    let value = match map.spin_lock {
+                        Some(lock) => self.value_with_lock(map, bytes, lock)?,
+                        None => self.key_or_value(map, bytes, false)?,
+                    };
                     ("value", self.pointer(value))
                 }
                 (true, false) => ("key_size", self.number(bytes)),
