@@ -43,6 +43,10 @@ fn maps() -> Vec<MapSpec> {
         MapSpec::new("flows", MapType::PERCPU_HASH, 13, 16, 64),
         MapSpec::new("jumps", MapType::PROG_ARRAY, 4, 4, 8),
         MapSpec::new("events", MapType::RINGBUF, 0, 0, 4096),
+        MapSpec {
+            spin_lock: Some(8),
+            ..MapSpec::new("locked", MapType::HASH, 4, 16, 8)
+        },
     ]
 }
 
@@ -123,6 +127,7 @@ fn maps_read_back_with_type_sizes_entries_and_flags() {
                 m.max_entries,
                 m.flags,
                 m.origin.clone(),
+                m.spin_lock,
             )
         })
         .collect();
@@ -138,6 +143,7 @@ fn maps_read_back_with_type_sizes_entries_and_flags() {
                 m.max_entries,
                 m.flags,
                 MapOrigin::Btf,
+                m.spin_lock,
             )
         })
         .collect();
@@ -262,7 +268,7 @@ fn bad_specs_are_refused_naming_the_program_or_map() {
     let cases: Vec<(ObjectSpec, &str)> = vec![
         (
             with_program(ProgramSpec::xdp("p", lookup_program(9))),
-            "program `p`: instruction 2: refers to map 9, but the object has 6 maps",
+            "program `p`: instruction 2: refers to map 9, but the object has 7 maps",
         ),
         (
             with_program(ProgramSpec::xdp("p", Vec::new())),
@@ -355,6 +361,26 @@ fn bad_specs_are_refused_naming_the_program_or_map() {
         (
             ObjectSpec::new(
                 vec![ProgramSpec::xdp("p", pass())],
+                vec![MapSpec {
+                    spin_lock: Some(6),
+                    ..MapSpec::new("locked", MapType::HASH, 4, 16, 1)
+                }],
+            ),
+            "map `locked`: a spin lock at byte 6 is not 4-byte aligned inside the 16-byte value",
+        ),
+        (
+            ObjectSpec::new(
+                vec![ProgramSpec::xdp("p", pass())],
+                vec![MapSpec {
+                    spin_lock: Some(0),
+                    ..MapSpec::new("cpus", MapType::CPUMAP, 4, 4, 1)
+                }],
+            ),
+            "map `cpus`: a cpumap map has no typed value to hold a spin lock",
+        ),
+        (
+            ObjectSpec::new(
+                vec![ProgramSpec::xdp("p", pass())],
                 vec![MapSpec::new("", MapType::HASH, 4, 4, 1)],
             ),
             "map ``: the name is not a C identifier",
@@ -396,6 +422,7 @@ fn random_specs_are_written_or_refused_never_panicking() {
         let maps: Vec<MapSpec> = (0..rng.below(4))
             .map(|i| MapSpec {
                 flags: rng.below(3) as u32,
+                spin_lock: (rng.below(4) == 0).then(|| rng.below(24) as u32),
                 ..MapSpec::new(
                     &format!("m{i}"),
                     MapType(rng.below(34) as u32),

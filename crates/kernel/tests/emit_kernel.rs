@@ -2,7 +2,8 @@
 //! `linerate-kernel` (the path of `linerate run --kernel`), with their BTF, `func_info` and
 //! `line_info`, and run with `BPF_PROG_TEST_RUN` as written: a host filter over a hash map that
 //! counts actions in an array map, and a router over an LPM trie. The examples written anew run
-//! like the clang-compiled originals, and `bpftool prog loadall` (libbpf) loads what is written.
+//! like the clang-compiled originals, and `bpftool prog loadall` (libbpf) loads what is written,
+//! the examples written anew included.
 
 use std::path::Path;
 use std::process::Command;
@@ -106,10 +107,13 @@ fn router() -> ObjectSpec {
     ];
     ObjectSpec::new(
         vec![ProgramSpec::xdp("router", insns)],
-        vec![MapSpec {
-            flags: NO_PREALLOC,
-            ..MapSpec::new("routes", MapType::LPM_TRIE, 8, 4, 64)
-        }],
+        vec![
+            MapSpec {
+                flags: NO_PREALLOC,
+                ..MapSpec::new("routes", MapType::LPM_TRIE, 8, 4, 64)
+            },
+            MapSpec::new("jumps", MapType::PROG_ARRAY, 4, 4, 8),
+        ],
     )
 }
 
@@ -304,8 +308,29 @@ fn bpftool_loads_written_objects() {
             failures.push(format!("{tag}: {log}"));
         }
     }
+    // Every example libbpf loads, and the writer takes, libbpf loads written anew.
+    let mut accepted = Vec::new();
+    for example in load_all().unwrap() {
+        let name = example.name();
+        let Ok(spec) = ObjectSpec::from_object(&example.object) else {
+            continue;
+        };
+        if spec.programs.iter().any(|p| p.section != "xdp") || !bpftool_loads(&example.path, "in").0
+        {
+            continue;
+        }
+        let path = tmp.join(&name);
+        std::fs::write(&path, write_object(&spec).unwrap()).unwrap();
+        let (ok, log) = bpftool_loads(&path, "out");
+        if !ok {
+            failures.push(format!("{name}: {log}"));
+        }
+        accepted.push(name);
+    }
     let _ = std::fs::remove_dir_all(&tmp);
+    eprintln!("libbpf loads written anew: {}", accepted.join(" "));
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+    assert!(accepted.len() >= 10, "{accepted:?}");
 }
 
 /// The instructions of the host filter are what the test above reasons about (jump offsets

@@ -109,7 +109,7 @@ impl BtfBuilder {
             (4, true) => "int",
             _ => "long long",
         };
-        let encoding = if signed { INT_SIGNED } else { 0 } | bytes * 8;
+        let encoding = if signed { INT_SIGNED } else { 0 } | (bytes * 8);
         let id = self.push(
             name,
             Kind::Int {
@@ -233,7 +233,7 @@ impl BtfBuilder {
         let end = lock.checked_add(SPIN_LOCK_BYTES).ok_or_else(misplaced)?;
         let after = bytes
             .checked_sub(end)
-            .filter(|_| lock % SPIN_LOCK_BYTES == 0)
+            .filter(|_| lock.is_multiple_of(SPIN_LOCK_BYTES))
             .ok_or_else(misplaced)?;
         let (lock_bits, end_bits) = lock
             .checked_mul(8)
