@@ -399,6 +399,9 @@ fn line_slots<'p>(
             }
             _ => {}
         }
+        if line.file.contains('\0') || line.text.contains('\0') {
+            return Err(at("the file name or source text holds a NUL byte".into()));
+        }
         if line.line > MAX_LINE {
             return Err(at(format!("line {} is beyond {MAX_LINE}", line.line)));
         }
@@ -570,10 +573,8 @@ pub fn write_object(spec: &ObjectSpec) -> Result<Vec<u8>, EmitError> {
         size: 0,
     }];
     let global = |kind: u8| elf::STB_GLOBAL << 4 | kind;
-    let mut program_symbol = vec![0u32; spec.programs.len()];
     for (c_index, c) in code.iter().enumerate() {
         for &(program, start, len) in &c.programs {
-            program_symbol[program] = u32::try_from(symbols.len()).unwrap_or(u32::MAX);
             symbols.push(Symbol {
                 name: strings.add(&spec.programs[program].name)?,
                 info: global(elf::STT_FUNC),

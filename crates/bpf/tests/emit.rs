@@ -352,6 +352,19 @@ fn bad_specs_are_refused_naming_the_program_or_map() {
             "program `p`: line record at instruction 0: line 4194304 is beyond 4194303",
         ),
         (
+            with_program(ProgramSpec {
+                lines: vec![LineSpec {
+                    insn: 0,
+                    file: "f\0".into(),
+                    line: 1,
+                    column: 0,
+                    text: String::new(),
+                }],
+                ..ProgramSpec::xdp("p", pass())
+            }),
+            "program `p`: line record at instruction 0: the file name or source text holds a NUL",
+        ),
+        (
             ObjectSpec::new(
                 vec![ProgramSpec::xdp("p", pass())],
                 vec![MapSpec::new("lpm", MapType::LPM_TRIE, 4, 4, 1)],
@@ -513,4 +526,31 @@ fn example_objects_written_anew_read_back_alike() {
     }
     eprintln!("written anew: {}", rewritten.join(" "));
     assert!(rewritten.len() >= 5, "{rewritten:?}");
+}
+
+#[test]
+fn objects_the_writer_cannot_express_are_refused_by_name() {
+    let mut data = linerate_bpf::MapDef::new("config", MapType::ARRAY, 4, 16, 1);
+    data.origin = MapOrigin::GlobalData {
+        section: ".rodata".into(),
+        read_only: true,
+    };
+    let object = Object::single("p", &[mov64(0, 2), exit()], vec![data]);
+    assert_eq!(
+        ObjectSpec::from_object(&object).unwrap_err().to_string(),
+        "map `config`: global data cannot be written"
+    );
+    let mut two_functions = Object::single("p", &[mov64(0, 2), exit()], Vec::new());
+    let mut sub = two_functions.programs[0].functions[0].clone();
+    sub.name = "sub".into();
+    two_functions.programs[0].functions.push(sub);
+    assert_eq!(
+        ObjectSpec::from_object(&two_functions)
+            .unwrap_err()
+            .to_string(),
+        "program `p`: has sub-programs, which the writer does not lay out"
+    );
+    let fine = Object::single("p", &[mov64(0, 2), exit()], Vec::new());
+    let spec = ObjectSpec::from_object(&fine).unwrap();
+    assert_eq!(spec.programs[0].insns, [mov64(0, 2), exit()]);
 }
