@@ -15,6 +15,7 @@ pub mod contents;
 pub mod core_relo;
 pub mod disasm;
 pub mod elf_file;
+pub mod emit;
 pub mod facts;
 pub mod helpers;
 pub mod insn;

@@ -491,7 +491,7 @@ impl ObjectBtf {
     /// `BPF_MAP_TYPE_` perf_event_array, stack_trace, cgroup_array, array_of_maps, hash_of_maps,
     /// devmap, sockmap, cpumap, xskmap, sockhash, queue, stack and devmap_hash
     /// (include/uapi/linux/bpf.h), which refuse BTF key and value types (`ENOTSUPP`).
-    const UNTYPED_MAPS: [u32; 13] = [4, 7, 8, 12, 13, 14, 15, 16, 17, 18, 22, 23, 25];
+    pub(crate) const UNTYPED_MAPS: [u32; 13] = [4, 7, 8, 12, 13, 14, 15, 16, 17, 18, 22, 23, 25];
 
     /// The key and value type ids of BTF-defined map `name` (the pointees of its `key` and
     /// `value` members in `.maps`), for `BPF_MAP_CREATE`'s `btf_key_type_id` and

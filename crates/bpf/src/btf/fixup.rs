@@ -49,13 +49,13 @@ fn is_extern_section(name: &str) -> bool {
 
 impl Btf {
     /// Appends a type and returns its id.
-    fn push_type(&mut self, ty: Type) -> TypeId {
+    pub(crate) fn push_type(&mut self, ty: Type) -> TypeId {
         self.types.push(ty);
         TypeId::try_from(self.types.len()).unwrap_or(TypeId::MAX)
     }
 
     /// Appends a string and returns its offset.
-    fn push_string(&mut self, s: &str) -> u32 {
+    pub(crate) fn push_string(&mut self, s: &str) -> u32 {
         let offset = u32::try_from(self.strings.len()).unwrap_or(u32::MAX);
         self.strings.extend_from_slice(s.as_bytes());
         self.strings.push(0);
