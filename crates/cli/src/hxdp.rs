@@ -13,13 +13,13 @@ use linerate_bound::enumerate::Metric;
 use linerate_bpf::contents::MapSeed;
 use linerate_bpf::Object;
 use linerate_cost::Model;
-use linerate_hxdp::check::{check, compare_with_vm, packet_variants, CheckReport};
+use linerate_hxdp::check::{check, packet_variants, simulate_against_vm, CheckReport};
 use linerate_hxdp::compile::{compile, recognise, CompileOptions, Compiled};
 use linerate_hxdp::passes::{PassOptions, PASS_NAMES};
 use linerate_hxdp::perf::prices;
 use linerate_hxdp::rom::{read_rom, write_rom};
 use linerate_hxdp::scheduler::ScheduleOptions;
-use linerate_hxdp::sephirot::{simulate, Simulation, Timing};
+use linerate_hxdp::sephirot::{Simulation, Timing};
 use linerate_hxdp::study::{ablation, lanes_sweep};
 use linerate_vm::VmOptions;
 use serde_json::{json, Value};
@@ -310,23 +310,23 @@ fn compile_program(args: &CompileArgs) -> Result<()> {
         Some(path) => {
             let packets = read_packets(path)?;
             let seed = read_seed(args.maps.as_deref(), &object)?;
-            let sim = simulate(
-                &compiled.schedule,
-                &object,
-                program,
-                &packets,
-                &seed,
-                VmOptions::default(),
-                &args.timing(),
-            )?;
-            let comparison = compare_with_vm(
+            let (sim, comparison) = simulate_against_vm(
                 &compiled.schedule,
                 &object,
                 program,
                 &packets,
                 &seed,
                 &VmOptions::default(),
+                &args.timing(),
             )?;
+            if sim.packets.len() < packets.len() {
+                let first = comparison.mismatches.first();
+                bail!(
+                    "{}: the cycle model could not run every packet ({})",
+                    path.display(),
+                    first.map_or_else(String::new, |m| format!("packet {}: {}", m.packet, m.what))
+                );
+            }
             Some((packets, sim, comparison))
         }
         None => None,

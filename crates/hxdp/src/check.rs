@@ -36,7 +36,7 @@ use serde::Serialize;
 use crate::deps;
 use crate::isa::{HxInsn, MemAccess};
 use crate::schedule::{Schedule, Slot};
-use crate::sephirot::{ModelError, Sephirot, Timing};
+use crate::sephirot::{ModelError, Sephirot, Simulation, Timing};
 use crate::source::SourceFacts;
 
 /// Helpers that write no memory: map lookup (reads its key), ktime, prandom, processor id,
@@ -95,6 +95,30 @@ pub fn compare_with_vm(
     seed: &MapSeed,
     options: &VmOptions,
 ) -> Result<Comparison, ModelError> {
+    let (_, comparison) = simulate_against_vm(
+        schedule,
+        object,
+        program,
+        packets,
+        seed,
+        options,
+        &Timing::default(),
+    )?;
+    Ok(comparison)
+}
+
+/// [`compare_with_vm`] with the model's runs kept, timed by `timing`: one pass gives both the
+/// simulation (`linerate hxdp --simulate`) and its agreement with the interpreter. The simulation
+/// holds the packets the model ran; one it could not run is a mismatch.
+pub fn simulate_against_vm(
+    schedule: &Schedule,
+    object: &Object,
+    program: usize,
+    packets: &[Vec<u8>],
+    seed: &MapSeed,
+    options: &VmOptions,
+    timing: &Timing,
+) -> Result<(Simulation, Comparison), ModelError> {
     let mut vm =
         Driver::new(object, seed, options.clone(), MapMode::Persist).map_err(|e| match e {
             DriveError::Seed(s) => ModelError::Seed(s),
@@ -106,9 +130,10 @@ pub fn compare_with_vm(
         program,
         seed,
         options.clone(),
-        Timing::default(),
+        timing.clone(),
     )?;
     let mut mismatches = Vec::new();
+    let mut runs = Vec::with_capacity(packets.len());
     for (index, packet) in packets.iter().enumerate() {
         let mut differ = |what: String| {
             mismatches.push(Mismatch {
@@ -125,9 +150,13 @@ pub fn compare_with_vm(
                 Err(ModelError::Start { source: m, .. }),
             ) if e.to_string() == m.to_string() => {}
             (Err(e), Err(m)) => differ(format!("both failed: interpreter {e}; model {m}")),
-            (Err(e), Ok(_)) => differ(format!("the interpreter failed: {e}")),
+            (Err(e), Ok(have)) => {
+                runs.push(have);
+                differ(format!("the interpreter failed: {e}"))
+            }
             (Ok(_), Err(m)) => differ(format!("the model failed: {m}")),
             (Ok(want), Ok(have)) => {
+                runs.push(have.clone());
                 if have.out_of_bounds {
                     if want.return_value != xdp::XDP_DROP {
                         differ(format!(
@@ -160,10 +189,17 @@ pub fn compare_with_vm(
             differ(what);
         }
     }
-    Ok(Comparison {
-        packets_checked: packets.len(),
-        mismatches,
-    })
+    let simulation = Simulation {
+        packets: runs,
+        final_maps: core.maps(),
+    };
+    Ok((
+        simulation,
+        Comparison {
+            packets_checked: packets.len(),
+            mismatches,
+        },
+    ))
 }
 
 /// Where two output packets first differ.
