@@ -80,18 +80,26 @@ impl Assembly {
     /// The instructions with every jump resolved; `None` when a label is never placed or a jump
     /// is longer than a 16-bit offset reaches.
     pub fn finish(&self) -> Option<Vec<Instruction>> {
+        let live = self.reachable()?;
+        let items: Vec<&Item> = self
+            .items
+            .iter()
+            .zip(&live)
+            .filter(|(item, live)| **live || matches!(item, Item::Place(_)))
+            .map(|(item, _)| item)
+            .collect();
         let mut at = vec![None; self.labels];
         let mut slot = 0usize;
-        for item in &self.items {
+        for item in &items {
             match item {
                 Item::Insn(i) => slot += i.slots(),
                 Item::Jump { .. } => slot += 1,
                 Item::Place(Label(l)) => *at.get_mut(*l)? = Some(slot),
             }
         }
-        let mut out = Vec::with_capacity(self.items.len());
+        let mut out = Vec::with_capacity(items.len());
         let mut slot = 0usize;
-        for item in &self.items {
+        for item in items {
             match item {
                 Item::Insn(i) => {
                     slot += i.slots();
@@ -100,16 +108,54 @@ impl Assembly {
                 Item::Jump { test, target } => {
                     slot += 1;
                     let to = (*at.get(target.0)?)?;
+                    let test = test.as_ref();
                     let off = i16::try_from(to as i64 - slot as i64).ok()?;
                     out.push(match test {
                         None => ja(off),
-                        Some((cond, reg, operand)) => jump(true, *cond, *reg, *operand, off),
+                        Some(&(cond, reg, operand)) => jump(true, cond, reg, operand, off),
                     });
                 }
                 Item::Place(_) => {}
             }
         }
         Some(out)
+    }
+}
+
+impl Assembly {
+    /// Which items run on some path from the first: the kernel refuses unreachable
+    /// instructions, and a `return` inside a branch leaves dead jumps behind. Jumps written as
+    /// raw instructions (short fixed skips inside one expression) are taken to fall through,
+    /// which keeps their whole sequence.
+    fn reachable(&self) -> Option<Vec<bool>> {
+        let mut where_placed = vec![None; self.labels];
+        for (index, item) in self.items.iter().enumerate() {
+            if let Item::Place(Label(l)) = item {
+                *where_placed.get_mut(*l)? = Some(index);
+            }
+        }
+        let mut live = vec![false; self.items.len()];
+        let mut work = vec![0usize];
+        while let Some(index) = work.pop() {
+            let Some(item) = self.items.get(index) else {
+                continue;
+            };
+            if live[index] {
+                continue;
+            }
+            live[index] = true;
+            match item {
+                Item::Insn(Instruction::Exit) => {}
+                Item::Insn(_) | Item::Place(_) => work.push(index + 1),
+                Item::Jump { test, target } => {
+                    work.push((*where_placed.get(target.0)?)?);
+                    if test.is_some() {
+                        work.push(index + 1);
+                    }
+                }
+            }
+        }
+        Some(live)
     }
 }
 
@@ -132,6 +178,18 @@ mod tests {
         let insns = a.finish().expect("resolves");
         assert_eq!(insns[0], jump(true, Cond::Eq, 1, Operand::Imm(0), 3));
         assert_eq!(insns[2], ja(-4));
+    }
+
+    #[test]
+    fn unreachable_code_is_left_out() {
+        let mut a = Assembly::default();
+        let end = a.label();
+        a.goto(end);
+        a.emit(mov64(0, 1));
+        a.goto(end);
+        a.place(end);
+        a.emit(exit());
+        assert_eq!(a.finish().expect("resolves"), [ja(0), exit()]);
     }
 
     #[test]
