@@ -103,7 +103,7 @@ impl Assembly {
             match item {
                 Item::Insn(i) => {
                     slot += i.slots();
-                    out.push(i.clone());
+                    out.push(*i);
                 }
                 Item::Jump { test, target } => {
                     slot += 1;

@@ -45,6 +45,38 @@ pub(crate) struct Frame {
     pub headers: Vec<HeaderSlots>,
     /// The packet's length as received (what counters count).
     pub packet_len: i16,
+    /// The struct or header type at each path laid out (for positions of refusals).
+    types_at: HashMap<String, String>,
+}
+
+/// State the frame cannot hold: field `field` of type `owner`, and why.
+#[derive(Debug)]
+struct Refused {
+    owner: String,
+    field: String,
+    what: String,
+}
+
+/// A refusal at the declaration of the field it concerns.
+fn refusal(checked: &Checked, refused: &Refused) -> CompileError {
+    let span = checked.program.decls.iter().find_map(|d| match d {
+        crate::ast::Decl::Struct(a) | crate::ast::Decl::Header(a)
+            if a.name.name == refused.owner =>
+        {
+            a.fields
+                .iter()
+                .find(|f| f.name.name == refused.field)
+                .map(|f| f.name.span)
+        }
+        _ => None,
+    });
+    match span {
+        Some(span) => CompileError::Unsupported {
+            at: checked.sources.position(span).to_string(),
+            what: refused.what.clone(),
+        },
+        None => CompileError::Program(refused.what.clone()),
+    }
 }
 
 /// The width in bits of a scalar type the compiler keeps in a slot.
@@ -70,6 +102,7 @@ impl Frame {
             slots: HashMap::new(),
             headers: Vec::new(),
             packet_len: 0,
+            types_at: HashMap::new(),
         };
         frame.packet_len = frame.alloc(8)?;
         let parser = checked
@@ -84,7 +117,9 @@ impl Frame {
                 .ok_or_else(|| {
                     CompileError::Program(format!("the parser has no {root} parameter"))
                 })?;
-            frame.lay_out(types, root, &ty)?;
+            frame
+                .lay_out(types, root, &ty)
+                .map_err(|what| refusal(checked, &what))?;
         }
         for (field, width) in [("ingress_port", 32), ("egress_port", 32), ("drop", 1)] {
             let off = frame.alloc(8)?;
@@ -95,10 +130,21 @@ impl Frame {
         Ok(frame)
     }
 
-    fn lay_out(&mut self, types: &TypeTable, path: &str, ty: &Type) -> Result<(), CompileError> {
-        let refuse = |what: &str| CompileError::Program(format!("{path}: {what} is not supported"));
+    /// Lays out the state at `path`; a refusal is `(struct, field, what)` for [`refusal`].
+    fn lay_out(&mut self, types: &TypeTable, path: &str, ty: &Type) -> Result<(), Refused> {
+        let (owner, field) = match path.rsplit_once('.') {
+            Some((owner, field)) => (owner.to_string(), field.to_string()),
+            None => (String::new(), path.to_string()),
+        };
+        let owner_type = self.types_at.get(&owner).cloned().unwrap_or_default();
+        let refuse = |what: &str| Refused {
+            owner: owner_type.clone(),
+            field: field.clone(),
+            what: format!("{what} ({path})"),
+        };
         match ty {
             Type::Struct(name) => {
+                self.types_at.insert(path.to_string(), name.clone());
                 let layout = types
                     .structs
                     .get(name)
@@ -108,20 +154,19 @@ impl Frame {
                 }
             }
             Type::Header(name) => {
+                self.types_at.insert(path.to_string(), name.clone());
                 let layout = types
                     .headers
                     .get(name)
                     .ok_or_else(|| refuse("an unknown header"))?;
-                let valid = self.alloc(8)?;
+                let valid = self.alloc(8).map_err(|e| refuse(&e.to_string()))?;
                 let mut fields = Vec::new();
                 for field in &layout.fields {
                     let width = scalar_width(types, &field.ty).ok_or_else(|| {
                         refuse(&format!("field {} of type {}", field.name, field.ty))
                     })?;
-                    let slot = Slot {
-                        off: self.alloc(8)?,
-                        width,
-                    };
+                    let off = self.alloc(8).map_err(|e| refuse(&e.to_string()))?;
+                    let slot = Slot { off, width };
                     self.slots.insert(format!("{path}.{}", field.name), slot);
                     fields.push((field.offset_bits, slot));
                 }
@@ -136,7 +181,7 @@ impl Frame {
             other => {
                 let width = scalar_width(types, other)
                     .ok_or_else(|| refuse(&format!("a value of type {other}")))?;
-                let off = self.alloc(8)?;
+                let off = self.alloc(8).map_err(|e| refuse(&e.to_string()))?;
                 self.slots.insert(path.to_string(), Slot { off, width });
             }
         }

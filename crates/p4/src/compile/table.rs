@@ -365,8 +365,7 @@ impl<'a> Gen<'a> {
             }
         };
         let (hit, miss, end) = (self.code.label(), self.code.label(), self.code.label());
-        let data_off: i16;
-        match table.scheme {
+        let data_off: i16 = match table.scheme {
             Scheme::Exact | Scheme::Lpm => {
                 let header = if table.scheme == Scheme::Lpm { 4 } else { 0 };
                 let total: u32 =
@@ -398,7 +397,7 @@ impl<'a> Gen<'a> {
                 self.emit(add64(2, i32::from(key)));
                 self.emit(call_helper(MAP_LOOKUP_ELEM));
                 self.code.branch_imm(Cond::Eq, 0, 0, miss);
-                data_off = 8;
+                8
             }
             Scheme::Ternary => {
                 let mut key_slots = Vec::new();
@@ -442,9 +441,9 @@ impl<'a> Gen<'a> {
                 self.emit(add64(1, 1));
                 self.emit(stx(Size::Dw, 10, counter, 1));
                 self.code.goto(top);
-                data_off = i16::try_from(8 + 16 * table.key_widths.len()).unwrap_or(i16::MAX);
+                i16::try_from(8 + 16 * table.key_widths.len()).unwrap_or(i16::MAX)
             }
-        }
+        };
 
         // Each action of the list gets parameter slots and a body.
         let mut bodies = Vec::new();
