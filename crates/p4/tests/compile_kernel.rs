@@ -5,18 +5,24 @@
 
 mod common;
 
-use common::{action_code, case, counter_entries, expected, packets};
+use common::{
+    action_code, case, counter_entries, expected, packets, register_entries, vlan_packets,
+};
 use linerate_bpf::contents::MapMode;
 use linerate_bpf::read_object;
 use linerate_kernel::drive::Driver;
 use linerate_kernel::usable_or_skip;
 
-fn differential(name: &str, counters: &[(&str, &str, u32)]) -> [usize; 5] {
+fn differential(
+    name: &str,
+    packets: &[Vec<u8>],
+    counters: &[(&str, &str, u32)],
+    registers: &[(&str, &str, u32)],
+) -> [usize; 5] {
     let case = case(name);
     let bytes = case.compiled.object_bytes().expect("writes");
     let object = read_object(&bytes, name).expect("reads back");
-    let packets = packets(240, 0x0123_4567_89ab_cdef);
-    let (want, state) = expected(&case, &packets);
+    let (want, state) = expected(&case, packets);
     let seed = case.compiled.seed();
     let mut driver = Driver::new(&object, &seed, MapMode::Persist).expect("loads and seeds");
     let runs = match driver.run_packets(0, &packets, &[], 1) {
@@ -38,6 +44,14 @@ fn differential(name: &str, counters: &[(&str, &str, u32)]) -> [usize; 5] {
             "{name} {map}"
         );
     }
+    for (map, instance, size) in registers {
+        let index = object.map_index(map).expect("register map");
+        assert_eq!(
+            runs.final_maps[index],
+            register_entries(&state, instance, *size),
+            "{name} {map}"
+        );
+    }
     seen
 }
 
@@ -46,7 +60,7 @@ fn l3_fwd_agrees_with_the_interpreter_in_the_kernel() {
     if !usable_or_skip("p4 compile_kernel") {
         return;
     }
-    let seen = differential("l3_fwd", &[]);
+    let seen = differential("l3_fwd", &packets(240, 0x0123_4567_89ab_cdef), &[], &[]);
     assert!(
         seen[1] > 0 && seen[2] > 0 && seen[3] > 0 && seen[4] > 0,
         "{seen:?}"
@@ -58,6 +72,27 @@ fn l3_fwd_firewall_agrees_with_the_interpreter_in_the_kernel() {
     if !usable_or_skip("p4 compile_kernel") {
         return;
     }
-    let seen = differential("l3_fwd_firewall", &[("acl_hits", "FwIngress.acl_hits", 64)]);
+    let seen = differential(
+        "l3_fwd_firewall",
+        &packets(240, 0x0123_4567_89ab_cdef),
+        &[("acl_hits", "FwIngress.acl_hits", 64)],
+        &[],
+    );
     assert!(seen[1] > 0 && seen[2] > 0 && seen[4] > 0, "{seen:?}");
+}
+
+#[test]
+fn vlan_acl_switch_agrees_with_the_interpreter_in_the_kernel() {
+    if !usable_or_skip("p4 compile_kernel") {
+        return;
+    }
+    let seen = differential(
+        "vlan_acl_switch",
+        &vlan_packets(240, 0x0123_4567_89ab_cdef),
+        &[],
+        &[("port_frames", "VlanIngress.port_frames", 64)],
+    );
+    // Drops (no VLAN binding, the ACL, short or over-tagged frames), flooding (TX) and
+    // forwarding (redirect).
+    assert!(seen[1] > 0 && seen[3] > 0 && seen[4] > 0, "{seen:?}");
 }

@@ -71,10 +71,34 @@ impl Gen<'_> {
     }
 
     /// The path of a member chain rooted at a block parameter (`hdr.ipv4.ttl`).
-    fn path(&self, e: &Expr) -> Option<String> {
+    /// Stack elements are `path[i]`: a constant index, or in the parser `next`/`last`, whose
+    /// index the parser knows on each (state, offset) it generates.
+    pub fn path(&self, e: &Expr) -> Option<String> {
         match &e.kind {
             ExprKind::Name(n) => self.params.get(&n.name).cloned(),
-            ExprKind::Member(base, member) => Some(format!("{}.{}", self.path(base)?, member.name)),
+            ExprKind::Member(base, member) => {
+                let base = self.path(base)?;
+                let size = self.frame.stacks.get(&base);
+                let in_parser = self.reject.is_some();
+                match (size, member.name.as_str()) {
+                    (Some(size), "next") if in_parser => {
+                        let next = *self.stack_next.get(&base).unwrap_or(&0);
+                        (next < *size).then(|| format!("{base}[{next}]"))
+                    }
+                    (Some(_), "last") if in_parser => {
+                        let last = self.stack_next.get(&base)?.checked_sub(1)?;
+                        Some(format!("{base}[{last}]"))
+                    }
+                    (Some(_), _) => None,
+                    _ => Some(format!("{base}.{}", member.name)),
+                }
+            }
+            ExprKind::Index(base, index) => {
+                let base = self.path(base)?;
+                let size = *self.frame.stacks.get(&base)?;
+                let index = u32::try_from(self.checked.constant(index)?).ok()?;
+                (index < size).then(|| format!("{base}[{index}]"))
+            }
             _ => None,
         }
     }

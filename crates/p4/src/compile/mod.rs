@@ -10,13 +10,16 @@
 //! operation restores by masking): each header field, each header's validity flag (0/1), each
 //! metadata field, `standard_metadata_t`'s three fields, action parameters, local variables and
 //! each table's last result (`hit`, action id). The prologue zeroes the whole frame, which is what
-//! the reference interpreter starts from (see [`crate::interp`]). Values wider than 64 bits,
-//! `int<w>`, header stacks and `advance` are refused.
+//! the reference interpreter starts from (see [`crate::interp`]). Header stacks are their
+//! elements (`hdr.vlan[0]`, ...), indexed by constants, or by `next`/`last` in the parser. Values
+//! wider than 64 bits, `int<w>`, saturating operators, `advance`, `push_front`/`pop_front` and
+//! out-of-range constant indices are refused.
 //!
-//! * **Parser** (`packet.rs`): states are generated once per packet offset they are reached at,
-//!   so every extract reads at a constant offset after a bounds check the verifier accepts
-//!   (`data + end > data_end` → reject). A state reached at more than [`MAX_PARSER_INSTANCES`]
-//!   (state, offset) pairs, i.e. a parser loop, is refused. `reject` (a short packet, a failed
+//! * **Parser** (`packet.rs`): states are generated once per (offset, stack counts) they are
+//!   reached with, so every extract reads at a constant offset after a bounds check the verifier
+//!   accepts (`data + end > data_end` → reject) and a loop over a header stack unrolls (the
+//!   `next` of a full stack rejects, as in the interpreter). More than [`MAX_PARSER_INSTANCES`]
+//!   such states (an unbounded parser loop) is refused. `reject` (a short packet, a failed
 //!   `verify`, a `select` without a matching case) returns `XDP_DROP` at once with the packet
 //!   untouched, as the interpreter does.
 //! * **Ingress** (`control.rs`): actions are inlined at each call; `return` leaves the action (or
@@ -180,6 +183,10 @@ pub(crate) struct Gen<'a> {
     pub extracted_at: HashMap<String, u32>,
     /// Actions being inlined inside each other.
     pub depth: usize,
+    /// In the parser: how many elements of each header stack the current path extracted.
+    pub stack_next: HashMap<String, u32>,
+    /// In the parser: the current state has rejected for sure (a full stack's `next`).
+    pub rejected: bool,
 }
 
 impl<'a> Gen<'a> {
@@ -203,6 +210,8 @@ impl<'a> Gen<'a> {
             cursor: 0,
             extracted_at: HashMap::new(),
             depth: 0,
+            stack_next: HashMap::new(),
+            rejected: false,
         })
     }
 

@@ -142,14 +142,17 @@ impl<'a> Gen<'a> {
             }
         }
         let accept = self.code.label();
-        let mut labels: HashMap<(String, u32), Label> = HashMap::new();
-        let mut work: Vec<(String, u32)> = Vec::new();
+        let mut labels: HashMap<InstanceKey, Label> = HashMap::new();
+        let mut work: Vec<InstanceKey> = Vec::new();
         let start = instance(self, &mut labels, &mut work, (accept, reject), "start", 0)?;
         self.code.goto(start);
-        while let Some((name, at)) = work.pop() {
-            let Some(label) = labels.get(&(name.clone(), at)).copied() else {
+        while let Some(key) = work.pop() {
+            let Some(label) = labels.get(&key).copied() else {
                 continue;
             };
+            let (name, at, stacks) = key;
+            self.stack_next = stacks.into_iter().collect();
+            self.rejected = false;
             self.code.place(label);
             let Some(state) = parser.state(&name) else {
                 // An unknown state rejects (the interpreter's NoMatch).
@@ -163,6 +166,9 @@ impl<'a> Gen<'a> {
                 self.stmt(stmt)?;
             }
             let after = self.cursor;
+            if self.rejected {
+                continue;
+            }
             match &state.transition {
                 Transition::Direct(next) => {
                     let target = instance(
@@ -201,6 +207,7 @@ impl<'a> Gen<'a> {
         }
         self.code.place(accept);
         self.reject = None;
+        self.stack_next.clear();
         Ok(())
     }
 
@@ -247,6 +254,21 @@ impl<'a> Gen<'a> {
         let [target] = args else {
             return Err(self.unsupported(e.span, "extract with other than one argument"));
         };
+        let stack = match &target.kind {
+            ExprKind::Member(base, m) if m.name == "next" => self
+                .path(base)
+                .filter(|p| self.frame.stacks.contains_key(p)),
+            _ => None,
+        };
+        if let Some(stack) = &stack {
+            let next = *self.stack_next.get(stack).unwrap_or(&0);
+            if next >= *self.frame.stacks.get(stack).unwrap_or(&0) {
+                // StackOutOfBounds: the interpreter rejects.
+                self.code.goto(reject);
+                self.rejected = true;
+                return Ok(());
+            }
+        }
         let Place::Header(path) = self.place(target)? else {
             return Err(self.unsupported(target.span, "extract into a non-header"));
         };
@@ -293,6 +315,9 @@ impl<'a> Gen<'a> {
         }
         self.emit(st(Size::Dw, 10, header.valid, 1));
         self.cursor = end;
+        if let Some(stack) = stack {
+            *self.stack_next.entry(stack).or_insert(0) += 1;
+        }
         Ok(())
     }
 
@@ -437,11 +462,15 @@ impl<'a> Gen<'a> {
     }
 }
 
-/// The label of state `name` entered at byte `at`, queued for generation the first time.
+/// A parser state as generated: its name, the byte it starts at and how many elements of each
+/// header stack the path to it extracted.
+type InstanceKey = (String, u32, Vec<(String, u32)>);
+
+/// The label of state `name` entered at byte `at` (with the current stack counts), queued for generation the first time.
 fn instance(
     gen: &mut Gen,
-    labels: &mut HashMap<(String, u32), Label>,
-    work: &mut Vec<(String, u32)>,
+    labels: &mut HashMap<InstanceKey, Label>,
+    work: &mut Vec<InstanceKey>,
     (accept, reject): (Label, Label),
     name: &str,
     at: u32,
@@ -451,7 +480,14 @@ fn instance(
         "reject" => return Ok(reject),
         _ => {}
     }
-    if let Some(l) = labels.get(&(name.to_string(), at)) {
+    let mut stacks: Vec<(String, u32)> = gen
+        .stack_next
+        .iter()
+        .map(|(k, v)| (k.clone(), *v))
+        .collect();
+    stacks.sort();
+    let key = (name.to_string(), at, stacks);
+    if let Some(l) = labels.get(&key) {
         return Ok(*l);
     }
     if labels.len() >= MAX_PARSER_INSTANCES {
@@ -460,7 +496,7 @@ fn instance(
         )));
     }
     let l = gen.code.label();
-    labels.insert((name.to_string(), at), l);
-    work.push((name.to_string(), at));
+    labels.insert(key.clone(), l);
+    work.push(key);
     Ok(l)
 }

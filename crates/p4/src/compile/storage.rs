@@ -47,6 +47,8 @@ pub(crate) struct Frame {
     pub packet_len: i16,
     /// The struct or header type at each path laid out (for positions of refusals).
     types_at: HashMap<String, String>,
+    /// Header stacks by path (elements are headers at `path[i]`), with their sizes.
+    pub stacks: HashMap<String, u32>,
 }
 
 /// State the frame cannot hold: field `field` of type `owner`, and why.
@@ -103,6 +105,7 @@ impl Frame {
             headers: Vec::new(),
             packet_len: 0,
             types_at: HashMap::new(),
+            stacks: HashMap::new(),
         };
         frame.packet_len = frame.alloc(8)?;
         let parser = checked
@@ -177,7 +180,12 @@ impl Frame {
                     fields,
                 });
             }
-            Type::Stack(..) => return Err(refuse("a header stack")),
+            Type::Stack(element, size) => {
+                for index in 0..*size {
+                    self.lay_out(types, &format!("{path}[{index}]"), element)?;
+                }
+                self.stacks.insert(path.to_string(), *size);
+            }
             other => {
                 let width = scalar_width(types, other)
                     .ok_or_else(|| refuse(&format!("a value of type {other}")))?;

@@ -252,3 +252,78 @@ pub fn counter_entries(state: &State, instance: &str, size: u32) -> Vec<(Vec<u8>
         })
         .collect()
 }
+
+/// Ethernet frames with 0 to 3 VLAN tags (`(tpid, pcp, vid)` each) for the VLAN switch.
+pub fn vlan_frame(dst_last: u8, tags: &[(u16, u8, u16)], inner_type: u16, len: usize) -> Vec<u8> {
+    let mut p = vec![0x02, 0, 0, 0, 0, dst_last, 0x02, 0, 0, 0, 0, 0x77];
+    for (tpid, pcp, vid) in tags {
+        p.extend_from_slice(&tpid.to_be_bytes());
+        p.extend_from_slice(&((u16::from(*pcp) << 13) | (vid & 0x0fff)).to_be_bytes());
+    }
+    p.extend_from_slice(&inner_type.to_be_bytes());
+    while p.len() < len {
+        p.push(0x5a);
+    }
+    p
+}
+
+/// Crafted VLAN frames (untagged, one tag, Q-in-Q, three tags, each VLAN and MAC of the
+/// tables, the ACL's priority) and random ones: at least `count`.
+pub fn vlan_packets(count: usize, seed: u64) -> Vec<Vec<u8>> {
+    let mut out = Vec::new();
+    let vids = [1u16, 10, 100, 20, 0x0ff, 0x100, 0xfff];
+    for dst in [0x02u8, 0x05, 0x09] {
+        out.push(vlan_frame(dst, &[], 0x0800, 60));
+        for vid in vids {
+            for pcp in [0u8, 3, 7] {
+                out.push(vlan_frame(dst, &[(0x8100, pcp, vid)], 0x0800, 60));
+                out.push(vlan_frame(
+                    dst,
+                    &[(0x88a8, pcp, vid), (0x8100, 1, 10)],
+                    0x0800,
+                    64,
+                ));
+            }
+        }
+        out.push(vlan_frame(
+            dst,
+            &[(0x8100, 0, 1), (0x8100, 0, 2), (0x8100, 0, 3)],
+            0x0800,
+            64,
+        ));
+        out.push(vlan_frame(
+            dst,
+            &[(0x8100, 0, 1), (0x8100, 0, 2)],
+            0x8100,
+            20,
+        ));
+    }
+    for len in [14, 15, 17, 18, 19, 21, 22] {
+        out.push(vlan_frame(0x02, &[(0x8100, 7, 100), (0x8100, 0, 2)], 0x0800, 0)[..len].to_vec());
+    }
+    let mut rng = Rng::new(seed);
+    while out.len() < count {
+        let tags: Vec<(u16, u8, u16)> = (0..rng.below(4))
+            .map(|_| {
+                let tpid = rng.pick(&[0x8100, 0x8100, 0x88a8, 0x0800]);
+                let vid = rng.pick(&vids);
+                (tpid, rng.below(8) as u8, vid)
+            })
+            .collect();
+        let dst = rng.pick(&[0x02, 0x05, 0x09]);
+        let inner = rng.pick(&[0x0800, 0x8100, 0x86dd]);
+        let len = 14 + rng.below(60) as usize;
+        out.push(vlan_frame(dst, &tags, inner, len));
+    }
+    out
+}
+
+/// The register map's expected non-zero cells: `(u32 index, u64 value)`.
+pub fn register_entries(state: &State, instance: &str, size: u32) -> Vec<(Vec<u8>, Vec<u8>)> {
+    (0..size)
+        .filter_map(|i| {
+            let bits = state.register(instance, i) as u64;
+            (bits != 0).then(|| (i.to_le_bytes().to_vec(), bits.to_le_bytes().to_vec()))
+        })
+        .collect()
+}
