@@ -25,7 +25,7 @@ fn differential(
     let (want, state) = expected(&case, packets);
     let seed = case.compiled.seed();
     let mut driver = Driver::new(&object, &seed, MapMode::Persist).expect("loads and seeds");
-    let runs = match driver.run_packets(0, &packets, &[], 1) {
+    let runs = match driver.run_packets(0, packets, &[], 1) {
         Ok(runs) => runs,
         Err(e) => panic!("{name}: {e}\n{}", e.verifier_log().unwrap_or("")),
     };
