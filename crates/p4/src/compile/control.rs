@@ -412,7 +412,7 @@ impl<'a> Gen<'a> {
         let [index] = args else {
             return Err(self.unsupported(e.span, "count without one index"));
         };
-        let scratch = self.frame.alloc(8)?;
+        let scratch = self.scratch(8)?;
         self.lookup_index(map, index, scratch)?;
         let skip = self.code.label();
         self.code.branch_imm(Cond::Eq, 0, 0, skip);
@@ -432,7 +432,7 @@ impl<'a> Gen<'a> {
         e: &Expr,
     ) -> Result<(), CompileError> {
         let map = self.instance_map(object)?;
-        let scratch = self.frame.alloc(8)?;
+        let scratch = self.scratch(8)?;
         let done = self.code.label();
         match (method, args) {
             ("read", [result, index]) => {

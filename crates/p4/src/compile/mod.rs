@@ -58,6 +58,9 @@ use storage::Frame;
 use storage::Slot;
 use table::{TableMap, TableResult};
 
+/// Bytes of the shared scratch area for map keys and table scans.
+pub const SCRATCH_BYTES: u32 = 80;
+
 /// (state, offset) pairs after which the parser is taken for a loop and refused.
 pub const MAX_PARSER_INSTANCES: usize = 64;
 
@@ -187,6 +190,9 @@ pub(crate) struct Gen<'a> {
     pub stack_next: HashMap<String, u32>,
     /// In the parser: the current state has rejected for sure (a full stack's `next`).
     pub rejected: bool,
+    /// Stack shared by every map lookup's key and the ternary scans (used only between
+    /// building a key and its lookup or within one scan, which never nest).
+    pub scratch: Option<i16>,
 }
 
 impl<'a> Gen<'a> {
@@ -212,6 +218,7 @@ impl<'a> Gen<'a> {
             depth: 0,
             stack_next: HashMap::new(),
             rejected: false,
+            scratch: None,
         })
     }
 
@@ -220,6 +227,22 @@ impl<'a> Gen<'a> {
         CompileError::Unsupported {
             at: self.checked.sources.position(span).to_string(),
             what: what.to_string(),
+        }
+    }
+
+    /// `bytes` of scratch stack: the shared area when they fit ([`SCRATCH_BYTES`]), else
+    /// fresh stack.
+    pub fn scratch(&mut self, bytes: u32) -> Result<i16, CompileError> {
+        if bytes > SCRATCH_BYTES {
+            return self.frame.alloc(bytes);
+        }
+        match self.scratch {
+            Some(at) => Ok(at),
+            None => {
+                let at = self.frame.alloc(SCRATCH_BYTES)?;
+                self.scratch = Some(at);
+                Ok(at)
+            }
         }
     }
 

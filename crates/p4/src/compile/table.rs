@@ -370,7 +370,7 @@ impl<'a> Gen<'a> {
                 let header = if table.scheme == Scheme::Lpm { 4 } else { 0 };
                 let total: u32 =
                     table.key_widths.iter().map(|w| key_bytes(*w)).sum::<u32>() + header;
-                let key = self.frame.alloc(total)?;
+                let key = self.scratch(total)?;
                 let mut at = i32::from(key) + i32::try_from(header).unwrap_or(0);
                 let mut prefix = 0u32;
                 for (k, width) in decl.keys.iter().zip(&table.key_widths) {
@@ -400,15 +400,18 @@ impl<'a> Gen<'a> {
                 8
             }
             Scheme::Ternary => {
+                // The scan's counter, row index and key values, side by side in scratch.
+                let keys = u32::try_from(decl.keys.len()).unwrap_or(u32::MAX);
+                let base = self.scratch(keys.saturating_add(2).saturating_mul(8))?;
+                let (counter, index) = (base, base + 8);
                 let mut key_slots = Vec::new();
-                for k in &decl.keys {
+                for (i, k) in decl.keys.iter().enumerate() {
                     self.hoist(&k.expr, true)?;
                     self.expr(&k.expr, 0)?;
-                    let off = self.frame.alloc(8)?;
+                    let off = base + 16 + i16::try_from(8 * i).unwrap_or(i16::MAX);
                     self.emit(stx(Size::Dw, 10, off, 1));
                     key_slots.push(off);
                 }
-                let (counter, index) = (self.frame.alloc(8)?, self.frame.alloc(8)?);
                 let (top, next) = (self.code.label(), self.code.label());
                 self.emit(st(Size::Dw, 10, counter, 0));
                 self.code.place(top);
