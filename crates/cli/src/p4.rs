@@ -1,6 +1,7 @@
 //! `linerate p4`: P4-16 programs (paper 001). `p4 latency` extracts the paper's parameters from a
 //! program and estimates its latency with a target model (§V-E); `p4 fit` builds a target model
-//! from measurements (the paper's method, for any target).
+//! from measurements (the paper's method, for any target). `p4 compile` writes a program as an
+//! XDP object and its table contents as the object's `--maps` file.
 
 use std::path::PathBuf;
 
@@ -25,6 +26,23 @@ pub enum P4Command {
     Latency(LatencyArgs),
     /// Fit a target's latency model (cells and table curve) from measurements.
     Fit(FitArgs),
+    /// Compile a program to an XDP object (`-o X.o`) and its table contents to `X.maps.json`.
+    Compile(CompileArgs),
+}
+
+#[derive(Args)]
+pub struct CompileArgs {
+    /// The P4-16 program.
+    pub program: PathBuf,
+    /// Where to write the object; the maps file goes beside it as `<stem>.maps.json`.
+    #[arg(short = 'o', long)]
+    pub output: PathBuf,
+    /// Table entries (control plane), JSON; without it, the program's const entries only.
+    #[arg(long)]
+    pub entries: Option<PathBuf>,
+    /// Machine-readable output: `{"object","programs","maps","insns"}`.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Args)]
@@ -58,7 +76,95 @@ pub fn p4(args: &P4Args) -> Result<()> {
     match &args.command {
         P4Command::Latency(a) => latency(a),
         P4Command::Fit(a) => fit_model(a),
+        P4Command::Compile(a) => compile(a),
     }
+}
+
+/// The program's name in the object: the output's stem as a C identifier.
+fn program_name(output: &std::path::Path) -> String {
+    let stem = output
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let mut name: String = stem
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+        .collect();
+    if !name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_') {
+        name.insert_str(0, "p4_");
+    }
+    name
+}
+
+fn compile(args: &CompileArgs) -> Result<()> {
+    let checked = linerate_p4::load(&args.program)?;
+    let entries = match &args.entries {
+        Some(path) => linerate_p4::entries::Entries::load(&checked, path)?,
+        None => linerate_p4::entries::Entries::from_program(&checked)?,
+    };
+    let name = program_name(&args.output);
+    let compiled = linerate_p4::compile::compile(&checked, &entries, &name)?;
+    let bytes = compiled.object_bytes()?;
+    std::fs::write(&args.output, &bytes)
+        .with_context(|| format!("cannot write {}", args.output.display()))?;
+    let maps_path = args.output.with_extension("maps.json");
+    let maps: linerate_io::MapsJson = compiled
+        .contents
+        .iter()
+        .map(|c| {
+            let entries = c
+                .entries
+                .iter()
+                .map(|(key, value)| linerate_io::HexEntry {
+                    key: linerate_io::to_hex(key),
+                    value: Some(linerate_io::to_hex(value)),
+                    inner: None,
+                })
+                .collect();
+            (c.map.clone(), entries)
+        })
+        .collect();
+    std::fs::write(&maps_path, serde_json::to_string_pretty(&maps)? + "\n")
+        .with_context(|| format!("cannot write {}", maps_path.display()))?;
+    let spec = &compiled.spec;
+    let text = if args.json {
+        let out = json!({
+            "object": args.output.display().to_string(),
+            "programs": spec.programs.iter().map(|p| p.name.clone()).collect::<Vec<_>>(),
+            "maps": spec.maps.iter().map(|m| json!({
+                "name": m.name,
+                "type": m.map_type.name(),
+                "key_size": m.key_size,
+                "value_size": m.value_size,
+                "max_entries": m.max_entries,
+                "entries": maps.get(&m.name).map_or(0, Vec::len),
+            })).collect::<Vec<_>>(),
+            "maps_file": maps_path.display().to_string(),
+            "insns": compiled.insns(),
+        });
+        serde_json::to_string_pretty(&out)? + "\n"
+    } else {
+        let mut text = format!(
+            "{} -> {} (program {name}, {} instructions)\n",
+            args.program.display(),
+            args.output.display(),
+            compiled.insns()
+        );
+        for m in &spec.maps {
+            text += &format!(
+                "  map {}: {}, key {} B, value {} B, {} max, {} entries\n",
+                m.name,
+                m.map_type.name(),
+                m.key_size,
+                m.value_size,
+                m.max_entries,
+                maps.get(&m.name).map_or(0, Vec::len)
+            );
+        }
+        text += &format!("  maps file: {}\n", maps_path.display());
+        text
+    };
+    emit(&text)
 }
 
 /// The model named `name`: a shipped one, else a model file.

@@ -35,6 +35,7 @@
 
 pub mod ast;
 pub mod check;
+pub mod compile;
 pub mod entries;
 pub mod error;
 pub mod interp;

@@ -1,0 +1,329 @@
+//! What the compiler's differential tests share: the programs, packets crafted to reach every
+//! parser state and table action plus random ones, and the reference interpreter's verdicts.
+
+#![allow(dead_code)]
+
+use linerate_p4::compile::{compile, Compiled};
+use linerate_p4::entries::Entries;
+use linerate_p4::interp::{self, Outcome, State, XdpAction};
+use linerate_p4::Checked;
+use std::path::Path;
+
+/// A shipped program with its entries file, compiled.
+pub struct Case {
+    pub checked: Checked,
+    pub entries: Entries,
+    pub compiled: Compiled,
+}
+
+pub fn case(name: &str) -> Case {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/p4");
+    let checked = linerate_p4::load(&root.join(format!("{name}.p4"))).expect("loads");
+    let entries =
+        Entries::load(&checked, &root.join(format!("{name}.entries.json"))).expect("entries");
+    let compiled = compile(&checked, &entries, name).expect("compiles");
+    Case {
+        checked,
+        entries,
+        compiled,
+    }
+}
+
+/// The XDP action code of an interpreter outcome.
+pub fn action_code(action: XdpAction) -> u32 {
+    match action {
+        XdpAction::Drop => 1,
+        XdpAction::Pass => 2,
+        XdpAction::Tx => 3,
+        XdpAction::Redirect(_) => 4,
+    }
+}
+
+/// A small deterministic generator (xorshift64*).
+pub struct Rng(u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Rng {
+        Rng(seed | 1)
+    }
+    pub fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+    pub fn pick<T: Copy>(&mut self, items: &[T]) -> T {
+        items[self.below(items.len() as u64) as usize]
+    }
+}
+
+/// An Ethernet + IPv4 (+ UDP) frame. Each argument is one header field the tests vary, so
+/// they stay positional rather than become a struct built at every call.
+#[allow(clippy::too_many_arguments)]
+pub fn frame(
+    ether_type: u16,
+    version_ihl: u8,
+    frag: u16,
+    ttl: u8,
+    proto: u8,
+    src: [u8; 4],
+    dst: [u8; 4],
+    ports: (u16, u16),
+    len: usize,
+) -> Vec<u8> {
+    let mut p = vec![0u8; len.max(14)];
+    p[0..6].copy_from_slice(&[0x02, 0, 0, 0, 0, 0x99]);
+    p[6..12].copy_from_slice(&[0x02, 0, 0, 0, 0, 0x88]);
+    p[12..14].copy_from_slice(&ether_type.to_be_bytes());
+    let mut put = |at: usize, bytes: &[u8]| {
+        for (i, b) in bytes.iter().enumerate() {
+            if let Some(x) = p.get_mut(at + i) {
+                *x = *b;
+            }
+        }
+    };
+    put(14, &[version_ihl, 0x10, 0, 46, 0x12, 0x34]);
+    put(20, &frag.to_be_bytes());
+    put(22, &[ttl, proto, 0xab, 0xcd]);
+    put(26, &src);
+    put(30, &dst);
+    put(34, &ports.0.to_be_bytes());
+    put(36, &ports.1.to_be_bytes());
+    put(38, &[0, 26, 0xbe, 0xef]);
+    p
+}
+
+/// Crafted frames (every parser state, every table action, short packets, TTL edges) and
+/// random ones: at least `count` in all.
+pub fn packets(count: usize, seed: u64) -> Vec<Vec<u8>> {
+    let dsts: [[u8; 4]; 9] = [
+        [10, 0, 0, 7],
+        [10, 1, 9, 9],
+        [10, 1, 2, 3],
+        [192, 168, 1, 5],
+        [192, 168, 2, 5],
+        [172, 16, 4, 4],
+        [172, 31, 255, 1],
+        [8, 8, 8, 8],
+        [10, 200, 1, 1],
+    ];
+    let srcs: [[u8; 4]; 4] = [
+        [10, 9, 9, 9],
+        [192, 168, 0, 1],
+        [1, 2, 3, 4],
+        [172, 16, 0, 1],
+    ];
+    let mut out = Vec::new();
+    // Crafted: each destination × protocol × TTL edge × port.
+    for dst in dsts {
+        for (proto, ports) in [
+            (17, (1000, 53)),
+            (17, (53, 2000)),
+            (6, (1000, 53)),
+            (17, (7, 9)),
+        ] {
+            for ttl in [0, 1, 2, 64] {
+                let src = srcs[(ttl as usize) % srcs.len()];
+                out.push(frame(0x0800, 0x45, 0, ttl, proto, src, dst, ports, 60));
+            }
+        }
+    }
+    // Non-IPv4, wrong version, options, fragments, short packets at every boundary.
+    out.push(frame(0x86dd, 0x60, 0, 64, 17, srcs[2], dsts[0], (1, 2), 60));
+    out.push(frame(0x0806, 0x45, 0, 64, 17, srcs[2], dsts[0], (1, 2), 42));
+    out.push(frame(
+        0x0800,
+        0x65,
+        0,
+        64,
+        17,
+        srcs[2],
+        dsts[0],
+        (1, 53),
+        60,
+    ));
+    out.push(frame(
+        0x0800,
+        0x46,
+        0,
+        64,
+        17,
+        srcs[2],
+        dsts[0],
+        (1, 53),
+        60,
+    ));
+    out.push(frame(
+        0x0800,
+        0x45,
+        0x2000,
+        64,
+        17,
+        srcs[2],
+        dsts[0],
+        (1, 53),
+        60,
+    ));
+    out.push(frame(
+        0x0800,
+        0x45,
+        0x0001,
+        64,
+        17,
+        srcs[0],
+        dsts[1],
+        (1, 53),
+        60,
+    ));
+    for len in [14, 20, 33, 34, 35, 41, 42, 43] {
+        out.push(frame(
+            0x0800,
+            0x45,
+            0,
+            64,
+            17,
+            srcs[1],
+            dsts[1],
+            (9, 53),
+            len,
+        ));
+        out.push(frame(0x0800, 0x45, 0, 64, 6, srcs[0], dsts[2], (9, 9), len));
+    }
+    let mut rng = Rng::new(seed);
+    while out.len() < count {
+        let len = 14 + rng.below(80) as usize;
+        let (r16, r8) = (rng.below(0x10000) as u16, rng.below(256) as u8);
+        let ether_type = rng.pick(&[0x0800, 0x0800, 0x0800, 0x86dd, r16]);
+        let version_ihl = rng.pick(&[0x45, 0x45, 0x45, 0x46, r8]);
+        let frag = rng.pick(&[0, 0, 0x4000, r16]);
+        let ttl = rng.below(256) as u8;
+        let proto = rng.pick(&[17, 17, 6, 1, r8]);
+        let src = [
+            rng.pick(&[10, 192, 172, 1]),
+            rng.below(256) as u8,
+            rng.below(256) as u8,
+            rng.below(256) as u8,
+        ];
+        let dst = rng.pick(&dsts);
+        let ports = (rng.pick(&[53, 1000, r16]), rng.pick(&[53, 80, r16]));
+        let mut p = frame(
+            ether_type,
+            version_ihl,
+            frag,
+            ttl,
+            proto,
+            src,
+            dst,
+            ports,
+            len,
+        );
+        if rng.below(8) == 0 {
+            for b in p.iter_mut() {
+                *b = rng.below(256) as u8;
+            }
+        }
+        out.push(p);
+    }
+    out
+}
+
+/// The interpreter's outcomes (ingress port 1, what test runs use) and its final state.
+pub fn expected(case: &Case, packets: &[Vec<u8>]) -> (Vec<Outcome>, State) {
+    let mut state = State::default();
+    let with_ports: Vec<(Vec<u8>, u32)> = packets.iter().map(|p| (p.clone(), 1)).collect();
+    let outcomes = interp::run_packets(&case.checked, &case.entries, &with_ports, &mut state)
+        .expect("interprets");
+    (outcomes, state)
+}
+
+/// The counter map's expected non-zero cells: `(u32 index, {u64 packets, u64 bytes})`.
+pub fn counter_entries(state: &State, instance: &str, size: u32) -> Vec<(Vec<u8>, Vec<u8>)> {
+    (0..size)
+        .filter_map(|i| {
+            let cell = state.counter(instance, i);
+            (cell.packets != 0).then(|| {
+                let mut value = cell.packets.to_le_bytes().to_vec();
+                value.extend_from_slice(&cell.bytes.to_le_bytes());
+                (i.to_le_bytes().to_vec(), value)
+            })
+        })
+        .collect()
+}
+
+/// Ethernet frames with 0 to 3 VLAN tags (`(tpid, pcp, vid)` each) for the VLAN switch.
+pub fn vlan_frame(dst_last: u8, tags: &[(u16, u8, u16)], inner_type: u16, len: usize) -> Vec<u8> {
+    let mut p = vec![0x02, 0, 0, 0, 0, dst_last, 0x02, 0, 0, 0, 0, 0x77];
+    for (tpid, pcp, vid) in tags {
+        p.extend_from_slice(&tpid.to_be_bytes());
+        p.extend_from_slice(&((u16::from(*pcp) << 13) | (vid & 0x0fff)).to_be_bytes());
+    }
+    p.extend_from_slice(&inner_type.to_be_bytes());
+    while p.len() < len {
+        p.push(0x5a);
+    }
+    p
+}
+
+/// Crafted VLAN frames (untagged, one tag, Q-in-Q, three tags, each VLAN and MAC of the
+/// tables, the ACL's priority) and random ones: at least `count`.
+pub fn vlan_packets(count: usize, seed: u64) -> Vec<Vec<u8>> {
+    let mut out = Vec::new();
+    let vids = [1u16, 10, 100, 20, 0x0ff, 0x100, 0xfff];
+    for dst in [0x02u8, 0x05, 0x09] {
+        out.push(vlan_frame(dst, &[], 0x0800, 60));
+        for vid in vids {
+            for pcp in [0u8, 3, 7] {
+                out.push(vlan_frame(dst, &[(0x8100, pcp, vid)], 0x0800, 60));
+                out.push(vlan_frame(
+                    dst,
+                    &[(0x88a8, pcp, vid), (0x8100, 1, 10)],
+                    0x0800,
+                    64,
+                ));
+            }
+        }
+        out.push(vlan_frame(
+            dst,
+            &[(0x8100, 0, 1), (0x8100, 0, 2), (0x8100, 0, 3)],
+            0x0800,
+            64,
+        ));
+        out.push(vlan_frame(
+            dst,
+            &[(0x8100, 0, 1), (0x8100, 0, 2)],
+            0x8100,
+            20,
+        ));
+    }
+    for len in [14, 15, 17, 18, 19, 21, 22] {
+        out.push(vlan_frame(0x02, &[(0x8100, 7, 100), (0x8100, 0, 2)], 0x0800, 0)[..len].to_vec());
+    }
+    let mut rng = Rng::new(seed);
+    while out.len() < count {
+        let tags: Vec<(u16, u8, u16)> = (0..rng.below(4))
+            .map(|_| {
+                let tpid = rng.pick(&[0x8100, 0x8100, 0x88a8, 0x0800]);
+                let vid = rng.pick(&vids);
+                (tpid, rng.below(8) as u8, vid)
+            })
+            .collect();
+        let dst = rng.pick(&[0x02, 0x05, 0x09]);
+        let inner = rng.pick(&[0x0800, 0x8100, 0x86dd]);
+        let len = 14 + rng.below(60) as usize;
+        out.push(vlan_frame(dst, &tags, inner, len));
+    }
+    out
+}
+
+/// The register map's expected non-zero cells: `(u32 index, u64 value)`.
+pub fn register_entries(state: &State, instance: &str, size: u32) -> Vec<(Vec<u8>, Vec<u8>)> {
+    (0..size)
+        .filter_map(|i| {
+            let bits = state.register(instance, i) as u64;
+            (bits != 0).then(|| (i.to_le_bytes().to_vec(), bits.to_le_bytes().to_vec()))
+        })
+        .collect()
+}
