@@ -23,9 +23,9 @@ mod search;
 pub use exhaustive::Exhaustive;
 pub use forbid::Forbidden;
 pub use order::{
-    model_rates, naive, rank, Enumerator, Metric, ModelRates, RankedPath, Rates, Stats,
+    model_rates, naive, rank, Enumerator, Metric, ModelRates, Paused, RankedPath, Rates, Stats,
 };
-pub use search::Search;
+pub use search::{Next, Search};
 
 use crate::dag::{EdgeId, NodeId, PathDag};
 

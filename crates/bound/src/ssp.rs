@@ -46,11 +46,15 @@ use linerate_cost::Model;
 
 use crate::dag::EdgeId;
 use crate::enumerate::{
-    rank, EnumerateError, Enumerator, Exhaustive, Metric, ModelRates, RankedPath,
+    rank, EnumerateError, Enumerator, Exhaustive, Metric, ModelRates, Paused, RankedPath,
 };
 use crate::implied::single_edge;
 use crate::invariant::Invariance;
 use crate::prepare::Prepared;
+
+/// Forbidden paths the enumeration may skip before the search checks its time and memory limits
+/// (a skip costs microseconds).
+const SKIPS_BETWEEN_CHECKS: u64 = 4096;
 
 /// What a checker says about one path.
 #[derive(Clone, Debug)]
@@ -451,9 +455,23 @@ impl<W> Driver<'_, '_, W> {
         let window = 2 * threads;
         loop {
             while !self.exhausted && self.in_flight.len() + self.done.len() < window {
-                let Some(path) = self.enumerator.next_path() else {
-                    self.exhausted = true;
-                    break;
+                let path = match self.enumerator.next_path_within(SKIPS_BETWEEN_CHECKS) {
+                    Ok(Some(path)) => path,
+                    Ok(None) => {
+                        self.exhausted = true;
+                        break;
+                    }
+                    // Learned conflicts forbid the paths the search walks: keep to the limits
+                    // while it looks for the next allowed one.
+                    Err(Paused) => match self.limit_reached() {
+                        Some(stop) => {
+                            self.outcome.stop = stop;
+                            self.outcome.complete = false;
+                            self.outcome.bound = self.first_open_rate();
+                            return Ok(());
+                        }
+                        None => continue,
+                    },
                 };
                 let decisions = self.prepared.decision_edges(&path.edges);
                 let windows = self.windows(&path, &decisions);

@@ -8,7 +8,7 @@ use std::collections::BTreeSet;
 
 use linerate_bound::dag::PathDag;
 use linerate_bound::enumerate::{
-    naive, EnumerateError, Enumerator, Exhaustive, Forbidden, Metric, ModelRates, RankedPath,
+    naive, EnumerateError, Enumerator, Exhaustive, Forbidden, Metric, ModelRates, Next, RankedPath,
     Rates, Search,
 };
 use linerate_cost::{Cost, Model};
@@ -101,7 +101,7 @@ proptest! {
                 let mut search = Search::new(&dag, component, size).unwrap();
                 let mut forbidden = Forbidden::new(dag.edges.len());
                 let mut got = Vec::new();
-                while let Some((path, cost)) = search.next_path(&mut forbidden) {
+                while let Next::Path(path, cost) = search.next_path(&mut forbidden, u64::MAX) {
                     prop_assert_eq!(cost, dag.path_cost(&path).0[component]);
                     got.push((path, cost));
                 }
@@ -233,7 +233,9 @@ fn next_path_work_is_independent_of_n() {
     let mut previous = f64::INFINITY;
     for n in 0..20_000 {
         let before = search.work();
-        let (path, cost) = search.next_path(&mut forbidden).expect("3^40 paths");
+        let Next::Path(path, cost) = search.next_path(&mut forbidden, u64::MAX) else {
+            panic!("3^40 paths, and the search stopped at {n}");
+        };
         assert_eq!(path.len(), stages);
         assert!(cost <= previous);
         previous = cost;

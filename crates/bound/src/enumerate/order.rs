@@ -20,7 +20,7 @@
 
 use linerate_cost::{Cost, Model};
 
-use super::{validate, EnumerateError, Forbidden, Search};
+use super::{validate, EnumerateError, Forbidden, Next, Search};
 use crate::dag::{EdgeId, PathDag};
 
 /// How cost becomes throughput, in the unit paths are ordered by.
@@ -255,6 +255,16 @@ impl<'d, R: Rates> Enumerator<'d, R> {
 
     /// The next slowest path.
     pub fn next_path(&mut self) -> Option<RankedPath> {
+        self.next_path_within(u64::MAX).unwrap_or(None)
+    }
+
+    /// [`Enumerator::next_path`], pausing (`Err(Paused)`) once a search has skipped `budget`
+    /// forbidden paths in a row, or `budget` paths of another instance were discarded: where
+    /// learned conflicts forbid most of the slowest paths, the
+    /// next allowed one may be far, and the caller must get to check its time and memory limits
+    /// meanwhile. Calling again goes on where it paused.
+    pub fn next_path_within(&mut self, budget: u64) -> Result<Option<RankedPath>, Paused> {
+        let mut discarded = 0u64;
         loop {
             // The instance with the lowest figure; among equals, one whose figure is exact.
             let mut lowest: Option<(usize, f64, bool)> = None;
@@ -269,13 +279,20 @@ impl<'d, R: Rates> Enumerator<'d, R> {
                     lowest = Some((i, f, exact));
                 }
             }
-            let (i, _, _) = lowest?;
+            let Some((i, _, _)) = lowest else {
+                return Ok(None);
+            };
             if let Some(path) = self.instances[i].pending.take() {
                 self.stats.produced += 1;
-                return Some(path);
+                return Ok(Some(path));
             }
-            let Some((edges, _)) = self.instances[i].search.next_path(&mut self.forbidden) else {
-                continue;
+            let edges = match self.instances[i]
+                .search
+                .next_path(&mut self.forbidden, budget)
+            {
+                Next::Path(edges, _) => edges,
+                Next::Exhausted => continue,
+                Next::Paused => return Err(Paused),
             };
             let path = self.rank(edges);
             let search = &self.instances[i].search;
@@ -283,6 +300,10 @@ impl<'d, R: Rates> Enumerator<'d, R> {
                 self.instances[i].pending = Some(path);
             } else {
                 self.stats.discarded += 1;
+                discarded += 1;
+                if discarded >= budget {
+                    return Err(Paused);
+                }
             }
         }
     }
@@ -336,6 +357,10 @@ impl<R: Rates> Iterator for Enumerator<'_, R> {
         self.next_path()
     }
 }
+
+/// [`Enumerator::next_path_within`] stopped before finding the next path.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Paused;
 
 /// The naive bound (paper 000 §5): the slowest path of `dag` by `rates`, satisfiable or not;
 /// `None` when the graph has no path.

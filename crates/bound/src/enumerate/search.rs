@@ -26,6 +26,17 @@ use crate::dag::{EdgeId, NodeId, PathDag};
 /// Marks "no record" (the empty prefix) and "no edge" (the entry at the source).
 const NONE: u32 = u32::MAX;
 
+/// What [`Search::next_path`] found.
+#[derive(Debug, PartialEq)]
+pub enum Next {
+    /// The next path and its cost.
+    Path(Vec<EdgeId>, f64),
+    /// No path is left.
+    Exhausted,
+    /// The search used its budget on forbidden paths; call again to go on.
+    Paused,
+}
+
 /// One search instance over one component and one packet size.
 #[derive(Clone, Debug)]
 pub struct Search {
@@ -280,16 +291,19 @@ impl Search {
 
     /// The next path (edges from source to sink) and its cost in this instance's component
     /// (summed along the search, so equal to the path's cost up to rounding). Paths containing a
-    /// set of `forbidden` are skipped and pruned.
-    pub fn next_path(&mut self, forbidden: &mut Forbidden) -> Option<(Vec<EdgeId>, f64)> {
-        loop {
-            let key = self.peek()?;
-            let top = self.queue.pop()?;
+    /// set of `forbidden` are skipped and pruned; after `budget` of them, the search pauses (it
+    /// goes on where it stopped at the next call), so that its caller can keep to its limits.
+    pub fn next_path(&mut self, forbidden: &mut Forbidden, budget: u64) -> Next {
+        for _ in 0..budget.max(1) {
+            let (Some(key), Some(top)) = (self.peek(), self.queue.pop()) else {
+                return Next::Exhausted;
+            };
             self.work += 1;
             if let Some(path) = self.expand(top, forbidden) {
-                return Some((path, key));
+                return Next::Path(path, key);
             }
         }
+        Next::Paused
     }
 
     /// Walks the costliest path of `d`'s set, queues the deviations along the walk that no
