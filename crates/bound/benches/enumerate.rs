@@ -14,7 +14,7 @@ mod support;
 use std::time::Instant;
 
 use linerate_bound::dag::PathDag;
-use linerate_bound::enumerate::{Enumerator, Forbidden, Metric, Search};
+use linerate_bound::enumerate::{Enumerator, Forbidden, Metric, Next, Search};
 use linerate_cost::Model;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -80,7 +80,8 @@ fn main() {
     let mut search = Search::new(&dag, 0, 60).expect("valid graph");
     let mut forbidden = Forbidden::new(dag.edges.len());
     let times = per_path(&windows, || {
-        search.next_path(&mut forbidden).expect("paths left");
+        let next = search.next_path(&mut forbidden, u64::MAX);
+        assert!(matches!(next, Next::Path(..)), "paths left");
     });
     row("one search instance", &times, search.memory_bytes());
 
@@ -130,7 +131,8 @@ fn main() {
         let mut fresh = Search::new(&dag, 0, 60).expect("valid graph");
         let mut forbidden = Forbidden::new(dag.edges.len());
         for _ in 0..k {
-            fresh.next_path(&mut forbidden).expect("paths left");
+            let next = fresh.next_path(&mut forbidden, u64::MAX);
+            assert!(matches!(next, Next::Path(..)), "paths left");
         }
         let us = start.elapsed().as_secs_f64() * 1e6;
         total += us;

@@ -1,0 +1,221 @@
+//! bench/p4: paper 001's method on this host (§V, carried out on the target every user has).
+//!
+//! 1. Every program of the experiment grid (`examples/p4/grid`) is compiled to XDP with one
+//!    forwarding entry, loaded into this kernel, and timed with `BPF_PROG_TEST_RUN` on a 64-byte
+//!    UDP/IPv4 frame that takes the forwarding entry: the median of `TRIALS` trials of `REPEAT`
+//!    runs each, the kernel's mean per run.
+//! 2. The measurements are written as the CSV `linerate p4 fit` reads (`target/p4-host.csv`) and
+//!    fitted into a host model, printed.
+//! 3. The two validation functions are measured the same way and estimated with the host model,
+//!    beside the paper's Table III (which is the Agilio CX's, in µs rather than ns: the shapes,
+//!    not the magnitudes, compare).
+//!
+//! Baseline of the same run: the XDP_PASS program measured like the others (what a run costs
+//! without any P4 pipeline).
+
+use std::path::{Path, PathBuf};
+
+use linerate_bpf::contents::MapMode;
+use linerate_bpf::emit::{write_object, ObjectSpec, ProgramSpec};
+use linerate_bpf::insn::build::{exit, mov64};
+use linerate_bpf::read_object;
+use linerate_kernel::drive::Driver;
+use linerate_kernel::{usable_or_skip, TestRunInput};
+use linerate_p4::compile::compile;
+use linerate_p4::entries::Entries;
+use linerate_p4::latency::{fit, read_measurements, LatencyModel, CSV_COLUMNS};
+use linerate_p4::params::analyze;
+
+const REPEAT: u32 = 20_000;
+const TRIALS: usize = 7;
+
+fn examples() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/p4")
+}
+
+/// A 64-byte UDP/IPv4 frame to `dst_mac`, from 192.0.2.1 to `dst_ip`, port 4000 to 5000.
+fn frame(dst_mac: [u8; 6], dst_ip: [u8; 4]) -> Vec<u8> {
+    let mut f = Vec::with_capacity(64);
+    f.extend_from_slice(&dst_mac);
+    f.extend_from_slice(&[0x02, 0, 0, 0, 0, 0x63]);
+    f.extend_from_slice(&[0x08, 0x00]);
+    let total_len: u16 = 64 - 14;
+    f.extend_from_slice(&[0x45, 0, (total_len >> 8) as u8, total_len as u8, 0, 1, 0, 0]);
+    f.extend_from_slice(&[64, 17, 0, 0, 192, 0, 2, 1]);
+    f.extend_from_slice(&dst_ip);
+    let udp_len: u16 = total_len - 20;
+    f.extend_from_slice(&[
+        0x0f,
+        0xa0,
+        0x13,
+        0x88,
+        (udp_len >> 8) as u8,
+        udp_len as u8,
+        0,
+        0,
+    ]);
+    f.resize(64, 0xab);
+    f
+}
+
+/// Median ns per run of program 0 of `object_bytes` on `packet`, maps seeded by `seed`.
+fn time_object(
+    name: &str,
+    object_bytes: &[u8],
+    seed: &linerate_bpf::contents::MapSeed,
+    packet: &[u8],
+) -> Result<(f64, u32), String> {
+    let object = read_object(object_bytes, name).map_err(|e| e.to_string())?;
+    let driver = Driver::new(&object, seed, MapMode::Persist).map_err(|e| e.to_string())?;
+    let input = TestRunInput {
+        packet: packet.to_vec(),
+        repeat: REPEAT,
+        discard_records: true,
+        ..Default::default()
+    };
+    let mut times = Vec::with_capacity(TRIALS);
+    let mut action = 0;
+    for _ in 0..TRIALS {
+        let out = driver
+            .loaded()
+            .test_run(0, &input)
+            .map_err(|e| e.to_string())?;
+        times.push(f64::from(out.duration_ns));
+        action = out.retval;
+    }
+    times.sort_by(f64::total_cmp);
+    Ok((times[times.len() / 2], action))
+}
+
+/// Compiles and times the P4 program at `path` with `entries` (JSON text).
+fn time_p4(path: &Path, entries: &str, packet: &[u8]) -> Result<(f64, u32), String> {
+    let checked = linerate_p4::load(path).map_err(|e| e.to_string())?;
+    let entries = Entries::from_json_str(&checked, &path.display().to_string(), entries)
+        .map_err(|e| e.to_string())?;
+    let name = path
+        .file_stem()
+        .map_or("p4".into(), |s| s.to_string_lossy().into_owned());
+    let compiled = compile(&checked, &entries, &name).map_err(|e| e.to_string())?;
+    let bytes = compiled.object_bytes().map_err(|e| e.to_string())?;
+    time_object(&name, &bytes, &compiled.seed(), packet)
+}
+
+fn main() {
+    if !usable_or_skip("bench/p4") {
+        return;
+    }
+    println!(
+        "## The grid on this host (BPF_PROG_TEST_RUN, {TRIALS} trials of {REPEAT} runs, median)\n"
+    );
+    let pass = write_object(&ObjectSpec::new(
+        vec![ProgramSpec::xdp("pass", vec![mov64(0, 2), exit()])],
+        Vec::new(),
+    ))
+    .expect("a two-instruction program writes");
+    let packet = frame([2, 0, 0, 0, 0, 2], [10, 1, 0, 5]);
+    match time_object("pass", &pass, &Default::default(), &packet) {
+        Ok((ns, _)) => println!("baseline: XDP_PASS alone {ns:.1} ns per run\n"),
+        Err(e) => println!("baseline: {e}\n"),
+    }
+    let forwarding = r#"{"tables": {"forwarding": [
+        {"match": {"hdr.ethernet.dst_addr": "02:00:00:00:00:02"}, "action": "forward",
+         "args": {"port": 2}}]}}"#;
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(examples().join("grid"))
+        .expect("examples/p4/grid")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|e| e == "p4"))
+        .collect();
+    paths.sort();
+    let mut csv = CSV_COLUMNS.join(",") + "\n";
+    println!(
+        "{:<26} {:>3} {:>3} {:>3} {:<9} {:>9}  action",
+        "program", "α", "β", "γ", "actions", "ns/run"
+    );
+    for path in &paths {
+        let name = path.file_stem().unwrap_or_default().to_string_lossy();
+        let checked = match linerate_p4::load(path) {
+            Ok(c) => c,
+            Err(e) => {
+                println!("{name:<26} {e}");
+                continue;
+            }
+        };
+        let p = analyze(&checked).params();
+        match time_p4(path, forwarding, &packet) {
+            Ok((ns, action)) => {
+                println!(
+                    "{name:<26} {:>3} {:>3} {:>3} {:<9} {ns:>9.1}  {action}",
+                    p.alpha, p.beta, p.gamma, p.actions
+                );
+                csv += &format!(
+                    "{name},{},{},{},{},{ns}\n",
+                    p.alpha, p.beta, p.gamma, p.actions
+                );
+            }
+            Err(e) => println!("{name:<26} not measured: {e}"),
+        }
+    }
+    let target = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target");
+    let csv_path = target.canonicalize().unwrap_or(target).join("p4-host.csv");
+    if let Err(e) = std::fs::write(&csv_path, &csv) {
+        println!("cannot write {}: {e}", csv_path.display());
+    }
+    let measured = read_measurements(&csv, "grid").expect("the bench writes valid CSV");
+    let model = match fit(&measured, "host", "bench/p4 on this host") {
+        Ok(m) => m,
+        Err(e) => {
+            println!("\nno host model: {e}");
+            return;
+        }
+    };
+    println!(
+        "\n## The host model (written as CSV to {})\n\ntables: f(γ) = {:.3}·γ² + {:.3}·γ ns for γ ≤ {}",
+        csv_path.display(),
+        model.tables.quadratic,
+        model.tables.linear,
+        model.tables.max_gamma
+    );
+    for c in &model.base {
+        println!(
+            "  α = {}, β = {}, {:<8}: {:.1} ns",
+            c.alpha, c.beta, c.actions, c.ns
+        );
+    }
+    println!("\n## Validation (paper Table III: measured and estimated on the Agilio CX, in ns)\n");
+    println!(
+        "{:<18} {:>12} {:>12} {:>8} {:>8}   {:>10} {:>10}",
+        "function", "measured", "host est.", "error", "", "paper meas", "paper est"
+    );
+    let agilio = LatencyModel::agilio_cx();
+    for (file, paper_measured, packet) in [
+        ("l3_fwd", 8387.0, frame([2, 0, 0, 0, 0, 2], [10, 1, 0, 5])),
+        (
+            "l3_fwd_firewall",
+            9022.0,
+            frame([2, 0, 0, 0, 0, 2], [10, 1, 0, 5]),
+        ),
+    ] {
+        let path = examples().join(format!("{file}.p4"));
+        let entries = std::fs::read_to_string(examples().join(format!("{file}.entries.json")))
+            .expect("the validation functions ship their entries");
+        let Ok(checked) = linerate_p4::load(&path) else {
+            println!("{file}: does not load");
+            continue;
+        };
+        let params = analyze(&checked).params();
+        let host = model.estimate(params).map(|e| e.latency_ns);
+        let paper = agilio
+            .estimate(params)
+            .map(|e| e.latency_ns)
+            .unwrap_or(f64::NAN);
+        match (time_p4(&path, &entries, &packet), host) {
+            (Ok((ns, _)), Ok(est)) => println!(
+                "{file:<18} {ns:>12.1} {est:>12.1} {:>7.1}% {:>8}   {paper_measured:>10.0} {paper:>10.0}",
+                (est - ns) / ns * 100.0,
+                ""
+            ),
+            (Err(e), _) => println!("{file:<18} not measured: {e}"),
+            (_, Err(e)) => println!("{file:<18} no estimate: {e}"),
+        }
+    }
+}
