@@ -4,9 +4,7 @@
 
 mod common;
 
-use common::{
-    action_code, case, counter_entries, expected, packets, register_entries, vlan_packets,
-};
+use common::{action_code, assert_state_maps, case, expected, packets, vlan_packets};
 use linerate_bpf::contents::MapMode;
 use linerate_bpf::read_object;
 use linerate_p4::interp::XdpAction;
@@ -49,23 +47,7 @@ fn differential(
         assert_eq!(got.packet, want.packet, "{name} packet {i}: {packet:02x?}");
         seen[code as usize] += 1;
     }
-    let maps = driver.maps();
-    for (map, instance, size) in counters {
-        let index = object.map_index(map).expect("counter map");
-        assert_eq!(
-            maps[index],
-            counter_entries(&state, instance, *size),
-            "{name} {map}"
-        );
-    }
-    for (map, instance, size) in registers {
-        let index = object.map_index(map).expect("register map");
-        assert_eq!(
-            maps[index],
-            register_entries(&state, instance, *size),
-            "{name} {map}"
-        );
-    }
+    assert_state_maps(name, &object, &driver.maps(), &state, counters, registers);
     seen
 }
 

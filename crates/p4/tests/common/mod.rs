@@ -327,3 +327,32 @@ pub fn register_entries(state: &State, instance: &str, size: u32) -> Vec<(Vec<u8
         })
         .collect()
 }
+
+/// Asserts that the counter maps (`(map, instance, size)` of `counters`) and register maps of a
+/// compiled `object`, as `maps` lists them after a run, hold what the interpreter's `state`
+/// counted.
+pub fn assert_state_maps(
+    name: &str,
+    object: &linerate_bpf::Object,
+    maps: &linerate_bpf::contents::MapContents,
+    state: &State,
+    counters: &[(&str, &str, u32)],
+    registers: &[(&str, &str, u32)],
+) {
+    for (map, instance, size) in counters {
+        let index = object.map_index(map).expect("counter map");
+        assert_eq!(
+            maps[index],
+            counter_entries(state, instance, *size),
+            "{name} {map}"
+        );
+    }
+    for (map, instance, size) in registers {
+        let index = object.map_index(map).expect("register map");
+        assert_eq!(
+            maps[index],
+            register_entries(state, instance, *size),
+            "{name} {map}"
+        );
+    }
+}
