@@ -192,3 +192,15 @@ fn vlan_acl_switch_agrees_with_the_interpreter_in_the_vm() {
     // forwarding (redirect).
     assert!(seen[1] > 0 && seen[3] > 0 && seen[4] > 0, "{seen:?}");
 }
+
+#[test]
+fn flow_counter_keeps_its_state_like_the_interpreter_in_the_vm() {
+    let seen = differential(
+        "flow_counter",
+        &packets(240, 0x2545_f491_4f6c_dd1d),
+        &[("dropped", "CounterIngress.dropped", 256)],
+        &[("seen", "CounterIngress.seen", 256)],
+    );
+    // Buckets fill up: both forwarded (redirect) and dropped packets, and passed non-IPv4.
+    assert!(seen[1] > 0 && seen[2] > 0 && seen[4] > 0, "{seen:?}");
+}

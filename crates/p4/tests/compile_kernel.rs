@@ -79,3 +79,17 @@ fn vlan_acl_switch_agrees_with_the_interpreter_in_the_kernel() {
     // forwarding (redirect).
     assert!(seen[1] > 0 && seen[3] > 0 && seen[4] > 0, "{seen:?}");
 }
+
+#[test]
+fn flow_counter_keeps_its_state_like_the_interpreter_in_the_kernel() {
+    if !usable_or_skip("p4 compile_kernel") {
+        return;
+    }
+    let seen = differential(
+        "flow_counter",
+        &packets(240, 0x2545_f491_4f6c_dd1d),
+        &[("dropped", "CounterIngress.dropped", 256)],
+        &[("seen", "CounterIngress.seen", 256)],
+    );
+    assert!(seen[1] > 0 && seen[2] > 0 && seen[4] > 0, "{seen:?}");
+}
