@@ -103,8 +103,14 @@ pub struct Position {
 }
 
 impl fmt::Display for Position {
+    /// `file:line:col`, or just `file` for a position before any line (a file that could not be
+    /// read).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}:{}:{}", self.file, self.line, self.column)
+        if self.line == 0 {
+            write!(f, "{}", self.file)
+        } else {
+            write!(f, "{}:{}:{}", self.file, self.line, self.column)
+        }
     }
 }
 
