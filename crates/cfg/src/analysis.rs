@@ -65,54 +65,13 @@ impl Dominators {
         for (i, &b) in rpo.iter().enumerate() {
             order[b - base] = i;
         }
-        let rank = |x: BlockId| order[x - base];
-        self.idom[entry] = Some(entry);
-        let mut changed = true;
-        while changed {
-            changed = false;
-            for &b in &rpo[1..] {
-                let mut new_idom: Option<BlockId> = None;
-                for &e in &blocks[b].preds {
-                    let p = edges[e].from;
-                    if self.idom[p].is_none() {
-                        continue;
-                    }
-                    new_idom = Some(match new_idom {
-                        None => p,
-                        Some(d) => self.intersect(p, d, rank),
-                    });
-                }
-                if new_idom.is_some() && self.idom[b] != new_idom {
-                    self.idom[b] = new_idom;
-                    changed = true;
-                }
-            }
-        }
+        immediate_dominators(
+            &mut self.idom,
+            rpo,
+            |x| order[x - base],
+            |b| blocks[b].preds.iter().map(|&e| edges[e].from),
+        );
         self.number_tree(entry, rpo);
-    }
-
-    /// The nearest common dominator of `a` and `b` in the tree built so far.
-    fn intersect(
-        &self,
-        mut a: BlockId,
-        mut b: BlockId,
-        rank: impl Fn(BlockId) -> usize,
-    ) -> BlockId {
-        while a != b {
-            while rank(a) > rank(b) {
-                match self.idom[a] {
-                    Some(d) if d != a => a = d,
-                    _ => return a,
-                }
-            }
-            while rank(b) > rank(a) {
-                match self.idom[b] {
-                    Some(d) if d != b => b = d,
-                    _ => return b,
-                }
-            }
-        }
-        a
     }
 
     /// Numbers the dominator tree rooted at `entry` in pre- and postorder.
@@ -140,6 +99,67 @@ impl Dominators {
             }
         }
     }
+}
+
+/// The immediate dominators of the nodes of `rpo` (reverse postorder from `rpo[0]`, the entry),
+/// by the iteration of Cooper, Harvey and Kennedy, written into `idom` (indexed by node, `None`
+/// for the nodes of `rpo` beforehand): the entry's is itself. `rank(n)` is `n`'s index in `rpo`,
+/// `preds(n)` its predecessors; predecessors not yet reached are skipped. Any graph can use it:
+/// the CFGs of this crate, and the hXDP compiler's lowered blocks.
+pub fn immediate_dominators<I: IntoIterator<Item = usize>>(
+    idom: &mut [Option<usize>],
+    rpo: &[usize],
+    rank: impl Fn(usize) -> usize,
+    preds: impl Fn(usize) -> I,
+) {
+    let Some(&entry) = rpo.first() else {
+        return;
+    };
+    idom[entry] = Some(entry);
+    let mut changed = true;
+    while changed {
+        changed = false;
+        for &b in &rpo[1..] {
+            let mut new_idom: Option<usize> = None;
+            for p in preds(b) {
+                if idom[p].is_none() {
+                    continue;
+                }
+                new_idom = Some(match new_idom {
+                    None => p,
+                    Some(d) => intersect(idom, p, d, &rank),
+                });
+            }
+            if new_idom.is_some() && idom[b] != new_idom {
+                idom[b] = new_idom;
+                changed = true;
+            }
+        }
+    }
+}
+
+/// The nearest common dominator of `a` and `b` in the tree `idom` holds so far.
+fn intersect(
+    idom: &[Option<usize>],
+    mut a: usize,
+    mut b: usize,
+    rank: &impl Fn(usize) -> usize,
+) -> usize {
+    while a != b {
+        while rank(a) > rank(b) {
+            match idom[a] {
+                Some(d) if d != a => a = d,
+                _ => return a,
+            }
+        }
+        while rank(b) > rank(a) {
+            match idom[b] {
+                Some(d) if d != b => b = d,
+                _ => return b,
+            }
+        }
+    }
+    a
 }
 
 /// Depth-first search from the entry of `func`: reverse postorder and retreating edges (edges to

@@ -39,6 +39,7 @@ mod paths;
 mod summary;
 mod trace;
 
+pub use analysis::immediate_dominators;
 pub use decision::Decision;
 pub use error::CfgError;
 pub use graph::{

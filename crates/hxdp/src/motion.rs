@@ -152,38 +152,12 @@ impl Graph {
             rank[b] = i;
         }
         let mut idom: Vec<Option<usize>> = vec![None; n];
-        idom[0] = Some(0);
-        let intersect = |idom: &[Option<usize>], mut a: usize, mut b: usize| {
-            while a != b {
-                while rank[a] > rank[b] {
-                    a = idom[a].unwrap_or(0);
-                }
-                while rank[b] > rank[a] {
-                    b = idom[b].unwrap_or(0);
-                }
-            }
-            a
-        };
-        let mut changed = true;
-        while changed {
-            changed = false;
-            for &b in order.iter().skip(1) {
-                let mut new: Option<usize> = None;
-                for &p in &self.predecessors[b] {
-                    if idom[p].is_none() {
-                        continue;
-                    }
-                    new = Some(match new {
-                        None => p,
-                        Some(q) => intersect(&idom, p, q),
-                    });
-                }
-                if new.is_some() && idom[b] != new {
-                    idom[b] = new;
-                    changed = true;
-                }
-            }
-        }
+        linerate_cfg::immediate_dominators(
+            &mut idom,
+            &order,
+            |b| rank[b],
+            |b| self.predecessors[b].iter().copied(),
+        );
         idom[0] = None;
         idom
     }
