@@ -141,67 +141,63 @@ fn operations(control: &ControlDecl) -> Operations {
     }
     while let Some(e) = exprs.pop() {
         match &e.kind {
-            ExprKind::Binary(op, a, b) => {
-                match op.class() {
-                    OpClass::Arithmetic => ops.arithmetic += 1,
-                    OpClass::Bitwise => ops.binary += 1,
-                    OpClass::Comparison | OpClass::Logical => {}
-                }
-                exprs.extend([a.as_ref(), b.as_ref()]);
-            }
-            ExprKind::Unary(op, a) => {
-                match op {
-                    UnaryOp::Complement => ops.binary += 1,
-                    UnaryOp::Negate => ops.arithmetic += 1,
-                    UnaryOp::Not => {}
-                }
-                exprs.push(a);
-            }
-            ExprKind::Ternary(c, a, b) => exprs.extend([c.as_ref(), a.as_ref(), b.as_ref()]),
-            ExprKind::Cast(_, a) | ExprKind::Member(a, _) => exprs.push(a),
-            ExprKind::Index(a, i) => exprs.extend([a.as_ref(), i.as_ref()]),
-            ExprKind::Slice { base, .. } => exprs.push(base),
-            ExprKind::Call { callee, args, .. } => {
-                exprs.push(callee);
-                exprs.extend(args.iter());
-            }
-            ExprKind::Int { .. }
-            | ExprKind::Bool(_)
-            | ExprKind::Name(_)
-            | ExprKind::ErrorMember(_) => {}
+            ExprKind::Binary(op, ..) => match op.class() {
+                OpClass::Arithmetic => ops.arithmetic += 1,
+                OpClass::Bitwise => ops.binary += 1,
+                OpClass::Comparison | OpClass::Logical => {}
+            },
+            ExprKind::Unary(UnaryOp::Complement, _) => ops.binary += 1,
+            ExprKind::Unary(UnaryOp::Negate, _) => ops.arithmetic += 1,
+            _ => {}
         }
+        exprs.extend(operands(e));
     }
     ops
 }
 
-/// The expressions directly in a block's statements (nested blocks included).
+/// The direct subexpressions of `e` (a call's callee and arguments).
+fn operands(e: &Expr) -> Vec<&Expr> {
+    match &e.kind {
+        ExprKind::Binary(_, a, b) | ExprKind::Index(a, b) => vec![a, b],
+        ExprKind::Ternary(c, a, b) => vec![c, a, b],
+        ExprKind::Unary(_, a) | ExprKind::Cast(_, a) | ExprKind::Member(a, _) => vec![a],
+        ExprKind::Slice { base, .. } => vec![base],
+        ExprKind::Call { callee, args, .. } => {
+            std::iter::once(callee.as_ref()).chain(args).collect()
+        }
+        ExprKind::Int { .. } | ExprKind::Bool(_) | ExprKind::Name(_) | ExprKind::ErrorMember(_) => {
+            Vec::new()
+        }
+    }
+}
+
+/// The expressions directly in a statement, and the blocks nested in it.
+fn parts(stmt: &Stmt) -> (Vec<&Expr>, Vec<&Block>) {
+    match stmt {
+        Stmt::Assign { lhs, rhs } => (vec![lhs, rhs], Vec::new()),
+        Stmt::Call(e) => (vec![e], Vec::new()),
+        Stmt::If {
+            cond,
+            then,
+            otherwise,
+        } => (vec![cond], std::iter::once(then).chain(otherwise).collect()),
+        Stmt::Switch { subject, cases } => (
+            vec![subject],
+            cases.iter().filter_map(|c| c.body.as_ref()).collect(),
+        ),
+        Stmt::Block(b) => (Vec::new(), vec![b]),
+        Stmt::Var(v) => (v.init.iter().collect(), Vec::new()),
+        Stmt::Const(_) | Stmt::Return(_) | Stmt::Exit(_) => (Vec::new(), Vec::new()),
+    }
+}
+
+/// The expressions of a block's statements, nested blocks included.
 fn block_exprs<'a>(block: &'a Block, out: &mut Vec<&'a Expr>) {
     for s in &block.stmts {
-        match s {
-            Stmt::Assign { lhs, rhs } => out.extend([lhs, rhs]),
-            Stmt::Call(e) => out.push(e),
-            Stmt::If {
-                cond,
-                then,
-                otherwise,
-            } => {
-                out.push(cond);
-                block_exprs(then, out);
-                if let Some(b) = otherwise {
-                    block_exprs(b, out);
-                }
-            }
-            Stmt::Switch { subject, cases } => {
-                out.push(subject);
-                for c in cases {
-                    if let Some(b) = &c.body {
-                        block_exprs(b, out);
-                    }
-                }
-            }
-            Stmt::Block(b) => block_exprs(b, out),
-            Stmt::Var(v) => out.extend(v.init.iter()),
-            Stmt::Const(_) | Stmt::Return(_) | Stmt::Exit(_) => {}
+        let (exprs, blocks) = parts(s);
+        out.extend(exprs);
+        for b in blocks {
+            block_exprs(b, out);
         }
     }
 }
@@ -294,7 +290,7 @@ fn parser_paths(checked: &Checked, parser: &ParserDecl) -> Vec<ParserPath> {
             if let Stmt::Call(call) = stmt {
                 if let Some((_, "extract", args)) = method_call(call) {
                     if let Some(h) = args.first() {
-                        headers.push(lvalue_text(h));
+                        headers.push(expr_text(checked, h));
                     }
                 }
             }
@@ -311,16 +307,6 @@ fn parser_paths(checked: &Checked, parser: &ParserDecl) -> Vec<ParserPath> {
         }
     }
     out
-}
-
-/// The text of an expression that needs no type information (a parser's extract argument).
-fn lvalue_text(e: &Expr) -> String {
-    match &e.kind {
-        ExprKind::Name(id) => id.name.clone(),
-        ExprKind::Member(base, m) => format!("{}.{}", lvalue_text(base), m.name),
-        ExprKind::Index(base, _) => format!("{}[]", lvalue_text(base)),
-        _ => "?".to_string(),
-    }
 }
 
 /// A walk over the ingress control's statements.
@@ -348,72 +334,26 @@ impl<'a> Walk<'a> {
     }
 
     fn stmt(&mut self, stmt: &'a Stmt, how: Actions) {
-        match stmt {
-            Stmt::Assign { lhs, rhs } => {
-                if let Some(h) = header_of(self.checked, lhs) {
-                    self.modifies(h, how);
-                }
-                self.expr(lhs, how);
-                self.expr(rhs, how);
+        if let Stmt::Assign { lhs, .. } = stmt {
+            if let Some(h) = header_of(self.checked, lhs) {
+                self.modifies(h, how);
             }
-            Stmt::Call(e) => self.expr(e, how),
-            Stmt::If {
-                cond,
-                then,
-                otherwise,
-            } => {
-                self.expr(cond, how);
-                self.block(then, how);
-                if let Some(b) = otherwise {
-                    self.block(b, how);
-                }
-            }
-            Stmt::Switch { subject, cases } => {
-                self.expr(subject, how);
-                for c in cases {
-                    if let Some(b) = &c.body {
-                        self.block(b, how);
-                    }
-                }
-            }
-            Stmt::Block(b) => self.block(b, how),
-            Stmt::Var(v) => {
-                if let Some(init) = &v.init {
-                    self.expr(init, how);
-                }
-            }
-            Stmt::Const(_) | Stmt::Return(_) | Stmt::Exit(_) => {}
+        }
+        let (exprs, blocks) = parts(stmt);
+        for e in exprs {
+            self.expr(e, how);
+        }
+        for b in blocks {
+            self.block(b, how);
         }
     }
 
     fn expr(&mut self, e: &'a Expr, how: Actions) {
-        match &e.kind {
-            ExprKind::Binary(_, a, b) => {
-                self.expr(a, how);
-                self.expr(b, how);
-            }
-            ExprKind::Unary(_, a) => self.expr(a, how),
-            ExprKind::Ternary(c, a, b) => {
-                self.expr(c, how);
-                self.expr(a, how);
-                self.expr(b, how);
-            }
-            ExprKind::Cast(_, a) | ExprKind::Member(a, _) => self.expr(a, how),
-            ExprKind::Index(a, i) => {
-                self.expr(a, how);
-                self.expr(i, how);
-            }
-            ExprKind::Slice { base, .. } => self.expr(base, how),
-            ExprKind::Call { callee, args, .. } => {
-                self.call(e, callee, how);
-                for a in args {
-                    self.expr(a, how);
-                }
-            }
-            ExprKind::Int { .. }
-            | ExprKind::Bool(_)
-            | ExprKind::Name(_)
-            | ExprKind::ErrorMember(_) => {}
+        if let ExprKind::Call { callee, .. } = &e.kind {
+            self.call(e, callee, how);
+        }
+        for o in operands(e) {
+            self.expr(o, how);
         }
     }
 
@@ -429,7 +369,7 @@ impl<'a> Walk<'a> {
                         self.modifies(h, how);
                     }
                 }
-                _ => self.expr(base, how),
+                _ => {}
             }
             return;
         }
