@@ -16,6 +16,7 @@
 //! store that may overlap the slot.
 
 use linerate_analysis::{Region, Shape};
+use linerate_bpf::insn::regs::RegSet;
 use linerate_bpf::insn::{AluOp, Instruction, Operand, Reg, Size};
 
 use crate::deps::{may_overlap, Place};
@@ -49,7 +50,7 @@ fn feeding_store(
     slot: Place,
     size: Size,
 ) -> Option<(usize, Stored)> {
-    let mut written = 0u16;
+    let mut written: RegSet = 0;
     let mut at = load;
     while at > 0 && !targeted[at] && lowered.falls_through(at - 1) {
         at -= 1;
