@@ -29,6 +29,45 @@ pub fn case(name: &str) -> Case {
     }
 }
 
+/// The programs of paper 001's grid (`examples/p4/grid`), each with one forwarding entry for the
+/// destination MAC of [`frame`] (to port 2), compiled; with the names of the programs the
+/// compiler refuses, and why.
+pub fn grid_cases() -> (Vec<(String, Case)>, Vec<(String, String)>) {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/p4/grid");
+    let mut paths: Vec<_> = std::fs::read_dir(&dir)
+        .expect("examples/p4/grid")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|e| e == "p4"))
+        .collect();
+    paths.sort();
+    let forwarding = r#"{"tables": {"forwarding": [
+        {"match": {"hdr.ethernet.dst_addr": "02:00:00:00:00:99"}, "action": "forward",
+         "args": {"port": 2}}]}}"#;
+    let (mut cases, mut refused) = (Vec::new(), Vec::new());
+    for path in paths {
+        let name = path
+            .file_stem()
+            .unwrap_or_default()
+            .to_string_lossy()
+            .into_owned();
+        let checked = linerate_p4::load(&path).expect("loads");
+        let entries =
+            Entries::from_json_str(&checked, &name, forwarding).expect("the forwarding entry");
+        match compile(&checked, &entries, &name) {
+            Ok(compiled) => cases.push((
+                name,
+                Case {
+                    checked,
+                    entries,
+                    compiled,
+                },
+            )),
+            Err(e) => refused.push((name, e.to_string())),
+        }
+    }
+    (cases, refused)
+}
+
 /// The XDP action code of an interpreter outcome.
 pub fn action_code(action: XdpAction) -> u32 {
     match action {
