@@ -29,10 +29,17 @@ pub fn case(name: &str) -> Case {
     }
 }
 
-/// The programs of paper 001's grid (`examples/p4/grid`), each with one forwarding entry for the
-/// destination MAC of [`frame`] (to port 2), compiled; with the names of the programs the
-/// compiler refuses, and why.
-pub fn grid_cases() -> (Vec<(String, Case)>, Vec<(String, String)>) {
+/// The programs of paper 001's grid (`examples/p4/grid`), compiled, and those the compiler refused.
+pub struct Grid {
+    /// By name.
+    pub cases: Vec<(String, Case)>,
+    /// By name, with the compiler's reason.
+    pub refused: Vec<(String, String)>,
+}
+
+/// The programs of paper 001's grid, each with one forwarding entry for the destination MAC of
+/// [`frame`] (to port 2), compiled.
+pub fn grid_cases() -> Grid {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/p4/grid");
     let mut paths: Vec<_> = std::fs::read_dir(&dir)
         .expect("examples/p4/grid")
@@ -65,7 +72,7 @@ pub fn grid_cases() -> (Vec<(String, Case)>, Vec<(String, String)>) {
             Err(e) => refused.push((name, e.to_string())),
         }
     }
-    (cases, refused)
+    Grid { cases, refused }
 }
 
 /// The XDP action code of an interpreter outcome.
