@@ -15,11 +15,12 @@
 //!   endian; exact keys with an all-ones mask, lpm keys with their prefix mask), then the action
 //!   data. Action id 0 marks the first unused row, where the scan stops; the scan is a loop over
 //!   at most `max_entries` rows.
+//! * `max_entries` is the table's `size` (1024 without one), at least the number of entries; a
+//!   table with `const entries` is sized to exactly its entries, since nothing can add more.
 //! * Values of `HASH` and `LPM_TRIE`: `u32 action id`, 4 zero bytes, then the action data.
 //! * Action ids are 1 + the action's index in the table's `actions` list; action data is one
 //!   little-endian `u64` per directionless parameter, in declaration order, sized for the
-//!   action with the most. `max_entries` is the table's `size` (1024 without one), at least the
-//!   number of entries.
+//!   action with the most.
 //! * `counter(n)` → `ARRAY` of `n` `{u64 packets, u64 bytes}`; `register<T>(n)` → `ARRAY` of
 //!   `n` `u64`.
 
@@ -228,9 +229,16 @@ impl<'a> Gen<'a> {
         };
         let contents = self.entries.table(&control.name.name, &table.name.name);
         let entries = contents.map(|c| c.entries.as_slice()).unwrap_or(&[]);
-        let rows = size
-            .max(u32::try_from(entries.len()).unwrap_or(u32::MAX))
-            .max(1);
+        // A table with `const entries` holds exactly those: the control plane cannot add any,
+        // so its map and a ternary table's scan need no room beyond them (a 2-rule ACL scans 2
+        // rows, not `size`, which also keeps `bound`'s paths few).
+        let installed = u32::try_from(entries.len()).unwrap_or(u32::MAX);
+        let rows = if table.entries.is_empty() {
+            size.max(installed)
+        } else {
+            installed
+        }
+        .max(1);
         let max_params = table
             .actions
             .iter()
