@@ -103,10 +103,16 @@ fn compile(args: &CompileArgs) -> Result<()> {
         None => linerate_p4::entries::Entries::from_program(&checked)?,
     };
     let name = program_name(&args.output);
-    let compiled = linerate_p4::compile::compile(&checked, &entries, &name)?;
+    let compiled = linerate_p4::compile::compile(&checked, &entries, &name).map_err(|e| {
+        // Refusals of a construct carry their file:line:col; a whole-program one only its cause.
+        match e {
+            linerate_p4::compile::CompileError::Program(_) => {
+                anyhow::anyhow!("{}: {e}", args.program.display())
+            }
+            e => e.into(),
+        }
+    })?;
     let bytes = compiled.object_bytes()?;
-    std::fs::write(&args.output, &bytes)
-        .with_context(|| format!("cannot write {}", args.output.display()))?;
     let maps_path = args.output.with_extension("maps.json");
     let maps: linerate_io::MapsJson = compiled
         .contents
@@ -124,8 +130,12 @@ fn compile(args: &CompileArgs) -> Result<()> {
             (c.map.clone(), entries)
         })
         .collect();
-    std::fs::write(&maps_path, serde_json::to_string_pretty(&maps)? + "\n")
-        .with_context(|| format!("cannot write {}", maps_path.display()))?;
+    // The maps file first: an object is never left beside a missing or stale maps file.
+    linerate_io::write_atomically(
+        &maps_path,
+        (serde_json::to_string_pretty(&maps)? + "\n").as_bytes(),
+    )?;
+    linerate_io::write_atomically(&args.output, &bytes)?;
     let spec = &compiled.spec;
     let text = if args.json {
         let out = json!({

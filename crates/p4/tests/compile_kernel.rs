@@ -112,11 +112,10 @@ fn grid_programs_agree_with_the_interpreter_in_the_kernel() {
         return;
     }
     let grid = grid_cases();
-    // Every grid program compiles but the two with 9 and 10 added tables, whose state exceeds
-    // the 512-byte BPF stack.
-    let refused: Vec<&str> = grid.refused.iter().map(|(n, _)| n.as_str()).collect();
-    assert_eq!(refused, ["tables_10", "tables_9"]);
-    assert_eq!(grid.cases.len(), 49);
+    // Every grid program compiles, the one with 10 added tables too: a table applied as a
+    // statement keeps no result on the 512-byte BPF stack.
+    assert!(grid.refused.is_empty(), "{:?}", grid.refused);
+    assert_eq!(grid.cases.len(), 51);
     for (name, case) in &grid.cases {
         let seen = differential_of(name, case, &packets(200, 0x5851_f42d_4c95_7f2d), &[], &[]);
         // Forwarded by the entry in the kernel; a program parsing past Ethernet also rejects the

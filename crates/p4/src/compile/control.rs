@@ -153,7 +153,7 @@ impl<'a> Gen<'a> {
                             "a table applied conditionally inside an expression",
                         ));
                     }
-                    return self.apply_table(&table, e.span);
+                    return self.apply_table(&table, e.span, true);
                 }
                 for a in args {
                     self.hoist(a, first)?;
@@ -282,7 +282,7 @@ impl<'a> Gen<'a> {
             return Err(self.unsupported(e.span, "this expression as a statement"));
         };
         if let Some(table) = self.applied_table(callee) {
-            return self.apply_table(&table, e.span);
+            return self.apply_table(&table, e.span, false);
         }
         match &callee.kind {
             ExprKind::Member(object, method) => {

@@ -15,6 +15,9 @@ use std::collections::HashMap;
 /// The BPF stack's size.
 pub const STACK_BYTES: i64 = 512;
 
+/// Why a slot cannot be allocated, for refusals that name where it was needed.
+pub(crate) const STACK_FULL: &str = "state beyond the 512-byte BPF stack";
+
 /// A scalar's stack slot: its offset from `r10` and its width in bits (1 for `bool`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Slot {
@@ -162,13 +165,13 @@ impl Frame {
                     .headers
                     .get(name)
                     .ok_or_else(|| refuse("an unknown header"))?;
-                let valid = self.alloc(8).map_err(|e| refuse(&e.to_string()))?;
+                let valid = self.alloc(8).map_err(|_| refuse(STACK_FULL))?;
                 let mut fields = Vec::new();
                 for field in &layout.fields {
                     let width = scalar_width(types, &field.ty).ok_or_else(|| {
                         refuse(&format!("field {} of type {}", field.name, field.ty))
                     })?;
-                    let off = self.alloc(8).map_err(|e| refuse(&e.to_string()))?;
+                    let off = self.alloc(8).map_err(|_| refuse(STACK_FULL))?;
                     let slot = Slot { off, width };
                     self.slots.insert(format!("{path}.{}", field.name), slot);
                     fields.push((field.offset_bits, slot));
@@ -189,7 +192,7 @@ impl Frame {
             other => {
                 let width = scalar_width(types, other)
                     .ok_or_else(|| refuse(&format!("a value of type {other}")))?;
-                let off = self.alloc(8).map_err(|e| refuse(&e.to_string()))?;
+                let off = self.alloc(8).map_err(|_| refuse(STACK_FULL))?;
                 self.slots.insert(path.to_string(), Slot { off, width });
             }
         }
@@ -202,10 +205,11 @@ impl Frame {
         self.used += rounded;
         if self.used > STACK_BYTES {
             return Err(CompileError::Program(format!(
-                "the program keeps more state than the {STACK_BYTES}-byte BPF stack holds"
+                "the program keeps {STACK_FULL}"
             )));
         }
-        i16::try_from(-self.used).map_err(|_| CompileError::Program("stack offset".into()))
+        i16::try_from(-self.used)
+            .map_err(|_| CompileError::Program(format!("the program keeps {STACK_FULL}")))
     }
 
     /// Bytes of stack used.

@@ -345,9 +345,28 @@ impl<'a> Gen<'a> {
         Ok(())
     }
 
+    /// An 8-byte slot for something `t.apply()` at `span` keeps.
+    fn slot_at(&mut self, span: Span) -> Result<i16, CompileError> {
+        self.frame.alloc(8).map_err(|_| self.stack_full(span))
+    }
+
+    /// The refusal of what at `span` needs more stack than is left.
+    fn stack_full(&self, span: Span) -> CompileError {
+        self.unsupported(span, super::storage::STACK_FULL)
+    }
+
     /// `t.apply()`: look the key up, run the entry's action (or the default action on a miss),
     /// and leave `hit`, `miss` and the action id in the table's result slots.
-    pub fn apply_table(&mut self, name: &str, span: Span) -> Result<(), CompileError> {
+    ///
+    /// `keep_result` asks for the outcome (`hit`, `miss`, `action_run`) in the table's result
+    /// slots, for an expression that reads it; a `t.apply();` statement stores none, so a
+    /// program applying many tables as statements spends neither stack nor instructions on them.
+    pub fn apply_table(
+        &mut self,
+        name: &str,
+        span: Span,
+        keep_result: bool,
+    ) -> Result<(), CompileError> {
         let control = self
             .control
             .ok_or_else(|| self.unsupported(span, "a table outside a control"))?;
@@ -360,16 +379,17 @@ impl<'a> Gen<'a> {
             .get(name)
             .cloned()
             .ok_or_else(|| self.unsupported(span, &format!("table '{name}' has no map")))?;
-        let result = match self.table_results.get(name) {
-            Some(r) => *r,
-            None => {
+        let result = match (keep_result, self.table_results.get(name)) {
+            (false, _) => None,
+            (true, Some(r)) => Some(*r),
+            (true, None) => {
                 let r = TableResult {
-                    hit: self.frame.alloc(8)?,
-                    miss: self.frame.alloc(8)?,
-                    action: self.frame.alloc(8)?,
+                    hit: self.slot_at(span)?,
+                    miss: self.slot_at(span)?,
+                    action: self.slot_at(span)?,
                 };
                 self.table_results.insert(name.to_string(), r);
-                r
+                Some(r)
             }
         };
         let (hit, miss, end) = (self.code.label(), self.code.label(), self.code.label());
@@ -378,7 +398,7 @@ impl<'a> Gen<'a> {
                 let header = if table.scheme == Scheme::Lpm { 4 } else { 0 };
                 let total: u32 =
                     table.key_widths.iter().map(|w| key_bytes(*w)).sum::<u32>() + header;
-                let key = self.scratch(total)?;
+                let key = self.scratch(total).map_err(|_| self.stack_full(span))?;
                 let mut at = i32::from(key) + i32::try_from(header).unwrap_or(0);
                 let mut prefix = 0u32;
                 for (k, width) in decl.keys.iter().zip(&table.key_widths) {
@@ -410,7 +430,9 @@ impl<'a> Gen<'a> {
             Scheme::Ternary => {
                 // The scan's counter, row index and key values, side by side in scratch.
                 let keys = u32::try_from(decl.keys.len()).unwrap_or(u32::MAX);
-                let base = self.scratch(keys.saturating_add(2).saturating_mul(8))?;
+                let base = self
+                    .scratch(keys.saturating_add(2).saturating_mul(8))
+                    .map_err(|_| self.stack_full(span))?;
                 let (counter, index) = (base, base + 8);
                 let mut key_slots = Vec::new();
                 for (i, k) in decl.keys.iter().enumerate() {
@@ -463,7 +485,7 @@ impl<'a> Gen<'a> {
             let mut slots = HashMap::new();
             let mut ordered = Vec::new();
             for (p, width) in &params {
-                let off = self.frame.alloc(8)?;
+                let off = self.slot_at(span)?;
                 slots.insert(p.clone(), Slot { off, width: *width });
                 ordered.push(off);
             }
@@ -471,10 +493,12 @@ impl<'a> Gen<'a> {
         }
 
         self.code.place(hit);
-        self.emit(st(Size::Dw, 10, result.hit, 1));
-        self.emit(st(Size::Dw, 10, result.miss, 0));
         self.emit(ldx(Size::W, 1, 0, 0));
-        self.emit(stx(Size::Dw, 10, result.action, 1));
+        if let Some(result) = result {
+            self.emit(st(Size::Dw, 10, result.hit, 1));
+            self.emit(st(Size::Dw, 10, result.miss, 0));
+            self.emit(stx(Size::Dw, 10, result.action, 1));
+        }
         let copies: Vec<_> = bodies.iter().map(|_| self.code.label()).collect();
         for (id, copy) in copies.iter().enumerate() {
             self.code
@@ -492,8 +516,10 @@ impl<'a> Gen<'a> {
         }
 
         self.code.place(miss);
-        self.emit(st(Size::Dw, 10, result.hit, 0));
-        self.emit(st(Size::Dw, 10, result.miss, 1));
+        if let Some(result) = result {
+            self.emit(st(Size::Dw, 10, result.hit, 0));
+            self.emit(st(Size::Dw, 10, result.miss, 1));
+        }
         let default = self
             .entries
             .table(&control.name.name, name)
@@ -510,12 +536,14 @@ impl<'a> Gen<'a> {
                         &format!("default action '{}' outside the table's list", binding.name),
                     ));
                 };
-                self.emit(st(
-                    Size::Dw,
-                    10,
-                    result.action,
-                    i32::try_from(index + 1).unwrap_or(0),
-                ));
+                if let Some(result) = result {
+                    self.emit(st(
+                        Size::Dw,
+                        10,
+                        result.action,
+                        i32::try_from(index + 1).unwrap_or(0),
+                    ));
+                }
                 let (_, body, _, ordered) = &bodies[index];
                 for (off, (_, v)) in ordered.iter().zip(&binding.args) {
                     self.load_const(1, value_bits(v));
@@ -524,7 +552,9 @@ impl<'a> Gen<'a> {
                 self.code.goto(*body);
             }
             None => {
-                self.emit(st(Size::Dw, 10, result.action, 0));
+                if let Some(result) = result {
+                    self.emit(st(Size::Dw, 10, result.action, 0));
+                }
                 self.code.goto(end);
             }
         }
