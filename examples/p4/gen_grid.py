@@ -10,8 +10,9 @@
   operations on a header field: ops_<binary|arithmetic>_<n>.p4.
 
 Every program parses Ethernet, then IPv4 if the EtherType says so, then UDP if the protocol says
-so, as far as its case goes; forwards with one exact-match table on the destination MAC; and
-emits what it parsed. File names carry the parameters the programs have, which
+so, as far as its case goes; forwards with one exact-match table on the ingress port, holding one
+rule (paper 001, §IV: "a single table responsible for modifying the egress port while matching on
+the ingress port based on a fixed rule"); and emits what it parsed. File names carry the parameters the programs have, which
 crates/p4/tests/grid.rs checks against linerate's analysis.
 
 Run from anywhere: python3 examples/p4/gen_grid.py
@@ -134,7 +135,7 @@ def ingress(modified, implicit, added_tables=0, ops=None):
               "",
               "    table forwarding {",
               "        key = {",
-              "            hdr.ethernet.dst_addr: exact;",
+              "            std.ingress_port: exact;",
               "        }",
               "        actions = {",
               "            forward;",

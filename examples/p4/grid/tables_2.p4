@@ -72,7 +72,7 @@ control GridIngress(inout headers_t hdr, inout metadata_t meta,
 
     table forwarding {
         key = {
-            hdr.ethernet.dst_addr: exact;
+            std.ingress_port: exact;
         }
         actions = {
             forward;
