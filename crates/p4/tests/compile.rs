@@ -135,11 +135,8 @@ fn refusal(extra: &str, body: &str) -> String {
 
 #[test]
 fn unsupported_constructs_are_refused_by_position_and_name() {
-    let e = refusal("", "        hdr.eth.setInvalid();");
-    assert!(
-        e.starts_with("t.p4:10:9: cannot compile setInvalid()"),
-        "{e}"
-    );
+    let e = refusal("", "        hdr.eth.ty = 16w1 |+| hdr.eth.ty;");
+    assert!(e.starts_with("t.p4:10:"), "{e}");
     let e = refusal("bit<128> wide;", "");
     assert!(e.starts_with("t.p4:3:"), "{e}");
     assert!(e.contains("bit<128>"), "{e}");

@@ -114,13 +114,29 @@ fn ipv4_packet(h: &Ipv4, l4: &[u8]) -> Vec<u8> {
     p
 }
 
-/// The packet after l3 forwarding: MACs rewritten, TTL one less, everything else the same.
+/// The packet after l3 forwarding: MACs rewritten, TTL one less, the IPv4 header checksum
+/// recomputed over the header's bytes, everything else the same.
 fn forwarded(packet: &[u8], dst_mac: [u8; 6]) -> Vec<u8> {
     let mut p = packet.to_vec();
     p[0..6].copy_from_slice(&dst_mac);
     p[6..12].copy_from_slice(&ROUTER_MAC);
     p[14 + 8] -= 1;
+    p[24..26].copy_from_slice(&[0, 0]);
+    let sum = ipv4_header_checksum(&p[14..34]);
+    p[24..26].copy_from_slice(&sum.to_be_bytes());
     p
+}
+
+/// RFC 1071 over a header's bytes (its checksum field zero), word by word.
+fn ipv4_header_checksum(header: &[u8]) -> u16 {
+    let mut sum: u32 = header
+        .chunks(2)
+        .map(|w| u32::from(w[0]) << 8 | u32::from(*w.get(1).unwrap_or(&0)))
+        .sum();
+    while sum > 0xffff {
+        sum = (sum & 0xffff) + (sum >> 16);
+    }
+    !(sum as u16)
 }
 
 // ---- l3_fwd ------------------------------------------------------------------------------------
@@ -808,11 +824,17 @@ fn language_features_compute_what_p4_says() {
     let p = (checked, entries);
     // Masked select path, advance skips 0xaa; table hit runs bump with the listed inout binding
     // (sel 1 + 4 + 3 = 8), the switch adds 10 to the path, and path 11 removes the input header.
-    let out = run_once(&p, &[0x12, 0x07, 0xab, 0xcd, 0xaa, 0xbb], 1);
+    // Inputs carry a payload of 0x5a bytes so that each output keeps XDP's 14-byte minimum.
+    let pad = [0x5a; 8];
+    let out = run_once(&p, &[&[0x12, 0x07, 0xab, 0xcd, 0xaa, 0xbb][..], &pad].concat(), 1);
     assert_eq!(out.action, XdpAction::Pass);
     assert_eq!(
         out.packet,
-        [0x19, 0x0b, 0x12, 0x07, 0xfc, 0x19, 0xf7, 8 + 11, 0xbb]
+        [
+            &[0x19, 0x0b, 0x12, 0x07, 0xfc, 0x19, 0xf7, 8 + 11, 0xbb][..],
+            &pad
+        ]
+        .concat()
     );
     // Range path; tag's empty case falls through to bump's body; the tag header is added.
     let out = run_once(&p, &[0x03, 0x08, 0x00, 0x00, 0xaa], 1);
@@ -842,30 +864,32 @@ fn language_features_compute_what_p4_says() {
         (XdpAction::Drop, "NoError")
     );
     // Default path, table miss (NoAction, the switch's default), then exit before the last add.
-    let out = run_once(&p, &[0x30, 0x01, 0xde, 0xad], 1);
+    let out = run_once(&p, &[&[0x30, 0x01, 0xde, 0xad][..], &pad].concat(), 1);
     assert_eq!(out.action, XdpAction::Pass);
     assert_eq!(
         out.packet,
-        [0x31, 0x2f, 0x30, 0x01, 0xea, 0x31, 0xe8, 5, 0x30, 0x01, 0xde, 0xad]
+        [
+            &[0x31, 0x2f, 0x30, 0x01, 0xea, 0x31, 0xe8, 5, 0x30, 0x01, 0xde, 0xad][..],
+            &pad
+        ]
+        .concat()
+    );
+    // Without the payload the output would be 12 bytes: bpf_xdp_adjust_head refuses to leave
+    // fewer than 14, so the packet is dropped unchanged.
+    let out = run_once(&p, &[0x30, 0x01, 0xde, 0xad], 1);
+    assert_eq!(
+        (out.action, out.packet.as_slice()),
+        (XdpAction::Drop, &[0x30, 0x01, 0xde, 0xad][..])
     );
     // Saturating add, signed negation and shift, and mark_to_drop.
-    let out = run_once(&p, &[0xf0, 0x20, 0x00, 0x00], 1);
+    let out = run_once(&p, &[&[0xf0, 0x20, 0x00, 0x00][..], &pad].concat(), 1);
     assert_eq!(out.action, XdpAction::Drop);
     assert_eq!(
         out.packet,
         [
-            0x10,
-            0xd0,
-            0xf0,
-            0x20,
-            0xc0,
-            0xff,
-            0x08,
-            5 + 99,
-            0xf0,
-            0x20,
-            0x00,
-            0x00
+            &[0x10, 0xd0, 0xf0, 0x20, 0xc0, 0xff, 0x08, 5 + 99, 0xf0, 0x20, 0x00, 0x00][..],
+            &pad
         ]
+        .concat()
     );
 }

@@ -139,8 +139,12 @@ fn l3_fwd_table_is_an_lpm_on_the_destination() {
         .and_then(|i| i.actions().find(|a| a.name.name == "ipv4_forward"))
         .map(|a| a.body.stmts.clone())
         .unwrap_or_default();
-    let Some(Stmt::Assign { rhs, .. }) = forward.last() else {
-        panic!("ipv4_forward ends with an assignment");
+    // The last assignment (the checksum update follows it).
+    let Some(rhs) = forward.iter().rev().find_map(|s| match s {
+        Stmt::Assign { rhs, .. } => Some(rhs),
+        _ => None,
+    }) else {
+        panic!("ipv4_forward assigns the TTL");
     };
     let ExprKind::Binary(_, _, one) = &rhs.kind else {
         panic!("ttl - 1");
