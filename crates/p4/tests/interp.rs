@@ -826,7 +826,11 @@ fn language_features_compute_what_p4_says() {
     // (sel 1 + 4 + 3 = 8), the switch adds 10 to the path, and path 11 removes the input header.
     // Inputs carry a payload of 0x5a bytes so that each output keeps XDP's 14-byte minimum.
     let pad = [0x5a; 8];
-    let out = run_once(&p, &[&[0x12, 0x07, 0xab, 0xcd, 0xaa, 0xbb][..], &pad].concat(), 1);
+    let out = run_once(
+        &p,
+        &[&[0x12, 0x07, 0xab, 0xcd, 0xaa, 0xbb][..], &pad].concat(),
+        1,
+    );
     assert_eq!(out.action, XdpAction::Pass);
     assert_eq!(
         out.packet,
@@ -887,7 +891,20 @@ fn language_features_compute_what_p4_says() {
     assert_eq!(
         out.packet,
         [
-            &[0x10, 0xd0, 0xf0, 0x20, 0xc0, 0xff, 0x08, 5 + 99, 0xf0, 0x20, 0x00, 0x00][..],
+            &[
+                0x10,
+                0xd0,
+                0xf0,
+                0x20,
+                0xc0,
+                0xff,
+                0x08,
+                5 + 99,
+                0xf0,
+                0x20,
+                0x00,
+                0x00
+            ][..],
             &pad
         ]
         .concat()

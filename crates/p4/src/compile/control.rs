@@ -136,7 +136,28 @@ impl<'a> Gen<'a> {
                 self.emit(stx(Size::Dw, 10, slot.off, 1));
                 Ok(())
             }
-            Place::Header(_) => Err(self.unsupported(lhs.span, "an assignment of a whole header")),
+            Place::Header(to) => {
+                // `h = g` (same header type, the checker says): every field and the validity.
+                let Ok(Place::Header(from)) = self.place(rhs) else {
+                    return Err(self.unsupported(rhs.span, "a header value other than a header"));
+                };
+                let (Some(to), Some(from)) = (
+                    self.frame.header(&to).cloned(),
+                    self.frame.header(&from).cloned(),
+                ) else {
+                    return Err(self.unsupported(lhs.span, "this header"));
+                };
+                let slots = |h: &super::storage::HeaderSlots| {
+                    std::iter::once(h.valid)
+                        .chain(h.fields.iter().map(|(_, s)| s.off))
+                        .collect::<Vec<_>>()
+                };
+                for (to, from) in slots(&to).into_iter().zip(slots(&from)) {
+                    self.emit(ldx(Size::Dw, 1, 10, from));
+                    self.emit(stx(Size::Dw, 10, to, 1));
+                }
+                Ok(())
+            }
         }
     }
 

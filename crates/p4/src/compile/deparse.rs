@@ -2,7 +2,8 @@
 //!
 //! Two ways, chosen per program by [`uses_validity_changes`]:
 //!
-//! * **In place** (a program that never calls `setValid`/`setInvalid`): the valid headers are
+//! * **In place** (a program that never calls `setValid`/`setInvalid` nor assigns a whole
+//!   header): the valid headers are
 //!   the extracted ones, so emitting them rewrites the bytes they came from. Every extracted
 //!   header must be emitted, in extraction order, and sit at one offset; each valid one's fields
 //!   are written back where it was read. No helper call, no length change: the cheapest code,
@@ -40,41 +41,44 @@ fn offset(value: i64) -> Result<i16, CompileError> {
 }
 
 /// Whether any parser state, action or apply block of the program calls `setValid` or
-/// `setInvalid`: such a program may change the packet's length and gets the resizing deparser.
+/// `setInvalid` or assigns a whole header (which copies validity): such a program may change
+/// the packet's length and gets the resizing deparser.
 pub(crate) fn uses_validity_changes(checked: &crate::Checked) -> bool {
     use crate::ast::{Decl, Local};
+    let block = |b: &Block| stmts_change_validity(checked, &b.stmts);
     checked.program.decls.iter().any(|decl| match decl {
-        Decl::Parser(p) => p.states.iter().any(|s| stmts_change_validity(&s.body)),
+        Decl::Parser(p) => p
+            .states
+            .iter()
+            .any(|s| stmts_change_validity(checked, &s.body)),
         Decl::Control(c) => {
-            block_changes_validity(&c.apply)
+            block(&c.apply)
                 || c.locals.iter().any(|l| match l {
-                    Local::Action(a) => block_changes_validity(&a.body),
+                    Local::Action(a) => block(&a.body),
                     _ => false,
                 })
         }
-        Decl::Action(a) => block_changes_validity(&a.body),
+        Decl::Action(a) => block(&a.body),
         _ => false,
     })
 }
 
-fn block_changes_validity(block: &Block) -> bool {
-    stmts_change_validity(&block.stmts)
-}
-
-fn stmts_change_validity(stmts: &[Stmt]) -> bool {
+fn stmts_change_validity(checked: &crate::Checked, stmts: &[Stmt]) -> bool {
+    let block = |b: &Block| stmts_change_validity(checked, &b.stmts);
     stmts.iter().any(|stmt| match stmt {
         Stmt::Call(e) => matches!(
             &e.kind,
             ExprKind::Call { callee, .. }
                 if matches!(&callee.kind, ExprKind::Member(_, m) if m.name == "setValid" || m.name == "setInvalid")
         ),
+        Stmt::Assign { lhs, .. } => {
+            matches!(checked.type_of(lhs), Some(crate::check::types::Type::Header(_)))
+        }
         Stmt::If {
             then, otherwise, ..
-        } => block_changes_validity(then) || otherwise.as_ref().is_some_and(block_changes_validity),
-        Stmt::Switch { cases, .. } => cases
-            .iter()
-            .any(|c| c.body.as_ref().is_some_and(block_changes_validity)),
-        Stmt::Block(b) => block_changes_validity(b),
+        } => block(then) || otherwise.as_ref().is_some_and(block),
+        Stmt::Switch { cases, .. } => cases.iter().any(|c| c.body.as_ref().is_some_and(block)),
+        Stmt::Block(b) => block(b),
         _ => false,
     })
 }
@@ -193,7 +197,8 @@ impl<'a> Gen<'a> {
             self.emit(jump(true, Cond::Eq, 1, Operand::Imm(0), 1));
             self.emit(add64(
                 2,
-                -i32::try_from(header.bytes).map_err(|_| CompileError::Program("a header beyond 2 GiB".into()))?,
+                -i32::try_from(header.bytes)
+                    .map_err(|_| CompileError::Program("a header beyond 2 GiB".into()))?,
             ));
         }
         let unmoved = self.code.label();
@@ -214,14 +219,22 @@ impl<'a> Gen<'a> {
             // Never taken (the move made room for exactly these bytes); the verifier needs it.
             self.code.branch_reg(Cond::Gt, 1, DATA_END, drop);
             self.store_header(CURSOR, 0, header)?;
-            self.emit(add64(CURSOR, i32::try_from(header.bytes).unwrap_or(i32::MAX)));
+            self.emit(add64(
+                CURSOR,
+                i32::try_from(header.bytes).unwrap_or(i32::MAX),
+            ));
             self.code.place(skip);
         }
         Ok(())
     }
 
     /// Writes a header's fields, byte by byte in network order, at `base + at`.
-    fn store_header(&mut self, base: Reg, at: u32, header: &HeaderSlots) -> Result<(), CompileError> {
+    fn store_header(
+        &mut self,
+        base: Reg,
+        at: u32,
+        header: &HeaderSlots,
+    ) -> Result<(), CompileError> {
         for byte in 0..header.bytes {
             let (lo, hi) = (8 * byte, 8 * byte + 8);
             self.emit(mov64(1, 0));

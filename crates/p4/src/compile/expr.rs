@@ -207,9 +207,7 @@ impl Gen<'_> {
             ExprKind::Int { .. }
             | ExprKind::ErrorMember(_)
             | ExprKind::Index(..)
-            | ExprKind::List(_) => {
-                return Err(self.unsupported(e.span, "this expression"))
-            }
+            | ExprKind::List(_) => return Err(self.unsupported(e.span, "this expression")),
         }
         Ok(())
     }

@@ -156,7 +156,12 @@ impl<'a> Gen<'a> {
             self.code.place(label);
             if let (true, Some(payload_at)) = (name == "accept", self.payload_at) {
                 // The payload starts where this path accepted: the resizing deparser's input.
-                self.emit(st(Size::Dw, 10, payload_at, i32::from(offset(i64::from(at))?)));
+                self.emit(st(
+                    Size::Dw,
+                    10,
+                    payload_at,
+                    i32::from(offset(i64::from(at))?),
+                ));
                 self.code.goto(accept);
                 continue;
             }

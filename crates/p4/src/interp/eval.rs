@@ -210,7 +210,8 @@ impl<'a> Machine<'a, '_> {
                 let v = self.eval(inner)?;
                 let to = resolve_type(types, to).unwrap_or(Type::Void);
                 value::cast(types, &to, v).ok_or_else(|| self.unsupported(e.span, "this cast"))
-            }            ExprKind::List(_) => Err(self.unsupported(e.span, "a list expression here")),
+            }
+            ExprKind::List(_) => Err(self.unsupported(e.span, "a list expression here")),
         }
     }
 

@@ -50,8 +50,8 @@ pub const MAX_PARSER_STEPS: usize = 1024;
 
 /// Bytes the deparser may add in front of a packet: XDP's headroom less `struct xdp_frame`
 /// (216 on this kernel, with no metadata, which is how the architecture runs programs).
-pub const MAX_GROWTH: u64 =
-    linerate_bpf::facts::test_run_buffer::HEADROOM - linerate_bpf::facts::test_run_buffer::XDP_FRAME;
+pub const MAX_GROWTH: u64 = linerate_bpf::facts::test_run_buffer::HEADROOM
+    - linerate_bpf::facts::test_run_buffer::XDP_FRAME;
 
 /// What XDP does with the packet.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -8,14 +8,12 @@
 
 use super::eval::{BlockRef, Halt, Machine, Step};
 use super::value::{mask, Bits, HeaderValue, Value};
-use super::{
-    resolve_type, InterpError, Outcome, State, XdpAction, MAX_GROWTH, MAX_PARSER_STEPS,
-};
-use linerate_bpf::facts::test_run_buffer;
+use super::{resolve_type, InterpError, Outcome, State, XdpAction, MAX_GROWTH, MAX_PARSER_STEPS};
 use crate::ast::{Expr, Keyset, Param, ParserDecl, Transition};
 use crate::check::types::Type;
 use crate::entries::Entries;
 use crate::Checked;
+use linerate_bpf::facts::test_run_buffer;
 use std::collections::HashMap;
 
 /// How the parser ended.
