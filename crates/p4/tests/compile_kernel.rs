@@ -6,8 +6,8 @@
 mod common;
 
 use common::{
-    action_code, assert_state_maps, case, expected, grid_cases, length_changes, packets,
-    resize_case, resize_packets, tunnel_packets, vlan_packets, Case,
+    action_code, assert_state_maps, case, checksum_case, checksum_packets, expected, grid_cases,
+    length_changes, packets, resize_case, resize_packets, tunnel_packets, vlan_packets, Case,
 };
 use linerate_bpf::contents::MapMode;
 use linerate_bpf::read_object;
@@ -159,4 +159,37 @@ fn headroom_and_minimum_length_limit_resizing_like_the_interpreter_in_the_kernel
     let dropped = want.iter().filter(|o| o.action == XdpAction::Drop).count();
     // Every growth by 224 bytes (7) and removals leaving fewer than 14 bytes (3).
     assert_eq!((seen[1], dropped), (10, 10));
+}
+
+#[test]
+fn checksums_of_odd_widths_agree_with_the_interpreter_in_the_kernel() {
+    if !usable_or_skip("p4 compile_kernel") {
+        return;
+    }
+    let case = checksum_case();
+    let packets = checksum_packets(240, 0x2545_f491_4f6c_dd1d);
+    let seen = differential_of("checksum", &case, &packets, &[], &[]);
+    let (want, _) = expected(&case, &packets);
+    // Failed verifications (and cut packets) drop; the rest pass, some with a new checksum.
+    let failed = want
+        .iter()
+        .filter(|o| o.parser_error == "ChecksumError")
+        .count();
+    let updated = packets
+        .iter()
+        .zip(&want)
+        .filter(|(p, o)| o.action == XdpAction::Pass && o.packet != **p)
+        .count();
+    assert!(
+        seen[1] > failed && failed > 10 && seen[2] > 100,
+        "{seen:?} {failed}"
+    );
+    assert!(updated > 40, "{updated}");
+    // Verified with the right checksum: accepted.
+    let verified = packets
+        .iter()
+        .zip(&want)
+        .filter(|(p, o)| p.len() > 14 && p[14] >> 5 >= 4 && o.action == XdpAction::Pass)
+        .count();
+    assert!(verified > 20, "{verified}");
 }

@@ -910,3 +910,72 @@ fn language_features_compute_what_p4_says() {
         .concat()
     );
 }
+
+// ---- ipip_tunnel -------------------------------------------------------------------------------
+
+/// An IPv4 header (TTL 64 unless `ttl`) with a correct checksum.
+fn ipv4_with_checksum(proto: u8, src: [u8; 4], dst: [u8; 4], total_len: u16, ttl: u8) -> Vec<u8> {
+    let mut h = vec![0x45, 0x08];
+    h.extend_from_slice(&total_len.to_be_bytes());
+    h.extend_from_slice(&[0x12, 0x34, 0x40, 0x00, ttl, proto, 0, 0]);
+    h.extend_from_slice(&src);
+    h.extend_from_slice(&dst);
+    let sum = ipv4_header_checksum(&h);
+    h[10..12].copy_from_slice(&sum.to_be_bytes());
+    h
+}
+
+#[test]
+fn ipip_tunnel_encapsulates_with_a_valid_outer_header() {
+    let p = program("ipip_tunnel");
+    let inner = ipv4_with_checksum(17, [172, 16, 0, 9], [10, 2, 0, 5], 28, 61);
+    let packet = [
+        &ethernet(HOST_MAC, ROUTER_MAC, 0x0800)[..],
+        &inner,
+        PAYLOAD,
+        PAYLOAD,
+    ]
+    .concat();
+    let out = run_once(&p, &packet, 1);
+    assert_eq!(out.action, XdpAction::Redirect(2));
+    // The outer header: the inner's DSCP, length + 20, no fragment flags, TTL 64, protocol 4,
+    // the entry's addresses, and a checksum that sums to 0xffff over the header.
+    let mut outer = vec![0x45, 0x08, 0, 48, 0, 0, 0, 0, 64, 4, 0, 0];
+    outer.extend_from_slice(&[192, 0, 2, 1, 198, 51, 100, 7]);
+    let sum = ipv4_header_checksum(&outer);
+    outer[10..12].copy_from_slice(&sum.to_be_bytes());
+    let want = [
+        &ethernet(HOST_MAC, ROUTER_MAC, 0x0800)[..],
+        &outer,
+        &inner,
+        PAYLOAD,
+        PAYLOAD,
+    ]
+    .concat();
+    assert_eq!(out.packet, want);
+    assert_eq!(ipv4_header_checksum(&out.packet[14..34]), 0);
+}
+
+#[test]
+fn ipip_tunnel_decapsulates_for_its_endpoint_and_routes_the_inner_packet() {
+    let p = program("ipip_tunnel");
+    let eth = ethernet(HOST_MAC, ROUTER_MAC, 0x0800);
+    let inner = ipv4_with_checksum(17, [172, 16, 0, 9], [10, 3, 5, 5], 24, 61);
+    let outer = ipv4_with_checksum(4, [198, 51, 100, 7], [192, 0, 2, 1], 44, 60);
+    let packet = [&eth[..], &outer, &inner, PAYLOAD].concat();
+    let out = run_once(&p, &packet, 1);
+    assert_eq!(out.action, XdpAction::Redirect(3));
+    assert_eq!(out.packet, [&eth[..], &inner, PAYLOAD].concat());
+    // Another endpoint's tunnel passes untouched; a bad outer checksum rejects.
+    let elsewhere = ipv4_with_checksum(4, [198, 51, 100, 7], [192, 0, 2, 2], 44, 60);
+    let packet = [&eth[..], &elsewhere, &inner, PAYLOAD].concat();
+    let out = run_once(&p, &packet, 1);
+    assert_eq!((out.action, &out.packet), (XdpAction::Pass, &packet));
+    let mut bad = [&eth[..], &outer, &inner, PAYLOAD].concat();
+    bad[24] ^= 1;
+    let out = run_once(&p, &bad, 1);
+    assert_eq!(
+        (out.action, out.parser_error.as_str(), &out.packet),
+        (XdpAction::Drop, "ChecksumError", &bad)
+    );
+}
