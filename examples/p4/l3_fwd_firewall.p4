@@ -2,9 +2,10 @@
  * l3_fwd_firewall.p4 -- IPv4 forwarding plus a UDP firewall (paper 001, Sec. V-E
  * "L3_forwarding + Firewall").
  *
- * As l3_fwd.p4 (TTL decrement and IPv4 checksum update on forwarding), and also parses UDP and checks every IPv4 packet against a 5-tuple ACL before
- * forwarding: the ACL matches source and destination addresses ternary, the protocol exactly and
- * both ports ternary, and its only action drops. Paper parameters: alpha = 3 (Ethernet, IPv4, UDP),
+ * As l3_fwd.p4 (TTL decrement and IPv4 checksum update on forwarding), and also parses UDP and
+ * checks every IPv4 packet against a 5-tuple ACL before forwarding: the ACL matches source and
+ * destination addresses ternary, the protocol exactly and both ports ternary, and its only action
+ * drops. Paper parameters: alpha = 3 (Ethernet, IPv4, UDP),
  * beta = 2 (Ethernet, IPv4), gamma = 1 (the ACL beyond the forwarding table); implicit actions.
  * Each ACL hit also counts in a per-rule counter.
  */
