@@ -2,8 +2,8 @@
  * l3_fwd.p4 -- IPv4 forwarding (paper 001, Sec. V-E "L3_forwarding").
  *
  * Parses Ethernet and IPv4, looks the destination address up in an LPM table and, on a hit,
- * sets the egress port and both MAC addresses and decrements the TTL, all inside the table's
- * action (implicit actions in the paper's terms). Paper parameters: alpha = 2 parsed headers,
+ * sets the egress port and both MAC addresses, decrements the TTL and recomputes the IPv4 header
+ * checksum, all inside the table's action (implicit actions in the paper's terms). Paper parameters: alpha = 2 parsed headers,
  * beta = 2 modified headers (Ethernet, IPv4), gamma = 0 tables beyond the forwarding table.
  * A miss, a non-IPv4 frame or an expired TTL goes to the kernel (XDP_PASS) or is dropped.
  */
@@ -69,6 +69,12 @@ control L3Ingress(inout headers_t hdr, inout metadata_t meta, inout standard_met
         hdr.ethernet.src_addr = src_mac;
         hdr.ethernet.dst_addr = dst_mac;
         hdr.ipv4.ttl = hdr.ipv4.ttl - 1;
+        // A router rewrites the header checksum after changing the TTL.
+        update_checksum(true,
+            { hdr.ipv4.version, hdr.ipv4.ihl, hdr.ipv4.diffserv, hdr.ipv4.total_len,
+              hdr.ipv4.identification, hdr.ipv4.flags, hdr.ipv4.frag_offset, hdr.ipv4.ttl,
+              hdr.ipv4.protocol, hdr.ipv4.src_addr, hdr.ipv4.dst_addr },
+            hdr.ipv4.hdr_checksum);
     }
 
     table ipv4_lpm {

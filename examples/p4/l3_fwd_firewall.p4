@@ -2,9 +2,10 @@
  * l3_fwd_firewall.p4 -- IPv4 forwarding plus a UDP firewall (paper 001, Sec. V-E
  * "L3_forwarding + Firewall").
  *
- * As l3_fwd.p4, and also parses UDP and checks every IPv4 packet against a 5-tuple ACL before
- * forwarding: the ACL matches source and destination addresses ternary, the protocol exactly and
- * both ports ternary, and its only action drops. Paper parameters: alpha = 3 (Ethernet, IPv4, UDP),
+ * As l3_fwd.p4 (TTL decrement and IPv4 checksum update on forwarding), and also parses UDP and
+ * checks every IPv4 packet against a 5-tuple ACL before forwarding: the ACL matches source and
+ * destination addresses ternary, the protocol exactly and both ports ternary, and its only action
+ * drops. Paper parameters: alpha = 3 (Ethernet, IPv4, UDP),
  * beta = 2 (Ethernet, IPv4), gamma = 1 (the ACL beyond the forwarding table); implicit actions.
  * Each ACL hit also counts in a per-rule counter.
  */
@@ -102,6 +103,12 @@ control FwIngress(inout headers_t hdr, inout metadata_t meta, inout standard_met
         hdr.ethernet.src_addr = src_mac;
         hdr.ethernet.dst_addr = dst_mac;
         hdr.ipv4.ttl = hdr.ipv4.ttl - 1;
+        // A router rewrites the header checksum after changing the TTL.
+        update_checksum(true,
+            { hdr.ipv4.version, hdr.ipv4.ihl, hdr.ipv4.diffserv, hdr.ipv4.total_len,
+              hdr.ipv4.identification, hdr.ipv4.flags, hdr.ipv4.frag_offset, hdr.ipv4.ttl,
+              hdr.ipv4.protocol, hdr.ipv4.src_addr, hdr.ipv4.dst_addr },
+            hdr.ipv4.hdr_checksum);
     }
 
     table acl {

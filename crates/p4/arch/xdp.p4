@@ -32,7 +32,8 @@ error {
     NoMatch,
     StackOutOfBounds,
     HeaderTooShort,
-    ParserTimeout
+    ParserTimeout,
+    ChecksumError   /* xdp.p4: a failed verify_checksum */
 }
 
 /* Match kinds a table key may use (core). exact -> BPF hash map, lpm -> BPF LPM trie,
@@ -58,6 +59,22 @@ extern packet_out {
 
 /* In a parser: if check is false, go to reject with the given error. */
 extern void verify(in bool check, in error toSignal);
+
+/* Internet checksums (RFC 1071), modelled on v1model's externs of the same names with the
+ * algorithm fixed to csum16. `data` is a list expression of fixed-width values,
+ * `{ hdr.ipv4.version, hdr.ipv4.ihl, ... }`: its bits are the elements' bits concatenated in
+ * order (most significant first, as on the wire), zero-padded at the end to a multiple of 16.
+ * The checksum of data is the one's complement of the one's-complement sum of its 16-bit words.
+ *
+ * update_checksum (in a control): if condition, checksum = the checksum of data. Put the
+ * header's checksum field in `checksum` and leave it out of `data`, as in v1model.
+ *
+ * verify_checksum (in the parser): if condition and the checksum of data differs from
+ * `checksum`, the parser goes to reject with error.ChecksumError (the packet is dropped).
+ * The comparison is v1model's (computed == given); where v1model only sets
+ * standard_metadata.checksum_error and carries on, this architecture rejects. */
+extern void update_checksum<T>(in bool condition, in T data, inout bit<16> checksum);
+extern void verify_checksum<T>(in bool condition, in T data, in bit<16> checksum);
 
 /* Per-packet metadata the architecture provides. */
 struct standard_metadata_t {

@@ -502,6 +502,9 @@ pub enum ExprKind {
     Ternary(Box<Expr>, Box<Expr>, Box<Expr>),
     /// `(T) value`.
     Cast(TypeRef, Box<Expr>),
+    /// `{ e, ... }`: a list expression (the checker allows it only as an extern argument of
+    /// generic type, the `data` of `update_checksum`/`verify_checksum`).
+    List(Vec<Expr>),
 }
 
 /// Prefix operators.

@@ -338,3 +338,40 @@ fn nesting_up_to_the_limit_checks_in_debug_builds_too() {
         assert!(result.is_ok(), "{:?}", result.err().map(|e| e.to_string()));
     }
 }
+
+#[test]
+fn a_list_expression_outside_a_generic_extern_argument() {
+    // As an assignment's value: refused where the list starts (line 14, column 19).
+    let text = program(OK_TRANSITION, "", "        hdr.h.a = { hdr.h.a, hdr.h.b };");
+    let (message, _) = error_of(&text);
+    assert_eq!(
+        message,
+        "t.p4:14:19: a list expression is allowed only as an extern's argument of generic type (the data of update_checksum or verify_checksum)"
+    );
+    // As the checksum of update_checksum (a bit<16>, not generic).
+    let text = program(
+        OK_TRANSITION,
+        "",
+        "        update_checksum(true, { hdr.h.a }, { hdr.h.b });",
+    );
+    let (message, _) = error_of(&text);
+    assert!(message.starts_with("t.p4:14:44: "), "{message}");
+    // An element without a fixed width.
+    let text = program(
+        OK_TRANSITION,
+        "",
+        "        bit<16> c = 0; update_checksum(true, { hdr.h.a, 5 }, c);",
+    );
+    let (message, _) = error_of(&text);
+    assert_eq!(
+        message,
+        "t.p4:14:57: type mismatch: a list element must be bit<N>, int<N>, bool or a serializable enum, not int"
+    );
+    // A list that checks.
+    let text = program(
+        OK_TRANSITION,
+        "",
+        "        bit<16> c = 0; update_checksum(hdr.h.a == 1, { hdr.h.a, hdr.h.b, true }, c);",
+    );
+    assert!(load_str("t.p4", &text).is_ok());
+}

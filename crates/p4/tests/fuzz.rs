@@ -8,7 +8,12 @@ use linerate_p4::load_str;
 use proptest::prelude::*;
 use std::path::PathBuf;
 
-const PROGRAMS: [&str; 3] = ["l3_fwd.p4", "l3_fwd_firewall.p4", "vlan_acl_switch.p4"];
+const PROGRAMS: [&str; 4] = [
+    "l3_fwd.p4",
+    "l3_fwd_firewall.p4",
+    "vlan_acl_switch.p4",
+    "ipip_tunnel.p4",
+];
 
 /// Token texts that mutations insert: keywords, punctuation that the parser forks on, literals.
 const INSERTIONS: [&str; 40] = [

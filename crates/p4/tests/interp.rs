@@ -114,13 +114,29 @@ fn ipv4_packet(h: &Ipv4, l4: &[u8]) -> Vec<u8> {
     p
 }
 
-/// The packet after l3 forwarding: MACs rewritten, TTL one less, everything else the same.
+/// The packet after l3 forwarding: MACs rewritten, TTL one less, the IPv4 header checksum
+/// recomputed over the header's bytes, everything else the same.
 fn forwarded(packet: &[u8], dst_mac: [u8; 6]) -> Vec<u8> {
     let mut p = packet.to_vec();
     p[0..6].copy_from_slice(&dst_mac);
     p[6..12].copy_from_slice(&ROUTER_MAC);
     p[14 + 8] -= 1;
+    p[24..26].copy_from_slice(&[0, 0]);
+    let sum = ipv4_header_checksum(&p[14..34]);
+    p[24..26].copy_from_slice(&sum.to_be_bytes());
     p
+}
+
+/// RFC 1071 over a header's bytes (its checksum field zero), word by word.
+fn ipv4_header_checksum(header: &[u8]) -> u16 {
+    let mut sum: u32 = header
+        .chunks(2)
+        .map(|w| u32::from(w[0]) << 8 | u32::from(*w.get(1).unwrap_or(&0)))
+        .sum();
+    while sum > 0xffff {
+        sum = (sum & 0xffff) + (sum >> 16);
+    }
+    !(sum as u16)
 }
 
 // ---- l3_fwd ------------------------------------------------------------------------------------
@@ -808,11 +824,21 @@ fn language_features_compute_what_p4_says() {
     let p = (checked, entries);
     // Masked select path, advance skips 0xaa; table hit runs bump with the listed inout binding
     // (sel 1 + 4 + 3 = 8), the switch adds 10 to the path, and path 11 removes the input header.
-    let out = run_once(&p, &[0x12, 0x07, 0xab, 0xcd, 0xaa, 0xbb], 1);
+    // Inputs carry a payload of 0x5a bytes so that each output keeps XDP's 14-byte minimum.
+    let pad = [0x5a; 8];
+    let out = run_once(
+        &p,
+        &[&[0x12, 0x07, 0xab, 0xcd, 0xaa, 0xbb][..], &pad].concat(),
+        1,
+    );
     assert_eq!(out.action, XdpAction::Pass);
     assert_eq!(
         out.packet,
-        [0x19, 0x0b, 0x12, 0x07, 0xfc, 0x19, 0xf7, 8 + 11, 0xbb]
+        [
+            &[0x19, 0x0b, 0x12, 0x07, 0xfc, 0x19, 0xf7, 8 + 11, 0xbb][..],
+            &pad
+        ]
+        .concat()
     );
     // Range path; tag's empty case falls through to bump's body; the tag header is added.
     let out = run_once(&p, &[0x03, 0x08, 0x00, 0x00, 0xaa], 1);
@@ -842,30 +868,114 @@ fn language_features_compute_what_p4_says() {
         (XdpAction::Drop, "NoError")
     );
     // Default path, table miss (NoAction, the switch's default), then exit before the last add.
-    let out = run_once(&p, &[0x30, 0x01, 0xde, 0xad], 1);
+    let out = run_once(&p, &[&[0x30, 0x01, 0xde, 0xad][..], &pad].concat(), 1);
     assert_eq!(out.action, XdpAction::Pass);
     assert_eq!(
         out.packet,
-        [0x31, 0x2f, 0x30, 0x01, 0xea, 0x31, 0xe8, 5, 0x30, 0x01, 0xde, 0xad]
+        [
+            &[0x31, 0x2f, 0x30, 0x01, 0xea, 0x31, 0xe8, 5, 0x30, 0x01, 0xde, 0xad][..],
+            &pad
+        ]
+        .concat()
+    );
+    // Without the payload the output would be 12 bytes: bpf_xdp_adjust_head refuses to leave
+    // fewer than 14, so the packet is dropped unchanged.
+    let out = run_once(&p, &[0x30, 0x01, 0xde, 0xad], 1);
+    assert_eq!(
+        (out.action, out.packet.as_slice()),
+        (XdpAction::Drop, &[0x30, 0x01, 0xde, 0xad][..])
     );
     // Saturating add, signed negation and shift, and mark_to_drop.
-    let out = run_once(&p, &[0xf0, 0x20, 0x00, 0x00], 1);
+    let out = run_once(&p, &[&[0xf0, 0x20, 0x00, 0x00][..], &pad].concat(), 1);
     assert_eq!(out.action, XdpAction::Drop);
     assert_eq!(
         out.packet,
         [
-            0x10,
-            0xd0,
-            0xf0,
-            0x20,
-            0xc0,
-            0xff,
-            0x08,
-            5 + 99,
-            0xf0,
-            0x20,
-            0x00,
-            0x00
+            &[
+                0x10,
+                0xd0,
+                0xf0,
+                0x20,
+                0xc0,
+                0xff,
+                0x08,
+                5 + 99,
+                0xf0,
+                0x20,
+                0x00,
+                0x00
+            ][..],
+            &pad
         ]
+        .concat()
+    );
+}
+
+// ---- ipip_tunnel -------------------------------------------------------------------------------
+
+/// An IPv4 header (TTL 64 unless `ttl`) with a correct checksum.
+fn ipv4_with_checksum(proto: u8, src: [u8; 4], dst: [u8; 4], total_len: u16, ttl: u8) -> Vec<u8> {
+    let mut h = vec![0x45, 0x08];
+    h.extend_from_slice(&total_len.to_be_bytes());
+    h.extend_from_slice(&[0x12, 0x34, 0x40, 0x00, ttl, proto, 0, 0]);
+    h.extend_from_slice(&src);
+    h.extend_from_slice(&dst);
+    let sum = ipv4_header_checksum(&h);
+    h[10..12].copy_from_slice(&sum.to_be_bytes());
+    h
+}
+
+#[test]
+fn ipip_tunnel_encapsulates_with_a_valid_outer_header() {
+    let p = program("ipip_tunnel");
+    let inner = ipv4_with_checksum(17, [172, 16, 0, 9], [10, 2, 0, 5], 28, 61);
+    let packet = [
+        &ethernet(HOST_MAC, ROUTER_MAC, 0x0800)[..],
+        &inner,
+        PAYLOAD,
+        PAYLOAD,
+    ]
+    .concat();
+    let out = run_once(&p, &packet, 1);
+    assert_eq!(out.action, XdpAction::Redirect(2));
+    // The outer header: the inner's DSCP, length + 20, no fragment flags, TTL 64, protocol 4,
+    // the entry's addresses, and a checksum that sums to 0xffff over the header.
+    let mut outer = vec![0x45, 0x08, 0, 48, 0, 0, 0, 0, 64, 4, 0, 0];
+    outer.extend_from_slice(&[192, 0, 2, 1, 198, 51, 100, 7]);
+    let sum = ipv4_header_checksum(&outer);
+    outer[10..12].copy_from_slice(&sum.to_be_bytes());
+    let want = [
+        &ethernet(HOST_MAC, ROUTER_MAC, 0x0800)[..],
+        &outer,
+        &inner,
+        PAYLOAD,
+        PAYLOAD,
+    ]
+    .concat();
+    assert_eq!(out.packet, want);
+    assert_eq!(ipv4_header_checksum(&out.packet[14..34]), 0);
+}
+
+#[test]
+fn ipip_tunnel_decapsulates_for_its_endpoint_and_routes_the_inner_packet() {
+    let p = program("ipip_tunnel");
+    let eth = ethernet(HOST_MAC, ROUTER_MAC, 0x0800);
+    let inner = ipv4_with_checksum(17, [172, 16, 0, 9], [10, 3, 5, 5], 24, 61);
+    let outer = ipv4_with_checksum(4, [198, 51, 100, 7], [192, 0, 2, 1], 44, 60);
+    let packet = [&eth[..], &outer, &inner, PAYLOAD].concat();
+    let out = run_once(&p, &packet, 1);
+    assert_eq!(out.action, XdpAction::Redirect(3));
+    assert_eq!(out.packet, [&eth[..], &inner, PAYLOAD].concat());
+    // Another endpoint's tunnel passes untouched; a bad outer checksum rejects.
+    let elsewhere = ipv4_with_checksum(4, [198, 51, 100, 7], [192, 0, 2, 2], 44, 60);
+    let packet = [&eth[..], &elsewhere, &inner, PAYLOAD].concat();
+    let out = run_once(&p, &packet, 1);
+    assert_eq!((out.action, &out.packet), (XdpAction::Pass, &packet));
+    let mut bad = [&eth[..], &outer, &inner, PAYLOAD].concat();
+    bad[24] ^= 1;
+    let out = run_once(&p, &bad, 1);
+    assert_eq!(
+        (out.action, out.parser_error.as_str(), &out.packet),
+        (XdpAction::Drop, "ChecksumError", &bad)
     );
 }

@@ -105,3 +105,20 @@ fn a_vlan_stack_counts_as_often_as_it_has_elements() {
     assert_eq!(a.gamma, 2);
     assert_eq!(a.actions, Actions::Explicit);
 }
+
+#[test]
+fn the_ipip_tunnel_adds_and_removes_headers_in_table_actions() {
+    let a = analyze(&program("ipip_tunnel.p4"));
+    // Ethernet, IPv4 and the inner IPv4 of IP-in-IP; encap copies `ipv4` into `inner` and
+    // rewrites it, decap removes `ipv4`; three tables less the forwarding one.
+    assert_eq!((a.alpha, a.beta, a.gamma), (3, 2, 2), "{a:#?}");
+    assert_eq!(a.actions, Actions::Implicit);
+    let headers: Vec<&str> = a.modified.iter().map(|m| m.header.as_str()).collect();
+    assert_eq!(headers, ["hdr.inner", "hdr.ipv4"]);
+    assert_eq!(a.tables, ["tunnel_endpoints", "inner_routes", "tunnel_map"]);
+    let worst = a.worst_path().expect("a path");
+    assert_eq!(worst.states, ["start", "parse_ipv4", "parse_inner"]);
+    // The outer total length is the one arithmetic operation; the checksum counts none.
+    assert_eq!(a.operations.arithmetic, 1);
+    assert_eq!(a.operations.binary, 0);
+}

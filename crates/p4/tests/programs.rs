@@ -139,8 +139,12 @@ fn l3_fwd_table_is_an_lpm_on_the_destination() {
         .and_then(|i| i.actions().find(|a| a.name.name == "ipv4_forward"))
         .map(|a| a.body.stmts.clone())
         .unwrap_or_default();
-    let Some(Stmt::Assign { rhs, .. }) = forward.last() else {
-        panic!("ipv4_forward ends with an assignment");
+    // The last assignment (the checksum update follows it).
+    let Some(rhs) = forward.iter().rev().find_map(|s| match s {
+        Stmt::Assign { rhs, .. } => Some(rhs),
+        _ => None,
+    }) else {
+        panic!("ipv4_forward assigns the TTL");
     };
     let ExprKind::Binary(_, _, one) = &rhs.kind else {
         panic!("ttl - 1");
@@ -291,4 +295,34 @@ fn names_resolve_to_what_they_refer_to_and_constants_have_values() {
         })
     );
     assert_eq!(c.name_ref(rhs), Some(NameRef::Param { direction: None }));
+}
+
+#[test]
+fn ipip_tunnel_checks_its_checksum_lists() {
+    let c = checked("ipip_tunnel.p4");
+    assert_eq!(
+        transitions(&c, "parse_ipv4"),
+        vec![
+            ("PROTO_IPIP".to_string(), "parse_inner".to_string()),
+            ("_".to_string(), "accept".to_string())
+        ]
+    );
+    // The parser's verify_checksum data: eleven fields of the IPv4 header (all but the checksum),
+    // typed as a list of their widths (160 - 16 bits).
+    let body = c
+        .parser()
+        .and_then(|p| p.state("parse_ipv4"))
+        .map(|s| s.body.clone())
+        .unwrap_or_default();
+    let Some(Stmt::Call(call)) = body.get(1) else {
+        panic!("verify_checksum follows the extract");
+    };
+    let ExprKind::Call { args, .. } = &call.kind else {
+        panic!("a call");
+    };
+    let Some(Type::List(elements)) = c.type_of(&args[1]) else {
+        panic!("a list: {:?}", c.type_of(&args[1]));
+    };
+    let bits: u32 = elements.iter().filter_map(Type::scalar_width).sum();
+    assert_eq!((elements.len(), bits), (11, 144));
 }

@@ -295,7 +295,36 @@ impl<'a> Checker<'a> {
                 }
                 Ok(to)
             }
+            ExprKind::List(_) => Err(self.error(
+                e.span,
+                ErrorKind::Invalid(String::from(
+                    "a list expression is allowed only as an extern's argument of generic type (the data of update_checksum or verify_checksum)",
+                )),
+            )),
         }
+    }
+
+    /// Types a list expression given where a parameter of generic type is: each element a
+    /// fixed-width scalar (its bits are what the list concatenates).
+    fn list(&mut self, e: &Expr, elements: &[Expr]) -> Result<Type, P4Error> {
+        let mut types = Vec::new();
+        for element in elements {
+            let ty = self.expr(element)?;
+            let fixed = match &ty {
+                Type::Enum(n) => self.types.enums.get(n).and_then(|i| i.underlying.clone()),
+                other => other.scalar_width().map(|_| other.clone()),
+            };
+            if fixed.is_none() {
+                return Err(self.mismatch(
+                    element.span,
+                    format!("a list element must be bit<N>, int<N>, bool or a serializable enum, not {ty}"),
+                ));
+            }
+            types.push(ty);
+        }
+        let ty = Type::List(types);
+        self.record(e, &ty);
+        Ok(ty)
     }
 
     /// The common type of two operands, adapting an unsized one to the other.
@@ -649,7 +678,10 @@ impl<'a> Checker<'a> {
         for (param, arg) in params.iter().zip(args) {
             let want = substitute(&self.resolve(&param.ty, vars, param.name.span)?, bindings);
             if let Type::Var(_) = want {
-                let got = self.expr(arg)?;
+                let got = match &arg.kind {
+                    ExprKind::List(elements) => self.list(arg, elements)?,
+                    _ => self.expr(arg)?,
+                };
                 if got == Type::InfInt {
                     return Err(self.mismatch(
                         arg.span,

@@ -43,6 +43,9 @@ pub enum Type {
     Control(String),
     /// The result of a call that returns nothing.
     Void,
+    /// A list expression `{a, b, ...}`: its elements' types, in order (an extern argument of
+    /// generic type only; its bits are the elements' bits concatenated).
+    List(Vec<Type>),
 }
 
 impl Type {
@@ -85,6 +88,10 @@ impl fmt::Display for Type {
             Type::Parser(n) => write!(f, "parser {n}"),
             Type::Control(n) => write!(f, "control {n}"),
             Type::Void => write!(f, "void"),
+            Type::List(elements) => {
+                let elements: Vec<String> = elements.iter().map(Type::to_string).collect();
+                write!(f, "{{{}}}", elements.join(", "))
+            }
         }
     }
 }

@@ -1,6 +1,6 @@
 //! Statements, action calls and the architecture's externs (`mark_to_drop`, `verify`,
-//! `counter.count`, `register.read/write`), for the parser's state bodies and the ingress
-//! control alike.
+//! `counter.count`, `register.read/write`, `setValid`/`setInvalid`; the checksums are
+//! `checksum.rs`), for the parser's state bodies and the ingress control alike.
 
 use super::expr::Place;
 use super::storage::Slot;
@@ -136,7 +136,28 @@ impl<'a> Gen<'a> {
                 self.emit(stx(Size::Dw, 10, slot.off, 1));
                 Ok(())
             }
-            Place::Header(_) => Err(self.unsupported(lhs.span, "an assignment of a whole header")),
+            Place::Header(to) => {
+                // `h = g` (same header type, the checker says): every field and the validity.
+                let Ok(Place::Header(from)) = self.place(rhs) else {
+                    return Err(self.unsupported(rhs.span, "a header value other than a header"));
+                };
+                let (Some(to), Some(from)) = (
+                    self.frame.header(&to).cloned(),
+                    self.frame.header(&from).cloned(),
+                ) else {
+                    return Err(self.unsupported(lhs.span, "this header"));
+                };
+                let slots = |h: &super::storage::HeaderSlots| {
+                    std::iter::once(h.valid)
+                        .chain(h.fields.iter().map(|(_, s)| s.off))
+                        .collect::<Vec<_>>()
+                };
+                for (to, from) in slots(&to).into_iter().zip(slots(&from)) {
+                    self.emit(ldx(Size::Dw, 1, 10, from));
+                    self.emit(stx(Size::Dw, 10, to, 1));
+                }
+                Ok(())
+            }
         }
     }
 
@@ -180,6 +201,12 @@ impl<'a> Gen<'a> {
             ExprKind::Index(b, i) => {
                 self.hoist(b, first)?;
                 self.hoist(i, first)
+            }
+            ExprKind::List(elements) => {
+                for element in elements {
+                    self.hoist(element, first)?;
+                }
+                Ok(())
             }
             ExprKind::Int { .. }
             | ExprKind::Bool(_)
@@ -289,10 +316,12 @@ impl<'a> Gen<'a> {
                 let ty = self.checked.type_of(object).cloned();
                 match (ty, method.name.as_str()) {
                     (Some(Type::Header(_)), "isValid") => Ok(()),
-                    (Some(Type::Header(_)), m @ ("setValid" | "setInvalid")) => Err(self.unsupported(
-                        e.span,
-                        &format!("{m}() (adding or removing headers needs bpf_xdp_adjust_head, not in this compiler yet)"),
-                    )),
+                    (Some(Type::Header(_)), m @ ("setValid" | "setInvalid")) => {
+                        // The fields keep what their slots hold (the interpreter's choice).
+                        let valid = self.header_valid(object)?;
+                        self.emit(st(Size::Dw, 10, valid, i32::from(m == "setValid")));
+                        Ok(())
+                    }
                     (Some(Type::Extern(name, _)), m) => match (name.as_str(), m) {
                         ("packet_in", "extract") => self.extract(e, args),
                         ("counter", "count") => self.count(object, args, e),
@@ -322,6 +351,15 @@ impl<'a> Gen<'a> {
                         self.expr(check, 0)?;
                         self.code.branch_imm(Cond::Eq, 1, 0, reject);
                         Ok(())
+                    }
+                    ("update_checksum", [condition, data, checksum]) => {
+                        self.update_checksum(condition, data, checksum)
+                    }
+                    ("verify_checksum", [condition, data, checksum]) => {
+                        let reject = self.reject.ok_or_else(|| {
+                            self.unsupported(e.span, "verify_checksum outside the parser")
+                        })?;
+                        self.verify_checksum(condition, data, checksum, reject)
                     }
                     (other, _) => Err(self.unsupported(e.span, &format!("a call of '{other}'"))),
                 }

@@ -204,9 +204,10 @@ impl Gen<'_> {
                 let scratch = self.reg(depth + 1, e)?;
                 self.mask_reg(r, width, scratch);
             }
-            ExprKind::Int { .. } | ExprKind::ErrorMember(_) | ExprKind::Index(..) => {
-                return Err(self.unsupported(e.span, "this expression"))
-            }
+            ExprKind::Int { .. }
+            | ExprKind::ErrorMember(_)
+            | ExprKind::Index(..)
+            | ExprKind::List(_) => return Err(self.unsupported(e.span, "this expression")),
         }
         Ok(())
     }

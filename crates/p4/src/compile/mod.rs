@@ -33,14 +33,23 @@
 //! * **Externs**: `counter` → an `ARRAY` of `{u64 packets, u64 bytes}` updated with atomic adds
 //!   (plain, not per-CPU, so the VM and the kernel list the same contents); `register<T>` → an
 //!   `ARRAY` of `u64`; `mark_to_drop`, `verify`.
-//! * **Deparser**: every header must be extracted at one offset, and the deparser must emit every
-//!   extracted header in extraction order; then deparsing writes each valid header's fields back
-//!   in place. `setValid`/`setInvalid` (which would need `bpf_xdp_adjust_head`) are refused.
+//! * **Deparser** (`deparse.rs`): a program that never calls `setValid`/`setInvalid` must emit
+//!   every extracted header in extraction order, each extracted at one offset, and valid headers
+//!   are written back in place. A program that does gets the resizing deparser: the valid emitted
+//!   headers are written in front of the payload after `bpf_xdp_adjust_head` moves the packet's
+//!   start (a failed move drops the packet untouched, as the interpreter does). A header made
+//!   valid has the fields its slots hold: zero unless extracted or written, as in the
+//!   interpreter.
+//! * **Checksums** (`checksum.rs`): `update_checksum`/`verify_checksum` over a list expression,
+//!   straight-line ALU code (no helper): each element's bits are folded into 16-bit words at
+//!   offsets known at compile time.
 //! * **Outcome**: `drop` → `XDP_DROP`; `egress_port` 0 → `XDP_PASS`; equal to
 //!   `ctx->ingress_ifindex` → `XDP_TX`; else `bpf_redirect(egress_port, 0)`.
 
 mod asm;
+mod checksum;
 mod control;
+mod deparse;
 mod expr;
 mod packet;
 mod storage;
@@ -193,11 +202,19 @@ pub(crate) struct Gen<'a> {
     /// Stack shared by every map lookup's key and the ternary scans (used only between
     /// building a key and its lookup or within one scan, which never nest).
     pub scratch: Option<i16>,
+    /// For a program that adds or removes headers: the slot holding the byte where the
+    /// payload starts (the parser's offset at `accept`), which the resizing deparser reads.
+    pub payload_at: Option<i16>,
 }
 
 impl<'a> Gen<'a> {
     fn new(checked: &'a Checked, entries: &'a Entries) -> Result<Gen<'a>, CompileError> {
-        let frame = Frame::new(checked)?;
+        let mut frame = Frame::new(checked)?;
+        let payload_at = if deparse::uses_validity_changes(checked) {
+            Some(frame.alloc(8)?)
+        } else {
+            None
+        };
         Ok(Gen {
             checked,
             entries,
@@ -219,6 +236,7 @@ impl<'a> Gen<'a> {
             stack_next: HashMap::new(),
             rejected: false,
             scratch: None,
+            payload_at,
         })
     }
 

@@ -1,6 +1,6 @@
 //! The packet side: the prologue, the parser (states generated per offset, extracts at constant
-//! offsets after bounds checks), the ingress control's frame, the deparser (valid headers written
-//! back in place) and the outcome → XDP action rule of `crates/p4/arch/xdp.p4`.
+//! offsets after bounds checks), the ingress control's frame and the outcome → XDP action rule
+//! of `crates/p4/arch/xdp.p4` (the deparser is `deparse.rs`).
 
 use super::asm::{Assembly, Label};
 use super::expr::{mask, Place};
@@ -81,7 +81,7 @@ impl<'a> Gen<'a> {
         self.control = None;
 
         self.bind_params(&deparser.params, &[(1, "hdr")]);
-        self.deparser(deparser)?;
+        self.deparser(deparser, reject)?;
         self.outcome();
 
         self.code.place(reject);
@@ -154,6 +154,17 @@ impl<'a> Gen<'a> {
             self.stack_next = stacks.into_iter().collect();
             self.rejected = false;
             self.code.place(label);
+            if let (true, Some(payload_at)) = (name == "accept", self.payload_at) {
+                // The payload starts where this path accepted: the resizing deparser's input.
+                self.emit(st(
+                    Size::Dw,
+                    10,
+                    payload_at,
+                    i32::from(offset(i64::from(at))?),
+                ));
+                self.code.goto(accept);
+                continue;
+            }
             let Some(state) = parser.state(&name) else {
                 // An unknown state rejects (the interpreter's NoMatch).
                 self.code.goto(reject);
@@ -279,7 +290,8 @@ impl<'a> Gen<'a> {
             .ok_or_else(|| self.unsupported(target.span, "this header"))?;
         let at = self.cursor;
         match self.extracted_at.get(&path) {
-            Some(other) if *other != at => {
+            // Only writing back in place needs one offset per header.
+            Some(other) if *other != at && self.payload_at.is_none() => {
                 return Err(self.unsupported(
                     target.span,
                     &format!("{path} extracted at byte {at} and at byte {other} (each header must sit at one offset)"),
@@ -319,117 +331,6 @@ impl<'a> Gen<'a> {
             *self.stack_next.entry(stack).or_insert(0) += 1;
         }
         Ok(())
-    }
-
-    /// The headers the deparser emits, in order; each extracted header must be among them, in
-    /// extraction order, so that writing them back in place is what emitting them does.
-    fn deparser(&mut self, deparser: &'a crate::ast::ControlDecl) -> Result<(), CompileError> {
-        let mut emitted: Vec<String> = Vec::new();
-        for stmt in &deparser.apply.stmts {
-            let Stmt::Call(call) = stmt else {
-                return Err(self.deparser_refusal(stmt));
-            };
-            let ExprKind::Call { callee, args, .. } = &call.kind else {
-                return Err(self.unsupported(call.span, "this deparser statement"));
-            };
-            let is_emit = matches!(&callee.kind, ExprKind::Member(_, m) if m.name == "emit");
-            let [arg] = args.as_slice() else {
-                return Err(self.unsupported(call.span, "this deparser call"));
-            };
-            if !is_emit {
-                return Err(self.unsupported(call.span, "a deparser call other than emit"));
-            }
-            let path = match self.place(arg) {
-                Ok(Place::Header(p)) => vec![p],
-                _ => {
-                    let prefix = match &arg.kind {
-                        ExprKind::Name(n) => self.params.get(&n.name).cloned(),
-                        _ => None,
-                    }
-                    .ok_or_else(|| self.unsupported(arg.span, "emit of this value"))?;
-                    self.frame
-                        .headers
-                        .iter()
-                        .filter(|h| h.path.starts_with(&format!("{prefix}.")))
-                        .map(|h| h.path.clone())
-                        .collect()
-                }
-            };
-            emitted.extend(path);
-        }
-        let mut extracted: Vec<(u32, String)> = self
-            .extracted_at
-            .iter()
-            .map(|(p, a)| (*a, p.clone()))
-            .collect();
-        extracted.sort();
-        let mut position = 0usize;
-        for (at, path) in &extracted {
-            let Some(found) = emitted.iter().position(|p| p == path) else {
-                return Err(CompileError::Program(format!(
-                    "the deparser does not emit {path}, which the parser extracts (removing headers needs bpf_xdp_adjust_head)"
-                )));
-            };
-            if found < position {
-                return Err(CompileError::Program(format!(
-                    "the deparser emits {path} (extracted at byte {at}) out of the parser's order"
-                )));
-            }
-            position = found;
-        }
-        for (at, path) in extracted {
-            let Some(header) = self.frame.header(&path).cloned() else {
-                continue;
-            };
-            let skip = self.code.label();
-            self.emit(ldx(Size::Dw, 1, 10, header.valid));
-            self.code.branch_imm(Cond::Eq, 1, 0, skip);
-            self.emit(mov64_reg(1, DATA));
-            self.emit(add64(
-                1,
-                i32::try_from(at + header.bytes).unwrap_or(i32::MAX),
-            ));
-            self.code.branch_reg(Cond::Gt, 1, DATA_END, skip);
-            for byte in 0..header.bytes {
-                let (lo, hi) = (8 * byte, 8 * byte + 8);
-                self.emit(mov64(1, 0));
-                for (s, slot) in &header.fields {
-                    let (s, w) = (*s, slot.width);
-                    let (a, b) = (lo.max(s), hi.min(s + w));
-                    if a >= b {
-                        continue;
-                    }
-                    self.emit(ldx(Size::Dw, 2, 10, slot.off));
-                    let down = s + w - b;
-                    if down > 0 {
-                        self.emit(alu64(AluOp::Rsh, 2, down as i32));
-                    }
-                    self.emit(alu64(AluOp::And, 2, mask(b - a) as i32));
-                    let up = hi - b;
-                    if up > 0 {
-                        self.emit(alu64(AluOp::Lsh, 2, up as i32));
-                    }
-                    self.emit(alu64_reg(AluOp::Or, 1, 2));
-                }
-                self.emit(stx(Size::B, DATA, offset(i64::from(at + byte))?, 1));
-            }
-            self.code.place(skip);
-        }
-        Ok(())
-    }
-
-    fn deparser_refusal(&self, stmt: &Stmt) -> CompileError {
-        let span = match stmt {
-            Stmt::Assign { lhs, .. } => lhs.span,
-            Stmt::If { cond, .. } => cond.span,
-            Stmt::Switch { subject, .. } => subject.span,
-            Stmt::Block(b) => b.span,
-            Stmt::Var(v) => v.name.span,
-            Stmt::Const(c) => c.name.span,
-            Stmt::Return(s) | Stmt::Exit(s) => *s,
-            Stmt::Call(e) => e.span,
-        };
-        self.unsupported(span, "a deparser statement other than packet.emit()")
     }
 
     /// `drop` → DROP; no egress port → PASS; the ingress port → TX; else redirect.
@@ -476,7 +377,7 @@ fn instance(
     at: u32,
 ) -> Result<Label, CompileError> {
     match name {
-        "accept" => return Ok(accept),
+        "accept" if gen.payload_at.is_none() => return Ok(accept),
         "reject" => return Ok(reject),
         _ => {}
     }

@@ -211,7 +211,33 @@ impl<'a> Machine<'a, '_> {
                 let to = resolve_type(types, to).unwrap_or(Type::Void);
                 value::cast(types, &to, v).ok_or_else(|| self.unsupported(e.span, "this cast"))
             }
+            ExprKind::List(_) => Err(self.unsupported(e.span, "a list expression here")),
         }
+    }
+
+    /// The RFC 1071 checksum of a list expression's elements.
+    fn list_checksum(&mut self, list: &'a Expr) -> Result<u16, Halt> {
+        let ExprKind::List(elements) = &list.kind else {
+            return Err(self.unsupported(list.span, "checksum data that is not a list { ... }"));
+        };
+        let mut values = Vec::new();
+        for element in elements {
+            let width = match self.ty(element) {
+                Type::Enum(name) => self
+                    .checked
+                    .types
+                    .enums
+                    .get(&name)
+                    .and_then(|i| i.underlying.as_ref())
+                    .and_then(Type::scalar_width),
+                ty => ty.scalar_width(),
+            };
+            let width =
+                width.ok_or_else(|| self.unsupported(element.span, "a list element's width"))?;
+            let bits = self.eval(element)?.as_bits().unwrap_or(0);
+            values.push((width, bits));
+        }
+        Ok(super::checksum::internet_checksum(&values))
     }
 
     /// An invalid header of a stack's element type: what an out-of-range index reads.
@@ -457,6 +483,26 @@ impl<'a> Machine<'a, '_> {
                 match self.eval(error)? {
                     Value::Error(name) => Err(Halt::Reject(name)),
                     _ => Err(Halt::Reject(String::from("NoError"))),
+                }
+            }
+            ("update_checksum", [condition, data, checksum]) => {
+                if self.eval(condition)?.truthy() {
+                    let sum = self.list_checksum(data)?;
+                    let place = self.place(checksum)?;
+                    self.write(&place, Value::Bits(Bits::new(16, false, u128::from(sum))));
+                }
+                Ok(Value::Opaque)
+            }
+            ("verify_checksum", [condition, data, checksum]) => {
+                if !self.eval(condition)?.truthy() {
+                    return Ok(Value::Opaque);
+                }
+                let sum = self.list_checksum(data)?;
+                let given = self.eval(checksum)?.as_bits().unwrap_or(0);
+                if given == u128::from(sum) {
+                    Ok(Value::Opaque)
+                } else {
+                    Err(Halt::Reject(String::from("ChecksumError")))
                 }
             }
             _ => Err(self.unsupported(e.span, &format!("a call of '{name}'"))),

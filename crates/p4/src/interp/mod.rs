@@ -11,10 +11,17 @@
 //! the compiler can follow them: every header, variable and metadata field starts zero; reading a
 //! field of an invalid header reads what is stored (zero unless written); an out-of-range stack
 //! index reads an invalid zero header and writes nothing; `x / 0` is 0 and `x % 0` is `x` (BPF's
-//! answers); a parser that takes more than [`MAX_PARSER_STEPS`] transitions rejects.
+//! answers); a parser that takes more than [`MAX_PARSER_STEPS`] transitions rejects; a header
+//! made valid by `setValid` has the fields stored for it (zero unless extracted or written
+//! before), so a header the parser did not extract starts all zero.
+//!
+//! Where the XDP target limits what P4 allows: when the deparser's output differs in length
+//! from the input, the packet must grow by at most [`MAX_GROWTH`] bytes and keep at least
+//! `ETH_HLEN` (14) bytes (what `bpf_xdp_adjust_head` allows); otherwise the packet is dropped
+//! unchanged (`Drop`, the input as the packet).
 //!
 //! Modules: `value` (values and fixed-width arithmetic), `eval` (expressions, statements,
-//! actions, externs), `table` (lookup), `packet` (parser and deparser).
+//! actions, externs), `table` (lookup), `packet` (parser and deparser), `checksum` (RFC 1071).
 //!
 //! ```no_run
 //! use linerate_p4::{entries::Entries, interp};
@@ -26,6 +33,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+pub mod checksum;
 mod eval;
 mod packet;
 mod table;
@@ -39,6 +47,11 @@ use std::collections::BTreeMap;
 
 /// Parser transitions after which the parser gives up (`error.ParserTimeout`, reject).
 pub const MAX_PARSER_STEPS: usize = 1024;
+
+/// Bytes the deparser may add in front of a packet: XDP's headroom less `struct xdp_frame`
+/// (216 on this kernel, with no metadata, which is how the architecture runs programs).
+pub const MAX_GROWTH: u64 = linerate_bpf::facts::test_run_buffer::HEADROOM
+    - linerate_bpf::facts::test_run_buffer::XDP_FRAME;
 
 /// What XDP does with the packet.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

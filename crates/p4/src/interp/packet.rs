@@ -8,11 +8,12 @@
 
 use super::eval::{BlockRef, Halt, Machine, Step};
 use super::value::{mask, Bits, HeaderValue, Value};
-use super::{resolve_type, InterpError, Outcome, State, XdpAction, MAX_PARSER_STEPS};
+use super::{resolve_type, InterpError, Outcome, State, XdpAction, MAX_GROWTH, MAX_PARSER_STEPS};
 use crate::ast::{Expr, Keyset, Param, ParserDecl, Transition};
 use crate::check::types::Type;
 use crate::entries::Entries;
 use crate::Checked;
+use linerate_bpf::facts::test_run_buffer;
 use std::collections::HashMap;
 
 /// How the parser ended.
@@ -105,6 +106,13 @@ pub(super) fn pipeline(
     let payload_start = usize::try_from(machine.cursor_bits / 8).unwrap_or(usize::MAX);
     let mut packet = std::mem::take(&mut machine.output);
     packet.extend_from_slice(input.get(payload_start..).unwrap_or(&[]));
+    if !resizable(input.len(), packet.len()) {
+        return Ok(Outcome {
+            action: XdpAction::Drop,
+            packet: input.to_vec(),
+            parser_error: String::from("NoError"),
+        });
+    }
 
     let dropped = std.field("drop").is_some_and(Value::truthy);
     let egress = std
@@ -125,6 +133,15 @@ pub(super) fn pipeline(
         packet,
         parser_error: String::from("NoError"),
     })
+}
+
+/// Whether XDP can turn a packet of `from` bytes into one of `to` by moving its start
+/// (`bpf_xdp_adjust_head`, with the kernel's limits pinned in `crates/kernel`): at most
+/// [`MAX_GROWTH`] bytes more, and at least `ETH_HLEN` bytes left after a change. An unchanged
+/// length needs no move.
+fn resizable(from: usize, to: usize) -> bool {
+    let (from, to) = (from as u64, to as u64);
+    from == to || (to >= test_run_buffer::ETH_HLEN && to <= from.saturating_add(MAX_GROWTH))
 }
 
 impl<'a> Machine<'a, '_> {

@@ -257,6 +257,20 @@ impl Parser<'_> {
                     Ok(inner)
                 }
             }
+            Tok::LBrace => {
+                self.bump();
+                let mut elements = Vec::new();
+                if !self.at(Tok::RBrace) {
+                    loop {
+                        elements.push(self.expression()?);
+                        if !self.eat(Tok::Comma) {
+                            break;
+                        }
+                    }
+                }
+                let close = self.expect(Tok::RBrace, "',' or '}' in a list expression")?;
+                Ok(self.make(ExprKind::List(elements), token.span.to(close.span)))
+            }
             _ => Err(self.unexpected("an expression")),
         }
     }

@@ -402,3 +402,275 @@ pub fn assert_state_maps(
         );
     }
 }
+
+/// RFC 1071 over bytes, word by word (independent of the crate's bit-list implementation).
+pub fn bytes_checksum(bytes: &[u8]) -> u16 {
+    let mut sum: u32 = bytes
+        .chunks(2)
+        .map(|w| u32::from(w[0]) << 8 | u32::from(*w.get(1).unwrap_or(&0)))
+        .sum();
+    while sum > 0xffff {
+        sum = (sum & 0xffff) + (sum >> 16);
+    }
+    !(sum as u16)
+}
+
+/// A 20-byte IPv4 header; its checksum correct unless `bad_checksum`.
+pub fn ipv4_header(
+    proto: u8,
+    src: [u8; 4],
+    dst: [u8; 4],
+    total_len: u16,
+    bad_checksum: bool,
+) -> Vec<u8> {
+    let mut h = vec![0x45, 0x08];
+    h.extend_from_slice(&total_len.to_be_bytes());
+    h.extend_from_slice(&[0x12, 0x34, 0x40, 0x00, 61, proto, 0, 0]);
+    h.extend_from_slice(&src);
+    h.extend_from_slice(&dst);
+    let sum = bytes_checksum(&h) ^ u16::from(bad_checksum);
+    h[10..12].copy_from_slice(&sum.to_be_bytes());
+    h
+}
+
+/// An Ethernet frame of `ether_type` around `body`, padded with 0x5a to at least `len` bytes.
+pub fn ethernet_frame(ether_type: u16, body: &[u8], len: usize) -> Vec<u8> {
+    let mut p = vec![0x02, 0, 0, 0, 0, 0x99, 0x02, 0, 0, 0, 0, 0x88];
+    p.extend_from_slice(&ether_type.to_be_bytes());
+    p.extend_from_slice(body);
+    while p.len() < len {
+        p.push(0x5a);
+    }
+    p
+}
+
+/// Frames for `ipip_tunnel.p4`: plain IPv4 to each tunnelled destination and others, IP-in-IP
+/// to our endpoint (each inner route, a miss) and to another, bad checksums, non-IPv4, packets
+/// cut at every header boundary, and random ones (mostly with valid outer checksums): at least
+/// `count`.
+pub fn tunnel_packets(count: usize, seed: u64) -> Vec<Vec<u8>> {
+    let endpoint = [192, 0, 2, 1];
+    let plain_dsts: [[u8; 4]; 4] = [[10, 2, 0, 5], [10, 2, 0, 6], [10, 9, 9, 9], endpoint];
+    let inner_dsts: [[u8; 4]; 4] = [[10, 3, 5, 5], [10, 3, 1, 9], [10, 4, 0, 1], [10, 2, 0, 5]];
+    let outer_dsts: [[u8; 4]; 3] = [endpoint, [192, 0, 2, 2], [10, 2, 0, 5]];
+    let src = [172, 16, 0, 9];
+    let plain = |proto: u8, dst: [u8; 4], payload: usize, bad: bool| {
+        let mut body = ipv4_header(proto, src, dst, (20 + payload) as u16, bad);
+        body.extend((0..payload).map(|i| i as u8));
+        ethernet_frame(0x0800, &body, 0)
+    };
+    let tunnelled = |outer: [u8; 4], inner: [u8; 4], payload: usize, bad: bool| {
+        let mut body = ipv4_header(4, [198, 51, 100, 7], outer, (40 + payload) as u16, bad);
+        body.extend(ipv4_header(17, src, inner, (20 + payload) as u16, false));
+        body.extend((0..payload).map(|i| (i * 3) as u8));
+        ethernet_frame(0x0800, &body, 0)
+    };
+    let mut out = Vec::new();
+    for dst in plain_dsts {
+        for proto in [17, 6, 4] {
+            for (payload, bad) in [(0, false), (12, false), (26, false), (12, true)] {
+                out.push(plain(proto, dst, payload, bad));
+            }
+        }
+    }
+    for outer in outer_dsts {
+        for inner in inner_dsts {
+            for (payload, bad) in [(0, false), (8, false), (30, false), (8, true)] {
+                out.push(tunnelled(outer, inner, payload, bad));
+            }
+        }
+    }
+    out.push(ethernet_frame(0x86dd, &[0x60; 40], 0));
+    out.push(ethernet_frame(0x0806, &[1; 28], 0));
+    let full = tunnelled(endpoint, inner_dsts[0], 4, false);
+    for len in [14, 20, 33, 34, 35, 53, 54, 55] {
+        out.push(full[..len].to_vec());
+    }
+    let mut rng = Rng::new(seed);
+    while out.len() < count {
+        let payload = rng.below(40) as usize;
+        let bad = rng.below(8) == 0;
+        let mut p = match rng.below(3) {
+            0 => plain(rng.pick(&[17, 6, 4]), rng.pick(&plain_dsts), payload, bad),
+            1 => tunnelled(rng.pick(&outer_dsts), rng.pick(&inner_dsts), payload, bad),
+            _ => {
+                let mut p = tunnelled(rng.pick(&outer_dsts), rng.pick(&inner_dsts), payload, bad);
+                let at = 14 + rng.below(40) as usize;
+                if let Some(b) = p.get_mut(at) {
+                    *b = rng.below(256) as u8;
+                }
+                p
+            }
+        };
+        if rng.below(10) == 0 {
+            let cut = 14 + rng.below(p.len() as u64 - 13) as usize;
+            p.truncate(cut);
+        }
+        out.push(p);
+    }
+    out
+}
+
+/// A program that grows the packet by exactly XDP's headroom (216 bytes: EtherType 3), by more
+/// (224: EtherType 1) and shrinks it by the Ethernet header (EtherType 2), for the limits of
+/// `bpf_xdp_adjust_head`.
+pub const RESIZE_PROGRAM: &str = "#include <xdp.p4>
+header eth_t { bit<48> dst; bit<48> src; bit<16> ty; }
+header edge_t {
+    bit<64> f0; bit<64> f1; bit<64> f2; bit<64> f3; bit<64> f4; bit<64> f5; bit<64> f6;
+    bit<64> f7; bit<64> f8; bit<64> f9; bit<64> f10; bit<64> f11; bit<64> f12; bit<64> f13;
+    bit<64> f14; bit<64> f15; bit<64> f16; bit<64> f17; bit<64> f18; bit<64> f19; bit<64> f20;
+    bit<64> f21; bit<64> f22; bit<64> f23; bit<64> f24; bit<64> f25; bit<64> f26;
+}
+header tag_t { bit<32> a; bit<32> b; }
+struct headers_t { edge_t edge; tag_t tag; eth_t eth; }
+struct meta_t { }
+parser P(packet_in packet, out headers_t hdr, inout meta_t meta, inout standard_metadata_t std) {
+    state start { packet.extract(hdr.eth); transition accept; }
+}
+control I(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t std) {
+    apply {
+        if (hdr.eth.ty == 1 || hdr.eth.ty == 3) {
+            hdr.edge.setValid();
+            hdr.edge.f0 = (bit<64>) hdr.eth.dst;
+            hdr.edge.f26 = 64w0x0102030405060708;
+        }
+        if (hdr.eth.ty == 1) {
+            hdr.tag.setValid();
+            hdr.tag.b = 0xfeedf00d;
+        }
+        if (hdr.eth.ty == 2) {
+            hdr.eth.setInvalid();
+        }
+    }
+}
+control D(packet_out packet, in headers_t hdr) {
+    apply { packet.emit(hdr.tag); packet.emit(hdr.edge); packet.emit(hdr.eth); }
+}
+XdpPipeline(P(), I(), D()) main;
+";
+
+/// [`RESIZE_PROGRAM`], compiled.
+pub fn resize_case() -> Case {
+    let checked = linerate_p4::load_str("resize.p4", RESIZE_PROGRAM).expect("checks");
+    let entries = Entries::from_program(&checked).expect("entries");
+    let compiled = compile(&checked, &entries, "resize").expect("compiles");
+    Case {
+        checked,
+        entries,
+        compiled,
+    }
+}
+
+/// Frames of each EtherType [`RESIZE_PROGRAM`] acts on, at lengths around the 14-byte minimum
+/// left after removing Ethernet.
+pub fn resize_packets() -> Vec<Vec<u8>> {
+    let mut out = Vec::new();
+    for ty in [1u16, 2, 3, 4] {
+        for len in [14, 20, 27, 28, 29, 60, 200] {
+            let body: Vec<u8> = (0..len).map(|i| (i * 7) as u8).collect();
+            out.push(ethernet_frame(ty, &body, 0)[..len].to_vec());
+        }
+    }
+    out
+}
+
+/// How many packets the interpreter grows and shrinks.
+pub fn length_changes(packets: &[Vec<u8>], outcomes: &[Outcome]) -> (usize, usize) {
+    let grown = packets
+        .iter()
+        .zip(outcomes)
+        .filter(|(p, o)| o.packet.len() > p.len())
+        .count();
+    let shrunk = packets
+        .iter()
+        .zip(outcomes)
+        .filter(|(p, o)| o.packet.len() < p.len())
+        .count();
+    (grown, shrunk)
+}
+
+/// A program whose checksums fold fields of odd widths at every alignment: the parser verifies
+/// one list when `a >= 4`, the control updates the checksum over the fields in wire order
+/// (plus an 8-bit slice: padding) when `a == 2` and in reverse order when `a == 1`.
+pub const CHECKSUM_PROGRAM: &str = "#include <xdp.p4>
+header eth_t { bit<48> dst; bit<48> src; bit<16> ty; }
+header odd_t { bit<3> a; bit<12> b; bit<1> c; bit<7> d; bit<9> e; bit<33> f; bit<15> g; bit<16> sum; }
+struct headers_t { eth_t eth; odd_t odd; }
+struct meta_t { }
+parser P(packet_in packet, out headers_t hdr, inout meta_t meta, inout standard_metadata_t std) {
+    state start {
+        packet.extract(hdr.eth);
+        packet.extract(hdr.odd);
+        verify_checksum(hdr.odd.a >= 4,
+            { hdr.odd.a, hdr.odd.b, hdr.odd.c, hdr.odd.d, hdr.odd.e, hdr.odd.f, hdr.odd.g },
+            hdr.odd.sum);
+        transition accept;
+    }
+}
+control I(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t std) {
+    apply {
+        if (hdr.odd.a == 1) {
+            update_checksum(true,
+                { hdr.odd.g, hdr.odd.f, hdr.odd.e, hdr.odd.d, hdr.odd.c, hdr.odd.b, hdr.odd.a },
+                hdr.odd.sum);
+        }
+        update_checksum(hdr.odd.a == 2,
+            { hdr.odd.a, hdr.odd.b, hdr.odd.c, hdr.odd.d, hdr.odd.e, hdr.odd.f, hdr.odd.g,
+              hdr.eth.ty[7:0] },
+            hdr.odd.sum);
+    }
+}
+control D(packet_out packet, in headers_t hdr) {
+    apply { packet.emit(hdr.eth); packet.emit(hdr.odd); }
+}
+XdpPipeline(P(), I(), D()) main;
+";
+
+/// [`CHECKSUM_PROGRAM`], compiled.
+pub fn checksum_case() -> Case {
+    let checked = linerate_p4::load_str("checksum.p4", CHECKSUM_PROGRAM).expect("checks");
+    let entries = Entries::from_program(&checked).expect("entries");
+    let compiled = compile(&checked, &entries, "checksum").expect("compiles");
+    Case {
+        checked,
+        entries,
+        compiled,
+    }
+}
+
+/// Frames for [`CHECKSUM_PROGRAM`]: random fields, each `a` from 0 to 7, the checksum correct
+/// for half of the verified ones, and a few cut short.
+pub fn checksum_packets(count: usize, seed: u64) -> Vec<Vec<u8>> {
+    use linerate_p4::interp::checksum::internet_checksum;
+    let mut rng = Rng::new(seed);
+    let mut out = Vec::new();
+    while out.len() < count {
+        let mut odd: Vec<u8> = (0..12).map(|_| rng.below(256) as u8).collect();
+        let a = (out.len() % 8) as u8;
+        odd[0] = (odd[0] & 0x1f) | (a << 5);
+        if a >= 4 && rng.below(2) == 0 {
+            // The fields as (width, bits), read from the bytes, then the right checksum.
+            let bits = u128::from_be_bytes({
+                let mut b = [0u8; 16];
+                b[..10].copy_from_slice(&odd[..10]);
+                b
+            });
+            let mut values = Vec::new();
+            let mut at = 0u32;
+            for width in [3u32, 12, 1, 7, 9, 33, 15] {
+                values.push((width, (bits >> (128 - at - width)) & ((1u128 << width) - 1)));
+                at += width;
+            }
+            odd[10..12].copy_from_slice(&internet_checksum(&values).to_be_bytes());
+        }
+        let mut p = ethernet_frame(0x0800 | rng.below(256) as u16, &odd, 0);
+        if rng.below(16) == 0 {
+            p.truncate(14 + rng.below(12) as usize);
+        } else {
+            p.extend((0..rng.below(20)).map(|i| i as u8));
+        }
+        out.push(p);
+    }
+    out
+}
