@@ -746,6 +746,29 @@ impl LoadedObject {
             .map_err(|errno| map_op_error(Cmd::MapUpdateElem, def, errno))
     }
 
+    /// Puts a program of *another* loaded object into slot `slot` of this object's `PROG_ARRAY`
+    /// map `map_index`, so that a tail call from here runs it unchanged (a traffic driver feeding
+    /// an NF its packets). The kernel checks that the two programs are compatible (same type,
+    /// both JIT-compiled).
+    pub fn set_foreign_program(
+        &self,
+        map_index: usize,
+        slot: u32,
+        program: BorrowedFd<'_>,
+    ) -> Result<(), KernelError> {
+        let map = self.map(map_index)?;
+        if map.def.map_type != MapType::PROG_ARRAY {
+            return Err(KernelError::InvalidArgument(format!(
+                "map `{}` is not a prog_array",
+                map.def.name
+            )));
+        }
+        self.fill_prog_arrays()?;
+        let fd = (program.as_raw_fd() as u32).to_le_bytes();
+        raw_update(map.fd.as_fd(), &slot.to_le_bytes(), &fd)
+            .map_err(|errno| map_op_error(Cmd::MapUpdateElem, &map.def, errno))
+    }
+
     /// Deletes `key`. Returns `Ok(false)` when the key was not present. Array maps do not support
     /// deletion (the kernel answers `EINVAL`), except program arrays and devmaps, whose slots
     /// become empty.

@@ -1,0 +1,55 @@
+//! The memory competitor: a throttled one holds its rate, an unthrottled stream outruns a
+//! dependent chase over the same working set, and a setting that cannot run is an error.
+
+use linerate_contend::membench::{MemBench, Pattern};
+use linerate_contend::pin::available_cpus;
+use std::time::Duration;
+
+fn run_for(bench: MemBench, time: Duration) -> f64 {
+    let running = bench.start().expect("starts");
+    std::thread::sleep(time);
+    running.stop().expect("stops").rate()
+}
+
+#[test]
+fn a_throttled_competitor_holds_its_rate() {
+    let cpu = available_cpus() - 1;
+    let bench = MemBench {
+        working_set: 8 << 20,
+        pattern: Pattern::Stream,
+        rate: 2e6,
+        cpu,
+    };
+    let rate = run_for(bench, Duration::from_millis(400));
+    assert!((rate - 2e6).abs() < 0.2 * 2e6, "{rate}");
+}
+
+#[test]
+fn a_stream_outruns_a_chase() {
+    let cpu = available_cpus() - 1;
+    let of = |pattern| MemBench {
+        working_set: 64 << 20,
+        pattern,
+        rate: 0.0,
+        cpu,
+    };
+    let stream = run_for(of(Pattern::Stream), Duration::from_millis(300));
+    let chase = run_for(of(Pattern::Chase), Duration::from_millis(300));
+    // Prefetched sequential lines against one dependent miss at a time.
+    assert!(stream > 3.0 * chase, "stream {stream}, chase {chase}");
+}
+
+#[test]
+fn a_cpu_beyond_the_mask_is_an_error() {
+    let bench = MemBench {
+        working_set: 1 << 20,
+        pattern: Pattern::Stream,
+        rate: 0.0,
+        cpu: 1 << 20,
+    };
+    let err = bench.start().and_then(|r| r.stop()).expect_err("refused");
+    assert!(
+        err.to_string().contains("beyond the affinity mask"),
+        "{err}"
+    );
+}
