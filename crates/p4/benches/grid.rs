@@ -2,47 +2,47 @@
 //!
 //! 1. Every program of the experiment grid (`examples/p4/grid`) is compiled to XDP with one
 //!    forwarding entry, loaded into this kernel, and timed with `BPF_PROG_TEST_RUN` on a 64-byte
-//!    UDP/IPv4 frame that takes the forwarding entry: the median over `TRIALS` trials of the cost
-//!    of one more run (the slope between calls of `RUNS_SHORT` and `RUNS_LONG` runs; see there).
+//!    UDP/IPv4 frame that takes the forwarding entry, behind the traffic driver (see `TIMING`):
+//!    ns per packet.
 //! 2. The measurements are written as the CSV `linerate p4 fit` reads (`target/p4-host.csv`) and
 //!    fitted into a host model, printed.
 //! 3. The two validation functions are measured the same way and estimated with the host model,
 //!    beside the paper's Table III (which is the Agilio CX's, in µs rather than ns: the shapes,
 //!    not the magnitudes, compare).
 //!
-//! Baseline of the same run: the XDP_PASS program measured like the others (what a run costs
-//! without any P4 pipeline).
+//! Baseline of the same run: the traffic driver with a program behind it that only returns
+//! XDP_PASS (what each figure has had subtracted).
 
 use std::path::{Path, PathBuf};
 
 use linerate_bpf::contents::MapMode;
-use linerate_bpf::emit::{write_object, ObjectSpec, ProgramSpec};
-use linerate_bpf::insn::build::{exit, mov64};
 use linerate_bpf::read_object;
+use linerate_contend::driver::{pass_object, Timing, TrafficDriver};
 use linerate_kernel::drive::Driver;
-use linerate_kernel::{usable_or_skip, TestRunInput};
+use linerate_kernel::{usable_or_skip, LoadedObject};
 use linerate_p4::compile::compile;
 use linerate_p4::entries::Entries;
 use linerate_p4::latency::{fit, read_measurements, LatencyModel, CSV_COLUMNS};
 use linerate_p4::params::analyze;
 
-/// Runs per trial, short and long. The kernel does not restore the packet between the runs of one
-/// `BPF_PROG_TEST_RUN` call, so a program that rewrites it sees its own output next: the
-/// validation functions decrement the TTL and, once it reaches 1, stop forwarding (20 000 runs
-/// from TTL 64 timed their drop path 99.7% of the time). From the frame's TTL of 255, 250 runs
-/// all forward. So few runs leave the call's fixed cost (a cold first run, several µs) in the
-/// kernel's mean: a trial times both counts and takes the slope, the cost of one more run.
-const RUNS_SHORT: u32 = 50;
-const RUNS_LONG: u32 = 250;
-/// Trials per program; the measurement is their median.
-const TRIALS: usize = 101;
+/// How each program is timed: behind linerate's traffic driver (`linerate_contend::driver`),
+/// which copies the frame's headers over the test packet before every run. `BPF_PROG_TEST_RUN`
+/// alone would run each program on its own output: the validation functions decrement the TTL
+/// and, once it reaches 1, stop forwarding (20 000 repeated runs from TTL 64 timed their drop
+/// path 99.7% of the time). The driver's own cost, measured in the same way with a program that
+/// only returns, is subtracted, and the slope between two repeat counts cancels what a call
+/// costs once.
+const TIMING: Timing = Timing {
+    trials: 31,
+    short: 2_000,
+    long: 12_000,
+};
 
 fn examples() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/p4")
 }
 
-/// A 64-byte UDP/IPv4 frame to `dst_mac`, from 192.0.2.1 to `dst_ip`, port 4000 to 5000, TTL 255
-/// (see [`REPEAT`]).
+/// A 64-byte UDP/IPv4 frame to `dst_mac`, from 192.0.2.1 to `dst_ip`, port 4000 to 5000.
 fn frame(dst_mac: [u8; 6], dst_ip: [u8; 4]) -> Vec<u8> {
     let mut f = Vec::with_capacity(64);
     f.extend_from_slice(&dst_mac);
@@ -50,7 +50,7 @@ fn frame(dst_mac: [u8; 6], dst_ip: [u8; 4]) -> Vec<u8> {
     f.extend_from_slice(&[0x08, 0x00]);
     let total_len: u16 = 64 - 14;
     f.extend_from_slice(&[0x45, 0, (total_len >> 8) as u8, total_len as u8, 0, 1, 0, 0]);
-    f.extend_from_slice(&[255, 17, 0, 0, 192, 0, 2, 1]);
+    f.extend_from_slice(&[64, 17, 0, 0, 192, 0, 2, 1]);
     f.extend_from_slice(&dst_ip);
     let udp_len: u16 = total_len - 20;
     f.extend_from_slice(&[
@@ -67,42 +67,32 @@ fn frame(dst_mac: [u8; 6], dst_ip: [u8; 4]) -> Vec<u8> {
     f
 }
 
-/// Median ns per run of program 0 of `object_bytes` on `packet`, maps seeded by `seed`.
+/// The ns per packet of program 0 of `object_bytes` on `packet` (maps seeded by `seed`) and
+/// the action it returns.
 fn time_object(
     name: &str,
     object_bytes: &[u8],
     seed: &linerate_bpf::contents::MapSeed,
     packet: &[u8],
+    pass: &LoadedObject,
 ) -> Result<(f64, u32), String> {
     let object = read_object(object_bytes, name).map_err(|e| e.to_string())?;
-    let driver = Driver::new(&object, seed, MapMode::Persist).map_err(|e| e.to_string())?;
-    let input = |repeat| TestRunInput {
-        packet: packet.to_vec(),
-        repeat,
-        discard_records: true,
-        ..Default::default()
-    };
-    let (short, long) = (input(RUNS_SHORT), input(RUNS_LONG));
-    let mut times = Vec::with_capacity(TRIALS);
-    let mut action = 0;
-    for _ in 0..TRIALS {
-        let mut total = |input: &TestRunInput| -> Result<f64, String> {
-            let out = driver
-                .loaded()
-                .test_run(0, input)
-                .map_err(|e| e.to_string())?;
-            action = out.retval;
-            Ok(f64::from(out.duration_ns) * f64::from(input.repeat))
-        };
-        let (t_short, t_long) = (total(&short)?, total(&long)?);
-        times.push((t_long - t_short) / f64::from(RUNS_LONG - RUNS_SHORT));
-    }
-    times.sort_by(f64::total_cmp);
-    Ok((times[times.len() / 2], action))
+    let nf = Driver::new(&object, seed, MapMode::Persist).map_err(|e| e.to_string())?;
+    let traffic = TrafficDriver::new(&[packet.to_vec()]).map_err(|e| e.to_string())?;
+    let time = traffic
+        .nf_ns(nf.loaded(), 0, pass, TIMING)
+        .map_err(|e| e.to_string())?;
+    let action = traffic.run(1).map_err(|e| e.to_string())?.retval;
+    Ok((time.nf(), action))
 }
 
 /// Compiles and times the P4 program at `path` with `entries` (JSON text).
-fn time_p4(path: &Path, entries: &str, packet: &[u8]) -> Result<(f64, u32), String> {
+fn time_p4(
+    path: &Path,
+    entries: &str,
+    packet: &[u8],
+    pass: &LoadedObject,
+) -> Result<(f64, u32), String> {
     let checked = linerate_p4::load(path).map_err(|e| e.to_string())?;
     let entries = Entries::from_json_str(&checked, &path.display().to_string(), entries)
         .map_err(|e| e.to_string())?;
@@ -111,7 +101,7 @@ fn time_p4(path: &Path, entries: &str, packet: &[u8]) -> Result<(f64, u32), Stri
         .map_or("p4".into(), |s| s.to_string_lossy().into_owned());
     let compiled = compile(&checked, &entries, &name).map_err(|e| e.to_string())?;
     let bytes = compiled.object_bytes().map_err(|e| e.to_string())?;
-    time_object(&name, &bytes, &compiled.seed(), packet)
+    time_object(&name, &bytes, &compiled.seed(), packet, pass)
 }
 
 fn main() {
@@ -119,17 +109,20 @@ fn main() {
         return;
     }
     println!(
-        "## The grid on this host (BPF_PROG_TEST_RUN, median of {TRIALS} trials, each the slope \
-         between {RUNS_SHORT} and {RUNS_LONG} runs)\n"
+        "## The grid on this host (BPF_PROG_TEST_RUN behind the traffic driver: median of {} \
+         trials, each the slope between {} and {} runs)\n",
+        TIMING.trials, TIMING.short, TIMING.long
     );
-    let pass = write_object(&ObjectSpec::new(
-        vec![ProgramSpec::xdp("pass", vec![mov64(0, 2), exit()])],
-        Vec::new(),
-    ))
-    .expect("a two-instruction program writes");
+    let pass = pass_object().expect("a two-instruction program loads");
     let packet = frame([2, 0, 0, 0, 0, 2], [10, 1, 0, 5]);
-    match time_object("pass", &pass, &Default::default(), &packet) {
-        Ok((ns, _)) => println!("baseline: XDP_PASS alone {ns:.1} ns per run\n"),
+    let baseline = TrafficDriver::new(std::slice::from_ref(&packet)).and_then(|driver| {
+        driver.attach(&pass, 0)?;
+        driver.ns_per_run(TIMING.trials, TIMING.short, TIMING.long)
+    });
+    match baseline {
+        Ok(ns) => println!(
+            "baseline: the driver with XDP_PASS behind it {ns:.1} ns per run (subtracted below)\n"
+        ),
         Err(e) => println!("baseline: {e}\n"),
     }
     let forwarding = r#"{"tables": {"forwarding": [
@@ -156,7 +149,7 @@ fn main() {
             }
         };
         let p = analyze(&checked).params();
-        match time_p4(path, forwarding, &packet) {
+        match time_p4(path, forwarding, &packet, &pass) {
             Ok((ns, action)) => {
                 println!(
                     "{name:<26} {:>3} {:>3} {:>3} {:<9} {ns:>9.1}  {action}",
@@ -223,7 +216,7 @@ fn main() {
             .estimate(params)
             .map(|e| e.latency_ns)
             .unwrap_or(f64::NAN);
-        match (time_p4(&path, &entries, &packet), host) {
+        match (time_p4(&path, &entries, &packet, &pass), host) {
             (Ok((ns, _)), Ok(est)) => println!(
                 "{file:<18} {ns:>12.1} {est:>12.1} {:>7.1}% {:>8}   {paper_measured:>10.0} {paper:>10.0}",
                 (est - ns) / ns * 100.0,
