@@ -1,0 +1,169 @@
+//! Composition by execution pattern (paper 004 §4.2, Eqs. 3, 4, 7) against the simulated device,
+//! whose throughputs emerge from stage timings: the pattern of random NFs is detected from
+//! benchmark co-runs alone, and composing by the detected pattern beats the sum and min
+//! compositions of §2.2 over random co-locations.
+
+mod common;
+
+use common::{benchmark_co_runs, mape, random_nf, solo, with};
+use linerate_colocate::compose::{
+    compose, detect_pattern, min_composition, sum_composition, Detection,
+};
+use linerate_colocate::sim::{AccelBench, Device, MemBench, Nf, Testbed, Workload};
+use linerate_colocate::Pattern;
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+
+fn detect(bed: &mut Testbed, nf: &Nf) -> Detection {
+    let solo = solo(bed, nf);
+    let runs = benchmark_co_runs(bed, nf);
+    detect_pattern(solo, &runs).unwrap()
+}
+
+#[test]
+fn pattern_is_detected_for_random_hidden_nfs() {
+    let mut bed = Testbed::new(Device::bluefield2_like(), Testbed::DEFAULT_NOISE, 61);
+    let mut rng = StdRng::seed_from_u64(62);
+    let total = 120;
+    let mut correct = 0;
+    let mut misses = Vec::new();
+    for case in 0..total {
+        let nf = random_nf(&mut rng, &format!("nf{case}"));
+        let detection = detect(&mut bed, &nf);
+        if detection.pattern == nf.pattern {
+            correct += 1;
+        } else {
+            misses.push((case, nf.pattern, detection));
+        }
+    }
+    println!("pattern detection: {correct}/{total} correct");
+    for (case, truth, detection) in &misses {
+        println!("  nf{case}: {truth:?} detected as {detection:?}");
+    }
+    assert!(
+        f64::from(correct) >= 0.95 * f64::from(total),
+        "{correct}/{total} detected correctly"
+    );
+}
+
+/// The per-resource drops of `target` next to `competitors`: each competitor's contention on one
+/// resource, as measured in the co-location, replayed by benchmarks with nothing else contended
+/// (what Tomur's per-resource models are trained to predict from contention levels, §4.1).
+/// Returns the drops for memory and for each accelerator the target uses.
+fn per_resource_drops(bed: &mut Testbed, target: &Nf, competitors: &[Nf], solo: f64) -> Vec<f64> {
+    let mut all = vec![Workload::Nf(target.clone())];
+    all.extend(competitors.iter().cloned().map(Workload::Nf));
+    let exact = bed.device.run(&all).unwrap();
+    let rates = &exact[1..];
+    let memory: Vec<Workload> = competitors
+        .iter()
+        .zip(rates)
+        .map(|(c, rate)| {
+            Workload::MemBench(MemBench {
+                working_set: c.working_set,
+                access_rate: rate * c.accesses_per_packet,
+            })
+        })
+        .collect();
+    let mut drops = vec![(solo - with(bed, target, &memory)).max(0.0)];
+    for kind in target.accels.iter().map(|d| d.kind) {
+        let benches: Vec<Workload> = competitors
+            .iter()
+            .zip(rates)
+            .flat_map(|(c, rate)| {
+                c.accels.iter().filter(|d| d.kind == kind).map(move |d| {
+                    Workload::AccelBench(AccelBench {
+                        kind,
+                        queues: d.queues,
+                        work: d.work,
+                        mtbr: d.mtbr,
+                        offered: Some(rate * d.requests_per_packet),
+                    })
+                })
+            })
+            .collect();
+        let drop = if benches.is_empty() {
+            0.0
+        } else {
+            (solo - with(bed, target, &benches)).max(0.0)
+        };
+        drops.push(drop);
+    }
+    drops
+}
+
+#[test]
+fn composition_by_detected_pattern_beats_sum_and_min() {
+    let mut bed = Testbed::new(Device::bluefield2_like(), Testbed::DEFAULT_NOISE, 71);
+    let mut rng = StdRng::seed_from_u64(72);
+    let (mut by_pattern, mut by_sum, mut by_min) = (Vec::new(), Vec::new(), Vec::new());
+    let mut by_true_pattern = Vec::new();
+    let mut drops_seen = Vec::new();
+    for case in 0..100 {
+        let target = random_nf(&mut rng, &format!("target{case}"));
+        let competitors: Vec<Nf> = (0..rng.gen_range(1..=3))
+            .map(|k| random_nf(&mut rng, &format!("competitor{case}.{k}")))
+            .collect();
+        let detection = detect(&mut bed, &target);
+        let solo = solo(&mut bed, &target);
+        let others: Vec<Workload> = competitors.iter().cloned().map(Workload::Nf).collect();
+        let actual = with(&mut bed, &target, &others);
+        let drops = per_resource_drops(&mut bed, &target, &competitors, solo);
+        by_pattern.push((compose(detection.pattern, solo, &drops).unwrap(), actual));
+        by_true_pattern.push((compose(target.pattern, solo, &drops).unwrap(), actual));
+        by_sum.push((sum_composition(solo, &drops).unwrap(), actual));
+        by_min.push((min_composition(solo, &drops).unwrap(), actual));
+        drops_seen.push(1.0 - actual / solo);
+    }
+    let (pattern, sum, min) = (mape(&by_pattern), mape(&by_sum), mape(&by_min));
+    let true_pattern = mape(&by_true_pattern);
+    drops_seen.sort_by(f64::total_cmp);
+    println!(
+        "composition MAPE over {} co-locations: detected pattern {pattern:.2}%, \
+         true pattern {true_pattern:.2}%, sum {sum:.2}%, min {min:.2}%",
+        by_pattern.len()
+    );
+    println!(
+        "end-to-end drop: median {:.1}%, 90th percentile {:.1}%, max {:.1}%",
+        100.0 * drops_seen[drops_seen.len() / 2],
+        100.0 * drops_seen[drops_seen.len() * 9 / 10],
+        100.0 * drops_seen[drops_seen.len() - 1]
+    );
+    assert!(
+        pattern < sum,
+        "detected pattern {pattern:.2}% vs sum {sum:.2}%"
+    );
+    assert!(
+        pattern < min,
+        "detected pattern {pattern:.2}% vs min {min:.2}%"
+    );
+}
+
+#[test]
+fn with_one_resource_the_device_leaves_the_patterns_indistinguishable() {
+    // A sanity check of the device, not of the equations: an NF without accelerators is slowed
+    // only through memory, and its two patterns give the same throughput.
+    let mut rng = StdRng::seed_from_u64(81);
+    let device = Device::bluefield2_like();
+    let mut nf = random_nf(&mut rng, "memory-only");
+    nf.accels.clear();
+    let bench = Workload::MemBench(MemBench {
+        working_set: 16.0 * common::MB,
+        access_rate: 120e6,
+    });
+    let mut rates = Vec::new();
+    for pattern in Pattern::ALL {
+        nf.pattern = pattern;
+        rates.push(
+            device
+                .run(&[Workload::Nf(nf.clone()), bench.clone()])
+                .unwrap()[0],
+        );
+    }
+    let solo = device.run(&[Workload::Nf(nf.clone())]).unwrap()[0];
+    assert!((rates[0] - rates[1]).abs() < 1e-9 * rates[0]);
+    assert!(
+        rates[0] < 0.9 * solo,
+        "mem-bench should cost over 10%: {rates:?} vs {solo}"
+    );
+}
