@@ -8,12 +8,15 @@
 //!
 //! - **Cores** are dedicated (§4.1: core-level isolation), so they only bound how many workloads
 //!   fit. An NF's cores process packets in parallel.
-//! - **Last-level cache.** Every tenant with memory accesses gets a share of the cache in
-//!   proportion to its access rate (a tenant that touches lines more often keeps more of them
-//!   under LRU-like replacement), water-filled: a tenant whose working set is smaller than its
-//!   share keeps its whole working set and the rest is shared again among the others. Accesses
-//!   are uniform over the working set, so the miss ratio is `1 − min(1, share / working set)`.
-//!   When all working sets fit together nothing misses.
+//! - **Last-level cache**, shared under LRU, by Che's characteristic-time approximation (Che,
+//!   Tung and Wang, IEEE JSAC 2002): accesses are uniform over each tenant's working set, so each
+//!   of tenant `t`'s `L_t` lines is touched at rate `r_t = access rate / L_t`; a line stays cached
+//!   for a characteristic time `τ` after its last touch, `τ` being where the expected occupancy
+//!   fills the cache, `Σ_t L_t·(1 − e^{−r_t·τ}) = cache lines`; a tenant's miss ratio is
+//!   `e^{−r_t·τ}`. A tenant with hotter lines keeps more of them, so an NF that another
+//!   resource slows down also loses cache: contention on one resource leaks into the memory
+//!   stage, one of the interactions the composition equations do not model. When all working
+//!   sets fit together nothing misses (compulsory misses are ignored).
 //! - **Memory bandwidth.** Misses move one line each; the channel's utilization is
 //!   `ρ = Σ miss rate · line / bandwidth`, and a miss costs its unloaded latency plus the M/D/1
 //!   (Pollaczek–Khinchine, deterministic line transfers) queueing wait
@@ -350,50 +353,66 @@ impl Device {
         }
     }
 
-    /// Cache shares in proportion to access rate, water-filled (see the module comment).
-    fn cache_shares(&self, working_sets: &[f64], access: &[f64]) -> Vec<f64> {
-        let mut share = vec![0.0; working_sets.len()];
-        let mut open: Vec<usize> = (0..working_sets.len())
-            .filter(|&i| access[i] > 0.0 && working_sets[i] > 0.0)
-            .collect();
-        let mut free = self.cache.size;
-        loop {
-            let weight: f64 = open.iter().map(|&i| access[i]).sum();
-            if open.is_empty() || weight <= 0.0 {
-                return share;
-            }
-            let (fits, rest): (Vec<usize>, Vec<usize>) = open
-                .iter()
-                .partition(|&&i| working_sets[i] <= free * access[i] / weight);
-            if fits.is_empty() {
-                for &i in &rest {
-                    share[i] = free * access[i] / weight;
-                }
-                return share;
-            }
-            for &i in &fits {
-                share[i] = working_sets[i];
-                free -= working_sets[i];
-            }
-            open = rest;
+    /// Each tenant's miss ratio under Che's approximation (see the module comment).
+    fn miss_ratios(&self, working_sets: &[f64], access: &[f64]) -> Vec<f64> {
+        let line = self.cache.line_size;
+        let capacity = self.cache.size / line;
+        let lines: Vec<f64> = working_sets.iter().map(|w| w / line).collect();
+        if lines.iter().sum::<f64>() <= capacity {
+            return vec![0.0; lines.len()];
         }
+        let per_line: Vec<f64> = lines
+            .iter()
+            .zip(access)
+            .map(|(&l, &a)| if l > 0.0 { a / l } else { 0.0 })
+            .collect();
+        let occupancy = |tau: f64| -> f64 {
+            lines
+                .iter()
+                .zip(&per_line)
+                .map(|(l, r)| l * (1.0 - (-r * tau).exp()))
+                .sum()
+        };
+        // Occupancy rises from 0 at τ = 0 towards the lines of the tenants that access at all;
+        // if even those fit, the idle tenants' lines are the ones evicted and nobody active
+        // misses.
+        let active: f64 = lines
+            .iter()
+            .zip(&per_line)
+            .filter(|(_, &r)| r > 0.0)
+            .map(|(l, _)| l)
+            .sum();
+        if active <= capacity {
+            return per_line
+                .iter()
+                .map(|&r| if r > 0.0 { 0.0 } else { 1.0 })
+                .collect();
+        }
+        let hottest = per_line.iter().copied().fold(0.0, f64::max);
+        let (mut low, mut high) = (0.0, 1.0 / hottest);
+        while occupancy(high) < capacity && high.is_finite() {
+            low = high;
+            high *= 2.0;
+        }
+        for _ in 0..200 {
+            let middle = 0.5 * (low + high);
+            if occupancy(middle) < capacity {
+                low = middle;
+            } else {
+                high = middle;
+            }
+            if high - low <= 1e-15 * high {
+                break;
+            }
+        }
+        let tau = 0.5 * (low + high);
+        per_line.iter().map(|r| (-r * tau).exp()).collect()
     }
 
     fn memory(&self, workloads: &[Workload], rates: &[f64]) -> MemoryState {
         let access = Self::access_rates(workloads, rates);
         let working_sets: Vec<f64> = workloads.iter().map(Self::working_set).collect();
-        let share = self.cache_shares(&working_sets, &access);
-        let miss_ratio: Vec<f64> = working_sets
-            .iter()
-            .zip(&share)
-            .map(|(&ws, &s)| {
-                if ws > 0.0 {
-                    1.0 - (s / ws).min(1.0)
-                } else {
-                    0.0
-                }
-            })
-            .collect();
+        let miss_ratio = self.miss_ratios(&working_sets, &access);
         let traffic: f64 = access
             .iter()
             .zip(&miss_ratio)

@@ -33,6 +33,7 @@ fn worst_relative_gap(model: &[f64], simulated: &[f64]) -> f64 {
 #[test]
 fn equilibrium_matches_the_scheduler_with_backlogged_tenants() {
     let mut rng = StdRng::seed_from_u64(13);
+    let mut worst: f64 = 0.0;
     for case in 0..30 {
         let tenants = random_tenants(&mut rng, 2 + case % 3);
         let model = equilibrium(&tenants).unwrap();
@@ -42,13 +43,19 @@ fn equilibrium_matches_the_scheduler_with_backlogged_tenants() {
             gap < 0.01,
             "case {case}: {tenants:?}: model {model:?} vs scheduler {simulated:?}"
         );
+        worst = worst.max(gap);
     }
+    println!(
+        "backlogged: worst gap model vs scheduler {:.3}%",
+        100.0 * worst
+    );
 }
 
 #[test]
 fn equilibrium_matches_the_scheduler_with_rate_limited_tenants() {
     let mut rng = StdRng::seed_from_u64(14);
     let mut limited_seen = 0;
+    let mut worst: f64 = 0.0;
     for case in 0..30 {
         let mut tenants = random_tenants(&mut rng, 2 + case % 3);
         let backlogged = equilibrium(&tenants).unwrap();
@@ -71,6 +78,7 @@ fn equilibrium_matches_the_scheduler_with_rate_limited_tenants() {
             gap < 0.01,
             "case {case}: {tenants:?}: model {model:?} vs scheduler {simulated:?}"
         );
+        worst = worst.max(gap);
         // The slack goes to the others: a tenant that does not get all it offers gets at least
         // its share with everyone backlogged.
         for ((tenant, m), b) in tenants.iter().zip(&model).zip(&backlogged) {
@@ -79,6 +87,10 @@ fn equilibrium_matches_the_scheduler_with_rate_limited_tenants() {
             }
         }
     }
+    println!(
+        "rate-limited: worst gap model vs scheduler {:.3}%, {limited_seen} tenants held to their offer",
+        100.0 * worst
+    );
     assert!(
         limited_seen > 20,
         "only {limited_seen} tenants were rate-limited"
@@ -128,6 +140,7 @@ fn inference_recovers_queues_and_solo_rate_from_noisy_co_runs() {
     let device = Device::bluefield2_like();
     let mut bed = Testbed::new(device.clone(), Testbed::DEFAULT_NOISE, 41);
     let mut rng = StdRng::seed_from_u64(42);
+    let (mut worst_queues, mut worst_solo): (f64, f64) = (0.0, 0.0);
     for case in 0..12 {
         let queues = rng.gen_range(1..=4);
         let request_time = rng.gen_range(0.5..3.0) * US;
@@ -168,7 +181,14 @@ fn inference_recovers_queues_and_solo_rate_from_noisy_co_runs() {
             "case {case}: n = {queues}, T_solo = {true_solo}: inferred {inferred:?}"
         );
         assert_eq!(inferred.queue_count(), queues);
+        worst_queues = worst_queues.max(queue_error);
+        worst_solo = worst_solo.max(solo_error);
     }
+    println!(
+        "inference: worst error n_j {:.2}%, T_solo {:.2}%",
+        100.0 * worst_queues,
+        100.0 * worst_solo
+    );
 }
 
 #[test]
@@ -176,6 +196,7 @@ fn eq_5_fit_recovers_base_time_and_per_match_cost() {
     let device = Device::bluefield2_like();
     let mut bed = Testbed::new(device, Testbed::DEFAULT_NOISE, 51);
     let mut rng = StdRng::seed_from_u64(52);
+    let (mut worst_base, mut worst_slope): (f64, f64) = (0.0, 0.0);
     for case in 0..10 {
         let truth = ServiceTime {
             base: rng.gen_range(0.3..2.0) * US,
@@ -195,5 +216,12 @@ fn eq_5_fit_recovers_base_time_and_per_match_cost() {
             base_error < 0.03 && slope_error < 0.05,
             "case {case}: truth {truth:?}, fitted {fitted:?}"
         );
+        worst_base = worst_base.max(base_error);
+        worst_slope = worst_slope.max(slope_error);
     }
+    println!(
+        "Eq. 5 fit: worst error t0 {:.2}%, a {:.2}%",
+        100.0 * worst_base,
+        100.0 * worst_slope
+    );
 }
