@@ -36,9 +36,11 @@
 //!
 //! The equilibrium is a fixed point: throughputs set access and request rates, which set miss
 //! ratios, memory latency and accelerator shares, which set throughputs. It is found by damped
-//! iteration; the feedback is negative (a faster NF makes memory and accelerators slower), which
-//! damping by one half turns into a contraction for the parameter ranges we use; the iteration
-//! reports [`ColocateError::NotConverged`] if it does not settle.
+//! iteration (half a step at a time) from every NF's uncontended core rate. Most feedback is
+//! negative (a faster NF makes memory and accelerators slower for everyone) and damping keeps it
+//! from oscillating; the cache adds a positive loop (a slower NF touches its lines less often and
+//! keeps fewer of them), so starting from above, the iteration settles on the highest fixed point
+//! where there could be several. It reports [`ColocateError::NotConverged`] if it does not settle.
 
 use crate::accel::{capacity_for, equilibrium, ServiceTime, Tenant};
 use crate::compose::Pattern;
@@ -188,6 +190,23 @@ pub struct AccelBench {
     pub mtbr: f64,
     /// Requests per second; `None` keeps its queues full.
     pub offered: Option<f64>,
+}
+
+impl AccelBench {
+    /// A benchmark whose queues are never empty, each request taking `work` units (seconds at
+    /// the reference service rate of 1), matches not counted.
+    pub fn backlogged(kind: AccelKind, queues: u32, work: f64) -> AccelBench {
+        AccelBench {
+            kind,
+            queues,
+            work: ServiceTime {
+                base: work,
+                per_match: 0.0,
+            },
+            mtbr: 0.0,
+            offered: None,
+        }
+    }
 }
 
 /// Anything that runs on the device.

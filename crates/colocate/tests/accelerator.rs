@@ -4,10 +4,10 @@
 
 mod common;
 
-use common::{accel_bench, US};
+use common::US;
 use linerate_colocate::accel::{equilibrium, fit_service_time, infer_tenant, CoRun, Tenant};
 use linerate_colocate::scheduler::simulate_round_robin;
-use linerate_colocate::sim::{AccelDemand, AccelKind, Device, Nf, Testbed, Workload};
+use linerate_colocate::sim::{AccelBench, AccelDemand, AccelKind, Device, Nf, Testbed, Workload};
 use linerate_colocate::{Pattern, ServiceTime};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -160,7 +160,7 @@ fn inference_recovers_queues_and_solo_rate_from_noisy_co_runs() {
         for scale in [0.1, 0.25, 0.5, 1.0, 2.0, 4.0] {
             for bench_queues in [1u32, 2] {
                 let bench_time = round * scale / f64::from(bench_queues);
-                let bench = accel_bench(AccelKind::Regex, bench_queues, bench_time);
+                let bench = AccelBench::backlogged(AccelKind::Regex, bench_queues, bench_time);
                 for _ in 0..3 {
                     let rates = bed
                         .measure(&[Workload::Nf(nf.clone()), Workload::AccelBench(bench)])

@@ -4,8 +4,10 @@
 
 mod common;
 
-use common::{accel_bench, MB, US};
-use linerate_colocate::sim::{AccelDemand, AccelKind, Device, MemBench, Nf, Testbed, Workload};
+use common::{MB, US};
+use linerate_colocate::sim::{
+    AccelBench, AccelDemand, AccelKind, Device, MemBench, Nf, Testbed, Workload,
+};
 use linerate_colocate::{ColocateError, Pattern, ServiceTime};
 
 fn nf(pattern: Pattern) -> Nf {
@@ -85,7 +87,7 @@ fn regex_bench_takes_a_round_robin_share() {
     target.compute_time = 0.01 * US;
     target.accesses_per_packet = 0.0;
     let t = 0.2 * US + 0.5e-9 * 400.0;
-    let bench = accel_bench(AccelKind::Regex, 1, 3.0 * US);
+    let bench = AccelBench::backlogged(AccelKind::Regex, 1, 3.0 * US);
     let rates = device
         .run(&[Workload::Nf(target), Workload::AccelBench(bench)])
         .unwrap();
@@ -125,7 +127,7 @@ fn a_workload_set_larger_than_the_device_is_refused() {
 #[test]
 fn offered_rate_caps_an_nf_and_frees_the_accelerator() {
     let device = Device::bluefield2_like();
-    let bench = Workload::AccelBench(accel_bench(AccelKind::Regex, 1, 1.0 * US));
+    let bench = Workload::AccelBench(AccelBench::backlogged(AccelKind::Regex, 1, 1.0 * US));
     let mut target = nf(Pattern::Pipeline);
     let full = device
         .run(&[Workload::Nf(target.clone()), bench.clone()])

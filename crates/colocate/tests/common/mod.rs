@@ -57,20 +57,6 @@ pub fn random_nf(rng: &mut StdRng, name: &str) -> Nf {
     }
 }
 
-/// A backlogged accelerator benchmark of `queues` queues and `request_time` per request.
-pub fn accel_bench(kind: AccelKind, queues: u32, request_time: f64) -> AccelBench {
-    AccelBench {
-        kind,
-        queues,
-        work: ServiceTime {
-            base: request_time,
-            per_match: 0.0,
-        },
-        mtbr: 0.0,
-        offered: None,
-    }
-}
-
 /// The contention settings of the detection protocol: a mem-bench level crossed with an
 /// accelerator-bench level (the same level on every accelerator the NF uses).
 pub fn benchmark_settings() -> Vec<(MemBench, (u32, f64))> {
@@ -114,7 +100,7 @@ pub fn benchmark_co_runs(bed: &mut Testbed, nf: &Nf) -> Vec<BenchmarkCoRun> {
     for (mem, (queues, request_time)) in benchmark_settings() {
         let mut benches = vec![Workload::MemBench(mem)];
         for demand in &nf.accels {
-            benches.push(Workload::AccelBench(accel_bench(
+            benches.push(Workload::AccelBench(AccelBench::backlogged(
                 demand.kind,
                 queues,
                 request_time,
