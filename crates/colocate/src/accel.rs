@@ -299,6 +299,31 @@ mod tests {
     }
 
     #[test]
+    fn two_settings_determine_queues_and_solo_rate() {
+        // §4.1.1: two co-runs against a backlogged benchmark of known parameters suffice.
+        let (queues, solo) = (3u32, 1.5e6);
+        let runs: Vec<CoRun> = [(1u32, 2e-6), (2, 5e-6)]
+            .iter()
+            .map(|&(bench_queues, bench_time)| {
+                let rates = equilibrium(&[
+                    Tenant::backlogged(queues, solo),
+                    Tenant::backlogged(bench_queues, 1.0 / bench_time),
+                ])
+                .unwrap();
+                CoRun {
+                    competitor_queues: bench_queues,
+                    competitor_request_time: bench_time,
+                    observed_rate: rates[0],
+                }
+            })
+            .collect();
+        let inferred = infer_tenant(&runs).unwrap();
+        assert!((inferred.queues - 3.0).abs() < 1e-9);
+        assert!((inferred.solo_rate - solo).abs() < 1e-6 * solo);
+        assert!(infer_tenant(&runs[..1]).is_err());
+    }
+
+    #[test]
     fn zero_queues_is_refused() {
         let tenant = Tenant {
             queues: 0,

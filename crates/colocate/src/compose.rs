@@ -169,6 +169,44 @@ mod tests {
         assert!((pipeline(solo, &drops).unwrap() - 1.0 / 14.0).abs() < 1e-12);
     }
 
+    /// Co-runs of a two-stage NF (stage times `a`, `b` solo; contention adds `da`, `db`).
+    fn co_runs(pattern: Pattern) -> Vec<BenchmarkCoRun> {
+        let throughput = |a: f64, b: f64| match pattern {
+            Pattern::Pipeline => 1.0 / f64::max(a, b),
+            Pattern::RunToCompletion => 1.0 / (a + b),
+        };
+        [(1.0, 0.5), (3.0, 2.0), (0.5, 4.0)]
+            .iter()
+            .map(|&(da, db)| BenchmarkCoRun {
+                alone: vec![throughput(4.0 + da, 4.5), throughput(4.0, 4.5 + db)],
+                together: throughput(4.0 + da, 4.5 + db),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn detection_tells_the_patterns_apart() {
+        for pattern in Pattern::ALL {
+            let solo = match pattern {
+                Pattern::Pipeline => 1.0 / 4.5,
+                Pattern::RunToCompletion => 1.0 / 8.5,
+            };
+            let detection = detect_pattern(solo, &co_runs(pattern)).unwrap();
+            assert_eq!(detection.pattern, pattern, "{detection:?}");
+            let (right, wrong) = match pattern {
+                Pattern::Pipeline => (
+                    detection.pipeline_residual,
+                    detection.run_to_completion_residual,
+                ),
+                Pattern::RunToCompletion => (
+                    detection.run_to_completion_residual,
+                    detection.pipeline_residual,
+                ),
+            };
+            assert!(right < 1e-20 && wrong > 1e-3, "{detection:?}");
+        }
+    }
+
     #[test]
     fn a_drop_as_large_as_solo_is_refused() {
         assert!(run_to_completion(10.0, &[10.0, 1.0]).is_err());

@@ -583,3 +583,35 @@ impl Testbed {
             .collect())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MB: f64 = 1024.0 * 1024.0;
+
+    #[test]
+    fn working_sets_that_fit_together_never_miss() {
+        let device = Device::bluefield2_like();
+        let misses = device.miss_ratios(&[2.0 * MB, 3.0 * MB], &[1e8, 1e6]);
+        assert_eq!(misses, vec![0.0, 0.0]);
+    }
+
+    #[test]
+    fn che_occupancy_fills_the_cache_and_hotter_lines_stay() {
+        let device = Device::bluefield2_like();
+        let (sets, access) = ([4.0 * MB, 8.0 * MB], [1e8, 1e8]);
+        let misses = device.miss_ratios(&sets, &access);
+        // Occupancy Σ L·(1 − miss) equals the cache's lines.
+        let line = device.cache.line_size;
+        let occupied: f64 = sets
+            .iter()
+            .zip(&misses)
+            .map(|(w, m)| w / line * (1.0 - m))
+            .sum();
+        assert!((occupied - device.cache.size / line).abs() < 1e-6 * occupied);
+        // The same access rate over half the lines: each line is hotter and misses less.
+        assert!(misses[0] < misses[1]);
+        assert!(misses.iter().all(|m| *m > 0.0 && *m < 1.0));
+    }
+}
