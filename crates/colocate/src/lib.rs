@@ -1,0 +1,25 @@
+//! Contention-aware performance of network functions co-located on a SmartNIC (paper 004,
+//! Tomur; issue 13). This first slice holds the white-box parts of the model and a simulated
+//! device to test them against:
+//!
+//! - [`accel`]: the round-robin accelerator model (Eqs. 1, 2, 5, 6), its equilibrium with
+//!   backlogged and rate-limited NFs, and the inference of an NF's queue count and solo rate.
+//! - [`compose`]: composition of per-resource drops by execution pattern (Eqs. 3, 4, 7), the sum
+//!   and min baselines, and detection of the pattern from benchmark co-runs.
+//! - [`sim`]: a simulated SoC SmartNIC (cores, a shared last-level cache, memory bandwidth,
+//!   round-robin accelerators) whose throughputs emerge from per-stage timings, not from the
+//!   composition equations.
+//! - [`scheduler`]: the simulated accelerator request by request, the check on [`accel`].
+//! - [`fit`]: the weighted least-squares line both inferences use.
+
+pub mod accel;
+pub mod compose;
+pub mod error;
+pub mod fit;
+pub mod scheduler;
+pub mod sim;
+
+pub use accel::{equilibrium, CoRun, Inferred, ServiceTime, Tenant};
+pub use compose::{BenchmarkCoRun, Detection, Pattern};
+pub use error::ColocateError;
+pub use sim::{AccelBench, AccelDemand, AccelKind, Device, MemBench, Nf, Testbed, Workload};
