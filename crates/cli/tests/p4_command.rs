@@ -112,7 +112,9 @@ fn bad_input_is_one_line() {
     // The Agilio CX table has no cell for β = 0 (the paper's Table II starts at 1).
     let source = std::fs::read_to_string(program).unwrap();
     // The checksum update writes hdr.ipv4 too: cut the statement from its call to its `;`.
-    let checksum = source.find("update_checksum(").expect("l3_fwd updates the checksum");
+    let checksum = source
+        .find("update_checksum(")
+        .expect("l3_fwd updates the checksum");
     let end = checksum + source[checksum..].find(';').expect("the call ends") + 1;
     let only_parsing = format!("{}{}", &source[..checksum], &source[end..])
         .replace("hdr.ipv4.ttl = hdr.ipv4.ttl - 1;", "")
