@@ -121,6 +121,7 @@ fn method_name(method: Method) -> &'static str {
     match method {
         Method::Repeated => "repeated",
         Method::Fresh => "fresh",
+        Method::Driven => "driven",
     }
 }
 

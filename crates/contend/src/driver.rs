@@ -63,8 +63,10 @@ const NF: u32 = 2;
 /// A loaded driver over one packet set.
 pub struct TrafficDriver {
     loaded: LoadedObject,
-    first_packet: Vec<u8>,
+    /// What every call runs: the set's first packet, and the context and metadata.
+    input: TestRunInput,
     packets: usize,
+    copy: usize,
 }
 
 /// An instruction of the driver, or a jump to its `fail` exit (placed once the code is laid out).
@@ -149,6 +151,12 @@ fn driver_program(packets: u32, copy: usize) -> Vec<Instruction> {
     code
 }
 
+/// Bytes of a packet of `len` bytes the driver writes before each run: `len`, at most
+/// [`MAX_COPY`], rounded down to whole 8-byte words.
+pub fn restored_bytes(len: usize) -> usize {
+    len.min(MAX_COPY) / 8 * 8
+}
+
 /// A program that only returns XDP_PASS: what the driver costs with no NF behind it.
 pub fn pass_object() -> Result<LoadedObject, DriverError> {
     let bytes = write_object(&ObjectSpec::new(
@@ -177,7 +185,7 @@ impl TrafficDriver {
                 expected: len,
             });
         }
-        let copy = len.min(MAX_COPY) / 8 * 8;
+        let copy = restored_bytes(len);
         let packets = u32::try_from(set.len()).unwrap_or(u32::MAX);
         let maps = vec![
             MapSpec::new("cursor", MapType::ARRAY, 4, 8, 1),
@@ -195,14 +203,39 @@ impl TrafficDriver {
         }
         Ok(TrafficDriver {
             loaded,
-            first_packet: first.clone(),
+            input: TestRunInput {
+                packet: first.clone(),
+                discard_records: true,
+                ..Default::default()
+            },
             packets: set.len(),
+            copy,
         })
+    }
+
+    /// Runs with this context: metadata before the packet, the receiving device and queue (as
+    /// [`TestRunInput`] documents them). The driver leaves metadata as the NF left it.
+    pub fn with_context(
+        mut self,
+        meta: Vec<u8>,
+        ingress_ifindex: u32,
+        rx_queue_index: u32,
+    ) -> Self {
+        self.input.meta = meta;
+        self.input.ingress_ifindex = ingress_ifindex;
+        self.input.rx_queue_index = rx_queue_index;
+        self
     }
 
     /// Packets in the set.
     pub fn packets(&self) -> usize {
         self.packets
+    }
+
+    /// Bytes of its packet the driver writes before each run (the rest stays as the NF left
+    /// it): [`restored_bytes`] of the packet length.
+    pub fn restored_len(&self) -> usize {
+        self.copy
     }
 
     /// Puts program `program` of `nf` behind the driver (loading it if needed).
@@ -218,10 +251,8 @@ impl TrafficDriver {
     /// One test-run call of `repeat` runs (each on the next packet of the set).
     pub fn run(&self, repeat: u32) -> Result<TestRunOutput, DriverError> {
         let input = TestRunInput {
-            packet: self.first_packet.clone(),
             repeat,
-            discard_records: true,
-            ..Default::default()
+            ..self.input.clone()
         };
         Ok(self.loaded.test_run(0, &input)?)
     }

@@ -14,11 +14,18 @@
 //!   methods give the time a repeated run would take. Cache state is not restored: a single run
 //!   after the restoring system calls may find less of its code and data cached, which makes
 //!   fresh figures, if anything, slower (the safe side for a check of the estimates).
+//! * **Driven** (for a path whose repeated runs stray only because the program rewrites its
+//!   packet's headers): the program runs behind linerate's traffic driver
+//!   (`linerate_contend::driver`), which writes the witness's headers back before every run and
+//!   then tail-calls it. A trial is `repeat` driven runs less `repeat` runs of the driver with a
+//!   program behind it that only returns, plus that program's own repeated time: what a repeated
+//!   run of the path takes, with warm caches, as the model was calibrated.
 
 use linerate_bpf::contents::{Entries, MapContents};
 use linerate_bpf::facts::xdp::XDP_PASS;
 use linerate_bpf::insn::build::{exit, mov64};
 use linerate_bpf::{MapType, Object, Program};
+use linerate_contend::driver::{DriverError, TrafficDriver};
 use linerate_kernel::{load_object, KernelError, LoadedObject, TestRunInput};
 
 use super::median;
@@ -52,6 +59,44 @@ pub(super) fn repeated(
         }
     }
     Ok((out, other))
+}
+
+/// The empty program `r0 = XDP_PASS; exit`, loaded.
+pub(super) fn empty_program() -> Result<LoadedObject, KernelError> {
+    let program = Program::from_instructions("empty", "xdp", &[mov64(0, XDP_PASS as i32), exit()]);
+    let object = Object::with_programs("empty", vec![program], Vec::new());
+    let loaded = load_object(&object)?;
+    loaded.load_program(0)?;
+    Ok(loaded)
+}
+
+/// Trials of `repeat` driven runs of `program` (see the module comment): their ns per run, and a
+/// return value other than `expect` if a trial ended on one.
+pub(super) fn driven(
+    loaded: &LoadedObject,
+    program: usize,
+    traffic: &TrafficDriver,
+    empty: &LoadedObject,
+    repeat: u32,
+    trials: usize,
+) -> Result<(Vec<f64>, Vec<u32>), DriverError> {
+    let empty_input = TestRunInput {
+        packet: vec![0; 64],
+        repeat,
+        ..TestRunInput::default()
+    };
+    let mut out = Vec::with_capacity(trials);
+    let mut returned = Vec::with_capacity(trials);
+    for _ in 0..trials {
+        traffic.attach(empty, 0)?;
+        let driver_alone = ns(traffic.run(repeat)?.duration_ns);
+        traffic.attach(loaded, program)?;
+        let run = traffic.run(repeat)?;
+        let empty_alone = ns(empty.test_run(0, &empty_input)?.duration_ns);
+        out.push(ns(run.duration_ns) - driver_alone + empty_alone);
+        returned.push(run.retval);
+    }
+    Ok((out, returned))
 }
 
 /// Why fresh timing could not time the path.
@@ -171,10 +216,7 @@ pub(super) fn single_run_offset(
     trials: usize,
     repeat: u32,
 ) -> Result<f64, KernelError> {
-    let program = Program::from_instructions("empty", "xdp", &[mov64(0, XDP_PASS as i32), exit()]);
-    let object = Object::with_programs("empty", vec![program], Vec::new());
-    let loaded = load_object(&object)?;
-    loaded.load_program(0)?;
+    let loaded = empty_program()?;
     let input = TestRunInput {
         packet: vec![0; 64],
         ..TestRunInput::default()
