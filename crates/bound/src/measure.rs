@@ -373,14 +373,14 @@ fn measure_one(
 
     // Repeated runs that stray only through their packet's headers can be driven.
     let drivable = match &drift {
-        Some(_) if !options.always_fresh => {
+        Some(repeated) if !options.always_fresh => {
             let mut vm = Vm::new(object, replay_options(witness))?;
             vm.seed(&witness.maps).map_err(|e| MeasureError::Seed {
                 rank,
                 reason: e.to_string(),
             })?;
             let first = vm.run(program, &witness.packet, &witness.meta)?;
-            driven_drift(
+            let why = driven_drift(
                 &mut vm,
                 program,
                 cfgs,
@@ -388,8 +388,13 @@ fn measure_one(
                 &first,
                 &out.vm_blocks,
                 options,
-            )?
-            .is_none()
+            )?;
+            if let Some(why) = why {
+                drift = Some(format!("{repeated}; behind the traffic driver {why}"));
+                false
+            } else {
+                true
+            }
         }
         _ => false,
     };
@@ -560,15 +565,17 @@ fn driven_drift(
             }
             replayed += 1;
             if packet.len() != witness.packet.len() || meta != witness.meta {
-                return Ok(Some(
-                    "the program changes its packet's length or metadata".into(),
-                ));
+                return Ok(Some(format!(
+                    "run {} of trial {} would see another packet length or metadata",
+                    run + 1,
+                    trial + 1
+                )));
             }
             packet[..restored].copy_from_slice(&witness.packet[..restored]);
             let next = vm.run(program, &packet, &meta)?;
             if blocks(cfgs, &next.steps) != path || next.return_value != first.return_value {
                 return Ok(Some(format!(
-                    "driven run {} of trial {} takes other blocks",
+                    "run {} of trial {} takes other blocks",
                     run + 1,
                     trial + 1
                 )));
