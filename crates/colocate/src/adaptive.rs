@@ -22,6 +22,9 @@
 //! - An attribute may be split on a logarithmic scale (geometric midpoint): flow counts span
 //!   three decades and the cache effect sits at one of them, an arithmetic midpoint would
 //!   spend the quota on the top decade.
+//! - Two options beyond the listing, both off in [`AdaptiveConfig::literal`]: the split signal
+//!   may also compare the throughput next to a reference competitor ([`SplitSignal`]), and
+//!   regions may be taken breadth first ([`SplitOrder`]). tests/profiling.rs reports both.
 //! - The quota is a hard cap: `profile_one` is not called once `Q` distinct points are taken
 //!   (the listing checks only between splits, so it can overshoot by `m + 2`).
 //! - As the paper's `profile_one` does, a point already profiled (a solo corner shared by two
@@ -141,6 +144,16 @@ impl ContentionSpace {
         })
     }
 
+    /// The heaviest competitor of the space: largest working set at the highest rate (the
+    /// reference for [`SplitSignal::SoloAndContended`]).
+    pub fn heaviest(&self) -> ContentionSetting {
+        ContentionSetting::memory(MemoryCompetitor {
+            working_set: self.working_set.1,
+            access_rate: self.access_rate.1,
+            pattern: self.pattern,
+        })
+    }
+
     /// A `working_sets × access_rates` grid, both on log scales.
     pub fn grid(&self, working_sets: usize, access_rates: usize) -> Vec<ContentionSetting> {
         let sets = spaced(self.working_set.0, self.working_set.1, working_sets, true);
@@ -159,18 +172,63 @@ impl ContentionSpace {
     }
 }
 
+/// What a region's corners are compared on to decide whether to split it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum SplitSignal {
+    /// The NF's solo throughput (Algorithm 1, lines 14–18).
+    Solo,
+    /// The solo throughput, and the throughput next to a reference competitor: a split when
+    /// either changes by `ε1`. Contention can start to bite where the NF's working set plus the
+    /// competitor's crosses the cache while the NF alone still fits, a change the solo
+    /// throughput does not show.
+    SoloAndContended(ContentionSetting),
+}
+
+/// The order regions are profiled in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum SplitOrder {
+    /// The listing's recursion: the upper half is exhausted before the lower half starts, so
+    /// under a quota the lower half may get nothing.
+    DepthFirst,
+    /// Level by level: the quota is spread over the whole range before any region is refined.
+    BreadthFirst,
+}
+
 /// Algorithm 1's hyperparameters.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct AdaptiveConfig {
     /// `Q`: the most profile points to take.
     pub quota: usize,
     /// `ε0`: relative solo-throughput change below which an attribute is pruned.
     pub prune_threshold: f64,
-    /// `ε1`: relative solo-throughput change across a region at or above which it is split.
+    /// `ε1`: relative throughput change across a region at or above which it is split.
     pub split_threshold: f64,
     /// `m`: random contention points at each split's midpoint.
     pub per_split: usize,
+    pub signal: SplitSignal,
+    pub order: SplitOrder,
     pub seed: u64,
+}
+
+impl AdaptiveConfig {
+    /// Algorithm 1 as listed: solo signal, depth first.
+    pub fn literal(
+        quota: usize,
+        prune_threshold: f64,
+        split_threshold: f64,
+        per_split: usize,
+        seed: u64,
+    ) -> AdaptiveConfig {
+        AdaptiveConfig {
+            quota,
+            prune_threshold,
+            split_threshold,
+            per_split,
+            signal: SplitSignal::Solo,
+            order: SplitOrder::DepthFirst,
+            seed,
+        }
+    }
 }
 
 /// What adaptive profiling took and decided.
@@ -188,7 +246,8 @@ struct Session<'a, B: Backend> {
     nf: &'a B::Nf,
     quota: usize,
     samples: Vec<Sample>,
-    solo: HashMap<[u64; 3], f64>,
+    /// Throughputs at points profiled once and reused (region corners).
+    known: HashMap<String, f64>,
 }
 
 impl<B: Backend> Session<'_, B> {
@@ -196,26 +255,28 @@ impl<B: Backend> Session<'_, B> {
         self.samples.len() >= self.quota
     }
 
-    /// The NF's solo throughput at `traffic`, profiled once; `None` past the quota.
-    fn solo(&mut self, traffic: &TrafficProfile) -> Result<Option<f64>, ColocateError> {
-        let key = [
-            traffic.flows.to_bits(),
-            traffic.packet_size.to_bits(),
-            traffic.mtbr.to_bits(),
-        ];
-        if let Some(&known) = self.solo.get(&key) {
+    /// The NF's throughput at `traffic` under `setting`, profiled once; `None` past the quota.
+    fn once(
+        &mut self,
+        setting: &ContentionSetting,
+        traffic: &TrafficProfile,
+    ) -> Result<Option<f64>, ColocateError> {
+        let key = format!("{setting:?}{traffic:?}");
+        if let Some(&known) = self.known.get(&key) {
             return Ok(Some(known));
         }
         if self.full() {
             return Ok(None);
         }
-        let sample = self
-            .backend
-            .profile_one(self.nf, &ContentionSetting::solo(), traffic)?;
-        self.solo.insert(key, sample.throughput);
+        let sample = self.backend.profile_one(self.nf, setting, traffic)?;
+        self.known.insert(key, sample.throughput);
         let throughput = sample.throughput;
         self.samples.push(sample);
         Ok(Some(throughput))
+    }
+
+    fn solo(&mut self, traffic: &TrafficProfile) -> Result<Option<f64>, ColocateError> {
+        self.once(&ContentionSetting::solo(), traffic)
     }
 
     fn contended(
@@ -229,6 +290,32 @@ impl<B: Backend> Session<'_, B> {
         }
         Ok(())
     }
+
+    /// Whether the signal changes by at least `threshold` from `low` to `high`; `None` once
+    /// the quota is spent.
+    fn changes(
+        &mut self,
+        signal: &SplitSignal,
+        threshold: f64,
+        low: &TrafficProfile,
+        high: &TrafficProfile,
+    ) -> Result<Option<bool>, ColocateError> {
+        let (Some(at_low), Some(at_high)) = (self.solo(low)?, self.solo(high)?) else {
+            return Ok(None);
+        };
+        if relative_change(at_low, at_high) >= threshold {
+            return Ok(Some(true));
+        }
+        if let SplitSignal::SoloAndContended(reference) = signal {
+            let (Some(at_low), Some(at_high)) =
+                (self.once(reference, low)?, self.once(reference, high)?)
+            else {
+                return Ok(None);
+            };
+            return Ok(Some(relative_change(at_low, at_high) >= threshold));
+        }
+        Ok(Some(false))
+    }
 }
 
 fn relative_change(a: f64, b: f64) -> f64 {
@@ -236,7 +323,7 @@ fn relative_change(a: f64, b: f64) -> f64 {
 }
 
 /// Algorithm 1: prunes the attributes the NF's solo throughput ignores, then samples random
-/// contention where its solo throughput changes.
+/// contention where the split signal changes.
 pub fn adaptive_profile<B: Backend>(
     backend: &mut B,
     nf: &B::Nf,
@@ -249,7 +336,7 @@ pub fn adaptive_profile<B: Backend>(
         nf,
         quota: config.quota,
         samples: Vec::new(),
-        solo: HashMap::new(),
+        known: HashMap::new(),
     };
     let mut rng = StdRng::seed_from_u64(config.seed);
     let default = traffic.default_profile();
@@ -269,56 +356,48 @@ pub fn adaptive_profile<B: Backend>(
             traffic.range(*a).map_or(t, |r| t.with(*a, pick(r)))
         })
     };
-    let (low, high) = (corner(|r| r.min), corner(|r| r.max));
-    range_profile(
-        &mut session,
-        traffic,
-        &kept,
-        contention,
-        config,
-        &mut rng,
-        low,
-        high,
-    )?;
+    // Lines 13–25 with the recursion as a worklist: a stack pops the upper half first, as the
+    // listing recurses; a queue goes level by level.
+    let mut regions = std::collections::VecDeque::from([(corner(|r| r.min), corner(|r| r.max))]);
+    loop {
+        let next = match config.order {
+            SplitOrder::DepthFirst => regions.pop_back(),
+            SplitOrder::BreadthFirst => regions.pop_front(),
+        };
+        let Some((low, high)) = next else { break };
+        let changes = session.changes(&config.signal, config.split_threshold, &low, &high)?;
+        if session.full() {
+            break;
+        }
+        if changes != Some(true) {
+            continue;
+        }
+        let middle = kept.iter().fold(low, |t, a| match traffic.range(*a) {
+            Some(range) => t.with(*a, range.midpoint(low.get(*a), high.get(*a))),
+            None => t,
+        });
+        if middle == low || middle == high {
+            continue;
+        }
+        for _ in 0..config.per_split {
+            session.contended(&contention.random(&mut rng), &middle)?;
+        }
+        match config.order {
+            SplitOrder::DepthFirst => {
+                regions.push_back((low, middle));
+                regions.push_back((middle, high));
+            }
+            SplitOrder::BreadthFirst => {
+                regions.push_back((middle, high));
+                regions.push_back((low, middle));
+            }
+        }
+    }
     Ok(AdaptiveOutcome {
         samples: session.samples,
         kept,
         pruned,
     })
-}
-
-/// Lines 13–25 on the box from `low` to `high` (only `kept` attributes differ between them).
-#[allow(clippy::too_many_arguments)]
-fn range_profile<B: Backend>(
-    session: &mut Session<'_, B>,
-    traffic: &TrafficSpace,
-    kept: &[Attribute],
-    contention: &ContentionSpace,
-    config: &AdaptiveConfig,
-    rng: &mut StdRng,
-    low: TrafficProfile,
-    high: TrafficProfile,
-) -> Result<(), ColocateError> {
-    let (Some(at_low), Some(at_high)) = (session.solo(&low)?, session.solo(&high)?) else {
-        return Ok(());
-    };
-    if session.full() || relative_change(at_low, at_high) < config.split_threshold {
-        return Ok(());
-    }
-    let middle = kept.iter().fold(low, |t, a| match traffic.range(*a) {
-        Some(range) => t.with(*a, range.midpoint(low.get(*a), high.get(*a))),
-        None => t,
-    });
-    if middle == low || middle == high {
-        return Ok(());
-    }
-    for _ in 0..config.per_split {
-        session.contended(&contention.random(rng), &middle)?;
-    }
-    range_profile(
-        session, traffic, kept, contention, config, rng, middle, high,
-    )?;
-    range_profile(session, traffic, kept, contention, config, rng, low, middle)
 }
 
 /// Random profiling at the same quota: random traffic profiles, each with its solo throughput

@@ -46,13 +46,17 @@ pub struct GbrConfig {
     /// perpetual's complexity budget: higher fits more trees with a smaller step.
     pub budget: f32,
     pub seed: u64,
+    /// Rounds without improvement before boosting stops; `None` leaves it to perpetual's
+    /// heuristics, which on some data sets stop after a handful of trees.
+    pub stopping_rounds: Option<usize>,
 }
 
 impl Default for GbrConfig {
     fn default() -> GbrConfig {
         GbrConfig {
-            budget: 1.5,
+            budget: 1.0,
             seed: 0,
+            stopping_rounds: Some(20),
         }
     }
 }
@@ -68,6 +72,14 @@ impl Labelled {
     /// The measured relative drop `1 − T/T_solo`.
     pub fn drop(&self) -> f64 {
         1.0 - self.sample.throughput / self.solo
+    }
+
+    /// The regression target: `ln(T/T_solo)`, so that squared loss weighs relative errors of
+    /// the throughput alike whether the drop is 5% or 60%.
+    fn log_ratio(&self) -> f64 {
+        (self.sample.throughput / self.solo)
+            .max(1.0 - MAX_DROP)
+            .ln()
     }
 }
 
@@ -108,6 +120,7 @@ fn booster(config: &GbrConfig) -> PerpetualBooster {
         .set_objective(Objective::SquaredLoss)
         .set_budget(config.budget)
         .set_seed(config.seed)
+        .set_stopping_rounds(config.stopping_rounds)
         // The machine is shared; one thread keeps runs reproducible and polite.
         .set_num_threads(Some(1))
 }
@@ -152,13 +165,13 @@ fn column_major(rows: &[Vec<f64>], width: usize) -> Vec<f64> {
 
 fn predict_one(booster: &PerpetualBooster, row: &[f64]) -> f64 {
     let matrix = Matrix::new(row, 1, row.len());
-    let drop = booster
+    let log_ratio = booster
         .predict(&matrix, false)
         .first()
         .copied()
         .unwrap_or(0.0);
-    if drop.is_finite() {
-        drop.clamp(0.0, MAX_DROP)
+    if log_ratio.is_finite() {
+        (1.0 - log_ratio.exp()).clamp(0.0, MAX_DROP)
     } else {
         0.0
     }
@@ -209,7 +222,7 @@ impl MemoryModel {
             .iter()
             .map(|l| Self::row_for(attributes, &l.sample.features, &l.sample.traffic))
             .collect();
-        let targets: Vec<f64> = samples.iter().map(Labelled::drop).collect();
+        let targets: Vec<f64> = samples.iter().map(Labelled::log_ratio).collect();
         let width = Features::NAMES.len() + attributes.len();
         let booster = fit(&rows, &targets, width, config, "traffic-aware memory model")?;
         Ok(MemoryModel {
@@ -303,7 +316,7 @@ impl SlomoModel {
             .iter()
             .map(|l| l.sample.features.values().to_vec())
             .collect();
-        let targets: Vec<f64> = at_reference.iter().map(|l| l.drop()).collect();
+        let targets: Vec<f64> = at_reference.iter().map(|l| l.log_ratio()).collect();
         let booster = fit(
             &rows,
             &targets,
