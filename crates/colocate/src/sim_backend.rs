@@ -126,3 +126,72 @@ impl Backend for SimBackend {
         self.taken
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::profile::{AccessPattern, MemoryCompetitor};
+    use crate::sim::Device;
+
+    const MB: f64 = 1024.0 * 1024.0;
+
+    fn nf() -> TrafficNf {
+        TrafficNf {
+            name: "flows".to_string(),
+            cores: 2,
+            pattern: Pattern::RunToCompletion,
+            compute_per_packet: 0.4e-6,
+            compute_per_byte: 0.0,
+            accesses_per_packet: 24.0,
+            fixed_state: 0.25 * MB,
+            bytes_per_flow: 128.0,
+            accels: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn demands_follow_the_traffic() {
+        let at = nf()
+            .at(&TrafficProfile {
+                flows: 1e5,
+                packet_size: 64.0,
+                mtbr: 0.0,
+            })
+            .unwrap();
+        assert_eq!(at.working_set, 0.25 * MB + 128.0 * 1e5);
+        assert_eq!(at.compute_time, 0.4e-6);
+        let bad = TrafficProfile {
+            flows: -1.0,
+            ..TrafficProfile::DEFAULT
+        };
+        assert!(nf().at(&bad).is_err());
+    }
+
+    #[test]
+    fn solo_points_report_no_contention_and_contended_ones_the_competitor() {
+        let mut backend = SimBackend::new(Testbed::new(Device::bluefield2_like(), 0.0, 1));
+        let traffic = TrafficProfile {
+            flows: 3e4,
+            ..TrafficProfile::DEFAULT
+        };
+        let solo = backend
+            .profile_one(&nf(), &ContentionSetting::solo(), &traffic)
+            .unwrap();
+        assert_eq!(solo.features, Features::default());
+        let competitor = MemoryCompetitor {
+            working_set: 16.0 * MB,
+            access_rate: 100e6,
+            pattern: AccessPattern::Chase,
+        };
+        let contended = backend
+            .profile_one(&nf(), &ContentionSetting::memory(competitor), &traffic)
+            .unwrap();
+        assert!(contended.throughput < 0.9 * solo.throughput);
+        let f = contended.features;
+        assert_eq!((f.access_rate, f.working_set), (100e6, 16.0 * MB));
+        let occupancy = f.occupancy.unwrap_or(0.0);
+        assert!(occupancy > 0.0 && occupancy < 6.0 * MB);
+        assert!(f.bandwidth > 0.0 && f.bandwidth <= 100e6 * 64.0);
+        assert_eq!(backend.samples_taken(), 2);
+    }
+}
