@@ -70,6 +70,27 @@ impl AttributeRange {
     }
 }
 
+fn check_range(what: &str, min: f64, max: f64, log_scale: bool) -> Result<(), ColocateError> {
+    let fail = |value: f64, reason: &'static str| ColocateError::Invalid {
+        what: format!("range of {what}"),
+        value,
+        reason,
+    };
+    if !(min.is_finite() && max.is_finite()) {
+        return Err(fail(
+            if min.is_finite() { max } else { min },
+            "must be finite",
+        ));
+    }
+    if max < min {
+        return Err(fail(max, "the maximum is below the minimum"));
+    }
+    if log_scale && min <= 0.0 {
+        return Err(fail(min, "a log-scale range must be positive"));
+    }
+    Ok(())
+}
+
 fn draw(rng: &mut StdRng, min: f64, max: f64, log_scale: bool) -> f64 {
     if max <= min {
         return min;
@@ -119,6 +140,19 @@ impl TrafficSpace {
         })
     }
 
+    /// Every range finite with `min ≤ max`, and positive where it is on a log scale.
+    pub fn validate(&self) -> Result<(), ColocateError> {
+        for range in &self.ranges {
+            check_range(
+                range.attribute.name(),
+                range.min,
+                range.max,
+                range.log_scale,
+            )?;
+        }
+        Ok(())
+    }
+
     fn range(&self, attribute: Attribute) -> Option<&AttributeRange> {
         self.ranges.iter().find(|r| r.attribute == attribute)
     }
@@ -135,6 +169,21 @@ pub struct ContentionSpace {
 }
 
 impl ContentionSpace {
+    pub fn validate(&self) -> Result<(), ColocateError> {
+        check_range(
+            "competitor working set",
+            self.working_set.0,
+            self.working_set.1,
+            true,
+        )?;
+        check_range(
+            "competitor access rate",
+            self.access_rate.0,
+            self.access_rate.1,
+            true,
+        )
+    }
+
     /// Algorithm 1's `random()` contention level.
     pub fn random(&self, rng: &mut StdRng) -> ContentionSetting {
         ContentionSetting::memory(MemoryCompetitor {
@@ -331,6 +380,8 @@ pub fn adaptive_profile<B: Backend>(
     contention: &ContentionSpace,
     config: &AdaptiveConfig,
 ) -> Result<AdaptiveOutcome, ColocateError> {
+    traffic.validate()?;
+    contention.validate()?;
     let mut session = Session {
         backend,
         nf,
@@ -412,6 +463,8 @@ pub fn random_profile<B: Backend>(
     per_traffic: usize,
     seed: u64,
 ) -> Result<Vec<Sample>, ColocateError> {
+    traffic.validate()?;
+    contention.validate()?;
     let mut rng = StdRng::seed_from_u64(seed);
     let mut samples = Vec::with_capacity(quota);
     while samples.len() < quota {
@@ -436,6 +489,7 @@ pub fn full_profile<B: Backend>(
     points: &[(Attribute, usize)],
     settings: &[ContentionSetting],
 ) -> Result<Vec<Sample>, ColocateError> {
+    traffic.validate()?;
     let mut profiles = vec![traffic.default_profile()];
     for range in &traffic.ranges {
         let count = points
@@ -452,7 +506,11 @@ pub fn full_profile<B: Backend>(
             .flat_map(|p| values.iter().map(move |v| p.with(range.attribute, *v)))
             .collect();
     }
-    let mut samples = Vec::with_capacity(profiles.len() * (settings.len() + 1));
+    let mut samples = Vec::with_capacity(
+        profiles
+            .len()
+            .saturating_mul(settings.len().saturating_add(1)),
+    );
     for profile in &profiles {
         samples.push(backend.profile_one(nf, &ContentionSetting::solo(), profile)?);
         for setting in settings {
@@ -460,4 +518,37 @@ pub fn full_profile<B: Backend>(
         }
     }
     Ok(samples)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn grids_are_spaced_on_their_scale_and_bad_ranges_are_refused() {
+        let flows = AttributeRange {
+            attribute: Attribute::Flows,
+            min: 1e3,
+            max: 1e6,
+            default: 1e4,
+            log_scale: true,
+        };
+        let grid = flows.grid(4);
+        let expected = [1e3, 1e4, 1e5, 1e6];
+        assert!(grid
+            .iter()
+            .zip(expected)
+            .all(|(g, e)| (g - e).abs() < 1e-9 * e));
+        assert!((flows.midpoint(1e3, 1e5) - 1e4).abs() < 1e-9);
+        let space = TrafficSpace {
+            ranges: vec![AttributeRange { min: 0.0, ..flows }],
+        };
+        assert!(space.validate().is_err());
+        let contention = ContentionSpace {
+            working_set: (1e6, f64::NAN),
+            access_rate: (1e6, 1e7),
+            pattern: AccessPattern::Stream,
+        };
+        assert!(contention.validate().is_err());
+    }
 }

@@ -155,7 +155,7 @@ fn fit(
 
 /// perpetual's matrices are column-major.
 fn column_major(rows: &[Vec<f64>], width: usize) -> Vec<f64> {
-    let mut columns = Vec::with_capacity(rows.len() * width);
+    let mut columns = Vec::with_capacity(rows.len().saturating_mul(width));
     for column in 0..width {
         columns.extend(
             rows.iter()
