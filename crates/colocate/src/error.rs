@@ -16,6 +16,9 @@ pub enum ColocateError {
     /// A scenario the device cannot host (more cores than it has, an accelerator it lacks).
     #[error("cannot place workload `{workload}`: {reason}")]
     Placement { workload: String, reason: String },
+    /// A profile or model file that cannot be read or written.
+    #[error("{what}: {reason}")]
+    Format { what: String, reason: String },
     /// The device's fixed-point iteration did not settle.
     #[error("the device did not reach equilibrium after {iterations} iterations (last relative change {change:e})")]
     NotConverged { iterations: usize, change: f64 },

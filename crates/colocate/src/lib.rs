@@ -1,6 +1,6 @@
 //! Contention-aware performance of network functions co-located on a SmartNIC (paper 004,
-//! Tomur; issue 13). This first slice holds the white-box parts of the model and a simulated
-//! device to test them against:
+//! Tomur; issue 13): the white-box accelerator model, the black-box memory model, composition,
+//! profiling, and a simulated device to test them against:
 //!
 //! - [`accel`]: the round-robin accelerator model (Eqs. 1, 2, 5, 6), its equilibrium with
 //!   backlogged and rate-limited NFs, and the inference of an NF's queue count and solo rate.
@@ -11,13 +11,23 @@
 //!   composition equations.
 //! - [`scheduler`]: the simulated accelerator request by request, the check on [`accel`].
 //! - [`fit`]: the weighted least-squares line both inferences use.
+//! - [`profile`]: the profiling interface: traffic profiles, contention settings, samples, the
+//!   [`profile::Backend`] trait and the versioned profile file.
+//! - [`sim_backend`]: the simulated device as a backend, with NFs whose demands follow traffic.
+//! - [`memory`]: the traffic-aware memory model (gradient-boosted regression), the SLOMO-style
+//!   and solo-rate baselines.
+//! - [`adaptive`]: adaptive profiling (Algorithm 1), random and full profiling.
 
 pub mod accel;
+pub mod adaptive;
 pub mod compose;
 pub mod error;
 pub mod fit;
+pub mod memory;
+pub mod profile;
 pub mod scheduler;
 pub mod sim;
+pub mod sim_backend;
 
 pub use accel::{equilibrium, CoRun, Inferred, ServiceTime, Tenant};
 pub use compose::{BenchmarkCoRun, Detection, Pattern};

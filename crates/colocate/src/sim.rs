@@ -234,6 +234,20 @@ impl Workload {
     }
 }
 
+/// What one workload does to the memory subsystem at given rates: the contention features the
+/// simulated device can report (the cache-level counters of paper 004 Table 13 that a cache
+/// model has: access rate, memory traffic, what it holds of the last-level cache).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct MemoryUse {
+    /// Last-level cache accesses per second.
+    pub access_rate: f64,
+    pub miss_ratio: f64,
+    /// Bytes per second its misses move over the memory channel.
+    pub bandwidth: f64,
+    /// Bytes of the last-level cache its lines occupy.
+    pub occupancy: f64,
+}
+
 /// One accelerator's tenants at one iteration: which workload each is, its requests per packet
 /// (one for a benchmark) and its parameters.
 struct AccelTenants {
@@ -446,6 +460,24 @@ impl Device {
         }
     }
 
+    /// Each workload's use of the memory subsystem when the workloads run at `rates` (e.g. the
+    /// rates [`Device::run`] returned).
+    pub fn memory_use(&self, workloads: &[Workload], rates: &[f64]) -> Vec<MemoryUse> {
+        let access = Self::access_rates(workloads, rates);
+        let memory = self.memory(workloads, rates);
+        workloads
+            .iter()
+            .zip(access)
+            .zip(memory.miss_ratio)
+            .map(|((workload, access_rate), miss_ratio)| MemoryUse {
+                access_rate,
+                miss_ratio,
+                bandwidth: access_rate * miss_ratio * self.cache.line_size,
+                occupancy: Self::working_set(workload) * (1.0 - miss_ratio),
+            })
+            .collect()
+    }
+
     /// The tenants of every accelerator at `rates`, NFs offering their current request rate.
     fn accel_tenants(
         &self,
@@ -571,16 +603,16 @@ impl Testbed {
     pub fn measure(&mut self, workloads: &[Workload]) -> Result<Vec<f64>, ColocateError> {
         non_negative("measurement noise", self.noise)?;
         let exact = self.device.run(workloads)?;
-        Ok(exact
-            .into_iter()
-            .map(|rate| {
-                // Box–Muller; the factor is kept positive, a measured rate is never negative.
-                let u1: f64 = self.rng.gen_range(f64::MIN_POSITIVE..1.0);
-                let u2: f64 = self.rng.gen_range(0.0..1.0);
-                let z = (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos();
-                rate * (1.0 + self.noise * z).max(0.5)
-            })
-            .collect())
+        Ok(exact.into_iter().map(|rate| self.perturb(rate)).collect())
+    }
+
+    /// `value` as measured: multiplied by `1 + noise·z`, the next draw of the generator.
+    pub fn perturb(&mut self, value: f64) -> f64 {
+        // Box–Muller; the factor is kept positive, a measured rate is never negative.
+        let u1: f64 = self.rng.gen_range(f64::MIN_POSITIVE..1.0);
+        let u2: f64 = self.rng.gen_range(0.0..1.0);
+        let z = (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos();
+        value * (1.0 + self.noise * z).max(0.5)
     }
 }
 

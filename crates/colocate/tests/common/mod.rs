@@ -9,6 +9,8 @@ use linerate_colocate::{Pattern, ServiceTime};
 use rand::rngs::StdRng;
 use rand::Rng;
 
+pub mod traffic;
+
 pub const MB: f64 = 1024.0 * 1024.0;
 pub const US: f64 = 1e-6;
 
