@@ -19,6 +19,9 @@ pub enum ColocateError {
     /// A profile or model file that cannot be read or written.
     #[error("{what}: {reason}")]
     Format { what: String, reason: String },
+    /// A profiling backend could not run or measure a point (the host's kernel, its CPUs).
+    #[error("{backend} backend: {reason}")]
+    Backend { backend: String, reason: String },
     /// The device's fixed-point iteration did not settle.
     #[error("the device did not reach equilibrium after {iterations} iterations (last relative change {change:e})")]
     NotConverged { iterations: usize, change: f64 },

@@ -9,8 +9,11 @@
 //!   the same way with an NF that only returns, and subtracted.
 //! * [`membench`]: a memory competitor for the other core: a working set walked in a chosen
 //!   pattern at a chosen rate, reporting what it achieved.
+//! * [`host`]: the host as a profiling backend of `linerate_colocate` (NF on CPU 0 behind the
+//!   driver, competitor on CPU 1).
 //! * [`pin`]: pinning a thread to one CPU.
 
 pub mod driver;
+pub mod host;
 pub mod membench;
 pub mod pin;

@@ -1,0 +1,200 @@
+//! The host as a profiling backend (issue 13, backend (a)): `linerate_colocate`'s [`Backend`]
+//! on this machine's kernel.
+//!
+//! A profile point runs an XDP NF (a program of a BPF object, its maps seeded as given) on CPU 0
+//! through the traffic driver, over a packet set realizing the traffic profile, while the
+//! point's memory competitor ([`crate::membench`]) runs on CPU 1:
+//!
+//! * **flow count** → that many distinct UDP/IPv4 flows (source address and port), one packet
+//!   each, cycled in order, at most [`MAX_FLOWS`];
+//! * **packet size** → the frames' length (60 to 3520 bytes: the test run's linear buffer);
+//! * **match-to-byte ratio** → nothing here: the host has no regex accelerator, and these NFs
+//!   do not read payloads for it.
+//!
+//! Each point loads the NF afresh, runs one pass over the set (a flow table learns its flows:
+//! the state a flow count means), then times it. The contention features are what the
+//! competitor achieved meanwhile (accesses, bandwidth) and its working set; this VM has no
+//! hardware counters, so no cache occupancy. Accelerator competitors are refused.
+
+use std::collections::HashMap;
+
+use linerate_bpf::contents::{MapMode, MapSeed};
+use linerate_bpf::Object;
+use linerate_colocate::error::ColocateError;
+use linerate_colocate::profile::{
+    AccessPattern, Backend, ContentionSetting, Features, Sample, TrafficProfile,
+};
+use linerate_kernel::drive::Driver;
+use linerate_kernel::LoadedObject;
+
+use crate::driver::{pass_object, Timing, TrafficDriver};
+use crate::membench::{MemBench, Pattern};
+use crate::pin::available_cpus;
+
+/// Most distinct flows a packet set holds (its headers take 64 bytes each in the driver's
+/// array: 256 MiB).
+pub const MAX_FLOWS: usize = 1 << 22;
+/// Frame lengths the test run takes in its linear buffer.
+pub const MIN_FRAME: usize = 60;
+pub const MAX_FRAME: usize = 3520;
+
+/// The CPU the competitor runs on (test runs run on CPU 0).
+const COMPETITOR_CPU: usize = 1;
+
+/// An XDP NF as the host runs it.
+pub struct HostNf {
+    pub name: String,
+    pub object: Object,
+    /// Index of the program among the object's.
+    pub program: usize,
+    /// Map contents loaded before each point (rules, routes; empty for a flow table).
+    pub seed: MapSeed,
+}
+
+/// The host backend.
+pub struct HostBackend {
+    pass: LoadedObject,
+    timing: Timing,
+    /// Traffic drivers by (flows, frame length): building one writes every packet's headers.
+    drivers: HashMap<(usize, usize), TrafficDriver>,
+    taken: usize,
+}
+
+fn backend_error(reason: impl std::fmt::Display) -> ColocateError {
+    ColocateError::Backend {
+        backend: "host".into(),
+        reason: reason.to_string(),
+    }
+}
+
+/// A UDP/IPv4 frame of `len` bytes of flow `flow` (source 10.a.b.c, source port from the flow).
+pub fn udp_frame(flow: u32, len: usize) -> Vec<u8> {
+    let mut f = vec![2, 0, 0, 0, 0, 2, 2, 0, 0, 0, 0, 1, 0x08, 0x00];
+    let ip_len = u16::try_from(len.saturating_sub(14)).unwrap_or(u16::MAX);
+    let [hi, lo] = ip_len.to_be_bytes();
+    f.extend_from_slice(&[0x45, 0, hi, lo, 0, 1, 0, 0, 64, 17, 0, 0]);
+    f.extend_from_slice(&(0x0a00_0000 | (flow >> 8)).to_be_bytes());
+    f.extend_from_slice(&[192, 0, 2, 1]);
+    f.extend_from_slice(&(1024 + (flow & 0xff) as u16 * 16).to_be_bytes());
+    let [hi, lo] = ip_len.saturating_sub(20).to_be_bytes();
+    f.extend_from_slice(&[0x13, 0x88, hi, lo, 0, 0]);
+    f.resize(len.max(f.len()), 0xab);
+    f
+}
+
+/// The packet set of a traffic profile: one frame per flow.
+pub fn packet_set(traffic: &TrafficProfile) -> Result<Vec<Vec<u8>>, ColocateError> {
+    let (flows, len) = shape(traffic)?;
+    Ok((0..flows as u32).map(|flow| udp_frame(flow, len)).collect())
+}
+
+/// Flows and frame length of a profile, checked against what the host can realize.
+fn shape(traffic: &TrafficProfile) -> Result<(usize, usize), ColocateError> {
+    let flows = traffic.flows.round();
+    if !(1.0..=MAX_FLOWS as f64).contains(&flows) {
+        return Err(ColocateError::Invalid {
+            what: "flow count".into(),
+            value: traffic.flows,
+            reason: "the host realizes 1 to 4194304 flows",
+        });
+    }
+    let len = traffic.packet_size.round();
+    if !(MIN_FRAME as f64..=MAX_FRAME as f64).contains(&len) {
+        return Err(ColocateError::Invalid {
+            what: "packet size".into(),
+            value: traffic.packet_size,
+            reason: "the host realizes frames of 60 to 3520 bytes",
+        });
+    }
+    Ok((flows as usize, len as usize))
+}
+
+impl HostBackend {
+    /// A backend timing each point with `timing`. Needs two CPUs (NF and competitor).
+    pub fn new(timing: Timing) -> Result<HostBackend, ColocateError> {
+        if available_cpus() < 2 {
+            return Err(backend_error(
+                "co-location needs two CPUs, this machine offers one",
+            ));
+        }
+        Ok(HostBackend {
+            pass: pass_object().map_err(backend_error)?,
+            timing,
+            drivers: HashMap::new(),
+            taken: 0,
+        })
+    }
+}
+
+impl Backend for HostBackend {
+    type Nf = HostNf;
+
+    fn profile_one(
+        &mut self,
+        nf: &HostNf,
+        setting: &ContentionSetting,
+        traffic: &TrafficProfile,
+    ) -> Result<Sample, ColocateError> {
+        if !setting.accelerators.is_empty() {
+            return Err(backend_error("the host has no accelerators to contend for"));
+        }
+        let key = shape(traffic)?;
+        let traffic_driver = match self.drivers.entry(key) {
+            std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+            std::collections::hash_map::Entry::Vacant(e) => {
+                let set = packet_set(traffic)?;
+                e.insert(TrafficDriver::new(&set).map_err(backend_error)?)
+            }
+        };
+        let loaded = Driver::new(&nf.object, &nf.seed, MapMode::Persist)
+            .map_err(|e| backend_error(format!("{}: {e}", nf.name)))?;
+        traffic_driver
+            .attach(loaded.loaded(), nf.program)
+            .map_err(backend_error)?;
+        let pass_len = u32::try_from(key.0).unwrap_or(u32::MAX);
+        traffic_driver.run(pass_len).map_err(backend_error)?;
+        let competitor = match setting.memory {
+            Some(m) => Some(
+                MemBench {
+                    working_set: m.working_set as usize,
+                    pattern: match m.pattern {
+                        AccessPattern::Stream => Pattern::Stream,
+                        AccessPattern::Chase => Pattern::Chase,
+                    },
+                    rate: m.access_rate,
+                    cpu: COMPETITOR_CPU,
+                }
+                .start()
+                .map_err(backend_error)?,
+            ),
+            None => None,
+        };
+        let time = traffic_driver.nf_ns(loaded.loaded(), nf.program, &self.pass, self.timing);
+        let achieved = competitor
+            .map(|c| c.stop())
+            .transpose()
+            .map_err(backend_error)?;
+        let time = time.map_err(backend_error)?;
+        self.taken = self.taken.saturating_add(1);
+        let features = match (setting.memory, achieved) {
+            (Some(m), Some(a)) => Features {
+                access_rate: a.rate(),
+                bandwidth: a.bandwidth(),
+                working_set: m.working_set,
+                occupancy: None,
+            },
+            _ => Features::default(),
+        };
+        Ok(Sample {
+            nf: nf.name.clone(),
+            traffic: *traffic,
+            setting: setting.clone(),
+            throughput: time.pps(),
+            features,
+        })
+    }
+
+    fn samples_taken(&self) -> usize {
+        self.taken
+    }
+}
