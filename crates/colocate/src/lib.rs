@@ -23,6 +23,7 @@ pub mod adaptive;
 pub mod compose;
 pub mod error;
 pub mod fit;
+pub mod import;
 pub mod memory;
 pub mod profile;
 pub mod scheduler;
