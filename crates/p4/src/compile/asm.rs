@@ -61,6 +61,20 @@ impl Assembly {
         });
     }
 
+    /// How many items (instructions, jumps, labels) the code has so far: a position for
+    /// [`Assembly::insns`].
+    pub fn len(&self) -> usize {
+        self.items.len()
+    }
+
+    /// The plain instructions (not the jumps to labels) with their item positions.
+    pub fn insns(&self) -> impl Iterator<Item = (usize, &Instruction)> {
+        self.items.iter().enumerate().filter_map(|(i, item)| match item {
+            Item::Insn(insn) => Some((i, insn)),
+            _ => None,
+        })
+    }
+
     /// Appends another assembly's code (its labels renumbered).
     pub fn append(&mut self, other: Assembly) {
         let base = self.labels;

@@ -51,9 +51,11 @@ mod checksum;
 mod control;
 mod deparse;
 mod expr;
+mod liveness;
 mod packet;
 mod storage;
 mod table;
+mod wide;
 
 use crate::ast::ControlDecl;
 use crate::entries::Entries;
@@ -134,13 +136,31 @@ impl Compiled {
 /// Compiles `checked` with table contents `entries` into one XDP program named `name` (a C
 /// identifier) and its maps.
 pub fn compile(checked: &Checked, entries: &Entries, name: &str) -> Result<Compiled, CompileError> {
-    let mut gen = Gen::new(checked, entries)?;
+    // First pass: every field extracted and written back, to learn which the program reads
+    // and changes (see `liveness.rs`).
+    let mut first = Gen::new(checked, entries, None)?;
+    let code = first.program()?;
+    let plan = liveness::plan(
+        &first.frame,
+        &code,
+        first.deparser_start,
+        &first.extract_stores,
+        first.payload_at.is_some(),
+    );
+    let mut gen = Gen::new(checked, entries, Some(plan))?;
     let body = gen.program()?;
     let mut code = gen.prologue();
     code.append(body);
-    let insns = code
+    let unzeroed = code
         .finish()
         .ok_or_else(|| CompileError::Program("a jump is out of range".into()))?;
+    // The prologue is straight-line code, so zeroing stores put at its start move no jump.
+    let zero = liveness::must_zero(&unzeroed);
+    let mut insns: Vec<Instruction> = zero
+        .iter()
+        .map(|off| linerate_bpf::insn::build::st(linerate_bpf::insn::Size::Dw, 10, *off, 0))
+        .collect();
+    insns.extend(unzeroed);
     let program = ProgramSpec::xdp(name, insns);
     Ok(Compiled {
         spec: ObjectSpec::new(
@@ -205,10 +225,22 @@ pub(crate) struct Gen<'a> {
     /// For a program that adds or removes headers: the slot holding the byte where the
     /// payload starts (the parser's offset at `accept`), which the resizing deparser reads.
     pub payload_at: Option<i16>,
+    /// The fields to extract and write back (`None` in the first pass: all of them).
+    pub plan: Option<liveness::FieldPlan>,
+    /// Where the deparser's code starts in `code`.
+    pub deparser_start: usize,
+    /// The stretches of `code` where extracts store fields.
+    pub extract_stores: Vec<std::ops::Range<usize>>,
+    /// In the parser: the byte up to which the current state has checked the packet's length.
+    pub checked_to: u32,
 }
 
 impl<'a> Gen<'a> {
-    fn new(checked: &'a Checked, entries: &'a Entries) -> Result<Gen<'a>, CompileError> {
+    fn new(
+        checked: &'a Checked,
+        entries: &'a Entries,
+        plan: Option<liveness::FieldPlan>,
+    ) -> Result<Gen<'a>, CompileError> {
         let mut frame = Frame::new(checked)?;
         let payload_at = if deparse::uses_validity_changes(checked) {
             Some(frame.alloc(8)?)
@@ -237,6 +269,10 @@ impl<'a> Gen<'a> {
             rejected: false,
             scratch: None,
             payload_at,
+            plan,
+            deparser_start: 0,
+            extract_stores: Vec::new(),
+            checked_to: 0,
         })
     }
 

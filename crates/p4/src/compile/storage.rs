@@ -212,11 +212,6 @@ impl Frame {
             .map_err(|_| CompileError::Program(format!("the program keeps {STACK_FULL}")))
     }
 
-    /// Bytes of stack used.
-    pub fn used(&self) -> i64 {
-        self.used
-    }
-
     /// The header at a path.
     pub fn header(&self, path: &str) -> Option<&HeaderSlots> {
         self.headers.iter().find(|h| h.path == path)
