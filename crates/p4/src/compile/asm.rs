@@ -67,12 +67,23 @@ impl Assembly {
         self.items.len()
     }
 
+    /// Drops the plain instructions `keep` refuses (labels and jumps stay where they are).
+    pub fn retain_insns(&mut self, keep: impl Fn(&Instruction) -> bool) {
+        self.items.retain(|item| match item {
+            Item::Insn(insn) => keep(insn),
+            _ => true,
+        });
+    }
+
     /// The plain instructions (not the jumps to labels) with their item positions.
     pub fn insns(&self) -> impl Iterator<Item = (usize, &Instruction)> {
-        self.items.iter().enumerate().filter_map(|(i, item)| match item {
-            Item::Insn(insn) => Some((i, insn)),
-            _ => None,
-        })
+        self.items
+            .iter()
+            .enumerate()
+            .filter_map(|(i, item)| match item {
+                Item::Insn(insn) => Some((i, insn)),
+                _ => None,
+            })
     }
 
     /// Appends another assembly's code (its labels renumbered).
@@ -95,13 +106,31 @@ impl Assembly {
     /// is longer than a 16-bit offset reaches.
     pub fn finish(&self) -> Option<Vec<Instruction>> {
         let live = self.reachable()?;
-        let items: Vec<&Item> = self
+        let mut items: Vec<&Item> = self
             .items
             .iter()
             .zip(&live)
             .filter(|(item, live)| **live || matches!(item, Item::Place(_)))
             .map(|(item, _)| item)
             .collect();
+        // A jump to the label right after it (only labels between) does nothing.
+        let mut index = 0;
+        while index < items.len() {
+            let to_next = match items[index] {
+                Item::Jump { target, .. } => items[index + 1..]
+                    .iter()
+                    .take_while(|item| matches!(item, Item::Place(_)))
+                    .any(|item| matches!(item, Item::Place(l) if l == target)),
+                _ => false,
+            };
+            if to_next {
+                items.remove(index);
+                // The jump before may now lead to the next instruction too.
+                index = index.saturating_sub(1);
+            } else {
+                index += 1;
+            }
+        }
         let mut at = vec![None; self.labels];
         let mut slot = 0usize;
         for item in &items {
@@ -195,15 +224,17 @@ mod tests {
     }
 
     #[test]
-    fn unreachable_code_is_left_out() {
+    fn unreachable_code_and_jumps_to_the_next_instruction_are_left_out() {
         let mut a = Assembly::default();
-        let end = a.label();
+        let (end, other) = (a.label(), a.label());
+        a.branch_imm(Cond::Eq, 1, 0, other);
         a.goto(end);
         a.emit(mov64(0, 1));
         a.goto(end);
+        a.place(other);
         a.place(end);
         a.emit(exit());
-        assert_eq!(a.finish().expect("resolves"), [ja(0), exit()]);
+        assert_eq!(a.finish().expect("resolves"), [exit()]);
     }
 
     #[test]

@@ -29,8 +29,7 @@ impl<'a> Gen<'a> {
         let skip = self.code.label();
         self.hoist(condition, true)?;
         self.hoist(data, true)?;
-        self.expr(condition, 0)?;
-        self.code.branch_imm(Cond::Eq, 1, 0, skip);
+        self.branch_if(condition, false, skip, 0)?;
         self.checksum(data)?;
         self.mask_reg(1, slot.width, 2);
         self.emit(stx(Size::Dw, 10, slot.off, 1));
@@ -50,8 +49,7 @@ impl<'a> Gen<'a> {
         self.hoist(condition, true)?;
         self.hoist(data, true)?;
         self.hoist(checksum, true)?;
-        self.expr(condition, 0)?;
-        self.code.branch_imm(Cond::Eq, 1, 0, skip);
+        self.branch_if(condition, false, skip, 0)?;
         self.checksum(data)?;
         self.expr(checksum, 1)?;
         self.code.branch_reg(Cond::Ne, 1, 2, reject);

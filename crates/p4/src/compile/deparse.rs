@@ -19,8 +19,8 @@
 
 use super::asm::Label;
 use super::expr::Place;
-use super::wide::store_windows;
 use super::storage::HeaderSlots;
+use super::wide::store_windows;
 use super::{CompileError, Gen};
 use crate::ast::{Block, ExprKind, Stmt};
 use linerate_bpf::facts::helper::XDP_ADJUST_HEAD;

@@ -73,9 +73,7 @@ pub(crate) fn plan(
             } => read.extend(touched(off, size)),
             Instruction::Store {
                 dst: 10, off, size, ..
-            } if !extracts.iter().any(|r| r.contains(&index)) => {
-                changed.extend(touched(off, size))
-            }
+            } if !extracts.iter().any(|r| r.contains(&index)) => changed.extend(touched(off, size)),
             Instruction::Atomic {
                 dst: 10, off, size, ..
             } => {
@@ -93,9 +91,44 @@ pub(crate) fn plan(
     FieldPlan { live, changed }
 }
 
+/// The 8-byte slots (by offset from `r10`) that some instruction of `code` loads from.
+pub(crate) fn loaded_slots(code: &Assembly) -> HashSet<i16> {
+    let mut out = HashSet::new();
+    for (_, insn) in code.insns() {
+        if let Instruction::Load {
+            src: 10, off, size, ..
+        }
+        | Instruction::Atomic {
+            dst: 10, off, size, ..
+        } = *insn
+        {
+            let first = off.div_euclid(8) * 8;
+            let last = (off + bytes(size) - 1).div_euclid(8) * 8;
+            out.insert(first);
+            out.insert(last);
+        }
+    }
+    out
+}
+
+/// Whether `insn` stores into a slot of the program's `state` that nothing `loaded`.
+pub(crate) fn dead_store(insn: &Instruction, state: &HashSet<i16>, loaded: &HashSet<i16>) -> bool {
+    match *insn {
+        Instruction::Store {
+            dst: 10,
+            off,
+            size: Size::Dw,
+            ..
+        } => state.contains(&off) && !loaded.contains(&off),
+        _ => false,
+    }
+}
+
 /// The 8-byte stack slot (index below `r10`) of byte offset `off`.
 fn slot_index(off: i64) -> Option<u32> {
-    u32::try_from((-off - 1).div_euclid(8)).ok().filter(|i| *i < 64)
+    u32::try_from((-off - 1).div_euclid(8))
+        .ok()
+        .filter(|i| *i < 64)
 }
 
 /// Offsets of the 8-byte stack slots that `insns` (a whole program, straight-line code first)
@@ -194,11 +227,7 @@ mod tests {
 
     #[test]
     fn a_narrow_store_does_not_define_the_slot() {
-        let insns = [
-            st(Size::W, 10, -8, 1),
-            ldx(Size::W, 2, 10, -8),
-            exit(),
-        ];
+        let insns = [st(Size::W, 10, -8, 1), ldx(Size::W, 2, 10, -8), exit()];
         assert_eq!(must_zero(&insns), [-8]);
     }
 }

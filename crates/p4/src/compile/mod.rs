@@ -148,8 +148,13 @@ pub fn compile(checked: &Checked, entries: &Entries, name: &str) -> Result<Compi
         first.payload_at.is_some(),
     );
     let mut gen = Gen::new(checked, entries, Some(plan))?;
-    let body = gen.program()?;
-    let mut code = gen.prologue();
+    let mut body = gen.program()?;
+    // Stores into the program's state that nothing loads (a validity flag nothing tests, the
+    // packet length without counters, ...) go, and the prologue sets only what is loaded.
+    let loaded = liveness::loaded_slots(&body);
+    let state = gen.frame.state_slots();
+    body.retain_insns(|insn| !liveness::dead_store(insn, &state, &loaded));
+    let mut code = gen.prologue(&loaded);
     code.append(body);
     let unzeroed = code
         .finish()

@@ -12,7 +12,7 @@ use linerate_bpf::insn::build::{
     add64, alu64_reg, call_helper, exit, ldx, mov64, mov64_reg, st, stx,
 };
 use linerate_bpf::insn::{AluOp, Cond, Size};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 /// The context register and the packet's bounds (callee-saved, so helpers keep them).
 const CTX: u8 = 6;
@@ -26,15 +26,18 @@ fn offset(value: i64) -> Result<i16, CompileError> {
 impl<'a> Gen<'a> {
     /// Saves the context and reads the packet bounds and ingress port (the slots that must
     /// start at zero are zeroed in front of it: see `liveness.rs`).
-    pub fn prologue(&self) -> Assembly {
+    pub fn prologue(&self, loaded: &HashSet<i16>) -> Assembly {
         let mut code = Assembly::default();
         code.emit(mov64_reg(CTX, 1));
         code.emit(ldx(Size::W, DATA, CTX, xdp_md::DATA as i16));
         code.emit(ldx(Size::W, DATA_END, CTX, xdp_md::DATA_END as i16));
-        code.emit(mov64_reg(1, DATA_END));
-        code.emit(alu64_reg(AluOp::Sub, 1, DATA));
-        code.emit(stx(Size::Dw, 10, self.frame.packet_len, 1));
-        if let Some(port) = self.frame.slots.get("std.ingress_port") {
+        if loaded.contains(&self.frame.packet_len) {
+            code.emit(mov64_reg(1, DATA_END));
+            code.emit(alu64_reg(AluOp::Sub, 1, DATA));
+            code.emit(stx(Size::Dw, 10, self.frame.packet_len, 1));
+        }
+        let port = self.frame.slots.get("std.ingress_port");
+        if let Some(port) = port.filter(|p| loaded.contains(&p.off)) {
             code.emit(ldx(Size::W, 1, CTX, xdp_md::INGRESS_IFINDEX as i16));
             code.emit(stx(Size::Dw, 10, port.off, 1));
         }
@@ -79,7 +82,7 @@ impl<'a> Gen<'a> {
         self.bind_params(&deparser.params, &[(1, "hdr")]);
         self.deparser_start = self.code.len();
         self.deparser(deparser, reject)?;
-        self.outcome();
+        self.outcome(reject);
 
         self.code.place(reject);
         self.emit(mov64(0, xdp::XDP_DROP as i32));
@@ -366,15 +369,16 @@ impl<'a> Gen<'a> {
         }
     }
 
-    /// `drop` → DROP; no egress port → PASS; the ingress port → TX; else redirect.
-    fn outcome(&mut self) {
+    /// `drop` → DROP (the code at `dropped` returns it); no egress port → PASS; the ingress
+    /// port → TX; else redirect.
+    fn outcome(&mut self, dropped: Label) {
         let (Some(drop), Some(egress)) = (
             self.frame.slots.get("std.drop").copied(),
             self.frame.slots.get("std.egress_port").copied(),
         ) else {
             return;
         };
-        let (dropped, pass, tx) = (self.code.label(), self.code.label(), self.code.label());
+        let (pass, tx) = (self.code.label(), self.code.label());
         self.emit(ldx(Size::Dw, 1, 10, drop.off));
         self.code.branch_imm(Cond::Ne, 1, 0, dropped);
         self.emit(ldx(Size::Dw, 1, 10, egress.off));
@@ -384,11 +388,7 @@ impl<'a> Gen<'a> {
         self.emit(mov64(2, 0));
         self.emit(call_helper(REDIRECT));
         self.emit(exit());
-        for (label, action) in [
-            (dropped, xdp::XDP_DROP),
-            (pass, xdp::XDP_PASS),
-            (tx, xdp::XDP_TX),
-        ] {
+        for (label, action) in [(pass, xdp::XDP_PASS), (tx, xdp::XDP_TX)] {
             self.code.place(label);
             self.emit(mov64(0, action as i32));
             self.emit(exit());

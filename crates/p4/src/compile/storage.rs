@@ -10,7 +10,7 @@ use super::CompileError;
 use crate::check::types::{Type, TypeTable};
 use crate::interp::resolve_type;
 use crate::Checked;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 /// The BPF stack's size.
 pub const STACK_BYTES: i64 = 512;
@@ -210,6 +210,15 @@ impl Frame {
         }
         i16::try_from(-self.used)
             .map_err(|_| CompileError::Program(format!("the program keeps {STACK_FULL}")))
+    }
+
+    /// The slots of the program's own state: header fields and validity flags, metadata,
+    /// standard metadata and the packet's length (never reached through a pointer).
+    pub fn state_slots(&self) -> HashSet<i16> {
+        let mut out: HashSet<i16> = self.slots.values().map(|s| s.off).collect();
+        out.extend(self.headers.iter().map(|h| h.valid));
+        out.insert(self.packet_len);
+        out
     }
 
     /// The header at a path.

@@ -57,10 +57,7 @@ fn exact_pieces(a: u32, b: u32) -> Vec<Window> {
     let mut out = Vec::new();
     let mut at = a;
     while at < b {
-        let len = [8, 4, 2, 1]
-            .into_iter()
-            .find(|l| *l <= b - at)
-            .unwrap_or(1);
+        let len = [8, 4, 2, 1].into_iter().find(|l| *l <= b - at).unwrap_or(1);
         out.push(Window { start: at, len });
         at += len;
     }
@@ -105,10 +102,7 @@ pub(crate) fn overlapping(header: &HeaderSlots, windows: &[Window]) -> Vec<i16> 
         .iter()
         .filter(|(start, slot)| {
             let (a, b) = field_bytes(*start, slot.width);
-            slot.width > 0
-                && windows
-                    .iter()
-                    .any(|w| a < w.start + w.len && w.start < b)
+            slot.width > 0 && windows.iter().any(|w| a < w.start + w.len && w.start < b)
         })
         .map(|(_, slot)| slot.off)
         .collect()
@@ -117,7 +111,6 @@ pub(crate) fn overlapping(header: &HeaderSlots, windows: &[Window]) -> Vec<i16> 
 fn offset(value: i64) -> Result<i16, CompileError> {
     i16::try_from(value).map_err(|_| CompileError::Program("a packet offset beyond 32 KiB".into()))
 }
-
 
 impl Gen<'_> {
     /// Extracts the fields of `header` whose slots `keep` accepts from the packet at byte `at`
