@@ -103,34 +103,22 @@ impl Assembly {
     }
 
     /// The instructions with every jump resolved; `None` when a label is never placed or a jump
-    /// is longer than a 16-bit offset reaches.
+    /// is longer than a 16-bit offset reaches. Unreachable code goes (the kernel refuses it), and
+    /// jumps are tidied: a jump to a jump goes straight to the final target, a conditional jump
+    /// over an unconditional one is inverted, and a jump to the next instruction goes.
     pub fn finish(&self) -> Option<Vec<Instruction>> {
-        let live = self.reachable()?;
-        let mut items: Vec<&Item> = self
-            .items
-            .iter()
-            .zip(&live)
-            .filter(|(item, live)| **live || matches!(item, Item::Place(_)))
-            .map(|(item, _)| item)
-            .collect();
-        // A jump to the label right after it (only labels between) does nothing.
-        let mut index = 0;
-        while index < items.len() {
-            let to_next = match items[index] {
-                Item::Jump { target, .. } => items[index + 1..]
-                    .iter()
-                    .take_while(|item| matches!(item, Item::Place(_)))
-                    .any(|item| matches!(item, Item::Place(l) if l == target)),
-                _ => false,
-            };
-            if to_next {
-                items.remove(index);
-                // The jump before may now lead to the next instruction too.
-                index = index.saturating_sub(1);
-            } else {
-                index += 1;
+        let mut items = self.items.clone();
+        for _ in 0..MAX_TIDY_ROUNDS {
+            let live = reachable(&items, self.labels)?;
+            let mut kept = live.iter();
+            items.retain(|item| kept.next() == Some(&true) || matches!(item, Item::Place(_)));
+            if !tidy_jumps(&mut items, self.labels) {
+                break;
             }
         }
+        let live = reachable(&items, self.labels)?;
+        let mut kept = live.iter();
+        items.retain(|item| kept.next() == Some(&true) || matches!(item, Item::Place(_)));
         let mut at = vec![None; self.labels];
         let mut slot = 0usize;
         for item in &items {
@@ -142,7 +130,7 @@ impl Assembly {
         }
         let mut out = Vec::with_capacity(items.len());
         let mut slot = 0usize;
-        for item in items {
+        for item in &items {
             match item {
                 Item::Insn(i) => {
                     slot += i.slots();
@@ -165,41 +153,143 @@ impl Assembly {
     }
 }
 
-impl Assembly {
-    /// Which items run on some path from the first: the kernel refuses unreachable
-    /// instructions, and a `return` inside a branch leaves dead jumps behind. Jumps written as
-    /// raw instructions (short fixed skips inside one expression) are taken to fall through,
-    /// which keeps their whole sequence.
-    fn reachable(&self) -> Option<Vec<bool>> {
-        let mut where_placed = vec![None; self.labels];
-        for (index, item) in self.items.iter().enumerate() {
-            if let Item::Place(Label(l)) = item {
-                *where_placed.get_mut(*l)? = Some(index);
+/// Rounds of jump tidying at most (each removes or retargets something; the bound only guards
+/// against a cycle of unconditional jumps, which the compiler never generates).
+const MAX_TIDY_ROUNDS: usize = 32;
+
+/// Where each label is placed among `items`.
+fn placements(items: &[Item], labels: usize) -> Option<Vec<Option<usize>>> {
+    let mut where_placed = vec![None; labels];
+    for (index, item) in items.iter().enumerate() {
+        if let Item::Place(Label(l)) = item {
+            *where_placed.get_mut(*l)? = Some(index);
+        }
+    }
+    Some(where_placed)
+}
+
+/// The first item at or after `index` that is not a label.
+fn next_code(items: &[Item], index: usize) -> Option<&Item> {
+    items[index.min(items.len())..]
+        .iter()
+        .find(|item| !matches!(item, Item::Place(_)))
+}
+
+/// The condition that holds exactly when `cond` does not.
+fn negate(cond: Cond) -> Option<Cond> {
+    Some(match cond {
+        Cond::Eq => Cond::Ne,
+        Cond::Ne => Cond::Eq,
+        Cond::Gt => Cond::Le,
+        Cond::Le => Cond::Gt,
+        Cond::Ge => Cond::Lt,
+        Cond::Lt => Cond::Ge,
+        Cond::Sgt => Cond::Sle,
+        Cond::Sle => Cond::Sgt,
+        Cond::Sge => Cond::Slt,
+        Cond::Slt => Cond::Sge,
+        Cond::Set => return None,
+    })
+}
+
+/// One round of jump tidying over `items`; whether anything changed.
+fn tidy_jumps(items: &mut Vec<Item>, labels: usize) -> bool {
+    let Some(where_placed) = placements(items, labels) else {
+        return false;
+    };
+    let mut changed = false;
+    // A jump to an unconditional jump goes to that jump's target.
+    for index in 0..items.len() {
+        let Item::Jump { target, .. } = items[index] else {
+            continue;
+        };
+        let Some(at) = where_placed.get(target.0).copied().flatten() else {
+            continue;
+        };
+        if let Some(&Item::Jump {
+            test: None,
+            target: next,
+        }) = next_code(items, at)
+        {
+            if next != target {
+                if let Item::Jump { target, .. } = &mut items[index] {
+                    *target = next;
+                }
+                changed = true;
             }
         }
-        let mut live = vec![false; self.items.len()];
-        let mut work = vec![0usize];
-        while let Some(index) = work.pop() {
-            let Some(item) = self.items.get(index) else {
-                continue;
-            };
-            if live[index] {
+    }
+    let lands_next = |items: &[Item], index: usize, target: Label| {
+        items[index + 1..]
+            .iter()
+            .take_while(|item| matches!(item, Item::Place(_)))
+            .any(|item| matches!(item, Item::Place(l) if *l == target))
+    };
+    let mut index = 0;
+    while index < items.len() {
+        match items[index] {
+            // A jump to the label right after it (only labels between) does nothing.
+            Item::Jump { target, .. } if lands_next(items, index, target) => {
+                items.remove(index);
+                changed = true;
                 continue;
             }
-            live[index] = true;
-            match item {
-                Item::Insn(Instruction::Exit) => {}
-                Item::Insn(_) | Item::Place(_) => work.push(index + 1),
-                Item::Jump { test, target } => {
-                    work.push((*where_placed.get(target.0)?)?);
-                    if test.is_some() {
-                        work.push(index + 1);
-                    }
+            // `if c goto A; goto B; A:` is `if !c goto B; A:`.
+            Item::Jump {
+                test: Some((cond, reg, operand)),
+                target,
+            } if index + 1 < items.len() && lands_next(items, index + 1, target) => {
+                if let (
+                    Item::Jump {
+                        test: None,
+                        target: other,
+                    },
+                    Some(negated),
+                ) = (items[index + 1].clone(), negate(cond))
+                {
+                    items[index] = Item::Jump {
+                        test: Some((negated, reg, operand)),
+                        target: other,
+                    };
+                    items.remove(index + 1);
+                    changed = true;
+                }
+            }
+            _ => {}
+        }
+        index += 1;
+    }
+    changed
+}
+
+/// Which of `items` run on some path from the first: the kernel refuses unreachable
+/// instructions, and a `return` inside a branch leaves dead jumps behind. Jumps written as raw
+/// instructions (short fixed skips inside one expression) are taken to fall through, which
+/// keeps their whole sequence.
+fn reachable(items: &[Item], labels: usize) -> Option<Vec<bool>> {
+    let where_placed = placements(items, labels)?;
+    let mut live = vec![false; items.len()];
+    let mut work = vec![0usize];
+    while let Some(index) = work.pop() {
+        let Some(item) = items.get(index) else {
+            continue;
+        };
+        if live[index] {
+            continue;
+        }
+        live[index] = true;
+        match item {
+            Item::Insn(Instruction::Exit) => {}
+            Item::Insn(_) | Item::Place(_) => work.push(index + 1),
+            Item::Jump { test, target } => {
+                work.push((*where_placed.get(target.0)?)?);
+                if test.is_some() {
+                    work.push(index + 1);
                 }
             }
         }
-        Some(live)
     }
+    Some(live)
 }
 
 #[cfg(test)]

@@ -138,7 +138,10 @@ impl<'a> Gen<'a> {
                     }
                 }
                 self.expr(rhs, 0)?;
-                self.mask_reg(1, slot.width, 2);
+                // Every value holds only its low `w` bits: a narrower one needs no mask.
+                if self.width(rhs)? > slot.width {
+                    self.mask_reg(1, slot.width, 2);
+                }
                 self.emit(stx(Size::Dw, 10, slot.off, 1));
                 Ok(())
             }

@@ -310,8 +310,40 @@ impl Gen<'_> {
     ) -> Result<(), CompileError> {
         let (r, s) = (self.reg(depth, e)?, self.reg(depth + 1, e)?);
         self.expr(left, depth)?;
-        self.expr(right, depth + 1)?;
         let width = self.width(e)?;
+        // A constant right operand that fits an immediate needs no register (BPF refuses a
+        // division by an immediate zero, so those keep the register and BPF's answer).
+        let imm = match self.checked.constant(right) {
+            Some(c) => i32::try_from(c as u64 & mask(self.width(right)?)).ok(),
+            None => None,
+        };
+        let imm_op = match (op, imm) {
+            (BinaryOp::Div | BinaryOp::Mod, Some(0)) => None,
+            (BinaryOp::Add, Some(i)) => Some((AluOp::Add, i)),
+            (BinaryOp::Sub, Some(i)) => Some((AluOp::Sub, i)),
+            (BinaryOp::Mul, Some(i)) => Some((AluOp::Mul, i)),
+            (BinaryOp::Div, Some(i)) => Some((AluOp::Div, i)),
+            (BinaryOp::Mod, Some(i)) => Some((AluOp::Mod, i)),
+            (BinaryOp::BitAnd | BinaryOp::And, Some(i)) => Some((AluOp::And, i)),
+            (BinaryOp::BitOr | BinaryOp::Or, Some(i)) => Some((AluOp::Or, i)),
+            (BinaryOp::BitXor, Some(i)) => Some((AluOp::Xor, i)),
+            (BinaryOp::Shl, Some(i)) if i < 64 => Some((AluOp::Lsh, i)),
+            (BinaryOp::Shr, Some(i)) if i < 64 => Some((AluOp::Rsh, i)),
+            _ => None,
+        };
+        if let Some((alu, imm)) = imm_op {
+            self.emit(alu64(alu, r, imm));
+            // Operands within the width keep these results within it.
+            if !matches!(
+                alu,
+                AluOp::And | AluOp::Or | AluOp::Xor | AluOp::Rsh | AluOp::Div | AluOp::Mod
+            ) {
+                let scratch = self.reg(depth + 1, e)?;
+                self.mask_reg(r, width, scratch);
+            }
+            return Ok(());
+        }
+        self.expr(right, depth + 1)?;
         let arithmetic = |op| Some(alu64_reg(op, r, s));
         let insn = match op {
             BinaryOp::Add => arithmetic(AluOp::Add),

@@ -19,7 +19,7 @@ use super::asm::Assembly;
 use super::storage::Frame;
 use super::wide::{overlapping, store_windows};
 use linerate_bpf::insn::{Instruction, Size};
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::ops::Range;
 
 /// The fields the second pass extracts (`live`) and writes back (`changed`), by slot offset.
@@ -111,15 +111,26 @@ pub(crate) fn loaded_slots(code: &Assembly) -> HashSet<i16> {
     out
 }
 
-/// Whether `insn` stores into a slot of the program's `state` that nothing `loaded`.
-pub(crate) fn dead_store(insn: &Instruction, state: &HashSet<i16>, loaded: &HashSet<i16>) -> bool {
+/// Whether `insn` stores into an 8-byte stack slot that nothing `loaded` and no helper reads
+/// (outside the `pointed` stretches, `(offset, bytes)`).
+pub(crate) fn dead_store(
+    insn: &Instruction,
+    pointed: &[(i16, u32)],
+    loaded: &HashSet<i16>,
+) -> bool {
     match *insn {
         Instruction::Store {
             dst: 10,
             off,
             size: Size::Dw,
             ..
-        } => state.contains(&off) && !loaded.contains(&off),
+        } => {
+            let helper_reads = pointed.iter().any(|(at, bytes)| {
+                i64::from(off) >= i64::from(*at)
+                    && i64::from(off) < i64::from(*at) + i64::from(*bytes)
+            });
+            off % 8 == 0 && !helper_reads && !loaded.contains(&off)
+        }
         _ => false,
     }
 }
@@ -133,7 +144,12 @@ fn slot_index(off: i64) -> Option<u32> {
 
 /// Offsets of the 8-byte stack slots that `insns` (a whole program, straight-line code first)
 /// may load before storing all 8 bytes of them: what must start at zero.
-pub(crate) fn must_zero(insns: &[Instruction]) -> Vec<i16> {
+///
+/// `implied` maps a header's validity slot to the slots its extract stores: where a test of
+/// the freshly loaded flag finds it set, those are stored (a program that never calls
+/// `setValid` makes a header valid only by extracting it). That spares zeroing the fields a
+/// control reads under `isValid()`, and those the deparser writes back.
+pub(crate) fn must_zero(insns: &[Instruction], implied: &HashMap<i16, Vec<i16>>) -> Vec<i16> {
     // Instruction index of each slot (a 64-bit immediate takes two).
     let mut index_of_slot = Vec::new();
     for (i, insn) in insns.iter().enumerate() {
@@ -141,20 +157,68 @@ pub(crate) fn must_zero(insns: &[Instruction]) -> Vec<i16> {
             index_of_slot.push(i);
         }
     }
+    let implied: HashMap<i16, u64> = implied
+        .iter()
+        .map(|(valid, slots)| {
+            let mask = slots
+                .iter()
+                .filter_map(|s| slot_index(i64::from(*s)))
+                .fold(0u64, |m, s| m | 1 << s);
+            (*valid, mask)
+        })
+        .collect();
     let mut slot = 0usize;
-    let mut successors: Vec<Vec<usize>> = Vec::with_capacity(insns.len());
+    // Each successor with the slots that taking that edge stores.
+    let mut successors: Vec<Vec<(usize, u64)>> = Vec::with_capacity(insns.len());
+    let mut targets = HashSet::new();
     for insn in insns {
         let target = insn
             .jump_target(slot)
             .and_then(|t| usize::try_from(t).ok())
             .and_then(|t| index_of_slot.get(t).copied());
+        targets.extend(target);
         let next = index_of_slot.get(slot + insn.slots()).copied();
         successors.push(match insn {
             Instruction::Exit => vec![],
-            Instruction::Ja { .. } => target.into_iter().collect(),
-            _ => next.into_iter().chain(target).collect(),
+            Instruction::Ja { .. } => target.into_iter().map(|t| (t, 0)).collect(),
+            _ => next.into_iter().chain(target).map(|t| (t, 0)).collect(),
         });
         slot += insn.slots();
+    }
+    // `rX = valid; if rX != 0 goto` (or `== 0`), the test reached only from the load.
+    for i in 1..insns.len() {
+        let (
+            Instruction::Load {
+                src: 10,
+                off,
+                size: Size::Dw,
+                dst,
+                ..
+            },
+            Instruction::Jump {
+                cond,
+                dst: tested,
+                src: linerate_bpf::insn::Operand::Imm(0),
+                ..
+            },
+        ) = (insns[i - 1], insns[i])
+        else {
+            continue;
+        };
+        let Some(&mask) = implied.get(&off) else {
+            continue;
+        };
+        if dst != tested || targets.contains(&i) {
+            continue;
+        }
+        let set_edge = match cond {
+            linerate_bpf::insn::Cond::Ne => 1,
+            linerate_bpf::insn::Cond::Eq => 0,
+            _ => continue,
+        };
+        if let Some(edge) = successors[i].get_mut(set_edge) {
+            edge.1 |= mask;
+        }
     }
     // Forward must-analysis: bit i set = stack slot i holds a stored value on every path.
     let mut defined: Vec<Option<u64>> = vec![None; insns.len()];
@@ -190,7 +254,8 @@ pub(crate) fn must_zero(insns: &[Instruction]) -> Vec<i16> {
             } if off % 8 == 0 => state |= mask_of(off, Size::Dw),
             _ => {}
         }
-        for &next in &successors[i] {
+        for &(next, stored) in &successors[i] {
+            let state = state | stored;
             let merged = defined[next].map_or(state, |d| d & state);
             if defined[next] != Some(merged) {
                 defined[next] = Some(merged);
@@ -222,12 +287,12 @@ mod tests {
             exit(),
         ];
         // -8 is stored first; -16 only on one path; -24 never.
-        assert_eq!(must_zero(&insns), [-16, -24]);
+        assert_eq!(must_zero(&insns, &HashMap::new()), [-16, -24]);
     }
 
     #[test]
     fn a_narrow_store_does_not_define_the_slot() {
         let insns = [st(Size::W, 10, -8, 1), ldx(Size::W, 2, 10, -8), exit()];
-        assert_eq!(must_zero(&insns), [-8]);
+        assert_eq!(must_zero(&insns, &HashMap::new()), [-8]);
     }
 }

@@ -149,18 +149,23 @@ pub fn compile(checked: &Checked, entries: &Entries, name: &str) -> Result<Compi
     );
     let mut gen = Gen::new(checked, entries, Some(plan))?;
     let mut body = gen.program()?;
-    // Stores into the program's state that nothing loads (a validity flag nothing tests, the
-    // packet length without counters, ...) go, and the prologue sets only what is loaded.
+    // Stores that nothing loads (a validity flag nothing tests, a table result nothing reads,
+    // the packet length without counters, ...) go, except into map keys, which helpers read;
+    // the prologue sets only what is loaded.
     let loaded = liveness::loaded_slots(&body);
-    let state = gen.frame.state_slots();
-    body.retain_insns(|insn| !liveness::dead_store(insn, &state, &loaded));
+    let pointed = gen.pointed.clone();
+    body.retain_insns(|insn| !liveness::dead_store(insn, &pointed, &loaded));
     let mut code = gen.prologue(&loaded);
     code.append(body);
     let unzeroed = code
         .finish()
         .ok_or_else(|| CompileError::Program("a jump is out of range".into()))?;
     // The prologue is straight-line code, so zeroing stores put at its start move no jump.
-    let zero = liveness::must_zero(&unzeroed);
+    let implied = match gen.payload_at {
+        Some(_) => HashMap::new(),
+        None => gen.frame.extracted_slots(gen.plan.as_ref()),
+    };
+    let zero = liveness::must_zero(&unzeroed, &implied);
     let mut insns: Vec<Instruction> = zero
         .iter()
         .map(|off| linerate_bpf::insn::build::st(linerate_bpf::insn::Size::Dw, 10, *off, 0))
@@ -238,6 +243,8 @@ pub(crate) struct Gen<'a> {
     pub extract_stores: Vec<std::ops::Range<usize>>,
     /// In the parser: the byte up to which the current state has checked the packet's length.
     pub checked_to: u32,
+    /// Stack that helpers read through pointers (map keys): `(offset, bytes)`.
+    pub pointed: Vec<(i16, u32)>,
 }
 
 impl<'a> Gen<'a> {
@@ -278,6 +285,7 @@ impl<'a> Gen<'a> {
             deparser_start: 0,
             extract_stores: Vec::new(),
             checked_to: 0,
+            pointed: Vec::new(),
         })
     }
 
@@ -293,13 +301,16 @@ impl<'a> Gen<'a> {
     /// fresh stack.
     pub fn scratch(&mut self, bytes: u32) -> Result<i16, CompileError> {
         if bytes > SCRATCH_BYTES {
-            return self.frame.alloc(bytes);
+            let at = self.frame.alloc(bytes)?;
+            self.pointed.push((at, bytes));
+            return Ok(at);
         }
         match self.scratch {
             Some(at) => Ok(at),
             None => {
                 let at = self.frame.alloc(SCRATCH_BYTES)?;
                 self.scratch = Some(at);
+                self.pointed.push((at, SCRATCH_BYTES));
                 Ok(at)
             }
         }

@@ -10,7 +10,7 @@ use super::CompileError;
 use crate::check::types::{Type, TypeTable};
 use crate::interp::resolve_type;
 use crate::Checked;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
 /// The BPF stack's size.
 pub const STACK_BYTES: i64 = 512;
@@ -212,13 +212,24 @@ impl Frame {
             .map_err(|_| CompileError::Program(format!("the program keeps {STACK_FULL}")))
     }
 
-    /// The slots of the program's own state: header fields and validity flags, metadata,
-    /// standard metadata and the packet's length (never reached through a pointer).
-    pub fn state_slots(&self) -> HashSet<i16> {
-        let mut out: HashSet<i16> = self.slots.values().map(|s| s.off).collect();
-        out.extend(self.headers.iter().map(|h| h.valid));
-        out.insert(self.packet_len);
-        out
+    /// Each header's validity slot with the field slots an extract of it stores (those `plan`
+    /// keeps live; all without a plan).
+    pub fn extracted_slots(
+        &self,
+        plan: Option<&super::liveness::FieldPlan>,
+    ) -> HashMap<i16, Vec<i16>> {
+        self.headers
+            .iter()
+            .map(|h| {
+                let fields = h
+                    .fields
+                    .iter()
+                    .filter(|(_, s)| s.width > 0 && plan.is_none_or(|p| p.live.contains(&s.off)))
+                    .map(|(_, s)| s.off)
+                    .collect();
+                (h.valid, fields)
+            })
+            .collect()
     }
 
     /// The header at a path.
