@@ -2,8 +2,9 @@
 //! jumps to labels; [`Assembly::finish`] places the labels and turns each jump into a relative
 //! BPF jump (offsets count slots, an `ld_imm64` takes two).
 
-use linerate_bpf::insn::build::{ja, jump};
-use linerate_bpf::insn::{Cond, Instruction, Operand, Reg};
+use linerate_bpf::insn::build::{ja, jump, mov64, mov64_reg};
+use linerate_bpf::insn::regs::RegSet;
+use linerate_bpf::insn::{Cond, Instruction, Operand, Reg, Size};
 
 /// A place in the code that jumps go to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -65,6 +66,82 @@ impl Assembly {
     /// [`Assembly::insns`].
     pub fn len(&self) -> usize {
         self.items.len()
+    }
+
+    /// Replaces a load of an 8-byte stack slot by a move of what a store shortly before (same
+    /// straight-line stretch, nothing in between writing the register or the slot, no call)
+    /// put there, or drops it when the register holds it already.
+    pub fn forward_stack_loads(&mut self) {
+        let mut index = 0;
+        while index < self.items.len() {
+            let Item::Insn(Instruction::Load {
+                size: Size::Dw,
+                src: 10,
+                off,
+                dst,
+                ..
+            }) = self.items[index]
+            else {
+                index += 1;
+                continue;
+            };
+            let mut written: RegSet = 0;
+            let mut replacement = None;
+            for back in (index.saturating_sub(FORWARD_WINDOW)..index).rev() {
+                let Item::Insn(insn) = self.items[back] else {
+                    break;
+                };
+                match insn {
+                    Instruction::Store {
+                        size: Size::Dw,
+                        dst: 10,
+                        off: at,
+                        src,
+                    } if at == off => {
+                        replacement = match src {
+                            Operand::Reg(r) if written & (1 << r) == 0 => Some(if r == dst {
+                                None
+                            } else {
+                                Some(mov64_reg(dst, r))
+                            }),
+                            Operand::Imm(v) => Some(Some(mov64(dst, v))),
+                            Operand::Reg(_) => None,
+                        };
+                        break;
+                    }
+                    Instruction::Store {
+                        dst: 10,
+                        off: at,
+                        size,
+                        ..
+                    }
+                    | Instruction::Atomic {
+                        dst: 10,
+                        off: at,
+                        size,
+                        ..
+                    } if i32::from(at) < i32::from(off) + 8
+                        && i32::from(off) < i32::from(at) + size_bytes(size) =>
+                    {
+                        break
+                    }
+                    Instruction::Call(_) | Instruction::Jump { .. } | Instruction::Ja { .. } => {
+                        break
+                    }
+                    _ => written |= insn.writes(),
+                }
+            }
+            match replacement {
+                Some(Some(insn)) => {
+                    self.items[index] = Item::Insn(insn);
+                    index += 1;
+                }
+                Some(None) => {
+                    self.items.remove(index);
+                }
+                None => index += 1,
+            }
+        }
     }
 
     /// Drops the plain instructions `keep` refuses (labels and jumps stay where they are).
@@ -150,6 +227,18 @@ impl Assembly {
             }
         }
         Some(out)
+    }
+}
+
+/// How far back a load looks for the store it can take its value from.
+const FORWARD_WINDOW: usize = 12;
+
+fn size_bytes(size: Size) -> i32 {
+    match size {
+        Size::B => 1,
+        Size::H => 2,
+        Size::W => 4,
+        Size::Dw => 8,
     }
 }
 
@@ -295,7 +384,7 @@ fn reachable(items: &[Item], labels: usize) -> Option<Vec<bool>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use linerate_bpf::insn::build::{exit, ld64, mov64};
+    use linerate_bpf::insn::build::{exit, ld64, ldx, st, stx};
 
     #[test]
     fn jumps_count_slots_forward_and_back() {
@@ -325,6 +414,61 @@ mod tests {
         a.place(end);
         a.emit(exit());
         assert_eq!(a.finish().expect("resolves"), [exit()]);
+    }
+
+    #[test]
+    fn jumps_to_jumps_go_to_the_end_and_jumps_over_gotos_are_inverted() {
+        let mut a = Assembly::default();
+        let (then, other, end) = (a.label(), a.label(), a.label());
+        // if r1 == 0 goto then; goto other; then: goto end; other: r0 = 1; end: exit
+        a.branch_imm(Cond::Eq, 1, 0, then);
+        a.goto(other);
+        a.place(then);
+        a.goto(end);
+        a.place(other);
+        a.emit(mov64(0, 1));
+        a.place(end);
+        a.emit(exit());
+        let insns = a.finish().expect("resolves");
+        assert_eq!(
+            insns,
+            [
+                jump(true, Cond::Eq, 1, Operand::Imm(0), 1),
+                mov64(0, 1),
+                exit()
+            ]
+        );
+    }
+
+    #[test]
+    fn a_load_right_after_a_store_takes_the_stored_register() {
+        let mut a = Assembly::default();
+        a.emit(stx(Size::Dw, 10, -8, 1));
+        a.emit(st(Size::Dw, 10, -16, 7));
+        a.emit(ldx(Size::Dw, 2, 10, -8));
+        a.emit(ldx(Size::Dw, 3, 10, -16));
+        a.emit(mov64(1, 0));
+        a.emit(ldx(Size::Dw, 4, 10, -8));
+        a.emit(exit());
+        let insns = a.finish().expect("resolves");
+        // r1 changed before the last load: that one stays a load.
+        assert_eq!(
+            insns,
+            [
+                stx(Size::Dw, 10, -8, 1),
+                st(Size::Dw, 10, -16, 7),
+                ldx(Size::Dw, 2, 10, -8),
+                ldx(Size::Dw, 3, 10, -16),
+                mov64(1, 0),
+                ldx(Size::Dw, 4, 10, -8),
+                exit()
+            ]
+        );
+        a.forward_stack_loads();
+        assert_eq!(
+            a.finish().expect("resolves")[2..5],
+            [mov64_reg(2, 1), mov64(3, 7), mov64(1, 0)]
+        );
     }
 
     #[test]

@@ -152,6 +152,7 @@ pub fn compile(checked: &Checked, entries: &Entries, name: &str) -> Result<Compi
     // Stores that nothing loads (a validity flag nothing tests, a table result nothing reads,
     // the packet length without counters, ...) go, except into map keys, which helpers read;
     // the prologue sets only what is loaded.
+    body.forward_stack_loads();
     let loaded = liveness::loaded_slots(&body);
     let pointed = gen.pointed.clone();
     body.retain_insns(|insn| !liveness::dead_store(insn, &pointed, &loaded));

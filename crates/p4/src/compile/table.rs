@@ -429,6 +429,13 @@ impl<'a> Gen<'a> {
                 let mut key_slots = Vec::new();
                 for (i, k) in decl.keys.iter().enumerate() {
                     self.hoist(&k.expr, true)?;
+                    // A key that is a field or variable is compared where it is.
+                    if let Ok(super::expr::Place::Scalar(slot)) = self.place(&k.expr) {
+                        if self.apply_result(&k.expr)?.is_none() {
+                            key_slots.push(slot.off);
+                            continue;
+                        }
+                    }
                     self.expr(&k.expr, 0)?;
                     let off = base + 16 + i16::try_from(8 * i).unwrap_or(i16::MAX);
                     self.emit(stx(Size::Dw, 10, off, 1));
