@@ -3,10 +3,11 @@
 //! Two ways, chosen per program by [`uses_validity_changes`]:
 //!
 //! * **In place** (a program that never calls `setValid`/`setInvalid` nor assigns a whole
-//!   header): the valid headers are
-//!   the extracted ones, so emitting them rewrites the bytes they came from. Every extracted
-//!   header must be emitted, in extraction order, and sit at one offset; each valid one's fields
-//!   are written back where it was read. No helper call, no length change: the cheapest code,
+//!   header): the valid headers are the extracted ones, so emitting them rewrites the bytes they
+//!   came from. Every extracted header must be emitted, in extraction order, and sit at one
+//!   offset; of each valid one, the fields some statement may change (the plan's `changed`, see
+//!   `liveness.rs`) are written back where they were read, in the windows `wide.rs` chooses; a
+//!   header nothing changes costs nothing. No helper call, no length change: the cheapest code,
 //!   which the grid and `bound` rely on.
 //! * **Resizing** (a program that adds or removes headers): the parser records where the
 //!   payload starts (`payload_at`, stored at each transition to `accept`); the deparser sums the

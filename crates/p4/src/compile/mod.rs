@@ -9,19 +9,25 @@
 //! Every P4 value lives in an 8-byte stack slot as its low `w` bits (higher bits zero, which every
 //! operation restores by masking): each header field, each header's validity flag (0/1), each
 //! metadata field, `standard_metadata_t`'s three fields, action parameters, local variables and
-//! each table's last result (`hit`, action id). The prologue zeroes the whole frame, which is what
-//! the reference interpreter starts from (see [`crate::interp`]). Header stacks are their
-//! elements (`hdr.vlan[0]`, ...), indexed by constants, or by `next`/`last` in the parser. Values
-//! wider than 64 bits, `int<w>`, saturating operators, `advance`, `push_front`/`pop_front` and
-//! out-of-range constant indices are refused.
+//! each table's last result (`hit`, action id). The interpreter starts from zero (see
+//! [`crate::interp`]); the prologue zeroes only the slots some path reads before writing
+//! (`liveness.rs`). Header stacks are their elements (`hdr.vlan[0]`, ...), indexed by constants,
+//! or by `next`/`last` in the parser. Values wider than 64 bits, `int<w>`, saturating operators,
+//! `advance`, `push_front`/`pop_front` and out-of-range constant indices are refused.
 //!
+//! * **Two passes** (`liveness.rs`): the first extracts and writes back every field; its code
+//!   says which fields the program reads and which it changes. The second extracts only the
+//!   fields read or written back and writes back only the changed ones; both use the widest
+//!   loads and stores with byte swaps (`wide.rs`). The result's jumps are tidied (`asm.rs`) and
+//!   stores nothing loads are dropped.
 //! * **Parser** (`packet.rs`): states are generated once per (offset, stack counts) they are
 //!   reached with, so every extract reads at a constant offset after a bounds check the verifier
-//!   accepts (`data + end > data_end` → reject) and a loop over a header stack unrolls (the
-//!   `next` of a full stack rejects, as in the interpreter). More than [`MAX_PARSER_INSTANCES`]
-//!   such states (an unbounded parser loop) is refused. `reject` (a short packet, a failed
-//!   `verify`, a `select` without a matching case) returns `XDP_DROP` at once with the packet
-//!   untouched, as the interpreter does.
+//!   accepts (`data + end > data_end` → reject; one per state, for all its extracts, since a
+//!   rejected packet leaves unchanged whatever the state did) and a loop over a header stack
+//!   unrolls (the `next` of a full stack rejects, as in the interpreter). More than
+//!   [`MAX_PARSER_INSTANCES`] such states (an unbounded parser loop) is refused. `reject` (a
+//!   short packet, a failed `verify`, a `select` without a matching case) returns `XDP_DROP` at
+//!   once with the packet untouched, as the interpreter does.
 //! * **Ingress** (`control.rs`): actions are inlined at each call; `return` leaves the action (or
 //!   the control), `exit` the control. `t.apply()` may appear as a statement, as `.hit`/`.miss`
 //!   in a condition (evaluated first, so not right of `&&`, `||` or `?`), and as a `switch`
@@ -35,9 +41,10 @@
 //!   `ARRAY` of `u64`; `mark_to_drop`, `verify`.
 //! * **Deparser** (`deparse.rs`): a program that never calls `setValid`/`setInvalid` must emit
 //!   every extracted header in extraction order, each extracted at one offset, and valid headers
-//!   are written back in place. A program that does gets the resizing deparser: the valid emitted
-//!   headers are written in front of the payload after `bpf_xdp_adjust_head` moves the packet's
-//!   start (a failed move drops the packet untouched, as the interpreter does). A header made
+//!   are written back in place (only the fields some statement may change). A program that does
+//!   gets the resizing deparser: the valid emitted headers are written in front of the payload
+//!   after `bpf_xdp_adjust_head` moves the packet's start (a failed move drops the packet
+//!   untouched, as the interpreter does). A header made
 //!   valid has the fields its slots hold: zero unless extracted or written, as in the
 //!   interpreter.
 //! * **Checksums** (`checksum.rs`): `update_checksum`/`verify_checksum` over a list expression,
