@@ -144,6 +144,35 @@ impl Assembly {
         }
     }
 
+    /// Drops unreachable code, tidies jumps (see [`Assembly::finish`]) and drops the labels no
+    /// jump goes to; `None` when a label a jump needs is never placed.
+    pub fn tidy(&mut self) -> Option<()> {
+        for _ in 0..MAX_TIDY_ROUNDS {
+            let live = reachable(&self.items, self.labels)?;
+            let mut kept = live.iter();
+            self.items
+                .retain(|item| kept.next() == Some(&true) || matches!(item, Item::Place(_)));
+            if !tidy_jumps(&mut self.items, self.labels) {
+                break;
+            }
+        }
+        let live = reachable(&self.items, self.labels)?;
+        let mut kept = live.iter();
+        self.items
+            .retain(|item| kept.next() == Some(&true) || matches!(item, Item::Place(_)));
+        let mut used = vec![false; self.labels];
+        for item in &self.items {
+            if let Item::Jump { target, .. } = item {
+                *used.get_mut(target.0)? = true;
+            }
+        }
+        self.items.retain(|item| match item {
+            Item::Place(Label(l)) => used.get(*l).copied().unwrap_or(true),
+            _ => true,
+        });
+        Some(())
+    }
+
     /// Drops the plain instructions `keep` refuses (labels and jumps stay where they are).
     pub fn retain_insns(&mut self, keep: impl Fn(&Instruction) -> bool) {
         self.items.retain(|item| match item {
@@ -184,18 +213,9 @@ impl Assembly {
     /// jumps are tidied: a jump to a jump goes straight to the final target, a conditional jump
     /// over an unconditional one is inverted, and a jump to the next instruction goes.
     pub fn finish(&self) -> Option<Vec<Instruction>> {
-        let mut items = self.items.clone();
-        for _ in 0..MAX_TIDY_ROUNDS {
-            let live = reachable(&items, self.labels)?;
-            let mut kept = live.iter();
-            items.retain(|item| kept.next() == Some(&true) || matches!(item, Item::Place(_)));
-            if !tidy_jumps(&mut items, self.labels) {
-                break;
-            }
-        }
-        let live = reachable(&items, self.labels)?;
-        let mut kept = live.iter();
-        items.retain(|item| kept.next() == Some(&true) || matches!(item, Item::Place(_)));
+        let mut tidied = self.clone();
+        tidied.tidy()?;
+        let items = tidied.items;
         let mut at = vec![None; self.labels];
         let mut slot = 0usize;
         for item in &items {

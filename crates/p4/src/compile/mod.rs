@@ -56,6 +56,7 @@
 mod asm;
 mod checksum;
 mod control;
+mod dead_code;
 mod deparse;
 mod expr;
 mod liveness;
@@ -159,6 +160,9 @@ pub fn compile(checked: &Checked, entries: &Entries, name: &str) -> Result<Compi
     // Stores that nothing loads (a validity flag nothing tests, a table result nothing reads,
     // the packet length without counters, ...) go, except into map keys, which helpers read;
     // the prologue sets only what is loaded.
+    // Labels nothing jumps to any more no longer stop a load from taking a stored value.
+    body.tidy()
+        .ok_or_else(|| CompileError::Program("a label is never placed".into()))?;
     body.forward_stack_loads();
     let loaded = liveness::loaded_slots(&body);
     let pointed = gen.pointed.clone();
@@ -179,6 +183,8 @@ pub fn compile(checked: &Checked, entries: &Entries, name: &str) -> Result<Compi
         .map(|off| linerate_bpf::insn::build::st(linerate_bpf::insn::Size::Dw, 10, *off, 0))
         .collect();
     insns.extend(unzeroed);
+    let insns = dead_code::remove_dead_code(insns)
+        .ok_or_else(|| CompileError::Program("a jump is out of range".into()))?;
     let program = ProgramSpec::xdp(name, insns);
     Ok(Compiled {
         spec: ObjectSpec::new(
