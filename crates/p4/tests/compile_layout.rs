@@ -274,3 +274,34 @@ XdpPipeline(P(), I(), D()) main;
     // Extracting only the TTL and checking the length once: a short program.
     assert!(small <= 30, "{small}");
 }
+
+#[test]
+fn a_64_bit_field_off_a_byte_boundary_is_refused_at_its_extract() {
+    let source = "#include <xdp.p4>
+header eth_t { bit<48> dst; bit<48> src; bit<16> ty; }
+header skew_t { bit<4> a; bit<64> b; bit<4> c; }
+struct headers_t { eth_t eth; skew_t skew; }
+struct meta_t { }
+parser P(packet_in packet, out headers_t hdr, inout meta_t meta, inout standard_metadata_t std) {
+    state start { packet.extract(hdr.eth); packet.extract(hdr.skew); transition accept; }
+}
+control I(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t std) {
+    apply { }
+}
+control D(packet_out packet, in headers_t hdr) {
+    apply { packet.emit(hdr.eth); packet.emit(hdr.skew); }
+}
+XdpPipeline(P(), I(), D()) main;
+";
+    let checked = linerate_p4::load_str("t.p4", source).expect("checks");
+    let entries = Entries::from_program(&checked).expect("entries");
+    let error = compile(&checked, &entries, "t")
+        .err()
+        .expect("refused")
+        .to_string();
+    assert!(error.starts_with("t.p4:7:"), "{error}");
+    assert!(
+        error.contains("64-bit field not on a byte boundary"),
+        "{error}"
+    );
+}

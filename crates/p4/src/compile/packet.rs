@@ -315,12 +315,18 @@ impl<'a> Gen<'a> {
         if end > self.checked_to {
             self.length_check(end, reject);
         }
+        // A field no 8-byte load covers (64 bits not on a byte boundary) is refused.
+        if header.fields.iter().any(|(start, slot)| {
+            let (a, b) = super::wide::field_bytes(*start, slot.width);
+            b - a > 8
+        }) {
+            return Err(self.unsupported(target.span, "a 64-bit field not on a byte boundary"));
+        }
         let from = self.code.len();
         let live = self.plan.as_ref().map(|p| p.live.clone());
         self.extract_fields(at, &header, |slot| {
             live.as_ref().is_none_or(|l| l.contains(&slot))
-        })
-        .map_err(|_| self.unsupported(target.span, "a 64-bit field not on a byte boundary"))?;
+        })?;
         self.extract_stores.push(from..self.code.len());
         self.emit(st(Size::Dw, 10, header.valid, 1));
         self.cursor = end;

@@ -131,6 +131,7 @@ impl Gen<'_> {
         for field in fields {
             let (a, b) = field_bytes(field.0, field.1.width);
             if b - a > 8 {
+                // The caller refuses such a header at its extract.
                 return Err(CompileError::Program(
                     "a 64-bit field not on a byte boundary".into(),
                 ));
