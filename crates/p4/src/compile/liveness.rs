@@ -27,6 +27,9 @@ use std::ops::Range;
 pub(crate) struct FieldPlan {
     pub live: HashSet<i16>,
     pub changed: HashSet<i16>,
+    /// Validity slots something other than an extract may set (`setValid`, a header copy):
+    /// such a header can be valid without having been extracted.
+    pub validated: HashSet<i16>,
 }
 
 fn bytes(size: Size) -> i16 {
@@ -52,11 +55,33 @@ pub(crate) fn plan(
         .iter()
         .flat_map(|h| h.fields.iter().map(|(_, s)| s.off))
         .collect();
+    let valid_slots: HashSet<i16> = frame.headers.iter().map(|h| h.valid).collect();
+    let mut validated = HashSet::new();
+    for (index, insn) in code.insns() {
+        if extracts.iter().any(|r| r.contains(&index)) {
+            continue;
+        }
+        match *insn {
+            // Clearing a flag (`setInvalid`) makes nothing valid.
+            Instruction::Store {
+                dst: 10,
+                src: linerate_bpf::insn::Operand::Imm(0),
+                ..
+            } => {}
+            Instruction::Store { dst: 10, off, .. } | Instruction::Atomic { dst: 10, off, .. }
+                if valid_slots.contains(&off) =>
+            {
+                validated.insert(off);
+            }
+            _ => {}
+        }
+    }
     if resizing {
         let all: HashSet<i16> = fields.iter().copied().collect();
         return FieldPlan {
             live: all.clone(),
             changed: all,
+            validated,
         };
     }
     let touched = |off: i16, size: Size| {
@@ -88,7 +113,11 @@ pub(crate) fn plan(
         let windows = store_windows(header, Some(&changed));
         live.extend(overlapping(header, &windows));
     }
-    FieldPlan { live, changed }
+    FieldPlan {
+        live,
+        changed,
+        validated,
+    }
 }
 
 /// The 8-byte slots (by offset from `r10`) that some instruction of `code` loads from.
@@ -146,8 +175,8 @@ fn slot_index(off: i64) -> Option<u32> {
 /// may load before storing all 8 bytes of them: what must start at zero.
 ///
 /// `implied` maps a header's validity slot to the slots its extract stores: where a test of
-/// the freshly loaded flag finds it set, those are stored (a program that never calls
-/// `setValid` makes a header valid only by extracting it). That spares zeroing the fields a
+/// the freshly loaded flag finds it set, those are stored (for a header that only an extract
+/// makes valid: no `setValid` nor header copy sets its flag). That spares zeroing the fields a
 /// control reads under `isValid()`, and those the deparser writes back.
 pub(crate) fn must_zero(insns: &[Instruction], implied: &HashMap<i16, Vec<i16>>) -> Vec<i16> {
     // Instruction index of each slot (a 64-bit immediate takes two).

@@ -173,10 +173,7 @@ pub fn compile(checked: &Checked, entries: &Entries, name: &str) -> Result<Compi
         .finish()
         .ok_or_else(|| CompileError::Program("a jump is out of range".into()))?;
     // The prologue is straight-line code, so zeroing stores put at its start move no jump.
-    let implied = match gen.payload_at {
-        Some(_) => HashMap::new(),
-        None => gen.frame.extracted_slots(gen.plan.as_ref()),
-    };
+    let implied = gen.frame.extracted_slots(gen.plan.as_ref());
     let zero = liveness::must_zero(&unzeroed, &implied);
     let mut insns: Vec<Instruction> = zero
         .iter()

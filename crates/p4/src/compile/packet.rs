@@ -327,8 +327,8 @@ impl<'a> Gen<'a> {
         self.extract_fields(at, &header, |slot| {
             live.as_ref().is_none_or(|l| l.contains(&slot))
         })?;
-        self.extract_stores.push(from..self.code.len());
         self.emit(st(Size::Dw, 10, header.valid, 1));
+        self.extract_stores.push(from..self.code.len());
         self.cursor = end;
         if let Some(stack) = stack {
             *self.stack_next.entry(stack).or_insert(0) += 1;
