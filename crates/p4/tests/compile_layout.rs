@@ -296,8 +296,7 @@ XdpPipeline(P(), I(), D()) main;
     let checked = linerate_p4::load_str("t.p4", source).expect("checks");
     let entries = Entries::from_program(&checked).expect("entries");
     let error = compile(&checked, &entries, "t")
-        .err()
-        .expect("refused")
+        .expect_err("refused")
         .to_string();
     assert!(error.starts_with("t.p4:7:"), "{error}");
     assert!(
