@@ -1,6 +1,10 @@
 //! A label assembler for the generated program: code is a list of instructions, labels and
 //! jumps to labels; [`Assembly::finish`] places the labels and turns each jump into a relative
-//! BPF jump (offsets count slots, an `ld_imm64` takes two).
+//! BPF jump (offsets count slots, an `ld_imm64` takes two). Before that, the code is tidied where
+//! labels make it easy: unreachable code and jumps to the next instruction go, jumps to jumps go
+//! straight to the end, a conditional jump over a `goto` is inverted ([`Assembly::tidy`]), and a
+//! stack load right after the store of the same slot becomes a move
+//! ([`Assembly::forward_stack_loads`]).
 
 use linerate_bpf::insn::build::{ja, jump, mov64, mov64_reg};
 use linerate_bpf::insn::regs::RegSet;
