@@ -16,7 +16,7 @@
 //! assert_eq!(pass.insns.len(), 2);
 //! ```
 
-use super::{AluOp, AtomicOp, CallTarget, Cond, Imm64, Instruction, Operand, Reg, Size};
+use super::{AluOp, AtomicOp, CallTarget, Cond, Endian, Imm64, Instruction, Operand, Reg, Size};
 
 /// `dst op= src` on 64 bits (`wide`) or the low 32 bits.
 pub fn alu(wide: bool, op: AluOp, dst: Reg, src: Operand) -> Instruction {
@@ -61,6 +61,16 @@ pub fn add64(dst: Reg, imm: i32) -> Instruction {
 /// `dst += src` on 64 bits.
 pub fn add64_reg(dst: Reg, src: Reg) -> Instruction {
     alu64_reg(AluOp::Add, dst, src)
+}
+
+/// `dst = htobe{bits}(dst)` (`BPF_ENDIAN(BPF_TO_BE, dst, bits)`): the low `bits` (16, 32 or 64)
+/// bits byte-swapped on this little-endian target, the bits above them cleared.
+pub fn be(dst: Reg, bits: u8) -> Instruction {
+    Instruction::Endian {
+        kind: Endian::ToBe,
+        bits,
+        dst,
+    }
 }
 
 /// `dst = *(size *)(src + off)`, zero-extended.

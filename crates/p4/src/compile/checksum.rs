@@ -29,10 +29,12 @@ impl<'a> Gen<'a> {
         let skip = self.code.label();
         self.hoist(condition, true)?;
         self.hoist(data, true)?;
-        self.expr(condition, 0)?;
-        self.code.branch_imm(Cond::Eq, 1, 0, skip);
+        self.branch_if(condition, false, skip, 0)?;
         self.checksum(data)?;
-        self.mask_reg(1, slot.width, 2);
+        // The checksum is 16 bits.
+        if slot.width < 16 {
+            self.mask_reg(1, slot.width, 2);
+        }
         self.emit(stx(Size::Dw, 10, slot.off, 1));
         self.code.place(skip);
         Ok(())
@@ -50,8 +52,7 @@ impl<'a> Gen<'a> {
         self.hoist(condition, true)?;
         self.hoist(data, true)?;
         self.hoist(checksum, true)?;
-        self.expr(condition, 0)?;
-        self.code.branch_imm(Cond::Eq, 1, 0, skip);
+        self.branch_if(condition, false, skip, 0)?;
         self.checksum(data)?;
         self.expr(checksum, 1)?;
         self.code.branch_reg(Cond::Ne, 1, 2, reject);
@@ -78,6 +79,12 @@ impl<'a> Gen<'a> {
         for (element, width) in elements.iter().zip(widths) {
             self.expr(element, 1)?;
             let end = start + u64::from(width);
+            // An element inside one word is shifted where it is; others piece by piece.
+            let piece = if start / 16 == (end.max(1) - 1) / 16 {
+                2
+            } else {
+                3
+            };
             let mut word = start / 16;
             while word * 16 < end {
                 // This word's bits [a, b) of the concatenation come from the element.
@@ -88,17 +95,19 @@ impl<'a> Gen<'a> {
                 if whole {
                     self.emit(alu64_reg(AluOp::Add, 1, 2));
                 } else {
-                    self.emit(mov64_reg(3, 2));
+                    if piece != 2 {
+                        self.emit(mov64_reg(piece, 2));
+                    }
                     if down > 0 {
-                        self.emit(alu64(AluOp::Rsh, 3, down as i32));
+                        self.emit(alu64(AluOp::Rsh, piece, down as i32));
                     }
                     if a != start {
-                        self.emit(alu64(AluOp::And, 3, mask((b - a) as u32) as i32));
+                        self.emit(alu64(AluOp::And, piece, mask((b - a) as u32) as i32));
                     }
                     if up > 0 {
-                        self.emit(alu64(AluOp::Lsh, 3, up as i32));
+                        self.emit(alu64(AluOp::Lsh, piece, up as i32));
                     }
-                    self.emit(alu64_reg(AluOp::Add, 1, 3));
+                    self.emit(alu64_reg(AluOp::Add, 1, piece));
                 }
                 word += 1;
             }

@@ -2,7 +2,7 @@
 //! `counter.count`, `register.read/write`, `setValid`/`setInvalid`; the checksums are
 //! `checksum.rs`), for the parser's state bodies and the ingress control alike.
 
-use super::expr::Place;
+use super::expr::{mask, Place};
 use super::storage::Slot;
 use super::{CompileError, Gen};
 use crate::ast::{ActionDecl, BinaryOp, Block, Direction, Expr, ExprKind, Stmt};
@@ -60,9 +60,8 @@ impl<'a> Gen<'a> {
                 otherwise,
             } => {
                 self.hoist(cond, true)?;
-                self.expr(cond, 0)?;
                 let (other, end) = (self.code.label(), self.code.label());
-                self.code.branch_imm(Cond::Eq, 1, 0, other);
+                self.branch_if(cond, false, other, 0)?;
                 self.block(then)?;
                 self.code.goto(end);
                 self.code.place(other);
@@ -131,8 +130,18 @@ impl<'a> Gen<'a> {
         }
         match self.place(lhs)? {
             Place::Scalar(slot) => {
+                if let Some(value) = self.checked.constant(rhs) {
+                    let value = value as u64 & mask(self.width(rhs)?) & mask(slot.width);
+                    if let Ok(small) = i32::try_from(value) {
+                        self.emit(st(Size::Dw, 10, slot.off, small));
+                        return Ok(());
+                    }
+                }
                 self.expr(rhs, 0)?;
-                self.mask_reg(1, slot.width, 2);
+                // Every value holds only its low `w` bits: a narrower one needs no mask.
+                if self.width(rhs)? > slot.width {
+                    self.mask_reg(1, slot.width, 2);
+                }
                 self.emit(stx(Size::Dw, 10, slot.off, 1));
                 Ok(())
             }
@@ -348,8 +357,7 @@ impl<'a> Gen<'a> {
                             .reject
                             .ok_or_else(|| self.unsupported(e.span, "verify outside the parser"))?;
                         self.hoist(check, true)?;
-                        self.expr(check, 0)?;
-                        self.code.branch_imm(Cond::Eq, 1, 0, reject);
+                        self.branch_if(check, false, reject, 0)?;
                         Ok(())
                     }
                     ("update_checksum", [condition, data, checksum]) => {

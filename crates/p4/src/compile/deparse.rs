@@ -3,10 +3,11 @@
 //! Two ways, chosen per program by [`uses_validity_changes`]:
 //!
 //! * **In place** (a program that never calls `setValid`/`setInvalid` nor assigns a whole
-//!   header): the valid headers are
-//!   the extracted ones, so emitting them rewrites the bytes they came from. Every extracted
-//!   header must be emitted, in extraction order, and sit at one offset; each valid one's fields
-//!   are written back where it was read. No helper call, no length change: the cheapest code,
+//!   header): the valid headers are the extracted ones, so emitting them rewrites the bytes they
+//!   came from. Every extracted header must be emitted, in extraction order, and sit at one
+//!   offset; of each valid one, the fields some statement may change (the plan's `changed`, see
+//!   `liveness.rs`) are written back where they were read, in the windows `wide.rs` chooses; a
+//!   header nothing changes costs nothing. No helper call, no length change: the cheapest code,
 //!   which the grid and `bound` rely on.
 //! * **Resizing** (a program that adds or removes headers): the parser records where the
 //!   payload starts (`payload_at`, stored at each transition to `accept`); the deparser sums the
@@ -18,16 +19,15 @@
 //!   packet untouched, as the interpreter says ([`crate::interp::MAX_GROWTH`]).
 
 use super::asm::Label;
-use super::expr::{mask, Place};
+use super::expr::Place;
 use super::storage::HeaderSlots;
+use super::wide::store_windows;
 use super::{CompileError, Gen};
 use crate::ast::{Block, ExprKind, Stmt};
 use linerate_bpf::facts::helper::XDP_ADJUST_HEAD;
 use linerate_bpf::facts::xdp_md;
-use linerate_bpf::insn::build::{
-    add64, alu64, alu64_reg, call_helper, jump, ldx, mov64, mov64_reg, stx,
-};
-use linerate_bpf::insn::{AluOp, Cond, Operand, Reg, Size};
+use linerate_bpf::insn::build::{add64, call_helper, jump, ldx, mov64_reg};
+use linerate_bpf::insn::{Cond, Operand, Reg, Size};
 
 /// The context register and the packet's bounds (as in `packet.rs`).
 const CTX: Reg = 6;
@@ -35,10 +35,6 @@ const DATA: Reg = 7;
 const DATA_END: Reg = 8;
 /// The running output pointer of the resizing deparser (free: no expression runs there).
 const CURSOR: Reg = 9;
-
-fn offset(value: i64) -> Result<i16, CompileError> {
-    i16::try_from(value).map_err(|_| CompileError::Program("a packet offset beyond 32 KiB".into()))
-}
 
 /// Whether any parser state, action or apply block of the program calls `setValid` or
 /// `setInvalid` or assigns a whole header (which copies validity): such a program may change
@@ -163,6 +159,12 @@ impl<'a> Gen<'a> {
             let Some(header) = self.frame.header(&path).cloned() else {
                 continue;
             };
+            // Only what the program may have changed: the other bytes still hold what the
+            // parser read from them.
+            let windows = store_windows(&header, self.plan.as_ref().map(|p| &p.changed));
+            if windows.is_empty() {
+                continue;
+            }
             let skip = self.code.label();
             self.emit(ldx(Size::Dw, 1, 10, header.valid));
             self.code.branch_imm(Cond::Eq, 1, 0, skip);
@@ -172,7 +174,7 @@ impl<'a> Gen<'a> {
                 i32::try_from(at + header.bytes).unwrap_or(i32::MAX),
             ));
             self.code.branch_reg(Cond::Gt, 1, DATA_END, skip);
-            self.store_header(DATA, at, &header)?;
+            self.store_fields(DATA, at, &header, &windows)?;
             self.code.place(skip);
         }
         Ok(())
@@ -218,45 +220,12 @@ impl<'a> Gen<'a> {
             self.emit(add64(1, i32::try_from(header.bytes).unwrap_or(i32::MAX)));
             // Never taken (the move made room for exactly these bytes); the verifier needs it.
             self.code.branch_reg(Cond::Gt, 1, DATA_END, drop);
-            self.store_header(CURSOR, 0, header)?;
+            self.store_fields(CURSOR, 0, header, &store_windows(header, None))?;
             self.emit(add64(
                 CURSOR,
                 i32::try_from(header.bytes).unwrap_or(i32::MAX),
             ));
             self.code.place(skip);
-        }
-        Ok(())
-    }
-
-    /// Writes a header's fields, byte by byte in network order, at `base + at`.
-    fn store_header(
-        &mut self,
-        base: Reg,
-        at: u32,
-        header: &HeaderSlots,
-    ) -> Result<(), CompileError> {
-        for byte in 0..header.bytes {
-            let (lo, hi) = (8 * byte, 8 * byte + 8);
-            self.emit(mov64(1, 0));
-            for (s, slot) in &header.fields {
-                let (s, w) = (*s, slot.width);
-                let (a, b) = (lo.max(s), hi.min(s + w));
-                if a >= b {
-                    continue;
-                }
-                self.emit(ldx(Size::Dw, 2, 10, slot.off));
-                let down = s + w - b;
-                if down > 0 {
-                    self.emit(alu64(AluOp::Rsh, 2, down as i32));
-                }
-                self.emit(alu64(AluOp::And, 2, mask(b - a) as i32));
-                let up = hi - b;
-                if up > 0 {
-                    self.emit(alu64(AluOp::Lsh, 2, up as i32));
-                }
-                self.emit(alu64_reg(AluOp::Or, 1, 2));
-            }
-            self.emit(stx(Size::B, base, offset(i64::from(at + byte))?, 1));
         }
         Ok(())
     }

@@ -169,9 +169,8 @@ impl Gen<'_> {
             }
             ExprKind::Binary(op, left, right) => self.binary(e, *op, left, right, depth)?,
             ExprKind::Ternary(cond, a, b) => {
-                self.expr(cond, depth)?;
                 let (otherwise, end) = (self.code.label(), self.code.label());
-                self.code.branch_imm(Cond::Eq, r, 0, otherwise);
+                self.branch_if(cond, false, otherwise, depth)?;
                 self.expr(a, depth)?;
                 self.code.goto(end);
                 self.code.place(otherwise);
@@ -212,6 +211,83 @@ impl Gen<'_> {
         Ok(())
     }
 
+    /// Jumps to `target` when the boolean `e` is `when`, else falls through: comparisons,
+    /// `!`, `&&` and `||` become branches instead of 0/1 values tested afterwards.
+    pub fn branch_if(
+        &mut self,
+        e: &Expr,
+        when: bool,
+        target: super::asm::Label,
+        depth: usize,
+    ) -> Result<(), CompileError> {
+        if let Some(value) = self.checked.constant(e) {
+            if (value != 0) == when {
+                self.code.goto(target);
+            }
+            return Ok(());
+        }
+        match &e.kind {
+            ExprKind::Bool(b) => {
+                if *b == when {
+                    self.code.goto(target);
+                }
+                return Ok(());
+            }
+            ExprKind::Unary(UnaryOp::Not, inner) => {
+                return self.branch_if(inner, !when, target, depth)
+            }
+            ExprKind::Binary(op @ (BinaryOp::And | BinaryOp::Or), left, right) => {
+                // `a && b` is false when either is; `a || b` true when either is.
+                let short = (*op == BinaryOp::Or) == when;
+                if short {
+                    self.branch_if(left, when, target, depth)?;
+                    self.branch_if(right, when, target, depth)?;
+                } else {
+                    let done = self.code.label();
+                    self.branch_if(left, !when, done, depth)?;
+                    self.branch_if(right, when, target, depth)?;
+                    self.code.place(done);
+                }
+                return Ok(());
+            }
+            ExprKind::Binary(op, left, right) => {
+                let cond = match op {
+                    BinaryOp::Eq => Some((Cond::Eq, Cond::Ne)),
+                    BinaryOp::Ne => Some((Cond::Ne, Cond::Eq)),
+                    BinaryOp::Lt => Some((Cond::Lt, Cond::Ge)),
+                    BinaryOp::Le => Some((Cond::Le, Cond::Gt)),
+                    BinaryOp::Gt => Some((Cond::Gt, Cond::Le)),
+                    BinaryOp::Ge => Some((Cond::Ge, Cond::Lt)),
+                    _ => None,
+                };
+                if let Some((yes, no)) = cond {
+                    let cond = if when { yes } else { no };
+                    let r = self.reg(depth, e)?;
+                    self.expr(left, depth)?;
+                    let small = match self.checked.constant(right) {
+                        Some(c) => i32::try_from(c as u64 & mask(self.width(right)?)).ok(),
+                        None => None,
+                    };
+                    match small {
+                        Some(imm) => self.code.branch_imm(cond, r, imm, target),
+                        None => {
+                            let s = self.reg(depth + 1, e)?;
+                            self.expr(right, depth + 1)?;
+                            self.code.branch_reg(cond, r, s, target);
+                        }
+                    }
+                    return Ok(());
+                }
+            }
+            _ => {}
+        }
+        let r = self.reg(depth, e)?;
+        self.expr(e, depth)?;
+        let cond = if when { Cond::Ne } else { Cond::Eq };
+        self.code.branch_imm(cond, r, 0, target);
+        Ok(())
+    }
+
     /// The validity slot of a header expression.
     pub fn header_valid(&self, e: &Expr) -> Result<i16, CompileError> {
         match self.place(e)? {
@@ -234,8 +310,40 @@ impl Gen<'_> {
     ) -> Result<(), CompileError> {
         let (r, s) = (self.reg(depth, e)?, self.reg(depth + 1, e)?);
         self.expr(left, depth)?;
-        self.expr(right, depth + 1)?;
         let width = self.width(e)?;
+        // A constant right operand that fits an immediate needs no register (BPF refuses a
+        // division by an immediate zero, so those keep the register and BPF's answer).
+        let imm = match self.checked.constant(right) {
+            Some(c) => i32::try_from(c as u64 & mask(self.width(right)?)).ok(),
+            None => None,
+        };
+        let imm_op = match (op, imm) {
+            (BinaryOp::Div | BinaryOp::Mod, Some(0)) => None,
+            (BinaryOp::Add, Some(i)) => Some((AluOp::Add, i)),
+            (BinaryOp::Sub, Some(i)) => Some((AluOp::Sub, i)),
+            (BinaryOp::Mul, Some(i)) => Some((AluOp::Mul, i)),
+            (BinaryOp::Div, Some(i)) => Some((AluOp::Div, i)),
+            (BinaryOp::Mod, Some(i)) => Some((AluOp::Mod, i)),
+            (BinaryOp::BitAnd | BinaryOp::And, Some(i)) => Some((AluOp::And, i)),
+            (BinaryOp::BitOr | BinaryOp::Or, Some(i)) => Some((AluOp::Or, i)),
+            (BinaryOp::BitXor, Some(i)) => Some((AluOp::Xor, i)),
+            (BinaryOp::Shl, Some(i)) if i < 64 => Some((AluOp::Lsh, i)),
+            (BinaryOp::Shr, Some(i)) if i < 64 => Some((AluOp::Rsh, i)),
+            _ => None,
+        };
+        if let Some((alu, imm)) = imm_op {
+            self.emit(alu64(alu, r, imm));
+            // Operands within the width keep these results within it.
+            if !matches!(
+                alu,
+                AluOp::And | AluOp::Or | AluOp::Xor | AluOp::Rsh | AluOp::Div | AluOp::Mod
+            ) {
+                let scratch = self.reg(depth + 1, e)?;
+                self.mask_reg(r, width, scratch);
+            }
+            return Ok(());
+        }
+        self.expr(right, depth + 1)?;
         let arithmetic = |op| Some(alu64_reg(op, r, s));
         let insn = match op {
             BinaryOp::Add => arithmetic(AluOp::Add),

@@ -9,19 +9,25 @@
 //! Every P4 value lives in an 8-byte stack slot as its low `w` bits (higher bits zero, which every
 //! operation restores by masking): each header field, each header's validity flag (0/1), each
 //! metadata field, `standard_metadata_t`'s three fields, action parameters, local variables and
-//! each table's last result (`hit`, action id). The prologue zeroes the whole frame, which is what
-//! the reference interpreter starts from (see [`crate::interp`]). Header stacks are their
-//! elements (`hdr.vlan[0]`, ...), indexed by constants, or by `next`/`last` in the parser. Values
-//! wider than 64 bits, `int<w>`, saturating operators, `advance`, `push_front`/`pop_front` and
-//! out-of-range constant indices are refused.
+//! each table's last result (`hit`, action id). The interpreter starts from zero (see
+//! [`crate::interp`]); the prologue zeroes only the slots some path reads before writing
+//! (`liveness.rs`). Header stacks are their elements (`hdr.vlan[0]`, ...), indexed by constants,
+//! or by `next`/`last` in the parser. Values wider than 64 bits, `int<w>`, saturating operators,
+//! `advance`, `push_front`/`pop_front` and out-of-range constant indices are refused.
 //!
+//! * **Two passes** (`liveness.rs`): the first extracts and writes back every field; its code
+//!   says which fields the program reads and which it changes. The second extracts only the
+//!   fields read or written back and writes back only the changed ones; both use the widest
+//!   loads and stores with byte swaps (`wide.rs`). The result's jumps are tidied (`asm.rs`) and
+//!   stores nothing loads are dropped.
 //! * **Parser** (`packet.rs`): states are generated once per (offset, stack counts) they are
 //!   reached with, so every extract reads at a constant offset after a bounds check the verifier
-//!   accepts (`data + end > data_end` → reject) and a loop over a header stack unrolls (the
-//!   `next` of a full stack rejects, as in the interpreter). More than [`MAX_PARSER_INSTANCES`]
-//!   such states (an unbounded parser loop) is refused. `reject` (a short packet, a failed
-//!   `verify`, a `select` without a matching case) returns `XDP_DROP` at once with the packet
-//!   untouched, as the interpreter does.
+//!   accepts (`data + end > data_end` → reject; one per state, for all its extracts, since a
+//!   rejected packet leaves unchanged whatever the state did) and a loop over a header stack
+//!   unrolls (the `next` of a full stack rejects, as in the interpreter). More than
+//!   [`MAX_PARSER_INSTANCES`] such states (an unbounded parser loop) is refused. `reject` (a
+//!   short packet, a failed `verify`, a `select` without a matching case) returns `XDP_DROP` at
+//!   once with the packet untouched, as the interpreter does.
 //! * **Ingress** (`control.rs`): actions are inlined at each call; `return` leaves the action (or
 //!   the control), `exit` the control. `t.apply()` may appear as a statement, as `.hit`/`.miss`
 //!   in a condition (evaluated first, so not right of `&&`, `||` or `?`), and as a `switch`
@@ -35,9 +41,10 @@
 //!   `ARRAY` of `u64`; `mark_to_drop`, `verify`.
 //! * **Deparser** (`deparse.rs`): a program that never calls `setValid`/`setInvalid` must emit
 //!   every extracted header in extraction order, each extracted at one offset, and valid headers
-//!   are written back in place. A program that does gets the resizing deparser: the valid emitted
-//!   headers are written in front of the payload after `bpf_xdp_adjust_head` moves the packet's
-//!   start (a failed move drops the packet untouched, as the interpreter does). A header made
+//!   are written back in place (only the fields some statement may change). A program that does
+//!   gets the resizing deparser: the valid emitted headers are written in front of the payload
+//!   after `bpf_xdp_adjust_head` moves the packet's start (a failed move drops the packet
+//!   untouched, as the interpreter does). A header made
 //!   valid has the fields its slots hold: zero unless extracted or written, as in the
 //!   interpreter.
 //! * **Checksums** (`checksum.rs`): `update_checksum`/`verify_checksum` over a list expression,
@@ -49,11 +56,14 @@
 mod asm;
 mod checksum;
 mod control;
+mod dead_code;
 mod deparse;
 mod expr;
+mod liveness;
 mod packet;
 mod storage;
 mod table;
+mod wide;
 
 use crate::ast::ControlDecl;
 use crate::entries::Entries;
@@ -134,12 +144,43 @@ impl Compiled {
 /// Compiles `checked` with table contents `entries` into one XDP program named `name` (a C
 /// identifier) and its maps.
 pub fn compile(checked: &Checked, entries: &Entries, name: &str) -> Result<Compiled, CompileError> {
-    let mut gen = Gen::new(checked, entries)?;
-    let body = gen.program()?;
-    let mut code = gen.prologue();
+    // First pass: every field extracted and written back, to learn which the program reads
+    // and changes (see `liveness.rs`).
+    let mut first = Gen::new(checked, entries, None)?;
+    let code = first.program()?;
+    let plan = liveness::plan(
+        &first.frame,
+        &code,
+        first.deparser_start,
+        &first.extract_stores,
+        first.payload_at.is_some(),
+    );
+    let mut gen = Gen::new(checked, entries, Some(plan))?;
+    let mut body = gen.program()?;
+    // Stores that nothing loads (a validity flag nothing tests, a table result nothing reads,
+    // the packet length without counters, ...) go, except into map keys, which helpers read;
+    // the prologue sets only what is loaded.
+    // Labels nothing jumps to any more no longer stop a load from taking a stored value.
+    body.tidy()
+        .ok_or_else(|| CompileError::Program("a label is never placed".into()))?;
+    body.forward_stack_loads();
+    let loaded = liveness::loaded_slots(&body);
+    let pointed = gen.pointed.clone();
+    body.retain_insns(|insn| !liveness::dead_store(insn, &pointed, &loaded));
+    let mut code = gen.prologue(&loaded);
     code.append(body);
-    let insns = code
+    let unzeroed = code
         .finish()
+        .ok_or_else(|| CompileError::Program("a jump is out of range".into()))?;
+    // The prologue is straight-line code, so zeroing stores put at its start move no jump.
+    let implied = gen.frame.extracted_slots(gen.plan.as_ref());
+    let zero = liveness::must_zero(&unzeroed, &implied);
+    let mut insns: Vec<Instruction> = zero
+        .iter()
+        .map(|off| linerate_bpf::insn::build::st(linerate_bpf::insn::Size::Dw, 10, *off, 0))
+        .collect();
+    insns.extend(unzeroed);
+    let insns = dead_code::remove_dead_code(insns)
         .ok_or_else(|| CompileError::Program("a jump is out of range".into()))?;
     let program = ProgramSpec::xdp(name, insns);
     Ok(Compiled {
@@ -205,10 +246,24 @@ pub(crate) struct Gen<'a> {
     /// For a program that adds or removes headers: the slot holding the byte where the
     /// payload starts (the parser's offset at `accept`), which the resizing deparser reads.
     pub payload_at: Option<i16>,
+    /// The fields to extract and write back (`None` in the first pass: all of them).
+    pub plan: Option<liveness::FieldPlan>,
+    /// Where the deparser's code starts in `code`.
+    pub deparser_start: usize,
+    /// The stretches of `code` where extracts store fields.
+    pub extract_stores: Vec<std::ops::Range<usize>>,
+    /// In the parser: the byte up to which the current state has checked the packet's length.
+    pub checked_to: u32,
+    /// Stack that helpers read through pointers (map keys): `(offset, bytes)`.
+    pub pointed: Vec<(i16, u32)>,
 }
 
 impl<'a> Gen<'a> {
-    fn new(checked: &'a Checked, entries: &'a Entries) -> Result<Gen<'a>, CompileError> {
+    fn new(
+        checked: &'a Checked,
+        entries: &'a Entries,
+        plan: Option<liveness::FieldPlan>,
+    ) -> Result<Gen<'a>, CompileError> {
         let mut frame = Frame::new(checked)?;
         let payload_at = if deparse::uses_validity_changes(checked) {
             Some(frame.alloc(8)?)
@@ -237,6 +292,11 @@ impl<'a> Gen<'a> {
             rejected: false,
             scratch: None,
             payload_at,
+            plan,
+            deparser_start: 0,
+            extract_stores: Vec::new(),
+            checked_to: 0,
+            pointed: Vec::new(),
         })
     }
 
@@ -252,13 +312,16 @@ impl<'a> Gen<'a> {
     /// fresh stack.
     pub fn scratch(&mut self, bytes: u32) -> Result<i16, CompileError> {
         if bytes > SCRATCH_BYTES {
-            return self.frame.alloc(bytes);
+            let at = self.frame.alloc(bytes)?;
+            self.pointed.push((at, bytes));
+            return Ok(at);
         }
         match self.scratch {
             Some(at) => Ok(at),
             None => {
                 let at = self.frame.alloc(SCRATCH_BYTES)?;
                 self.scratch = Some(at);
+                self.pointed.push((at, SCRATCH_BYTES));
                 Ok(at)
             }
         }

@@ -9,14 +9,14 @@ use crate::ast::{Expr, ExprKind, Keyset, Local, ParserDecl, Stmt, Transition};
 use linerate_bpf::facts::helper::REDIRECT;
 use linerate_bpf::facts::{xdp, xdp_md};
 use linerate_bpf::insn::build::{
-    add64, alu64, alu64_reg, call_helper, exit, ldx, mov64, mov64_reg, st, stx,
+    add64, alu64_reg, call_helper, exit, ldx, mov64, mov64_reg, st, stx,
 };
 use linerate_bpf::insn::{AluOp, Cond, Size};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 /// The context register and the packet's bounds (callee-saved, so helpers keep them).
 const CTX: u8 = 6;
-const DATA: u8 = 7;
+pub(crate) const DATA: u8 = 7;
 const DATA_END: u8 = 8;
 
 fn offset(value: i64) -> Result<i16, CompileError> {
@@ -24,21 +24,20 @@ fn offset(value: i64) -> Result<i16, CompileError> {
 }
 
 impl<'a> Gen<'a> {
-    /// Saves the context, zeroes the frame and reads the packet bounds and ingress port.
-    pub fn prologue(&self) -> Assembly {
+    /// Saves the context and reads the packet bounds and ingress port (the slots that must
+    /// start at zero are zeroed in front of it: see `liveness.rs`).
+    pub fn prologue(&self, loaded: &HashSet<i16>) -> Assembly {
         let mut code = Assembly::default();
         code.emit(mov64_reg(CTX, 1));
-        let mut at = -self.frame.used();
-        while at < 0 {
-            code.emit(st(Size::Dw, 10, at as i16, 0));
-            at += 8;
-        }
         code.emit(ldx(Size::W, DATA, CTX, xdp_md::DATA as i16));
         code.emit(ldx(Size::W, DATA_END, CTX, xdp_md::DATA_END as i16));
-        code.emit(mov64_reg(1, DATA_END));
-        code.emit(alu64_reg(AluOp::Sub, 1, DATA));
-        code.emit(stx(Size::Dw, 10, self.frame.packet_len, 1));
-        if let Some(port) = self.frame.slots.get("std.ingress_port") {
+        if loaded.contains(&self.frame.packet_len) {
+            code.emit(mov64_reg(1, DATA_END));
+            code.emit(alu64_reg(AluOp::Sub, 1, DATA));
+            code.emit(stx(Size::Dw, 10, self.frame.packet_len, 1));
+        }
+        let port = self.frame.slots.get("std.ingress_port");
+        if let Some(port) = port.filter(|p| loaded.contains(&p.off)) {
             code.emit(ldx(Size::W, 1, CTX, xdp_md::INGRESS_IFINDEX as i16));
             code.emit(stx(Size::Dw, 10, port.off, 1));
         }
@@ -81,8 +80,9 @@ impl<'a> Gen<'a> {
         self.control = None;
 
         self.bind_params(&deparser.params, &[(1, "hdr")]);
+        self.deparser_start = self.code.len();
         self.deparser(deparser, reject)?;
-        self.outcome();
+        self.outcome(reject);
 
         self.code.place(reject);
         self.emit(mov64(0, xdp::XDP_DROP as i32));
@@ -173,6 +173,7 @@ impl<'a> Gen<'a> {
             self.cursor = at;
             self.scopes.truncate(1);
             self.scopes.push(HashMap::new());
+            self.check_state_length(&state.body, reject);
             for stmt in &state.body {
                 self.stmt(stmt)?;
             }
@@ -233,6 +234,15 @@ impl<'a> Gen<'a> {
             Keyset::Default(_) => {}
             Keyset::Value(v) => {
                 self.expr(selector, 0)?;
+                let width = self.width(selector)?;
+                let small = self
+                    .checked
+                    .constant(v)
+                    .and_then(|c| i32::try_from(c as u64 & mask(width)).ok());
+                if let Some(value) = small {
+                    self.code.branch_imm(Cond::Ne, 1, value, mismatch);
+                    return Ok(());
+                }
                 self.expr(v, 1)?;
                 let width = self.width(selector)?;
                 self.mask_reg(2, width, 3);
@@ -302,30 +312,23 @@ impl<'a> Gen<'a> {
             }
         }
         let end = at.saturating_add(header.bytes);
-        self.emit(mov64_reg(1, DATA));
-        self.emit(add64(1, i32::try_from(end).unwrap_or(i32::MAX)));
-        self.code.branch_reg(Cond::Gt, 1, DATA_END, reject);
-        for (bit_off, slot) in &header.fields {
-            let start = u64::from(at) * 8 + u64::from(*bit_off);
-            let stop = start + u64::from(slot.width);
-            let (first, last) = (start / 8, (stop - 1) / 8);
-            if last - first >= 8 {
-                return Err(self.unsupported(target.span, "a 64-bit field not on a byte boundary"));
-            }
-            self.emit(mov64(1, 0));
-            for byte in first..=last {
-                self.emit(ldx(Size::B, 2, DATA, offset(byte as i64)?));
-                self.emit(alu64(AluOp::Lsh, 1, 8));
-                self.emit(alu64_reg(AluOp::Or, 1, 2));
-            }
-            let trailing = (last + 1) * 8 - stop;
-            if trailing > 0 {
-                self.emit(alu64(AluOp::Rsh, 1, trailing as i32));
-            }
-            self.mask_reg(1, slot.width, 2);
-            self.emit(stx(Size::Dw, 10, slot.off, 1));
+        if end > self.checked_to {
+            self.length_check(end, reject);
         }
+        // A field no 8-byte load covers (64 bits not on a byte boundary) is refused.
+        if header.fields.iter().any(|(start, slot)| {
+            let (a, b) = super::wide::field_bytes(*start, slot.width);
+            b - a > 8
+        }) {
+            return Err(self.unsupported(target.span, "a 64-bit field not on a byte boundary"));
+        }
+        let from = self.code.len();
+        let live = self.plan.as_ref().map(|p| p.live.clone());
+        self.extract_fields(at, &header, |slot| {
+            live.as_ref().is_none_or(|l| l.contains(&slot))
+        })?;
         self.emit(st(Size::Dw, 10, header.valid, 1));
+        self.extract_stores.push(from..self.code.len());
         self.cursor = end;
         if let Some(stack) = stack {
             *self.stack_next.entry(stack).or_insert(0) += 1;
@@ -333,15 +336,55 @@ impl<'a> Gen<'a> {
         Ok(())
     }
 
-    /// `drop` → DROP; no egress port → PASS; the ingress port → TX; else redirect.
-    fn outcome(&mut self) {
+    /// `data + end > data_end` → reject.
+    fn length_check(&mut self, end: u32, reject: Label) {
+        self.emit(mov64_reg(1, DATA));
+        self.emit(add64(1, i32::try_from(end).unwrap_or(i32::MAX)));
+        self.code.branch_reg(Cond::Gt, 1, DATA_END, reject);
+    }
+
+    /// One length check for every header a state's body extracts: a short packet rejects
+    /// whichever extract finds it short, and a rejected packet leaves the parser unchanged
+    /// (nothing a state does before rejecting is seen), so the first check can cover them all.
+    fn check_state_length(&mut self, body: &'a [Stmt], reject: Label) {
+        let mut end = self.cursor;
+        for stmt in body {
+            let Stmt::Call(call) = stmt else { continue };
+            let ExprKind::Call { callee, args, .. } = &call.kind else {
+                continue;
+            };
+            let is_extract = matches!(&callee.kind, ExprKind::Member(_, m) if m.name == "extract");
+            let bytes = match (is_extract, args.as_slice()) {
+                (true, [target]) => match self.checked.type_of(target) {
+                    Some(crate::check::types::Type::Header(name)) => self
+                        .checked
+                        .types
+                        .headers
+                        .get(name)
+                        .map_or(0, |h| h.width_bits / 8),
+                    _ => 0,
+                },
+                _ => 0,
+            };
+            end = end.saturating_add(bytes);
+        }
+        self.checked_to = self.cursor;
+        if end > self.cursor {
+            self.length_check(end, reject);
+            self.checked_to = end;
+        }
+    }
+
+    /// `drop` → DROP (the code at `dropped` returns it); no egress port → PASS; the ingress
+    /// port → TX; else redirect.
+    fn outcome(&mut self, dropped: Label) {
         let (Some(drop), Some(egress)) = (
             self.frame.slots.get("std.drop").copied(),
             self.frame.slots.get("std.egress_port").copied(),
         ) else {
             return;
         };
-        let (dropped, pass, tx) = (self.code.label(), self.code.label(), self.code.label());
+        let (pass, tx) = (self.code.label(), self.code.label());
         self.emit(ldx(Size::Dw, 1, 10, drop.off));
         self.code.branch_imm(Cond::Ne, 1, 0, dropped);
         self.emit(ldx(Size::Dw, 1, 10, egress.off));
@@ -351,11 +394,7 @@ impl<'a> Gen<'a> {
         self.emit(mov64(2, 0));
         self.emit(call_helper(REDIRECT));
         self.emit(exit());
-        for (label, action) in [
-            (dropped, xdp::XDP_DROP),
-            (pass, xdp::XDP_PASS),
-            (tx, xdp::XDP_TX),
-        ] {
+        for (label, action) in [(pass, xdp::XDP_PASS), (tx, xdp::XDP_TX)] {
             self.code.place(label);
             self.emit(mov64(0, action as i32));
             self.emit(exit());

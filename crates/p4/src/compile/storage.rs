@@ -212,9 +212,28 @@ impl Frame {
             .map_err(|_| CompileError::Program(format!("the program keeps {STACK_FULL}")))
     }
 
-    /// Bytes of stack used.
-    pub fn used(&self) -> i64 {
-        self.used
+    /// Each header that only extracts make valid (per `plan`) by its validity slot, with the
+    /// field slots an extract of it stores (those `plan` keeps live); none without a plan.
+    pub fn extracted_slots(
+        &self,
+        plan: Option<&super::liveness::FieldPlan>,
+    ) -> HashMap<i16, Vec<i16>> {
+        let Some(plan) = plan else {
+            return HashMap::new();
+        };
+        self.headers
+            .iter()
+            .filter(|h| !plan.validated.contains(&h.valid))
+            .map(|h| {
+                let fields = h
+                    .fields
+                    .iter()
+                    .filter(|(_, s)| s.width > 0 && plan.live.contains(&s.off))
+                    .map(|(_, s)| s.off)
+                    .collect();
+                (h.valid, fields)
+            })
+            .collect()
     }
 
     /// The header at a path.

@@ -33,7 +33,7 @@ use crate::interp::value::Value;
 use crate::Span;
 use linerate_bpf::emit::MapSpec;
 use linerate_bpf::facts::helper::MAP_LOOKUP_ELEM;
-use linerate_bpf::insn::build::{add64, alu64, call_helper, ld_map, ldx, mov64_reg, st, stx};
+use linerate_bpf::insn::build::{add64, call_helper, ld_map, ldx, mov64_reg, st, stx};
 use linerate_bpf::insn::{AluOp, Cond, Size};
 use linerate_bpf::MapType;
 use std::collections::HashMap;
@@ -405,16 +405,8 @@ impl<'a> Gen<'a> {
                     self.hoist(&k.expr, true)?;
                     self.expr(&k.expr, 0)?;
                     let n = key_bytes(*width);
-                    for j in 0..n {
-                        self.emit(mov64_reg(2, 1));
-                        self.emit(alu64(
-                            AluOp::Rsh,
-                            2,
-                            i32::try_from(8 * (n - 1 - j)).unwrap_or(0),
-                        ));
-                        self.emit(stx(Size::B, 10, i16::try_from(at).unwrap_or(0), 2));
-                        at += 1;
-                    }
+                    self.store_key(at, n)?;
+                    at += i32::try_from(n).unwrap_or(0);
                     prefix += 8 * n;
                 }
                 if table.scheme == Scheme::Lpm {
@@ -437,6 +429,13 @@ impl<'a> Gen<'a> {
                 let mut key_slots = Vec::new();
                 for (i, k) in decl.keys.iter().enumerate() {
                     self.hoist(&k.expr, true)?;
+                    // A key that is a field or variable is compared where it is.
+                    if let Ok(super::expr::Place::Scalar(slot)) = self.place(&k.expr) {
+                        if self.apply_result(&k.expr)?.is_none() {
+                            key_slots.push(slot.off);
+                            continue;
+                        }
+                    }
                     self.expr(&k.expr, 0)?;
                     let off = base + 16 + i16::try_from(8 * i).unwrap_or(i16::MAX);
                     self.emit(stx(Size::Dw, 10, off, 1));
