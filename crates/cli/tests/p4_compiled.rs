@@ -2,7 +2,7 @@
 //! contract and writes the object and its maps file, and `bound` and `measure` run on the
 //! compiled L3_fwd+Firewall (paper 001's second validation function) to a complete search whose
 //! slowest path's witness the kernel confirms, and whose paths the kernel times behind the
-//! traffic driver.
+//! traffic driver; and the hXDP core holds it.
 
 mod common;
 
@@ -127,4 +127,16 @@ fn measure_times_the_compiled_firewall_in_the_kernel() {
         let measured = p["measured_pps"].as_f64().expect("measured");
         assert!(median > 0.0 && (measured - 1e9 / median).abs() < 1e-6 * measured);
     }
+}
+
+#[test]
+fn the_compiled_firewall_fits_the_hxdp_core() {
+    let dir = TempDir::new("p4-compiled-hxdp");
+    compile(&dir, "l3_fwd_firewall");
+    let object = dir.path().join("l3_fwd_firewall.o");
+    let j = run(["hxdp".as_ref(), object.as_os_str(), "--json".as_ref()]).json();
+    // The core's instruction memory holds 256 rows.
+    let rows = j["vliw_rows"].as_u64().expect("rows");
+    assert!(rows > 0 && rows <= 256, "{rows}");
+    assert!(j["ebpf_insns"].as_u64().is_some_and(|n| n > rows), "{j}");
 }
