@@ -127,6 +127,42 @@ fn booster(config: &GbrConfig) -> PerpetualBooster {
         .set_num_threads(Some(1))
 }
 
+/// A fitted booster and the input columns it was fitted on: a column no training row has a
+/// value in (the host's cache occupancy, which no counter measures) is left out, since
+/// perpetual cannot split on it (and fails on a column of NaN).
+#[derive(Clone, Serialize, Deserialize)]
+struct Fitted {
+    booster: PerpetualBooster,
+    columns: Vec<usize>,
+}
+
+impl Fitted {
+    fn predict(&self, row: &[f64]) -> f64 {
+        let kept: Vec<f64> = self
+            .columns
+            .iter()
+            .map(|&c| row.get(c).copied().unwrap_or(f64::NAN))
+            .collect();
+        predict_one(&self.booster, &kept)
+    }
+
+    /// Each input's share of the total split gain, largest first; left-out inputs get none.
+    fn importance(&self, names: &[String]) -> Vec<(String, f64)> {
+        let kept: Vec<String> = self
+            .columns
+            .iter()
+            .filter_map(|&c| names.get(c).cloned())
+            .collect();
+        let mut ranked = importance(&self.booster, &kept);
+        for (c, name) in names.iter().enumerate() {
+            if !self.columns.contains(&c) {
+                ranked.push((name.clone(), 0.0));
+            }
+        }
+        ranked
+    }
+}
+
 /// Fits `rows` (row-major, `width` columns) to `targets`.
 fn fit(
     rows: &[Vec<f64>],
@@ -134,23 +170,50 @@ fn fit(
     width: usize,
     config: &GbrConfig,
     what: &str,
-) -> Result<PerpetualBooster, ColocateError> {
+) -> Result<Fitted, ColocateError> {
+    let failed = |reason: String| ColocateError::Fit {
+        what: what.to_string(),
+        reason,
+    };
     if rows.len() < 2 {
-        return Err(ColocateError::Fit {
-            what: what.to_string(),
-            reason: format!("{} labelled samples, needs at least 2", rows.len()),
-        });
+        return Err(failed(format!(
+            "{} labelled samples, needs at least 2",
+            rows.len()
+        )));
     }
-    let columns = column_major(rows, width);
-    let matrix = Matrix::new(&columns, rows.len(), width);
+    let columns: Vec<usize> = (0..width)
+        .filter(|&c| rows.iter().any(|r| r.get(c).is_some_and(|v| v.is_finite())))
+        .collect();
+    if columns.is_empty() {
+        return Err(failed("no input has a value in any sample".into()));
+    }
+    let kept: Vec<Vec<f64>> = rows
+        .iter()
+        .map(|r| {
+            columns
+                .iter()
+                .map(|&c| r.get(c).copied().unwrap_or(f64::NAN))
+                .collect()
+        })
+        .collect();
+    let data = column_major(&kept, columns.len());
+    let matrix = Matrix::new(&data, kept.len(), columns.len());
     let mut model = booster(config);
-    model
-        .fit(&matrix, targets, None, None)
-        .map_err(|e| ColocateError::Fit {
-            what: what.to_string(),
-            reason: e.to_string(),
-        })?;
-    Ok(model)
+    // perpetual asserts on degenerate statistics instead of returning an error: a panic there
+    // becomes this fit's error, not the program's end.
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        model.fit(&matrix, targets, None, None)
+    }));
+    match outcome {
+        Ok(Ok(())) => Ok(Fitted {
+            booster: model,
+            columns,
+        }),
+        Ok(Err(e)) => Err(failed(e.to_string())),
+        Err(_) => Err(failed(
+            "the gradient-boosting library failed on these samples".into(),
+        )),
+    }
 }
 
 /// perpetual's matrices are column-major.
@@ -208,8 +271,8 @@ pub struct MemoryModel {
     /// profiling kept).
     pub attributes: Vec<Attribute>,
     pub config: GbrConfig,
-    /// The booster, serialised by perpetual's own serde implementation.
-    booster: PerpetualBooster,
+    /// The booster (serialised by perpetual's own serde implementation) and its inputs.
+    fitted: Fitted,
 }
 
 impl MemoryModel {
@@ -226,12 +289,12 @@ impl MemoryModel {
             .collect();
         let targets: Vec<f64> = samples.iter().map(Labelled::log_ratio).collect();
         let width = Features::NAMES.len() + attributes.len();
-        let booster = fit(&rows, &targets, width, config, "traffic-aware memory model")?;
+        let fitted = fit(&rows, &targets, width, config, "traffic-aware memory model")?;
         Ok(MemoryModel {
             version: MODEL_VERSION,
             attributes: attributes.to_vec(),
             config: *config,
-            booster,
+            fitted,
         })
     }
 
@@ -247,10 +310,8 @@ impl MemoryModel {
 
     /// The predicted relative drop under `features` at `traffic`, in `[0, 0.99]`.
     pub fn predict_drop(&self, features: &Features, traffic: &TrafficProfile) -> f64 {
-        predict_one(
-            &self.booster,
-            &Self::row_for(&self.attributes, features, traffic),
-        )
+        self.fitted
+            .predict(&Self::row_for(&self.attributes, features, traffic))
     }
 
     /// The predicted throughput, from the NF's solo throughput at `traffic`.
@@ -269,7 +330,7 @@ impl MemoryModel {
 
     /// Each input's share of the total split gain, largest first.
     pub fn importance(&self) -> Vec<(String, f64)> {
-        importance(&self.booster, &self.feature_names())
+        self.fitted.importance(&self.feature_names())
     }
 
     pub fn to_json(&self) -> Result<String, ColocateError> {
@@ -300,7 +361,7 @@ pub struct SlomoModel {
     pub version: u32,
     pub reference: TrafficProfile,
     pub config: GbrConfig,
-    booster: PerpetualBooster,
+    fitted: Fitted,
 }
 
 impl SlomoModel {
@@ -319,7 +380,7 @@ impl SlomoModel {
             .map(|l| l.sample.features.values().to_vec())
             .collect();
         let targets: Vec<f64> = at_reference.iter().map(|l| l.log_ratio()).collect();
-        let booster = fit(
+        let fitted = fit(
             &rows,
             &targets,
             Features::NAMES.len(),
@@ -330,12 +391,12 @@ impl SlomoModel {
             version: MODEL_VERSION,
             reference: *reference,
             config: *config,
-            booster,
+            fitted,
         })
     }
 
     pub fn predict_drop(&self, features: &Features) -> f64 {
-        predict_one(&self.booster, &features.values())
+        self.fitted.predict(&features.values())
     }
 
     /// `T_solo(P') · (1 − drop_ref(c))`: the traffic enters only through `solo`.
@@ -345,7 +406,7 @@ impl SlomoModel {
 
     pub fn importance(&self) -> Vec<(String, f64)> {
         let names: Vec<String> = Features::NAMES.iter().map(|n| n.to_string()).collect();
-        importance(&self.booster, &names)
+        self.fitted.importance(&names)
     }
 }
 
@@ -446,6 +507,36 @@ mod tests {
             .unwrap()
             .replacen("\"version\":1", "\"version\":9", 1);
         assert!(MemoryModel::from_json(&text).is_err());
+    }
+
+    #[test]
+    fn an_input_no_sample_measured_is_left_out() {
+        // The host measures no cache occupancy: every sample's is missing.
+        let host_like: Vec<Sample> = samples()
+            .into_iter()
+            .map(|mut s| {
+                s.features.occupancy = None;
+                s
+            })
+            .collect();
+        let labelled = label(&host_like);
+        let model =
+            MemoryModel::train(&labelled, &[Attribute::Flows], &GbrConfig::default()).unwrap();
+        let features = Features {
+            access_rate: 4e9 / 64.0,
+            bandwidth: 4e9,
+            working_set: 8e6,
+            occupancy: None,
+        };
+        let many = TrafficProfile::DEFAULT.with(Attribute::Flows, 3e5);
+        assert!((model.predict_drop(&features, &many) - 0.4).abs() < 0.05);
+        let importance = model.importance();
+        assert!(
+            importance.contains(&("occupancy".to_string(), 0.0)),
+            "{importance:?}"
+        );
+        let slomo = SlomoModel::train(&labelled, &many, &GbrConfig::default()).unwrap();
+        assert!((slomo.predict_drop(&features) - 0.4).abs() < 0.05);
     }
 
     #[test]

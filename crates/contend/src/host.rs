@@ -22,13 +22,13 @@ use linerate_bpf::contents::{MapMode, MapSeed};
 use linerate_bpf::Object;
 use linerate_colocate::error::ColocateError;
 use linerate_colocate::profile::{
-    AccessPattern, Backend, ContentionSetting, Features, Sample, TrafficProfile,
+    AccessPattern, Backend, ContentionSetting, Features, MemoryCompetitor, Sample, TrafficProfile,
 };
 use linerate_kernel::drive::Driver;
 use linerate_kernel::LoadedObject;
 
 use crate::driver::{pass_object, Timing, TrafficDriver};
-use crate::membench::{MemBench, Pattern};
+use crate::membench::{MemBench, Pattern, Running};
 use crate::pin::available_cpus;
 
 /// Most distinct flows a packet set holds (its headers take 64 bytes each in the driver's
@@ -57,6 +57,9 @@ pub struct HostBackend {
     timing: Timing,
     /// Traffic drivers by (flows, frame length): building one writes every packet's headers.
     drivers: HashMap<(usize, usize), TrafficDriver>,
+    /// The competitor of the last point, kept running while the next points share its setting
+    /// (building a working set of a GiB takes longer than timing an NF).
+    competitor: Option<(MemoryCompetitor, Running)>,
     taken: usize,
 }
 
@@ -121,9 +124,49 @@ impl HostBackend {
             pass: pass_object().map_err(backend_error)?,
             timing,
             drivers: HashMap::new(),
+            competitor: None,
             taken: 0,
         })
     }
+}
+
+impl Drop for HostBackend {
+    /// Stops the competitor still running for the last points.
+    fn drop(&mut self) {
+        if let Some((_, running)) = self.competitor.take() {
+            // Its figures are not wanted any more; a thread that failed has nothing to undo.
+            let _ = running.stop();
+        }
+    }
+}
+
+/// Makes `slot` hold a running competitor of setting `wanted` (kept if it already does, else
+/// started after stopping the one there), or none.
+fn switch_competitor(
+    slot: &mut Option<(MemoryCompetitor, Running)>,
+    wanted: Option<MemoryCompetitor>,
+) -> Result<(), ColocateError> {
+    if slot.as_ref().map(|(m, _)| *m) == wanted {
+        return Ok(());
+    }
+    if let Some((_, running)) = slot.take() {
+        running.stop().map_err(backend_error)?;
+    }
+    if let Some(m) = wanted {
+        let running = MemBench {
+            working_set: m.working_set as usize,
+            pattern: match m.pattern {
+                AccessPattern::Stream => Pattern::Stream,
+                AccessPattern::Chase => Pattern::Chase,
+            },
+            rate: m.access_rate,
+            cpu: COMPETITOR_CPU,
+        }
+        .start()
+        .map_err(backend_error)?;
+        *slot = Some((m, running));
+    }
+    Ok(())
 }
 
 impl Backend for HostBackend {
@@ -153,36 +196,22 @@ impl Backend for HostBackend {
             .map_err(backend_error)?;
         let pass_len = u32::try_from(key.0).unwrap_or(u32::MAX);
         traffic_driver.run(pass_len).map_err(backend_error)?;
-        let competitor = match setting.memory {
-            Some(m) => Some(
-                MemBench {
-                    working_set: m.working_set as usize,
-                    pattern: match m.pattern {
-                        AccessPattern::Stream => Pattern::Stream,
-                        AccessPattern::Chase => Pattern::Chase,
-                    },
-                    rate: m.access_rate,
-                    cpu: COMPETITOR_CPU,
-                }
-                .start()
-                .map_err(backend_error)?,
-            ),
-            None => None,
-        };
+        switch_competitor(&mut self.competitor, setting.memory)?;
+        let before = self.competitor.as_ref().map(|(_, r)| r.mark());
         let time = traffic_driver.nf_ns(loaded.loaded(), nf.program, &self.pass, self.timing);
-        let achieved = competitor
-            .map(|c| c.stop())
-            .transpose()
-            .map_err(backend_error)?;
+        let after = self.competitor.as_ref().map(|(_, r)| r.mark());
         let time = time.map_err(backend_error)?;
         self.taken = self.taken.saturating_add(1);
-        let features = match (setting.memory, achieved) {
-            (Some(m), Some(a)) => Features {
-                access_rate: a.rate(),
-                bandwidth: a.bandwidth(),
-                working_set: m.working_set,
-                occupancy: None,
-            },
+        let features = match (setting.memory, before, after) {
+            (Some(m), Some(before), Some(after)) => {
+                let achieved = before.until(&after);
+                Features {
+                    access_rate: achieved.rate(),
+                    bandwidth: achieved.bandwidth(),
+                    working_set: m.working_set,
+                    occupancy: None,
+                }
+            }
             _ => Features::default(),
         };
         Ok(Sample {

@@ -10,7 +10,7 @@
 //! The rate is a target in cache-line accesses per second; the thread checks the clock every
 //! [`BATCH`] accesses and sleeps off any lead. 0 means unthrottled.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -44,7 +44,26 @@ pub struct MemBench {
 /// A running competitor.
 pub struct Running {
     stop: Arc<AtomicBool>,
+    /// Accesses so far, published after every batch.
+    accesses: Arc<AtomicU64>,
     handle: JoinHandle<std::io::Result<Achieved>>,
+}
+
+/// A point in a competitor's run, to measure what it did between two of them.
+#[derive(Clone, Copy, Debug)]
+pub struct Mark {
+    accesses: u64,
+    at: Instant,
+}
+
+impl Mark {
+    /// What the competitor did from `self` to `later`.
+    pub fn until(&self, later: &Mark) -> Achieved {
+        Achieved {
+            accesses: later.accesses.saturating_sub(self.accesses),
+            elapsed: later.at.saturating_duration_since(self.at),
+        }
+    }
 }
 
 /// What a competitor did while it ran.
@@ -128,7 +147,9 @@ impl MemBench {
     pub fn start(self) -> std::io::Result<Running> {
         let stop = Arc::new(AtomicBool::new(false));
         let ready = Arc::new(AtomicBool::new(false));
+        let accesses_so_far = Arc::new(AtomicU64::new(0));
         let (stop_flag, ready_flag) = (stop.clone(), ready.clone());
+        let published = accesses_so_far.clone();
         let handle = std::thread::Builder::new()
             .name(format!("membench-cpu{}", self.cpu))
             .spawn(move || -> std::io::Result<Achieved> {
@@ -141,6 +162,7 @@ impl MemBench {
                 while !stop_flag.load(Ordering::Relaxed) {
                     cursor = set.walk(self.pattern, cursor, BATCH);
                     accesses += BATCH;
+                    published.store(accesses, Ordering::Relaxed);
                     if self.rate > 0.0 {
                         let due = Duration::from_secs_f64(accesses as f64 / self.rate);
                         if let Some(lead) = due.checked_sub(start.elapsed()) {
@@ -159,11 +181,23 @@ impl MemBench {
             }
             std::thread::sleep(Duration::from_millis(1));
         }
-        Ok(Running { stop, handle })
+        Ok(Running {
+            stop,
+            accesses: accesses_so_far,
+            handle,
+        })
     }
 }
 
 impl Running {
+    /// Where the competitor is now (to within one batch of accesses).
+    pub fn mark(&self) -> Mark {
+        Mark {
+            accesses: self.accesses.load(Ordering::Relaxed),
+            at: Instant::now(),
+        }
+    }
+
     /// Stops the competitor and reports what it achieved.
     pub fn stop(self) -> std::io::Result<Achieved> {
         self.stop.store(true, Ordering::Relaxed);
