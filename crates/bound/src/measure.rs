@@ -361,7 +361,7 @@ fn measure_one(
             witness.action
         ));
     }
-    let mut drift = repeated_drift(
+    let mut drift = replay_drift(
         &mut vm,
         program,
         cfgs,
@@ -369,6 +369,7 @@ fn measure_one(
         &first,
         &out.vm_blocks,
         options,
+        Replay::Repeated,
     )?;
 
     // Repeated runs that stray only through their packet's headers can be driven.
@@ -380,7 +381,7 @@ fn measure_one(
                 reason: e.to_string(),
             })?;
             let first = vm.run(program, &witness.packet, &witness.meta)?;
-            let why = driven_drift(
+            let why = replay_drift(
                 &mut vm,
                 program,
                 cfgs,
@@ -388,6 +389,7 @@ fn measure_one(
                 &first,
                 &out.vm_blocks,
                 options,
+                Replay::Driven(restored_bytes(witness.packet.len())),
             )?;
             if let Some(why) = why {
                 drift = Some(format!("{repeated}; behind the traffic driver {why}"));
@@ -510,43 +512,20 @@ fn measure_one(
 /// this many runs are replayed (the rest are assumed to repeat).
 pub const MAX_REPLAYED_RUNS: u64 = 100_000;
 
-/// Why repeated runs would not all take the path (`None`: they do), from the interpreter
-/// `vm`, which has run the single run `first`.
-fn repeated_drift(
-    vm: &mut Vm,
-    program: usize,
-    cfgs: &[Option<Cfg>],
-    witness: &Witness,
-    first: &linerate_vm::RunOutcome,
-    path: &[BlockRef],
-    options: &Options,
-) -> Result<Option<String>, MeasureError> {
-    let mut replayed = 0u64;
-    for trial in 0..options.trials {
-        let (mut packet, mut meta) = (witness.packet.clone(), witness.meta.clone());
-        for run in 0..options.repeat {
-            if replayed == MAX_REPLAYED_RUNS {
-                return Ok(None);
-            }
-            replayed += 1;
-            let next = vm.run(program, &packet, &meta)?;
-            if blocks(cfgs, &next.steps) != path || next.return_value != first.return_value {
-                return Ok(Some(format!(
-                    "repeated run {} of trial {} takes other blocks",
-                    run + 1,
-                    trial + 1
-                )));
-            }
-            (packet, meta) = (next.packet, next.meta);
-        }
-    }
-    Ok(None)
+/// How the replayed runs of a trial get their packet.
+#[derive(Clone, Copy)]
+enum Replay {
+    /// Each run on the previous run's output (the kernel's repeated runs).
+    Repeated,
+    /// Each run on the previous run's output with its first `n` bytes written back from the
+    /// witness (runs behind the traffic driver, which restores neither length nor metadata).
+    Driven(usize),
 }
 
-/// Why driven runs would not all take the path (`None`: they do): [`repeated_drift`] with the
-/// traffic driver's restoring of the witness's headers before every run. A program that changes
-/// its packet's length or metadata cannot be driven (the driver restores neither).
-fn driven_drift(
+/// Why replayed runs would not all take the path (`None`: they do), from the interpreter
+/// `vm`, which has run the single run `first`.
+#[allow(clippy::too_many_arguments)]
+fn replay_drift(
     vm: &mut Vm,
     program: usize,
     cfgs: &[Option<Cfg>],
@@ -554,9 +533,13 @@ fn driven_drift(
     first: &linerate_vm::RunOutcome,
     path: &[BlockRef],
     options: &Options,
+    replay: Replay,
 ) -> Result<Option<String>, MeasureError> {
-    let restored = restored_bytes(witness.packet.len());
     let mut replayed = 0u64;
+    let what = match replay {
+        Replay::Repeated => "repeated run",
+        Replay::Driven(_) => "run",
+    };
     for trial in 0..options.trials {
         let (mut packet, mut meta) = (witness.packet.clone(), witness.meta.clone());
         for run in 0..options.repeat {
@@ -564,18 +547,20 @@ fn driven_drift(
                 return Ok(None);
             }
             replayed += 1;
-            if packet.len() != witness.packet.len() || meta != witness.meta {
-                return Ok(Some(format!(
-                    "run {} of trial {} would see another packet length or metadata",
-                    run + 1,
-                    trial + 1
-                )));
+            if let Replay::Driven(restored) = replay {
+                if packet.len() != witness.packet.len() || meta != witness.meta {
+                    return Ok(Some(format!(
+                        "{what} {} of trial {} would see another packet length or metadata",
+                        run + 1,
+                        trial + 1
+                    )));
+                }
+                packet[..restored].copy_from_slice(&witness.packet[..restored]);
             }
-            packet[..restored].copy_from_slice(&witness.packet[..restored]);
             let next = vm.run(program, &packet, &meta)?;
             if blocks(cfgs, &next.steps) != path || next.return_value != first.return_value {
                 return Ok(Some(format!(
-                    "run {} of trial {} takes other blocks",
+                    "{what} {} of trial {} takes other blocks",
                     run + 1,
                     trial + 1
                 )));

@@ -5,21 +5,11 @@
 //! per packet (driver subtracted) and its drop against running alone in the same run.
 
 use linerate_contend::driver::{pass_object, Timing, TrafficDriver};
+use linerate_contend::host::udp_frame;
 use linerate_contend::membench::{MemBench, Pattern};
 use linerate_contend::pin::available_cpus;
 use linerate_kernel::{load_object, usable_or_skip};
 use std::path::Path;
-
-fn udp_frame(flow: u32) -> Vec<u8> {
-    let mut f = vec![2, 0, 0, 0, 0, 2, 2, 0, 0, 0, 0, 1, 0x08, 0x00];
-    f.extend_from_slice(&[0x45, 0, 0, 50, 0, 1, 0, 0, 64, 17, 0, 0]);
-    f.extend_from_slice(&(0x0a00_0000 | (flow >> 16)).to_be_bytes());
-    f.extend_from_slice(&[192, 0, 2, 1]);
-    f.extend_from_slice(&((flow & 0xffff) as u16).to_be_bytes());
-    f.extend_from_slice(&[0x13, 0x88, 0, 30, 0, 0]);
-    f.resize(64, 0xab);
-    f
-}
 
 fn main() {
     if !usable_or_skip("bench/contend") {
@@ -80,7 +70,7 @@ fn main() {
         "flows", "competitor", "ns/packet", "drop", "competitor GB/s"
     );
     for flows in [1_000u32, 30_000, 1_000_000, 4_000_000] {
-        let set: Vec<Vec<u8>> = (0..flows).map(udp_frame).collect();
+        let set: Vec<Vec<u8>> = (0..flows).map(|flow| udp_frame(flow, 64)).collect();
         let driver = TrafficDriver::new(&set).expect("driver loads");
         let nf = load_object(&object).expect("NF loads");
         driver.attach(&nf, 0).expect("attaches");

@@ -14,16 +14,9 @@ fn example(name: &str) -> LoadedObject {
     load_object(&object).expect("example loads")
 }
 
-/// A 64-byte UDP/IPv4 frame of flow `flow` (its source address and port), TTL 64.
+/// A 64-byte UDP/IPv4 frame of flow `flow`.
 fn udp_frame(flow: u32) -> Vec<u8> {
-    let mut f = vec![2, 0, 0, 0, 0, 2, 2, 0, 0, 0, 0, 1, 0x08, 0x00];
-    f.extend_from_slice(&[0x45, 0, 0, 50, 0, 1, 0, 0, 64, 17, 0, 0]);
-    f.extend_from_slice(&(0x0a00_0000 | flow).to_be_bytes());
-    f.extend_from_slice(&[192, 0, 2, 1]);
-    f.extend_from_slice(&(1024 + (flow % 50_000) as u16).to_be_bytes());
-    f.extend_from_slice(&[0x13, 0x88, 0, 30, 0, 0]);
-    f.resize(64, 0xab);
-    f
+    linerate_contend::host::udp_frame(flow, 64)
 }
 
 fn flows_inserted(nf: &LoadedObject) -> u64 {
