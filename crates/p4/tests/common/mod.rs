@@ -674,3 +674,30 @@ pub fn checksum_packets(count: usize, seed: u64) -> Vec<Vec<u8>> {
     }
     out
 }
+
+/// What the checksum program's packets must show, wherever they ran (`seen`: runs per XDP
+/// action code): failed verifications (and cut packets) drop; the rest pass, some with a new
+/// checksum; verified with the right checksum, accepted.
+pub fn check_checksum_outcomes(case: &Case, packets: &[Vec<u8>], seen: &[usize]) {
+    let (want, _) = expected(case, packets);
+    let failed = want
+        .iter()
+        .filter(|o| o.parser_error == "ChecksumError")
+        .count();
+    let updated = packets
+        .iter()
+        .zip(&want)
+        .filter(|(p, o)| o.action == XdpAction::Pass && o.packet != **p)
+        .count();
+    assert!(
+        seen[1] > failed && failed > 10 && seen[2] > 100,
+        "{seen:?} {failed}"
+    );
+    assert!(updated > 40, "{updated}");
+    let verified = packets
+        .iter()
+        .zip(&want)
+        .filter(|(p, o)| p.len() > 14 && p[14] >> 5 >= 4 && o.action == XdpAction::Pass)
+        .count();
+    assert!(verified > 20, "{verified}");
+}
