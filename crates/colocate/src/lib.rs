@@ -17,17 +17,27 @@
 //! - [`memory`]: the traffic-aware memory model (gradient-boosted regression), the SLOMO-style
 //!   and solo-rate baselines.
 //! - [`adaptive`]: adaptive profiling (Algorithm 1), random and full profiling.
+//! - [`catalogue`]: simulated NFs after paper 004's, their profiling spaces and training plan.
+//! - [`counters`]: a workload's memory counters alone, the contention features prediction sums.
+//! - [`solo_curve`]: an NF's solo throughput and counters over the traffic space.
+//! - [`predict`]: the model bundle, prediction and diagnosis of co-located NFs, the baselines.
+//! - [`train`]: training a bundle from a backend in one call.
 
 pub mod accel;
 pub mod adaptive;
+pub mod catalogue;
 pub mod compose;
+pub mod counters;
 pub mod error;
 pub mod fit;
 pub mod memory;
+pub mod predict;
 pub mod profile;
 pub mod scheduler;
 pub mod sim;
 pub mod sim_backend;
+pub mod solo_curve;
+pub mod train;
 
 pub use accel::{equilibrium, CoRun, Inferred, ServiceTime, Tenant};
 pub use compose::{BenchmarkCoRun, Detection, Pattern};
