@@ -22,6 +22,8 @@
 //! - [`solo_curve`]: an NF's solo throughput and counters over the traffic space.
 //! - [`predict`]: the model bundle, prediction and diagnosis of co-located NFs, the baselines.
 //! - [`train`]: training a bundle from a backend in one call.
+//! - [`place`]: placement of arriving NFs on NICs: monopolization, greedy, contention-aware.
+//! - [`optimum`]: the exact fewest-NIC placement of a short sequence, by branch and bound.
 
 pub mod accel;
 pub mod adaptive;
@@ -31,6 +33,8 @@ pub mod counters;
 pub mod error;
 pub mod fit;
 pub mod memory;
+pub mod optimum;
+pub mod place;
 pub mod predict;
 pub mod profile;
 pub mod scheduler;

@@ -63,7 +63,12 @@ impl SoloCurve {
             }
             expected = expected.saturating_mul(axis.values.len());
         }
-        if self.points.len() != expected || self.points.iter().any(|p| !p.solo.is_finite() || p.solo <= 0.0) {
+        if self.points.len() != expected
+            || self
+                .points
+                .iter()
+                .any(|p| !p.solo.is_finite() || p.solo <= 0.0)
+        {
             return Err(ColocateError::Format {
                 what: "solo curve".to_string(),
                 reason: format!(
