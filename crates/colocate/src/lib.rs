@@ -10,6 +10,7 @@
 //!   round-robin accelerators) whose throughputs emerge from per-stage timings, not from the
 //!   composition equations.
 //! - [`scheduler`]: the simulated accelerator request by request, the check on [`accel`].
+//! - [`forest`]: a trained booster compiled for fast one-row prediction.
 //! - [`fit`]: the weighted least-squares line both inferences use.
 //! - [`profile`]: the profiling interface: traffic profiles, contention settings, samples, the
 //!   [`profile::Backend`] trait and the versioned profile file.
@@ -32,6 +33,7 @@ pub mod compose;
 pub mod counters;
 pub mod error;
 pub mod fit;
+pub mod forest;
 pub mod memory;
 pub mod optimum;
 pub mod place;

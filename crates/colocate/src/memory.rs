@@ -28,12 +28,14 @@
 //! working set across the cache, which is where §7.4 finds SLOMO failing.
 
 use crate::error::ColocateError;
+use crate::forest::Forest;
 use crate::profile::{Attribute, Features, Sample, TrafficProfile};
 use perpetual::booster::config::ImportanceMethod;
 use perpetual::objective::Objective;
 use perpetual::{Matrix, PerpetualBooster};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
+use std::sync::OnceLock;
 
 /// The version written in and required of model files.
 pub const MODEL_VERSION: u32 = 1;
@@ -165,18 +167,35 @@ fn column_major(rows: &[Vec<f64>], width: usize) -> Vec<f64> {
     columns
 }
 
-fn predict_one(booster: &PerpetualBooster, row: &[f64]) -> f64 {
-    let matrix = Matrix::new(row, 1, row.len());
-    let log_ratio = booster
-        .predict(&matrix, false)
-        .first()
-        .copied()
-        .unwrap_or(0.0);
+fn predict_one(
+    booster: &PerpetualBooster,
+    compiled: &OnceLock<Option<Forest>>,
+    row: &[f64],
+) -> f64 {
+    let log_ratio = raw_prediction(booster, compiled, row);
     if log_ratio.is_finite() {
         (1.0 - log_ratio.exp()).clamp(0.0, MAX_DROP)
     } else {
         0.0
     }
+}
+
+/// The booster's output for one row: through its compiled form ([`crate::forest`], built on
+/// first use), or perpetual's `predict` where it cannot be compiled.
+fn raw_prediction(
+    booster: &PerpetualBooster,
+    compiled: &OnceLock<Option<Forest>>,
+    row: &[f64],
+) -> f64 {
+    if let Some(forest) = compiled.get_or_init(|| Forest::compile(booster)) {
+        return forest.predict(row);
+    }
+    let matrix = Matrix::new(row, 1, row.len());
+    booster
+        .predict(&matrix, false)
+        .first()
+        .copied()
+        .unwrap_or(0.0)
 }
 
 fn importance(booster: &PerpetualBooster, names: &[String]) -> Vec<(String, f64)> {
@@ -210,6 +229,9 @@ pub struct MemoryModel {
     pub config: GbrConfig,
     /// The booster, serialised by perpetual's own serde implementation.
     booster: PerpetualBooster,
+    /// Its compiled form for prediction, built on first use.
+    #[serde(skip)]
+    compiled: OnceLock<Option<Forest>>,
 }
 
 impl MemoryModel {
@@ -232,6 +254,7 @@ impl MemoryModel {
             attributes: attributes.to_vec(),
             config: *config,
             booster,
+            compiled: OnceLock::new(),
         })
     }
 
@@ -249,6 +272,7 @@ impl MemoryModel {
     pub fn predict_drop(&self, features: &Features, traffic: &TrafficProfile) -> f64 {
         predict_one(
             &self.booster,
+            &self.compiled,
             &Self::row_for(&self.attributes, features, traffic),
         )
     }
@@ -301,6 +325,8 @@ pub struct SlomoModel {
     pub reference: TrafficProfile,
     pub config: GbrConfig,
     booster: PerpetualBooster,
+    #[serde(skip)]
+    compiled: OnceLock<Option<Forest>>,
 }
 
 impl SlomoModel {
@@ -331,11 +357,12 @@ impl SlomoModel {
             reference: *reference,
             config: *config,
             booster,
+            compiled: OnceLock::new(),
         })
     }
 
     pub fn predict_drop(&self, features: &Features) -> f64 {
-        predict_one(&self.booster, &features.values())
+        predict_one(&self.booster, &self.compiled, &features.values())
     }
 
     /// `T_solo(P') · (1 − drop_ref(c))`: the traffic enters only through `solo`.
@@ -446,6 +473,25 @@ mod tests {
             .unwrap()
             .replacen("\"version\":1", "\"version\":9", 1);
         assert!(MemoryModel::from_json(&text).is_err());
+    }
+
+    #[test]
+    fn compiled_forest_agrees_with_the_boosters_predict() {
+        let labelled = label(&samples());
+        let model =
+            MemoryModel::train(&labelled, &[Attribute::Flows], &GbrConfig::default()).unwrap();
+        for l in labelled.iter().step_by(7) {
+            let row =
+                MemoryModel::row_for(&model.attributes, &l.sample.features, &l.sample.traffic);
+            let reference = model
+                .booster
+                .predict(&Matrix::new(&row, 1, row.len()), false)[0];
+            let walked = Forest::compile(&model.booster).unwrap().predict(&row);
+            assert!(
+                (walked - reference).abs() <= 1e-9 * reference.abs().max(1.0),
+                "{walked} vs {reference}"
+            );
+        }
     }
 
     #[test]

@@ -21,7 +21,7 @@
 
 use crate::adaptive::TrafficSpace;
 use crate::error::ColocateError;
-use crate::predict::{predict_all, NfModel, Placed, Predictor};
+use crate::predict::{predict_all_from, NfModel, Placed, Predictor};
 use crate::profile::TrafficProfile;
 use crate::sim::{AccelKind, Device, Workload};
 use crate::sim_backend::TrafficNf;
@@ -164,7 +164,7 @@ impl Fleet<'_> {
     ) -> Result<bool, ColocateError> {
         Ok(self
             .violators(arrivals, solo, members)?
-            .map_or(false, |v| v == 0))
+            .is_some_and(|v| v == 0))
     }
 
     /// How many of `members` miss their SLA together, `None` if they do not fit the cores.
@@ -230,17 +230,27 @@ impl Fleet<'_> {
             .map(|a| self.demand(a))
             .collect::<Result<_, _>>()?;
         let mut nics: Vec<Vec<usize>> = Vec::new();
+        // The contention-aware strategies' last predicted rates of each NIC's NFs.
+        let mut predicted: Vec<Vec<f64>> = Vec::new();
         for (index, demand) in demands.iter().enumerate() {
             let chosen = match strategy {
                 Strategy::Monopolization => None,
-                Strategy::Greedy => self.greedy(&demands, &nics, demand)?,
+                Strategy::Greedy => self
+                    .greedy(&demands, &nics, demand)?
+                    .map(|n| (n, Vec::new())),
                 Strategy::ContentionAware(predictor) => {
-                    self.first_predicted_fit(predictor, arrivals, &nics, index)?
+                    self.first_predicted_fit(predictor, arrivals, &nics, &predicted, index)?
                 }
             };
-            match chosen.and_then(|nic| nics.get_mut(nic)) {
-                Some(nic) => nic.push(index),
-                None => nics.push(vec![index]),
+            match chosen {
+                Some((slot, rates)) if slot < nics.len() => {
+                    nics[slot].push(index);
+                    predicted[slot] = rates;
+                }
+                _ => {
+                    nics.push(vec![index]);
+                    predicted.push(Vec::new());
+                }
             }
         }
         Ok(nics)
@@ -289,7 +299,7 @@ impl Fleet<'_> {
                 .map(|u| 1.0 - u.clamp(0.0, 1.0))
                 .sum::<f64>()
                 / (utilizations.len() + accel.len()) as f64;
-            if best.map_or(true, |(_, most)| free > most) {
+            if best.is_none_or(|(_, most)| free > most) {
                 best = Some((slot, free));
             }
         }
@@ -301,8 +311,9 @@ impl Fleet<'_> {
         predictor: Predictor,
         arrivals: &[Arrival],
         nics: &[Vec<usize>],
+        predicted: &[Vec<f64>],
         newcomer: usize,
-    ) -> Result<Option<usize>, ColocateError> {
+    ) -> Result<Option<(usize, Vec<f64>)>, ColocateError> {
         let own_cores = self.cores(arrivals, &[newcomer])?;
         for (slot, nic) in nics.iter().enumerate() {
             if self.cores(arrivals, nic)?.saturating_add(own_cores) > self.device.cores {
@@ -320,13 +331,15 @@ impl Fleet<'_> {
                     })
                 })
                 .collect::<Result<_, ColocateError>>()?;
-            let predictions = predict_all(predictor, &placed)?;
+            let start = predicted.get(slot).map_or(&[][..], |r| &r[..]);
+            let predictions = predict_all_from(predictor, &placed, start)?;
             let meets = members
                 .iter()
                 .zip(&predictions)
-                .all(|(&m, p)| arrivals.get(m).map_or(false, |a| p.drop <= a.sla));
+                .all(|(&m, p)| arrivals.get(m).is_some_and(|a| p.drop <= a.sla));
             if meets {
-                return Ok(Some(slot));
+                let rates = predictions.iter().map(|p| p.predicted_pps).collect();
+                return Ok(Some((slot, rates)));
             }
         }
         Ok(None)

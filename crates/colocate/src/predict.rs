@@ -190,8 +190,12 @@ pub struct Prediction {
     pub bottleneck: Option<Resource>,
 }
 
+/// The fixed point first takes full steps; once a step changes the rates more than the one
+/// before (an oscillation), it takes half steps.
 const DAMPING: f64 = 0.5;
-const TOLERANCE: f64 = 1e-6;
+/// Relative change of every rate below which the fixed point stops: far below any SLA or
+/// prediction error that matters.
+const TOLERANCE: f64 = 1e-4;
 const MAX_ROUNDS: usize = 60;
 
 /// Predicts every NF of `nfs` running together.
@@ -199,22 +203,45 @@ pub fn predict_all(
     predictor: Predictor,
     nfs: &[Placed<'_>],
 ) -> Result<Vec<Prediction>, ColocateError> {
+    predict_all_from(predictor, nfs, &[])
+}
+
+/// [`predict_all`], the fixed point started from `start` (packets per second, in `nfs`'
+/// order; NFs past its end start from their solo rate): placement restarts from a NIC's last
+/// prediction when it adds an NF.
+pub fn predict_all_from(
+    predictor: Predictor,
+    nfs: &[Placed<'_>],
+    start: &[f64],
+) -> Result<Vec<Prediction>, ColocateError> {
     let solo: Vec<_> = nfs.iter().map(|nf| nf.model.solo.at(&nf.traffic)).collect();
-    let mut rates: Vec<f64> = solo.iter().map(|s| s.solo).collect();
+    let mut rates: Vec<f64> = solo
+        .iter()
+        .enumerate()
+        .map(|(i, s)| match start.get(i) {
+            Some(&rate) if rate.is_finite() && rate > 0.0 => rate.min(s.solo),
+            _ => s.solo,
+        })
+        .collect();
     let mut predictions = Vec::with_capacity(nfs.len());
+    let (mut step, mut last_change) = (1.0, f64::INFINITY);
     for _ in 0..MAX_ROUNDS {
         predictions = (0..nfs.len())
             .map(|index| predict_one(predictor, nfs, &solo, &rates, index))
             .collect::<Result<Vec<_>, _>>()?;
         let mut change: f64 = 0.0;
         for (rate, prediction) in rates.iter_mut().zip(&predictions) {
-            let next = *rate + DAMPING * (prediction.predicted_pps - *rate);
+            let next = *rate + step * (prediction.predicted_pps - *rate);
             change = change.max((next - *rate).abs() / rate.abs().max(f64::MIN_POSITIVE));
             *rate = next;
         }
         if change < TOLERANCE {
             break;
         }
+        if change > last_change {
+            step = DAMPING;
+        }
+        last_change = change;
     }
     Ok(predictions)
 }
