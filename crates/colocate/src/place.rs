@@ -364,3 +364,36 @@ pub struct StrategyReport {
     /// NFs missing their SLA on the ground truth.
     pub sla_violations: usize,
 }
+
+/// Every strategy's outcome on one sequence (`colocate place --json`:
+/// `{"strategies":[{"name","nics","waste","sla_violations"}]}`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PlacementReport {
+    pub strategies: Vec<StrategyReport>,
+}
+
+/// Places `arrivals` with each of `strategies` and judges each plan on the ground truth; waste
+/// is against `reference` NICs (the optimum, where it was computed) when given.
+pub fn report(
+    fleet: &Fleet<'_>,
+    arrivals: &[Arrival],
+    strategies: &[Strategy],
+    reference: Option<usize>,
+) -> Result<PlacementReport, ColocateError> {
+    let solo = fleet.true_solo(arrivals)?;
+    let mut reports = Vec::with_capacity(strategies.len());
+    for &strategy in strategies {
+        let plan = fleet.place(strategy, arrivals)?;
+        reports.push(StrategyReport {
+            name: strategy.name(),
+            nics: plan.len(),
+            waste: reference
+                .filter(|r| *r > 0)
+                .map(|r| plan.len() as f64 / r as f64 - 1.0),
+            sla_violations: fleet.violations(arrivals, &solo, &plan)?,
+        });
+    }
+    Ok(PlacementReport {
+        strategies: reports,
+    })
+}
