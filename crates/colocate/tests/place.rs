@@ -222,3 +222,69 @@ fn long_sequences_against_first_fit_on_the_ground_truth() {
 fn hundred_long_sequences() {
     long_study(100);
 }
+
+/// The fewest NICs over every set partition of a short sequence (restricted growth strings),
+/// each set's feasibility checked on the device once.
+fn brute_force(fleet: &Fleet, sequence: &[Arrival], solo: &[f64]) -> usize {
+    let n = sequence.len();
+    let mut feasible = std::collections::HashMap::new();
+    let mut check = |mask: u32| -> bool {
+        *feasible.entry(mask).or_insert_with(|| {
+            let members: Vec<usize> = (0..n).filter(|i| mask & (1 << i) != 0).collect();
+            fleet.feasible(sequence, solo, &members).unwrap()
+        })
+    };
+    let mut best = n;
+    let mut labels = vec![0usize; n];
+    loop {
+        let blocks = labels.iter().max().map_or(0, |m| m + 1);
+        if blocks < best {
+            let masks = (0..blocks).map(|b| {
+                (0..n)
+                    .filter(|&i| labels[i] == b)
+                    .fold(0u32, |m, i| m | (1 << i))
+            });
+            if masks.collect::<Vec<_>>().into_iter().all(&mut check) {
+                best = blocks;
+            }
+        }
+        // Next restricted growth string: labels[i] <= 1 + max(labels[..i]).
+        let mut i = n;
+        loop {
+            if i <= 1 {
+                return best;
+            }
+            i -= 1;
+            let ceiling = labels[..i].iter().max().map_or(0, |m| m + 1);
+            if labels[i] < ceiling {
+                labels[i] += 1;
+                for label in labels.iter_mut().skip(i + 1) {
+                    *label = 0;
+                }
+                break;
+            }
+        }
+    }
+}
+
+#[test]
+fn branch_and_bound_matches_brute_force_on_tiny_sequences() {
+    let (device, nfs, models) = (Device::bluefield2_like(), catalogue(), models());
+    let fleet = Fleet {
+        device: &device,
+        catalogue: &nfs,
+        models: &models,
+    };
+    for seed in 0..8 {
+        let sequence = arrivals(9, nfs.len(), &traffic_space(), SLA, 700 + seed).unwrap();
+        let solo = fleet.true_solo(&sequence).unwrap();
+        let found = optimum(&fleet, &sequence, &solo, 1_000_000).unwrap();
+        let exhaustive = brute_force(&fleet, &sequence, &solo);
+        println!(
+            "seed {seed}: branch and bound {}, brute force {exhaustive}",
+            found.plan.len()
+        );
+        assert!(found.proven);
+        assert_eq!(found.plan.len(), exhaustive);
+    }
+}
