@@ -397,3 +397,36 @@ pub fn report(
         strategies: reports,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::adaptive::AttributeRange;
+    use crate::profile::Attribute;
+
+    fn space() -> TrafficSpace {
+        TrafficSpace {
+            ranges: vec![AttributeRange {
+                attribute: Attribute::Flows,
+                min: 1e3,
+                max: 1e6,
+                default: 1.6e4,
+                log_scale: true,
+            }],
+        }
+    }
+
+    #[test]
+    fn arrivals_are_seeded_and_within_their_ranges() {
+        let first = arrivals(200, 5, &space(), (0.05, 0.2), 9).unwrap();
+        assert_eq!(first, arrivals(200, 5, &space(), (0.05, 0.2), 9).unwrap());
+        assert_ne!(first, arrivals(200, 5, &space(), (0.05, 0.2), 10).unwrap());
+        assert!(first.iter().all(|a| a.nf < 5
+            && (0.05..0.2).contains(&a.sla)
+            && (1e3..=1e6).contains(&a.traffic.flows)));
+        // Every type shows up in 200 draws of 5.
+        assert!((0..5).all(|t| first.iter().any(|a| a.nf == t)));
+        assert!(arrivals(10, 0, &space(), (0.05, 0.2), 9).is_err());
+        assert!(arrivals(10, 5, &space(), (0.2, 0.05), 9).is_err());
+    }
+}
