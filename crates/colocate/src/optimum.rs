@@ -96,8 +96,10 @@ impl Search<'_> {
             return Ok(());
         }
         for slot in 0..nics.len() {
-            let used: u32 = nics[slot].iter().map(|&i| self.cores[i]).sum();
-            if used + self.cores[item] > self.fleet.device.cores {
+            let used = nics[slot].iter().fold(self.cores[item], |sum, &i| {
+                sum.saturating_add(self.cores[i])
+            });
+            if used > self.fleet.device.cores {
                 continue;
             }
             nics[slot].push(item);
@@ -209,7 +211,7 @@ pub fn optimum(
     // Most conflicted first (they decide the NIC count), then most cores.
     let mut order: Vec<usize> = (0..arrivals.len()).collect();
     order.sort_by_key(|&i| std::cmp::Reverse((conflicts[i].count_ones(), cores[i])));
-    let total: u32 = cores.iter().sum();
+    let total = cores.iter().fold(0u32, |sum, c| sum.saturating_add(*c));
     let per_nic = fleet.device.cores.max(1);
     let lower = (total.div_ceil(per_nic) as usize).max(max_clique(arrivals.len(), &conflicts));
     let mut search = Search {

@@ -47,9 +47,19 @@ impl SoloCurve {
         })
     }
 
-    /// Checks that the axes are ascending, non-empty, positive on log scales, and that there is
-    /// one point per grid profile.
+    /// Checks that there is at most one axis per attribute, each ascending, non-empty and
+    /// positive on a log scale, and one point per grid profile.
     pub fn validate(&self) -> Result<(), ColocateError> {
+        let distinct = Attribute::ALL
+            .iter()
+            .filter(|a| self.axes.iter().any(|axis| axis.attribute == **a))
+            .count();
+        if distinct != self.axes.len() {
+            return Err(ColocateError::Format {
+                what: "solo curve".to_string(),
+                reason: "at most one axis per traffic attribute".to_string(),
+            });
+        }
         let mut expected = 1usize;
         for axis in &self.axes {
             let ascending = axis.values.windows(2).all(|w| w[0] < w[1]);
@@ -92,10 +102,14 @@ impl SoloCurve {
         let mut log_solo = 0.0;
         let mut sums = [0.0f64; 4];
         let mut occupancy_known = true;
-        for corner in 0..(1usize << self.axes.len()) {
+        // Validated curves have at most one axis per attribute; a longer list is cut there.
+        let axes = self.axes.len().min(Attribute::ALL.len());
+        for corner in 0..(1usize << axes) {
             let mut index = 0usize;
             let mut weight = 1.0;
-            for (bit, (axis, &(low, upper))) in self.axes.iter().zip(&brackets).enumerate() {
+            for (bit, (axis, &(low, upper))) in
+                self.axes.iter().zip(&brackets).take(axes).enumerate()
+            {
                 let high = corner >> bit & 1 == 1;
                 let position = if high && low + 1 < axis.values.len() {
                     low + 1
@@ -103,7 +117,9 @@ impl SoloCurve {
                     low
                 };
                 weight *= if high { upper } else { 1.0 - upper };
-                index = index * axis.values.len() + position;
+                index = index
+                    .saturating_mul(axis.values.len())
+                    .saturating_add(position);
             }
             if weight == 0.0 {
                 continue;
