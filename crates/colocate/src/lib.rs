@@ -19,7 +19,8 @@
 //!   and solo-rate baselines.
 //! - [`adaptive`]: adaptive profiling (Algorithm 1), random and full profiling.
 //! - [`catalogue`]: simulated NFs after paper 004's, their profiling spaces and training plan.
-//! - [`counters`]: a workload's memory counters alone, the contention features prediction sums.
+//! - [`counters`]: a workload's memory counters alone (the contention features prediction sums)
+//!   and a benchmark's own rate in a co-run (an NF's busy time on an accelerator).
 //! - [`solo_curve`]: an NF's solo throughput and counters over the traffic space.
 //! - [`predict`]: the model bundle, prediction and diagnosis of co-located NFs, the baselines.
 //! - [`train`]: training a bundle from a backend in one call.
