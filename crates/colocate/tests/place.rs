@@ -216,7 +216,7 @@ fn long_sequences_against_first_fit_on_the_ground_truth() {
     long_study(10);
 }
 
-/// Table 6's 100 sequences of 500 arrivals (about 13 minutes in release, alone on the machine).
+/// Table 6's 100 sequences of 500 arrivals (1000 s in release on the shared 2-core machine).
 #[test]
 #[ignore]
 fn hundred_long_sequences() {
