@@ -10,6 +10,7 @@
 //!   round-robin accelerators) whose throughputs emerge from per-stage timings, not from the
 //!   composition equations.
 //! - [`scheduler`]: the simulated accelerator request by request, the check on [`accel`].
+//! - [`forest`]: a trained booster compiled for fast one-row prediction.
 //! - [`fit`]: the weighted least-squares line both inferences use.
 //! - [`profile`]: the profiling interface: traffic profiles, contention settings, samples, the
 //!   [`profile::Backend`] trait and the versioned profile file.
@@ -17,18 +18,35 @@
 //! - [`memory`]: the traffic-aware memory model (gradient-boosted regression), the SLOMO-style
 //!   and solo-rate baselines.
 //! - [`adaptive`]: adaptive profiling (Algorithm 1), random and full profiling.
+//! - [`import`]: profiles measured elsewhere, read from CSV, as a backend.
+//! - [`catalogue`]: simulated NFs after paper 004's, their profiling spaces and training plan.
+//! - [`counters`]: a workload's memory counters alone (the contention features prediction sums)
+//!   and a benchmark's own rate in a co-run (an NF's busy time on an accelerator).
+//! - [`solo_curve`]: an NF's solo throughput and counters over the traffic space.
+//! - [`predict`]: the model bundle, prediction and diagnosis of co-located NFs, the baselines.
+//! - [`train`]: training a bundle from a backend in one call.
+//! - [`place`]: placement of arriving NFs on NICs: monopolization, greedy, contention-aware.
+//! - [`optimum`]: the exact fewest-NIC placement of a short sequence, by branch and bound.
 
 pub mod accel;
 pub mod adaptive;
+pub mod catalogue;
 pub mod compose;
+pub mod counters;
 pub mod error;
 pub mod fit;
+pub mod forest;
 pub mod import;
 pub mod memory;
+pub mod optimum;
+pub mod place;
+pub mod predict;
 pub mod profile;
 pub mod scheduler;
 pub mod sim;
 pub mod sim_backend;
+pub mod solo_curve;
+pub mod train;
 
 pub use accel::{equilibrium, CoRun, Inferred, ServiceTime, Tenant};
 pub use compose::{BenchmarkCoRun, Detection, Pattern};

@@ -28,12 +28,14 @@
 //! working set across the cache, which is where §7.4 finds SLOMO failing.
 
 use crate::error::ColocateError;
+use crate::forest::Forest;
 use crate::profile::{Attribute, Features, Sample, TrafficProfile};
 use perpetual::booster::config::ImportanceMethod;
 use perpetual::objective::Objective;
 use perpetual::{Matrix, PerpetualBooster};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
+use std::sync::OnceLock;
 
 /// The version written in and required of model files.
 pub const MODEL_VERSION: u32 = 1;
@@ -134,6 +136,10 @@ fn booster(config: &GbrConfig) -> PerpetualBooster {
 struct Fitted {
     booster: PerpetualBooster,
     columns: Vec<usize>,
+    /// The booster's compiled form for prediction, built on first use (perpetual looks tree
+    /// nodes up by hashing and allocates on every call).
+    #[serde(skip)]
+    compiled: OnceLock<Option<Forest>>,
 }
 
 impl Fitted {
@@ -143,7 +149,7 @@ impl Fitted {
             .iter()
             .map(|&c| row.get(c).copied().unwrap_or(f64::NAN))
             .collect();
-        predict_one(&self.booster, &kept)
+        predict_one(&self.booster, &self.compiled, &kept)
     }
 
     /// Each input's share of the total split gain, largest first; left-out inputs get none.
@@ -208,6 +214,7 @@ fn fit(
         Ok(Ok(())) => Ok(Fitted {
             booster: model,
             columns,
+            compiled: OnceLock::new(),
         }),
         Ok(Err(e)) => Err(failed(e.to_string())),
         Err(_) => Err(failed(
@@ -228,18 +235,35 @@ fn column_major(rows: &[Vec<f64>], width: usize) -> Vec<f64> {
     columns
 }
 
-fn predict_one(booster: &PerpetualBooster, row: &[f64]) -> f64 {
-    let matrix = Matrix::new(row, 1, row.len());
-    let log_ratio = booster
-        .predict(&matrix, false)
-        .first()
-        .copied()
-        .unwrap_or(0.0);
+fn predict_one(
+    booster: &PerpetualBooster,
+    compiled: &OnceLock<Option<Forest>>,
+    row: &[f64],
+) -> f64 {
+    let log_ratio = raw_prediction(booster, compiled, row);
     if log_ratio.is_finite() {
         (1.0 - log_ratio.exp()).clamp(0.0, MAX_DROP)
     } else {
         0.0
     }
+}
+
+/// The booster's output for one row: through its compiled form ([`crate::forest`], built on
+/// first use), or perpetual's `predict` where it cannot be compiled.
+fn raw_prediction(
+    booster: &PerpetualBooster,
+    compiled: &OnceLock<Option<Forest>>,
+    row: &[f64],
+) -> f64 {
+    if let Some(forest) = compiled.get_or_init(|| Forest::compile(booster)) {
+        return forest.predict(row);
+    }
+    let matrix = Matrix::new(row, 1, row.len());
+    booster
+        .predict(&matrix, false)
+        .first()
+        .copied()
+        .unwrap_or(0.0)
 }
 
 fn importance(booster: &PerpetualBooster, names: &[String]) -> Vec<(String, f64)> {
@@ -507,6 +531,27 @@ mod tests {
             .unwrap()
             .replacen("\"version\":1", "\"version\":9", 1);
         assert!(MemoryModel::from_json(&text).is_err());
+    }
+
+    #[test]
+    fn compiled_forest_agrees_with_the_boosters_predict() {
+        let labelled = label(&samples());
+        let model =
+            MemoryModel::train(&labelled, &[Attribute::Flows], &GbrConfig::default()).unwrap();
+        let fitted = &model.fitted;
+        for l in labelled.iter().step_by(7) {
+            let full =
+                MemoryModel::row_for(&model.attributes, &l.sample.features, &l.sample.traffic);
+            let row: Vec<f64> = fitted.columns.iter().map(|&c| full[c]).collect();
+            let reference = fitted
+                .booster
+                .predict(&Matrix::new(&row, 1, row.len()), false)[0];
+            let walked = Forest::compile(&fitted.booster).unwrap().predict(&row);
+            assert!(
+                (walked - reference).abs() <= 1e-9 * reference.abs().max(1.0),
+                "{walked} vs {reference}"
+            );
+        }
     }
 
     #[test]
