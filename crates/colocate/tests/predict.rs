@@ -10,11 +10,14 @@
 //! least 2× the second and at least 1% of the solo rate; only targets using an accelerator
 //! count (for the others memory is the only candidate).
 
+mod common;
+
+use common::{accel_replay, memory_replay};
 use linerate_colocate::catalogue::{catalogue, sim_plan, traffic_space};
 use linerate_colocate::memory::mape;
 use linerate_colocate::predict::{predict, NfModel, Placed, Predictor, Resource};
 use linerate_colocate::profile::{Attribute, TrafficProfile};
-use linerate_colocate::sim::{AccelBench, Device, MemBench, Nf, Testbed, Workload};
+use linerate_colocate::sim::{Device, Nf, Testbed, Workload};
 use linerate_colocate::sim_backend::{SimBackend, TrafficNf};
 use linerate_colocate::train::train_bundle;
 use rand::rngs::StdRng;
@@ -66,33 +69,10 @@ fn true_drops(
         device.run(&all).unwrap()[0]
     };
     let solo = alone(Vec::new());
-    let memory = competitors
-        .iter()
-        .zip(rates)
-        .map(|(c, rate)| {
-            Workload::MemBench(MemBench {
-                working_set: c.working_set,
-                access_rate: rate * c.accesses_per_packet,
-            })
-        })
-        .collect();
+    let memory = memory_replay(competitors, rates);
     let mut drops = vec![(Resource::Memory, 1.0 - alone(memory) / solo)];
     for kind in target.accels.iter().map(|d| d.kind) {
-        let benches: Vec<Workload> = competitors
-            .iter()
-            .zip(rates)
-            .flat_map(|(c, rate)| {
-                c.accels.iter().filter(|d| d.kind == kind).map(move |d| {
-                    Workload::AccelBench(AccelBench {
-                        kind,
-                        queues: d.queues,
-                        work: d.work,
-                        mtbr: d.mtbr,
-                        offered: Some(rate * d.requests_per_packet),
-                    })
-                })
-            })
-            .collect();
+        let benches = accel_replay(competitors, rates, kind);
         let drop = if benches.is_empty() {
             0.0
         } else {

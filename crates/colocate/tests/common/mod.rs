@@ -126,3 +126,38 @@ pub fn mape(pairs: &[(f64, f64)]) -> f64 {
         .sum();
     100.0 * total / pairs.len() as f64
 }
+
+/// mem-bench replaying each competitor's memory contention in a co-location: its working set at
+/// its access rate when it runs at `rates[i]` packets per second.
+pub fn memory_replay(competitors: &[Nf], rates: &[f64]) -> Vec<Workload> {
+    competitors
+        .iter()
+        .zip(rates)
+        .map(|(c, rate)| {
+            Workload::MemBench(MemBench {
+                working_set: c.working_set,
+                access_rate: rate * c.accesses_per_packet,
+            })
+        })
+        .collect()
+}
+
+/// Accelerator benchmarks replaying the competitors' requests to accelerators of `kind` at their
+/// co-run `rates` (empty when none of them uses one).
+pub fn accel_replay(competitors: &[Nf], rates: &[f64], kind: AccelKind) -> Vec<Workload> {
+    competitors
+        .iter()
+        .zip(rates)
+        .flat_map(|(c, rate)| {
+            c.accels.iter().filter(|d| d.kind == kind).map(move |d| {
+                Workload::AccelBench(AccelBench {
+                    kind,
+                    queues: d.queues,
+                    work: d.work,
+                    mtbr: d.mtbr,
+                    offered: Some(rate * d.requests_per_packet),
+                })
+            })
+        })
+        .collect()
+}
