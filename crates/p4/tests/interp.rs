@@ -1,6 +1,9 @@
 //! The reference interpreter on the shipped programs with crafted packets (every parser path,
 //! table hits and misses, every action, externs), entries files good and bad, and random packets.
 
+mod common;
+
+use common::bytes_checksum;
 use linerate_p4::entries::{Entries, EntriesError, EntriesErrorKind};
 use linerate_p4::interp::{self, Outcome, State, XdpAction};
 use linerate_p4::{load, load_str, Checked};
@@ -122,21 +125,9 @@ fn forwarded(packet: &[u8], dst_mac: [u8; 6]) -> Vec<u8> {
     p[6..12].copy_from_slice(&ROUTER_MAC);
     p[14 + 8] -= 1;
     p[24..26].copy_from_slice(&[0, 0]);
-    let sum = ipv4_header_checksum(&p[14..34]);
+    let sum = bytes_checksum(&p[14..34]);
     p[24..26].copy_from_slice(&sum.to_be_bytes());
     p
-}
-
-/// RFC 1071 over a header's bytes (its checksum field zero), word by word.
-fn ipv4_header_checksum(header: &[u8]) -> u16 {
-    let mut sum: u32 = header
-        .chunks(2)
-        .map(|w| u32::from(w[0]) << 8 | u32::from(*w.get(1).unwrap_or(&0)))
-        .sum();
-    while sum > 0xffff {
-        sum = (sum & 0xffff) + (sum >> 16);
-    }
-    !(sum as u16)
 }
 
 // ---- l3_fwd ------------------------------------------------------------------------------------
@@ -920,7 +911,7 @@ fn ipv4_with_checksum(proto: u8, src: [u8; 4], dst: [u8; 4], total_len: u16, ttl
     h.extend_from_slice(&[0x12, 0x34, 0x40, 0x00, ttl, proto, 0, 0]);
     h.extend_from_slice(&src);
     h.extend_from_slice(&dst);
-    let sum = ipv4_header_checksum(&h);
+    let sum = bytes_checksum(&h);
     h[10..12].copy_from_slice(&sum.to_be_bytes());
     h
 }
@@ -942,7 +933,7 @@ fn ipip_tunnel_encapsulates_with_a_valid_outer_header() {
     // the entry's addresses, and a checksum that sums to 0xffff over the header.
     let mut outer = vec![0x45, 0x08, 0, 48, 0, 0, 0, 0, 64, 4, 0, 0];
     outer.extend_from_slice(&[192, 0, 2, 1, 198, 51, 100, 7]);
-    let sum = ipv4_header_checksum(&outer);
+    let sum = bytes_checksum(&outer);
     outer[10..12].copy_from_slice(&sum.to_be_bytes());
     let want = [
         &ethernet(HOST_MAC, ROUTER_MAC, 0x0800)[..],
@@ -953,7 +944,7 @@ fn ipip_tunnel_encapsulates_with_a_valid_outer_header() {
     ]
     .concat();
     assert_eq!(out.packet, want);
-    assert_eq!(ipv4_header_checksum(&out.packet[14..34]), 0);
+    assert_eq!(bytes_checksum(&out.packet[14..34]), 0);
 }
 
 #[test]

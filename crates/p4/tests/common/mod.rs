@@ -550,16 +550,21 @@ control D(packet_out packet, in headers_t hdr) {
 XdpPipeline(P(), I(), D()) main;
 ";
 
-/// [`RESIZE_PROGRAM`], compiled.
-pub fn resize_case() -> Case {
-    let checked = linerate_p4::load_str("resize.p4", RESIZE_PROGRAM).expect("checks");
+/// The program `source` (named `name`) with its own table contents, compiled.
+pub fn source_case(name: &str, source: &str) -> Case {
+    let checked = linerate_p4::load_str(&format!("{name}.p4"), source).expect("checks");
     let entries = Entries::from_program(&checked).expect("entries");
-    let compiled = compile(&checked, &entries, "resize").expect("compiles");
+    let compiled = compile(&checked, &entries, name).expect("compiles");
     Case {
         checked,
         entries,
         compiled,
     }
+}
+
+/// [`RESIZE_PROGRAM`], compiled.
+pub fn resize_case() -> Case {
+    source_case("resize", RESIZE_PROGRAM)
 }
 
 /// Frames of each EtherType [`RESIZE_PROGRAM`] acts on, at lengths around the 14-byte minimum
@@ -629,14 +634,7 @@ XdpPipeline(P(), I(), D()) main;
 
 /// [`CHECKSUM_PROGRAM`], compiled.
 pub fn checksum_case() -> Case {
-    let checked = linerate_p4::load_str("checksum.p4", CHECKSUM_PROGRAM).expect("checks");
-    let entries = Entries::from_program(&checked).expect("entries");
-    let compiled = compile(&checked, &entries, "checksum").expect("compiles");
-    Case {
-        checked,
-        entries,
-        compiled,
-    }
+    source_case("checksum", CHECKSUM_PROGRAM)
 }
 
 /// Frames for [`CHECKSUM_PROGRAM`]: random fields, each `a` from 0 to 7, the checksum correct
