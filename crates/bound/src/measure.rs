@@ -460,7 +460,7 @@ fn measure_one(
                 )
             })
             .map_err(|e| MeasureError::Driver(e.to_string()))?;
-        let empty = timing::empty_program()?;
+        let empty = linerate_contend::driver::pass_object()?;
         let (trials, returned) = timing::driven(
             loaded,
             program,

@@ -23,10 +23,9 @@
 
 use linerate_bpf::contents::{Entries, MapContents};
 use linerate_bpf::facts::xdp::XDP_PASS;
-use linerate_bpf::insn::build::{exit, mov64};
-use linerate_bpf::{MapType, Object, Program};
-use linerate_contend::driver::{DriverError, TrafficDriver};
-use linerate_kernel::{load_object, KernelError, LoadedObject, TestRunInput};
+use linerate_bpf::MapType;
+use linerate_contend::driver::{pass_object, DriverError, TrafficDriver};
+use linerate_kernel::{KernelError, LoadedObject, TestRunInput};
 
 use super::median;
 
@@ -59,15 +58,6 @@ pub(super) fn repeated(
         }
     }
     Ok((out, other))
-}
-
-/// The empty program `r0 = XDP_PASS; exit`, loaded.
-pub(super) fn empty_program() -> Result<LoadedObject, KernelError> {
-    let program = Program::from_instructions("empty", "xdp", &[mov64(0, XDP_PASS as i32), exit()]);
-    let object = Object::with_programs("empty", vec![program], Vec::new());
-    let loaded = load_object(&object)?;
-    loaded.load_program(0)?;
-    Ok(loaded)
 }
 
 /// Trials of `repeat` driven runs of `program` (see the module comment): their ns per run, and a
@@ -216,7 +206,7 @@ pub(super) fn single_run_offset(
     trials: usize,
     repeat: u32,
 ) -> Result<f64, KernelError> {
-    let loaded = empty_program()?;
+    let loaded = pass_object()?;
     let input = TestRunInput {
         packet: vec![0; 64],
         ..TestRunInput::default()
