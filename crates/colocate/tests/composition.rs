@@ -5,10 +5,11 @@
 
 mod common;
 
-use common::{accel_replay, benchmark_co_runs, mape, memory_replay, random_nf, solo, with};
+use common::{accel_replay, benchmark_co_runs, memory_replay, random_nf, solo, with};
 use linerate_colocate::compose::{
     compose, detect_pattern, min_composition, sum_composition, Detection,
 };
+use linerate_colocate::memory::mape;
 use linerate_colocate::sim::{Device, MemBench, Nf, Testbed, Workload};
 use linerate_colocate::Pattern;
 use rand::rngs::StdRng;

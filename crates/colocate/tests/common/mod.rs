@@ -118,15 +118,6 @@ pub fn benchmark_co_runs(bed: &mut Testbed, nf: &Nf) -> Vec<BenchmarkCoRun> {
     runs
 }
 
-/// Mean absolute percentage error, in percent.
-pub fn mape(pairs: &[(f64, f64)]) -> f64 {
-    let total: f64 = pairs
-        .iter()
-        .map(|(predicted, actual)| ((predicted - actual) / actual).abs())
-        .sum();
-    100.0 * total / pairs.len() as f64
-}
-
 /// mem-bench replaying each competitor's memory contention in a co-location: its working set at
 /// its access rate when it runs at `rates[i]` packets per second.
 pub fn memory_replay(competitors: &[Nf], rates: &[f64]) -> Vec<Workload> {
