@@ -24,13 +24,13 @@ use crate::sim_backend::{SimBackend, TrafficNf};
 
 /// A backend that can also read memory counters of a workload alone and a benchmark's rate.
 pub trait SoloCounters: Backend {
-    /// The NF's own counters alone at `traffic`, and its solo throughput measured in the same
-    /// run (packets per second).
+    /// The NF's own counters alone at `traffic` (`None` on a backend without counters), and
+    /// its solo throughput measured in the same run (packets per second).
     fn nf_counters(
         &mut self,
         nf: &Self::Nf,
         traffic: &TrafficProfile,
-    ) -> Result<(Features, f64), ColocateError>;
+    ) -> Result<(Option<Features>, f64), ColocateError>;
 
     /// The memory competitor of `setting` alone (zero for a setting without one).
     fn competitor_counters(
@@ -53,14 +53,14 @@ impl SoloCounters for SimBackend {
         &mut self,
         nf: &TrafficNf,
         traffic: &TrafficProfile,
-    ) -> Result<(Features, f64), ColocateError> {
+    ) -> Result<(Option<Features>, f64), ColocateError> {
         let nf = nf.at(traffic)?;
         let working_set = nf.working_set;
         let workloads = [Workload::Nf(nf)];
         let rates = self.testbed.device.run(&workloads)?;
         let used = self.testbed.device.memory_use(&workloads, &rates);
         let (Some(&rate), Some(used)) = (rates.first(), used.first()) else {
-            return Ok((Features::default(), 0.0));
+            return Ok((Some(Features::default()), 0.0));
         };
         let features = Features {
             access_rate: self.testbed.perturb(used.access_rate),
@@ -68,7 +68,7 @@ impl SoloCounters for SimBackend {
             working_set,
             occupancy: Some(self.testbed.perturb(used.occupancy)),
         };
-        Ok((features, self.testbed.perturb(rate)))
+        Ok((Some(features), self.testbed.perturb(rate)))
     }
 
     fn competitor_counters(

@@ -22,12 +22,16 @@
 //! * `throughput_pps`: the NF's measured throughput.
 //! * The contention features observed while it ran: `car` (the competitors' cache accesses/s),
 //!   `bandwidth` (bytes/s), `occupancy` (LLC bytes; empty where no counter tells). Empty `car`
-//!   and `bandwidth` mean 0 (the NF alone).
+//!   and `bandwidth` mean 0.
+//! * On a row without competitors the same three cells hold **the NF's own counters** alone,
+//!   when measured (0 or empty: not measured). Prediction needs them of every competitor; the
+//!   NF's working set is taken as its occupancy (the cache bytes it holds).
 //!
 //! `examples/colocate/sim-flowstats.csv` is a sample in this schema (written from linerate's
 //! simulated device, not from a real NIC).
 
 use crate::error::ColocateError;
+use crate::record::{Measurement, ProfileFile};
 use crate::profile::{
     AccelCompetitor, AccessPattern, Backend, ContentionSetting, Features, MemoryCompetitor, Sample,
     TrafficProfile,
@@ -206,6 +210,40 @@ pub fn csv_row(sample: &Sample) -> String {
     .join(",")
 }
 
+/// The profile file of `nf`'s rows (a plan-less profile, [`crate::train::fit_unplanned`]):
+/// every row a profile point, every row without competitors also the NF's solo measurement
+/// with its own counters (see the schema) and, as a point, no competitors' features.
+pub fn profile_file(nf: &str, samples: &[Sample]) -> Result<ProfileFile, ColocateError> {
+    let mut measurements = Vec::new();
+    for sample in samples.iter().filter(|s| s.nf == nf) {
+        let mut point = sample.clone();
+        if sample.setting.is_solo() {
+            let own = sample.features;
+            let measured = own.access_rate > 0.0 || own.bandwidth > 0.0;
+            measurements.push(Measurement::NfAlone {
+                traffic: sample.traffic,
+                counters: measured.then_some(Features {
+                    working_set: own.occupancy.unwrap_or(0.0),
+                    ..own
+                }),
+                throughput: sample.throughput,
+            });
+            point.features = Features::default();
+        }
+        measurements.push(Measurement::Point(point));
+    }
+    if measurements.is_empty() {
+        let mut names: Vec<&str> = samples.iter().map(|s| s.nf.as_str()).collect();
+        names.sort_unstable();
+        names.dedup();
+        return Err(ColocateError::Backend {
+            backend: "import".into(),
+            reason: format!("no rows of {nf} (NFs in the file: {})", names.join(", ")),
+        });
+    }
+    Ok(ProfileFile::new("import", nf, None, measurements))
+}
+
 impl ImportBackend {
     pub fn new(samples: Vec<Sample>) -> ImportBackend {
         ImportBackend { samples, taken: 0 }
@@ -232,6 +270,13 @@ impl Backend for ImportBackend {
             .iter()
             .find(|s| &s.nf == nf && &s.traffic == traffic && &s.setting == setting)
             .cloned()
+            .map(|mut s| {
+                // A solo row's counters are the NF's own, not competitors'.
+                if s.setting.is_solo() {
+                    s.features = Features::default();
+                }
+                s
+            })
             .ok_or_else(|| ColocateError::Backend {
                 backend: "import".into(),
                 reason: format!(
@@ -245,5 +290,9 @@ impl Backend for ImportBackend {
 
     fn samples_taken(&self) -> usize {
         self.taken
+    }
+
+    fn name(&self) -> &str {
+        "import"
     }
 }

@@ -18,6 +18,7 @@
 //! - [`memory`]: the traffic-aware memory model (gradient-boosted regression), the SLOMO-style
 //!   and solo-rate baselines.
 //! - [`adaptive`]: adaptive profiling (Algorithm 1), random and full profiling.
+//! - [`record`]: profile files: a profiling run's measurements recorded, replayed by training.
 //! - [`import`]: profiles measured elsewhere, read from CSV, as a backend.
 //! - [`catalogue`]: simulated NFs after paper 004's, their profiling spaces and training plan.
 //! - [`counters`]: a workload's memory counters alone (the contention features prediction sums)
@@ -42,6 +43,7 @@ pub mod optimum;
 pub mod place;
 pub mod predict;
 pub mod profile;
+pub mod record;
 pub mod scheduler;
 pub mod sim;
 pub mod sim_backend;

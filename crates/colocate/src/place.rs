@@ -125,10 +125,11 @@ impl Fleet<'_> {
     pub fn demand(&self, arrival: &Arrival) -> Result<Demand, ColocateError> {
         let (nf, model) = self.model(arrival)?;
         let solo = model.solo.at(&arrival.traffic);
+        let counters = crate::predict::solo_counters(model, &solo)?;
         Ok(Demand {
             cores: nf.cores,
-            bandwidth: solo.counters.bandwidth / self.device.memory_bandwidth,
-            cache: solo.counters.working_set / self.device.cache.size,
+            bandwidth: counters.bandwidth / self.device.memory_bandwidth,
+            cache: counters.working_set / self.device.cache.size,
             accelerators: model
                 .accelerators
                 .iter()

@@ -38,7 +38,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// The version written in and required of model bundle files.
-pub const BUNDLE_VERSION: u32 = 1;
+pub const BUNDLE_VERSION: u32 = 2;
 
 /// A resource with a per-resource model.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -87,6 +87,9 @@ pub struct AccelModel {
 pub struct NfModel {
     pub version: u32,
     pub name: String,
+    /// The backend that measured it (`sim`, `host`, `import`): models from different backends
+    /// describe different machines and are not predicted together.
+    pub backend: String,
     /// The detected execution pattern; `None` for an NF with one contended resource, where
     /// Eqs. 3 and 4 agree.
     pub pattern: Option<Detection>,
@@ -263,28 +266,46 @@ pub fn predict(
         })
 }
 
+/// `model`'s solo counters at a point of its solo curve, or why there are none: what it
+/// contends with others through cannot be known from a backend without counters.
+pub fn solo_counters(
+    model: &NfModel,
+    point: &crate::solo_curve::SoloPoint,
+) -> Result<Features, ColocateError> {
+    point.counters.ok_or_else(|| ColocateError::Fit {
+        what: format!("{} as a competitor", model.name),
+        reason: format!(
+            "its model ({} backend) has no memory counters of the NF alone, so what it takes \
+             from others is unknown",
+            if model.backend.is_empty() { "unnamed" } else { &model.backend }
+        ),
+    })
+}
+
 /// The competitors' summed solo counters, rates scaled by their current rate over their solo.
 fn competing_features(
+    nfs: &[Placed<'_>],
     solo: &[crate::solo_curve::SoloPoint],
     rates: &[f64],
     target: usize,
-) -> Features {
+) -> Result<Features, ColocateError> {
     let mut sum = Features::default();
     let mut occupancy = 0.0;
     let mut any = false;
-    for (index, (point, rate)) in solo.iter().zip(rates).enumerate() {
+    for (index, ((point, rate), nf)) in solo.iter().zip(rates).zip(nfs).enumerate() {
         if index == target {
             continue;
         }
+        let counters = solo_counters(nf.model, point)?;
         any = true;
         let scale = (rate / point.solo).clamp(0.0, 1.0);
-        sum.access_rate += point.counters.access_rate * scale;
-        sum.bandwidth += point.counters.bandwidth * scale;
-        sum.working_set += point.counters.working_set;
-        occupancy += point.counters.occupancy.unwrap_or(0.0);
+        sum.access_rate += counters.access_rate * scale;
+        sum.bandwidth += counters.bandwidth * scale;
+        sum.working_set += counters.working_set;
+        occupancy += counters.occupancy.unwrap_or(0.0);
     }
     sum.occupancy = any.then_some(occupancy);
-    sum
+    Ok(sum)
 }
 
 /// Tomur's per-resource drops of NF `target` (packets per second), memory first.
@@ -295,7 +316,7 @@ fn resource_drops(
     target: usize,
 ) -> Result<Vec<(Resource, f64)>, ColocateError> {
     let (nf, own) = (&nfs[target], solo[target].solo);
-    let features = competing_features(solo, rates, target);
+    let features = competing_features(nfs, solo, rates, target)?;
     let mut drops = vec![(
         Resource::Memory,
         own * nf.model.memory.predict_drop(&features, &nf.traffic),
@@ -352,7 +373,7 @@ fn predict_one(
     let drops = match predictor {
         Predictor::SoloRate => Vec::new(),
         Predictor::Slomo => {
-            let features = competing_features(solo, rates, target);
+            let features = competing_features(nfs, solo, rates, target)?;
             vec![(
                 Resource::Memory,
                 own * nf.model.slomo.predict_drop(&features),

@@ -10,14 +10,11 @@
 //! occupancy; on the host (crate `linerate-contend`) they will be what `MemBench` reports it
 //! achieved (access rate, bandwidth), occupancy unknown.
 //!
-//! Samples go to a [`ProfileFile`], JSON with `"version": 1`.
+//! What a profiling run measured goes to a profile file ([`crate::record::ProfileFile`]).
 
 use crate::error::{non_negative, positive, ColocateError};
 use crate::sim::AccelKind;
 use serde::{Deserialize, Serialize};
-
-/// The version written in and required of profile files.
-pub const PROFILE_VERSION: u32 = 1;
 
 /// The traffic an NF is profiled under (§5.1).
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
@@ -196,81 +193,7 @@ pub trait Backend {
 
     /// How many profile points this backend has run (the profiling cost).
     fn samples_taken(&self) -> usize;
-}
 
-/// A profile file: the samples of one NF on one backend.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct ProfileFile {
-    pub version: u32,
-    /// Which backend measured them (`"sim"`, `"host"`, `"import"`).
-    pub backend: String,
-    pub nf: String,
-    pub samples: Vec<Sample>,
-}
-
-impl ProfileFile {
-    pub fn new(backend: &str, nf: &str, samples: Vec<Sample>) -> ProfileFile {
-        ProfileFile {
-            version: PROFILE_VERSION,
-            backend: backend.to_string(),
-            nf: nf.to_string(),
-            samples,
-        }
-    }
-
-    pub fn to_json(&self) -> Result<String, ColocateError> {
-        serde_json::to_string_pretty(self).map_err(|e| ColocateError::Format {
-            what: "profile file".to_string(),
-            reason: e.to_string(),
-        })
-    }
-
-    /// Reads a profile file, refusing versions other than [`PROFILE_VERSION`].
-    pub fn from_json(text: &str) -> Result<ProfileFile, ColocateError> {
-        let file: ProfileFile = serde_json::from_str(text).map_err(|e| ColocateError::Format {
-            what: "profile file".to_string(),
-            reason: e.to_string(),
-        })?;
-        if file.version != PROFILE_VERSION {
-            return Err(ColocateError::Format {
-                what: "profile file".to_string(),
-                reason: format!(
-                    "version {} (this build reads version {PROFILE_VERSION})",
-                    file.version
-                ),
-            });
-        }
-        Ok(file)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn profile_file_round_trips_and_refuses_other_versions() {
-        let sample = Sample {
-            nf: "flowstats".to_string(),
-            traffic: TrafficProfile::DEFAULT,
-            setting: ContentionSetting::memory(MemoryCompetitor {
-                working_set: 8e6,
-                access_rate: 1e8,
-                pattern: AccessPattern::Chase,
-            }),
-            throughput: 1.2e6,
-            features: Features {
-                access_rate: 1e8,
-                bandwidth: 3e9,
-                working_set: 8e6,
-                occupancy: None,
-            },
-        };
-        let file = ProfileFile::new("sim", "flowstats", vec![sample]);
-        let text = file.to_json().unwrap();
-        assert!(text.contains("\"version\": 1"));
-        assert_eq!(ProfileFile::from_json(&text).unwrap(), file);
-        let future = text.replace("\"version\": 1", "\"version\": 2");
-        assert!(ProfileFile::from_json(&future).is_err());
-    }
+    /// The backend's name in files (`sim`, `host`, `import`).
+    fn name(&self) -> &str;
 }

@@ -130,6 +130,10 @@ impl Backend for SimBackend {
     fn samples_taken(&self) -> usize {
         self.taken
     }
+
+    fn name(&self) -> &str {
+        "sim"
+    }
 }
 
 #[cfg(test)]

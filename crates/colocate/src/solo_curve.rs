@@ -24,8 +24,9 @@ pub struct GridAxis {
 pub struct SoloPoint {
     /// Packets per second.
     pub solo: f64,
-    /// The NF's own memory counters alone.
-    pub counters: Features,
+    /// The NF's own memory counters alone; `None` where the backend has no counters (the host:
+    /// this VM has no perf events), and an NF without them cannot be predicted as a competitor.
+    pub counters: Option<Features>,
 }
 
 /// The grid: `points` in row-major order over `axes` (the last axis varies fastest).
@@ -102,6 +103,7 @@ impl SoloCurve {
         let mut log_solo = 0.0;
         let mut sums = [0.0f64; 4];
         let mut occupancy_known = true;
+        let mut counters_known = true;
         // Validated curves have at most one axis per attribute; a longer list is cut there.
         let axes = self.axes.len().min(Attribute::ALL.len());
         for corner in 0..(1usize << axes) {
@@ -128,20 +130,23 @@ impl SoloCurve {
                 continue;
             };
             log_solo += weight * point.solo.ln();
-            let values = point.counters.values();
-            for (sum, value) in sums.iter_mut().zip(values) {
+            let Some(counters) = point.counters else {
+                counters_known = false;
+                continue;
+            };
+            for (sum, value) in sums.iter_mut().zip(counters.values()) {
                 *sum += weight * value;
             }
-            occupancy_known &= point.counters.occupancy.is_some();
+            occupancy_known &= counters.occupancy.is_some();
         }
         SoloPoint {
             solo: log_solo.exp(),
-            counters: Features {
+            counters: counters_known.then_some(Features {
                 access_rate: sums[0],
                 bandwidth: sums[1],
                 working_set: sums[2],
                 occupancy: occupancy_known.then_some(sums[3]),
-            },
+            }),
         }
     }
 }
@@ -183,12 +188,12 @@ mod tests {
     fn point(solo: f64, access: f64) -> SoloPoint {
         SoloPoint {
             solo,
-            counters: Features {
+            counters: Some(Features {
                 access_rate: access,
                 bandwidth: 0.0,
                 working_set: 0.0,
                 occupancy: Some(0.0),
-            },
+            }),
         }
     }
 
@@ -227,7 +232,7 @@ mod tests {
         // Geometric midpoint of flows, packet size at its low end: geometric mean of 4e6, 1e6.
         let middle = at(1e4, 64.0);
         assert!((middle.solo - 2e6).abs() < 1e-3, "{middle:?}");
-        assert!((middle.counters.access_rate - 20.0).abs() < 1e-9);
+        assert!((middle.counters.unwrap().access_rate - 20.0).abs() < 1e-9);
         let mut bad = curve.clone();
         bad.points.pop();
         assert!(bad.validate().is_err());

@@ -30,15 +30,21 @@ use crate::counters::SoloCounters;
 use crate::error::ColocateError;
 use crate::memory::{label, GbrConfig, MemoryModel, SlomoModel};
 use crate::predict::{AccelModel, NfModel, BUNDLE_VERSION};
-use crate::profile::{AccelCompetitor, Attribute, ContentionSetting, MemoryCompetitor, Sample};
+use crate::profile::{
+    AccelCompetitor, Attribute, ContentionSetting, Features, MemoryCompetitor, Sample,
+    TrafficProfile,
+};
 use crate::sim::AccelKind;
-use crate::solo_curve::{GridAxis, SoloCurve};
+use crate::record::{Measurement, ProfileFile, Replay};
+use crate::solo_curve::{GridAxis, SoloCurve, SoloPoint};
 use rand::rngs::StdRng;
 use rand::SeedableRng;
+use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 
 /// How the memory model's samples are drawn ([`crate::adaptive`]).
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum MemoryProfiling {
     /// Algorithm 1. With several kept attributes it samples the box's diagonal only (its
     /// midpoints split every kept attribute at once), so attributes vary together.
@@ -61,7 +67,7 @@ impl MemoryProfiling {
 }
 
 /// What training runs.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct TrainingPlan {
     pub traffic: TrafficSpace,
     pub contention: ContentionSpace,
@@ -158,6 +164,7 @@ pub fn train_bundle<B: SoloCounters>(
     Ok(NfModel {
         version: BUNDLE_VERSION,
         name: name.to_string(),
+        backend: backend.name().to_string(),
         pattern,
         memory,
         slomo,
@@ -347,4 +354,137 @@ fn detection_runs<B: SoloCounters>(
         }
     }
     Ok(runs)
+}
+
+impl TrainingPlan {
+    /// About how many measurements the plan takes (for a progress bar): the solo grid, the
+    /// memory quota, the SLOMO-style samples, the accelerator probes and co-runs and pattern
+    /// detection were every accelerator used; the competitors' solo counters are not counted
+    /// (one per distinct setting, at most as many as the memory samples).
+    pub fn planned_measurements(&self) -> usize {
+        let grid: usize = self
+            .traffic
+            .ranges
+            .iter()
+            .map(|range| {
+                self.solo_grid
+                    .iter()
+                    .find(|(a, _)| *a == range.attribute)
+                    .map_or(1, |(_, n)| *n)
+                    .max(1)
+            })
+            .product();
+        let quota = match &self.memory_profiling {
+            MemoryProfiling::Adaptive(config) => config.quota,
+            MemoryProfiling::Random { quota, .. } => *quota,
+        };
+        let accelerators = self.accelerators.len();
+        let co_runs = accelerators
+            * (1 + self.accel_mtbrs.len() * self.accel_benches.len())
+            + self.detection_memory.len() * self.detection_accel.len() * (2 + accelerators);
+        grid + quota + self.slomo_samples + 1 + co_runs
+    }
+}
+
+/// Trains a profile file's NF: a planned profile by replaying its measurements through
+/// [`train_bundle`] with the plan it was profiled under (its regression settings replaced by
+/// `gbr` when given), an unplanned one (imported samples) by [`fit_unplanned`].
+pub fn train_profile(file: &ProfileFile, gbr: Option<GbrConfig>) -> Result<NfModel, ColocateError> {
+    let Some(plan) = &file.plan else {
+        return fit_unplanned(file, &gbr.unwrap_or_default());
+    };
+    let mut plan = plan.clone();
+    if let Some(gbr) = gbr {
+        plan.gbr = gbr;
+    }
+    let mut replay = Replay::new(file);
+    train_bundle(&mut replay, &(), &file.nf, &plan)
+}
+
+/// Fits what a plan-less profile supports: the solo curve over the grid its solo runs form
+/// (every combination of their distinct attribute values must have been measured), the
+/// traffic-aware memory model over the attributes that vary, and the SLOMO-style model at the
+/// profile with the most contended samples. No accelerator or pattern: imported samples carry
+/// no benchmark rates.
+pub fn fit_unplanned(file: &ProfileFile, gbr: &GbrConfig) -> Result<NfModel, ColocateError> {
+    let no_fit = |reason: String| ColocateError::Fit {
+        what: format!("{} ({} profile)", file.nf, file.backend),
+        reason,
+    };
+    let alone: Vec<(TrafficProfile, Option<Features>, f64)> = file
+        .measurements
+        .iter()
+        .filter_map(|m| match m {
+            Measurement::NfAlone {
+                traffic,
+                counters,
+                throughput,
+            } => Some((*traffic, *counters, *throughput)),
+            _ => None,
+        })
+        .collect();
+    if alone.is_empty() {
+        return Err(no_fit("no solo measurement".to_string()));
+    }
+    let axes: Vec<GridAxis> = Attribute::ALL
+        .iter()
+        .filter_map(|&attribute| {
+            let mut values: Vec<f64> = alone.iter().map(|(t, _, _)| t.get(attribute)).collect();
+            values.sort_by(f64::total_cmp);
+            values.dedup();
+            (values.len() > 1).then(|| GridAxis {
+                attribute,
+                log_scale: attribute == Attribute::Flows && values.iter().all(|v| *v > 0.0),
+                values,
+            })
+        })
+        .collect();
+    let base = alone[0].0;
+    let mut points = Vec::new();
+    for profile in SoloCurve::profiles(&axes, base) {
+        let here: Vec<_> = alone
+            .iter()
+            .filter(|(t, _, _)| *t == profile)
+            .collect();
+        let Some(&&(_, counters, _)) = here.first() else {
+            return Err(no_fit(format!(
+                "no solo measurement at {} flows, {} B, {} matches/MB, which the grid of the \
+                 others needs",
+                profile.flows, profile.packet_size, profile.mtbr
+            )));
+        };
+        let solo = here.iter().map(|(_, _, rate)| rate).sum::<f64>() / here.len() as f64;
+        points.push(SoloPoint { solo, counters });
+    }
+    let solo = SoloCurve { axes, points };
+    solo.validate()?;
+
+    let samples = file.samples();
+    let labelled = label(&samples);
+    let kept: Vec<Attribute> = solo.axes.iter().map(|a| a.attribute).collect();
+    let memory = MemoryModel::train(&labelled, &kept, gbr)?;
+    let mut counts: Vec<(TrafficProfile, usize)> = Vec::new();
+    for sample in samples.iter().filter(|s| !s.setting.is_solo()) {
+        match counts.iter_mut().find(|(t, _)| *t == sample.traffic) {
+            Some((_, n)) => *n += 1,
+            None => counts.push((sample.traffic, 1)),
+        }
+    }
+    let reference = counts
+        .iter()
+        .max_by_key(|(_, n)| *n)
+        .map(|(t, _)| *t)
+        .ok_or_else(|| no_fit("no sample with a competitor".to_string()))?;
+    let slomo = SlomoModel::train(&labelled, &reference, gbr)?;
+    Ok(NfModel {
+        version: BUNDLE_VERSION,
+        name: file.nf.clone(),
+        backend: file.backend.clone(),
+        pattern: None,
+        memory,
+        slomo,
+        accelerators: Vec::new(),
+        solo,
+        samples_taken: file.measurements.len(),
+    })
 }
