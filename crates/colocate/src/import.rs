@@ -31,11 +31,11 @@
 //! simulated device, not from a real NIC).
 
 use crate::error::ColocateError;
-use crate::record::{Measurement, ProfileFile};
 use crate::profile::{
     AccelCompetitor, AccessPattern, Backend, ContentionSetting, Features, MemoryCompetitor, Sample,
     TrafficProfile,
 };
+use crate::record::{Measurement, ProfileFile};
 use crate::sim::AccelKind;
 
 /// The header line of a version-1 profile CSV.

@@ -30,7 +30,7 @@ use crate::accel::{capacity_for, Tenant};
 use crate::compose::{compose, min_composition, sum_composition, Detection, Pattern};
 use crate::error::ColocateError;
 use crate::memory::{MemoryModel, SlomoModel};
-use crate::profile::{Features, TrafficProfile};
+use crate::profile::{Features, MemoryCompetitor, TrafficProfile};
 use crate::sim::AccelKind;
 use crate::solo_curve::SoloCurve;
 use crate::ServiceTime;
@@ -100,6 +100,78 @@ pub struct NfModel {
     pub solo: SoloCurve,
     /// Profile points the training took (solo grid, memory profiling, co-runs).
     pub samples_taken: usize,
+    /// The memory benchmarks profiled against and their counters alone: a benchmark can be
+    /// named as a competitor in prediction ([`NfModel::benchmark`]).
+    pub benchmarks: Vec<BenchmarkCounters>,
+}
+
+/// A memory benchmark setting and its counters measured alone.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct BenchmarkCounters {
+    pub setting: MemoryCompetitor,
+    pub counters: Features,
+}
+
+/// Several NFs' models, the file `colocate train` writes (`{"version": 2, "models": [...]}`).
+#[derive(Clone, Serialize, Deserialize)]
+pub struct ModelFile {
+    pub version: u32,
+    pub models: Vec<NfModel>,
+}
+
+impl ModelFile {
+    pub fn new(models: Vec<NfModel>) -> ModelFile {
+        ModelFile {
+            version: BUNDLE_VERSION,
+            models,
+        }
+    }
+
+    pub fn to_json(&self) -> Result<String, ColocateError> {
+        serde_json::to_string(self).map_err(|e| ColocateError::Format {
+            what: "model file".to_string(),
+            reason: e.to_string(),
+        })
+    }
+
+    /// Reads a model file: its version and every model's curve checked.
+    pub fn from_json(text: &str) -> Result<ModelFile, ColocateError> {
+        let file: ModelFile = serde_json::from_str(text).map_err(|e| ColocateError::Format {
+            what: "model file".to_string(),
+            reason: e.to_string(),
+        })?;
+        if file.version != BUNDLE_VERSION {
+            return Err(ColocateError::Format {
+                what: "model file".to_string(),
+                reason: format!(
+                    "version {} (this build reads {BUNDLE_VERSION})",
+                    file.version
+                ),
+            });
+        }
+        for model in &file.models {
+            model.solo.validate()?;
+        }
+        Ok(file)
+    }
+
+    /// The model named `name`.
+    pub fn get(&self, name: &str) -> Result<&NfModel, ColocateError> {
+        self.models
+            .iter()
+            .find(|m| m.name == name)
+            .ok_or_else(|| ColocateError::Format {
+                what: "model file".to_string(),
+                reason: format!(
+                    "no model of `{name}` (models: {})",
+                    self.models
+                        .iter()
+                        .map(|m| m.name.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            })
+    }
 }
 
 impl NfModel {
@@ -277,7 +349,11 @@ pub fn solo_counters(
         reason: format!(
             "its model ({} backend) has no memory counters of the NF alone, so what it takes \
              from others is unknown",
-            if model.backend.is_empty() { "unnamed" } else { &model.backend }
+            if model.backend.is_empty() {
+                "unnamed"
+            } else {
+                &model.backend
+            }
         ),
     })
 }
@@ -383,6 +459,23 @@ fn predict_one(
             resource_drops(nfs, solo, rates, target)?
         }
     };
+    let competitors = nfs
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| *i != target)
+        .map(|(_, p)| p.model.name.clone())
+        .collect();
+    conclude(predictor, nf, own, &drops, competitors)
+}
+
+/// The prediction from per-resource drops (packets per second) by `predictor`'s composition.
+fn conclude(
+    predictor: Predictor,
+    nf: &Placed<'_>,
+    own: f64,
+    drops: &[(Resource, f64)],
+    competitors: Vec<String>,
+) -> Result<Prediction, ColocateError> {
     let clamped: Vec<f64> = drops
         .iter()
         .map(|(_, d)| d.clamp(0.0, MAX_RESOURCE_DROP * own))
@@ -400,12 +493,7 @@ fn predict_one(
         .map(|(r, _)| *r);
     Ok(Prediction {
         target: nf.model.name.clone(),
-        competitors: nfs
-            .iter()
-            .enumerate()
-            .filter(|(i, _)| *i != target)
-            .map(|(_, p)| p.model.name.clone())
-            .collect(),
+        competitors,
         traffic: nf.traffic,
         solo_pps: own,
         predicted_pps: predicted,
@@ -413,4 +501,67 @@ fn predict_one(
         per_resource: drops.iter().map(|(r, d)| (*r, d / own)).collect(),
         bottleneck,
     })
+}
+
+/// Predicts `target` next to the memory benchmark `setting` alone, with the counters the
+/// target's profiling measured of the nearest profiled setting (log distance in working set
+/// and access rate; [`NfModel::benchmark`]). A benchmark is not slowed by the NF (its counters
+/// are what it does alone), and contends for memory only.
+pub fn predict_next_to_benchmark(
+    predictor: Predictor,
+    target: Placed<'_>,
+    setting: &MemoryCompetitor,
+) -> Result<Prediction, ColocateError> {
+    let nf = &target;
+    let benchmark = nf.model.benchmark(setting)?;
+    let own = nf.model.solo.at(&nf.traffic).solo;
+    let drops = match predictor {
+        Predictor::SoloRate => Vec::new(),
+        Predictor::Slomo => vec![(
+            Resource::Memory,
+            own * nf.model.slomo.predict_drop(&benchmark.counters),
+        )],
+        Predictor::Tomur | Predictor::Sum | Predictor::Min => vec![(
+            Resource::Memory,
+            own * nf
+                .model
+                .memory
+                .predict_drop(&benchmark.counters, &nf.traffic),
+        )],
+    };
+    let name = format!(
+        "mem-bench {:.1} MiB at {:.3e}/s",
+        benchmark.setting.working_set / (1024.0 * 1024.0),
+        benchmark.setting.access_rate
+    );
+    conclude(predictor, nf, own, &drops, vec![name])
+}
+
+impl NfModel {
+    /// The profiled memory benchmark nearest `setting` (same pattern first; log distance in
+    /// working set and access rate).
+    pub fn benchmark(
+        &self,
+        setting: &MemoryCompetitor,
+    ) -> Result<BenchmarkCounters, ColocateError> {
+        let distance = |b: &BenchmarkCounters| {
+            let ln = |v: f64| v.max(f64::MIN_POSITIVE).ln();
+            let pattern = if b.setting.pattern == setting.pattern {
+                0.0
+            } else {
+                1e6
+            };
+            pattern
+                + (ln(b.setting.working_set) - ln(setting.working_set)).abs()
+                + (ln(b.setting.access_rate) - ln(setting.access_rate)).abs()
+        };
+        self.benchmarks
+            .iter()
+            .min_by(|a, b| distance(a).total_cmp(&distance(b)))
+            .copied()
+            .ok_or_else(|| ColocateError::Fit {
+                what: format!("{} next to a memory benchmark", self.name),
+                reason: "its profile measured no memory benchmark alone".to_string(),
+            })
+    }
 }

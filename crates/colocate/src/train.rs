@@ -29,18 +29,17 @@ use crate::compose::{detect_pattern, BenchmarkCoRun};
 use crate::counters::SoloCounters;
 use crate::error::ColocateError;
 use crate::memory::{label, GbrConfig, MemoryModel, SlomoModel};
-use crate::predict::{AccelModel, NfModel, BUNDLE_VERSION};
+use crate::predict::{AccelModel, BenchmarkCounters, NfModel, BUNDLE_VERSION};
 use crate::profile::{
     AccelCompetitor, Attribute, ContentionSetting, Features, MemoryCompetitor, Sample,
     TrafficProfile,
 };
-use crate::sim::AccelKind;
 use crate::record::{Measurement, ProfileFile, Replay};
+use crate::sim::AccelKind;
 use crate::solo_curve::{GridAxis, SoloCurve, SoloPoint};
 use rand::rngs::StdRng;
 use rand::SeedableRng;
 use serde::{Deserialize, Serialize};
-use std::collections::HashMap;
 
 /// How the memory model's samples are drawn ([`crate::adaptive`]).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -161,6 +160,11 @@ pub fn train_bundle<B: SoloCounters>(
         Some(detect_pattern(solo_default, &runs)?)
     };
     let taken = backend.samples_taken().saturating_sub(before);
+    relabel.known.sort_by(|a, b| {
+        (a.setting.working_set, a.setting.access_rate)
+            .partial_cmp(&(b.setting.working_set, b.setting.access_rate))
+            .unwrap_or(std::cmp::Ordering::Equal)
+    });
     Ok(NfModel {
         version: BUNDLE_VERSION,
         name: name.to_string(),
@@ -171,6 +175,7 @@ pub fn train_bundle<B: SoloCounters>(
         accelerators,
         solo,
         samples_taken: taken.saturating_add(grid_runs),
+        benchmarks: relabel.known,
     })
 }
 
@@ -212,7 +217,7 @@ fn solo_curve<B: SoloCounters>(
 /// counters read once.
 #[derive(Default)]
 struct Relabel {
-    known: HashMap<String, crate::profile::Features>,
+    known: Vec<BenchmarkCounters>,
 }
 
 impl Relabel {
@@ -224,13 +229,19 @@ impl Relabel {
         samples
             .into_iter()
             .map(|mut sample| {
-                let key = format!("{:?}", sample.setting.memory);
-                let features = match self.known.get(&key) {
-                    Some(features) => *features,
+                let Some(memory) = sample.setting.memory else {
+                    sample.features = backend.competitor_counters(&sample.setting)?;
+                    return Ok(sample);
+                };
+                let features = match self.known.iter().find(|b| b.setting == memory) {
+                    Some(known) => known.counters,
                     None => {
-                        let features = backend.competitor_counters(&sample.setting)?;
-                        self.known.insert(key, features);
-                        features
+                        let counters = backend.competitor_counters(&sample.setting)?;
+                        self.known.push(BenchmarkCounters {
+                            setting: memory,
+                            counters,
+                        });
+                        counters
                     }
                 };
                 sample.features = features;
@@ -379,8 +390,7 @@ impl TrainingPlan {
             MemoryProfiling::Random { quota, .. } => *quota,
         };
         let accelerators = self.accelerators.len();
-        let co_runs = accelerators
-            * (1 + self.accel_mtbrs.len() * self.accel_benches.len())
+        let co_runs = accelerators * (1 + self.accel_mtbrs.len() * self.accel_benches.len())
             + self.detection_memory.len() * self.detection_accel.len() * (2 + accelerators);
         grid + quota + self.slomo_samples + 1 + co_runs
     }
@@ -442,10 +452,7 @@ pub fn fit_unplanned(file: &ProfileFile, gbr: &GbrConfig) -> Result<NfModel, Col
     let base = alone[0].0;
     let mut points = Vec::new();
     for profile in SoloCurve::profiles(&axes, base) {
-        let here: Vec<_> = alone
-            .iter()
-            .filter(|(t, _, _)| *t == profile)
-            .collect();
+        let here: Vec<_> = alone.iter().filter(|(t, _, _)| *t == profile).collect();
         let Some(&&(_, counters, _)) = here.first() else {
             return Err(no_fit(format!(
                 "no solo measurement at {} flows, {} B, {} matches/MB, which the grid of the \
@@ -486,5 +493,6 @@ pub fn fit_unplanned(file: &ProfileFile, gbr: &GbrConfig) -> Result<NfModel, Col
         accelerators: Vec::new(),
         solo,
         samples_taken: file.measurements.len(),
+        benchmarks: Vec::new(),
     })
 }

@@ -5,18 +5,17 @@
 mod common;
 
 use common::traffic::flowstats;
-use common::MB;
 use common::traffic::nat;
+use common::MB;
 use linerate_colocate::counters::SoloCounters;
 use linerate_colocate::import::{csv_row, profile_file, read_csv, ImportBackend, CSV_HEADER};
 use linerate_colocate::predict::{predict, Placed, Predictor};
 use linerate_colocate::profile::{
-    AccessPattern, Backend, ContentionSetting, Features, MemoryCompetitor, Sample,
-    TrafficProfile,
+    AccessPattern, Backend, ContentionSetting, Features, MemoryCompetitor, Sample, TrafficProfile,
 };
-use linerate_colocate::train::train_profile;
 use linerate_colocate::sim::{Device, Testbed};
 use linerate_colocate::sim_backend::SimBackend;
+use linerate_colocate::train::train_profile;
 use std::path::Path;
 
 fn sample_path() -> std::path::PathBuf {
@@ -60,8 +59,7 @@ fn generate() -> String {
                     packet_size,
                     mtbr: 0.0,
                 };
-                let (counters, throughput) =
-                    backend.nf_counters(&nf, &traffic).expect("simulates");
+                let (counters, throughput) = backend.nf_counters(&nf, &traffic).expect("simulates");
                 let alone = Sample {
                     nf: nf.name.clone(),
                     traffic,
@@ -125,7 +123,11 @@ fn the_sample_reads_round_trips_and_answers_its_points() {
     assert_eq!(got, samples[4]);
     // A solo row answers as a solo point: its counters are the NF's own, not competitors'.
     let alone = backend
-        .profile_one(&"flowstats".to_string(), &samples[0].setting, &samples[0].traffic)
+        .profile_one(
+            &"flowstats".to_string(),
+            &samples[0].setting,
+            &samples[0].traffic,
+        )
         .expect("a point of the file");
     assert_eq!(alone.features, Features::default());
     assert!(samples[0].features.access_rate > 0.0);
@@ -224,12 +226,18 @@ fn imported_profiles_train_and_predict() {
         .find(|s| s.nf == "nat" && s.traffic == traffic && s.setting.is_solo())
         .expect("a solo row")
         .throughput;
-    assert!((predicted.solo_pps / solo - 1.0).abs() < 1e-9, "a grid point");
+    assert!(
+        (predicted.solo_pps / solo - 1.0).abs() < 1e-9,
+        "a grid point"
+    );
     assert!(
         predicted.drop > 0.01 && predicted.drop < 0.9,
         "two big tables contend: {}",
         predicted.drop
     );
     let e = profile_file("nids", &samples).unwrap_err().to_string();
-    assert!(e.contains("no rows of nids (NFs in the file: flowstats, nat)"), "{e}");
+    assert!(
+        e.contains("no rows of nids (NFs in the file: flowstats, nat)"),
+        "{e}"
+    );
 }

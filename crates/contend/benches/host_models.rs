@@ -14,9 +14,9 @@ use std::path::Path;
 use linerate_bpf::contents::MapSeed;
 use linerate_colocate::memory::{label, mape, GbrConfig, MemoryModel, SlomoModel};
 use linerate_colocate::profile::{
-    AccessPattern, Attribute, Backend, ContentionSetting, MemoryCompetitor, ProfileFile, Sample,
-    TrafficProfile,
+    AccessPattern, Attribute, Backend, ContentionSetting, MemoryCompetitor, Sample, TrafficProfile,
 };
+use linerate_colocate::record::ProfileFile;
 use linerate_contend::driver::Timing;
 use linerate_contend::host::{HostBackend, HostNf};
 use linerate_contend::pin::available_cpus;
@@ -107,11 +107,11 @@ fn main() {
         Ok(text) if reuse => {
             ProfileFile::from_json(&text)
                 .expect("saved profile")
-                .samples
+                .samples()
         }
         _ => {
             let samples = profile(&mut host, &nf, &profiles, &settings, started);
-            let file = ProfileFile::new("host", &nf.name, samples.clone());
+            let file = ProfileFile::from_samples("host", &nf.name, samples.clone());
             if let Err(e) = std::fs::write(&saved, file.to_json().expect("serialises")) {
                 println!("cannot save the profile to {}: {e}", saved.display());
             }

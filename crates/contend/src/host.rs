@@ -15,11 +15,16 @@
 //! the state a flow count means), then times it. The contention features are what the
 //! competitor achieved meanwhile (accesses, bandwidth) and its working set; this VM has no
 //! hardware counters, so no cache occupancy. Accelerator competitors are refused.
+//!
+//! For training ([`SoloCounters`]): a competitor's counters alone are what it achieves over
+//! [`ALONE_WINDOW`] with the NF idle; an NF's own counters alone are unknown (no perf events
+//! here), so host models predict against memory benchmarks, not as competitors of other NFs.
 
 use std::collections::HashMap;
 
 use linerate_bpf::contents::{MapMode, MapSeed};
 use linerate_bpf::Object;
+use linerate_colocate::counters::SoloCounters;
 use linerate_colocate::error::ColocateError;
 use linerate_colocate::profile::{
     AccessPattern, Backend, ContentionSetting, Features, MemoryCompetitor, Sample, TrafficProfile,
@@ -40,6 +45,9 @@ pub const MAX_FRAME: usize = 3520;
 
 /// The CPU the competitor runs on (test runs run on CPU 0).
 const COMPETITOR_CPU: usize = 1;
+
+/// How long a competitor's counters alone are measured.
+pub const ALONE_WINDOW: std::time::Duration = std::time::Duration::from_millis(300);
 
 /// An XDP NF as the host runs it.
 pub struct HostNf {
@@ -225,5 +233,52 @@ impl Backend for HostBackend {
 
     fn samples_taken(&self) -> usize {
         self.taken
+    }
+
+    fn name(&self) -> &str {
+        "host"
+    }
+}
+
+impl SoloCounters for HostBackend {
+    /// The solo throughput; no counters (this VM has no perf events).
+    fn nf_counters(
+        &mut self,
+        nf: &HostNf,
+        traffic: &TrafficProfile,
+    ) -> Result<(Option<Features>, f64), ColocateError> {
+        let alone = self.profile_one(nf, &ContentionSetting::solo(), traffic)?;
+        Ok((None, alone.throughput))
+    }
+
+    fn competitor_counters(
+        &mut self,
+        setting: &ContentionSetting,
+    ) -> Result<Features, ColocateError> {
+        let Some(memory) = setting.memory else {
+            return Ok(Features::default());
+        };
+        switch_competitor(&mut self.competitor, Some(memory))?;
+        let Some((_, running)) = self.competitor.as_ref() else {
+            return Ok(Features::default());
+        };
+        let before = running.mark();
+        std::thread::sleep(ALONE_WINDOW);
+        let achieved = before.until(&running.mark());
+        Ok(Features {
+            access_rate: achieved.rate(),
+            bandwidth: achieved.bandwidth(),
+            working_set: memory.working_set,
+            occupancy: None,
+        })
+    }
+
+    fn accel_co_run(
+        &mut self,
+        _: &HostNf,
+        _: &ContentionSetting,
+        _: &TrafficProfile,
+    ) -> Result<(f64, Vec<f64>), ColocateError> {
+        Err(backend_error("the host has no accelerators to contend for"))
     }
 }

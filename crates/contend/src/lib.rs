@@ -11,9 +11,11 @@
 //!   pattern at a chosen rate, reporting what it achieved.
 //! * [`host`]: the host as a profiling backend of `linerate_colocate` (NF on CPU 0 behind the
 //!   driver, competitor on CPU 1).
+//! * [`plan`]: the traffic space, competitors and training plan of profiling here.
 //! * [`pin`]: pinning a thread to one CPU.
 
 pub mod driver;
 pub mod host;
 pub mod membench;
 pub mod pin;
+pub mod plan;
