@@ -8,6 +8,7 @@
 mod args;
 mod bound;
 mod calibrate;
+mod colocate;
 mod cost;
 mod hxdp;
 mod inspect;
@@ -58,6 +59,9 @@ enum Command {
     /// P4-16 programs (paper 001): `p4 latency` gives the paper's parameters and a target's
     /// latency estimate, `p4 fit` a target model from measurements.
     P4(p4::P4Args),
+    /// Co-located NFs (paper 004, Tomur): `colocate profile` an NF on a backend, `train` its
+    /// models, `predict` it next to competitors (bottleneck named), `place` arrivals on NICs.
+    Colocate(colocate::ColocateArgs),
 }
 
 /// Detail printed after the one-line error (e.g. a verifier log).
@@ -93,6 +97,7 @@ fn main() -> ExitCode {
         Command::Hxdp(args) => hxdp::hxdp(&args),
         Command::Rules(args) => rules::rules(&args),
         Command::P4(args) => p4::p4(&args),
+        Command::Colocate(args) => colocate::colocate(&args),
     });
     if detaches_threads {
         // A search's checker threads may still be inside a solver call (a search does not wait

@@ -50,3 +50,49 @@ pub fn table(header: &[&str], rows: &[Vec<String>]) -> String {
     }
     out
 }
+
+/// A progress bar on stderr, drawn only when `enabled` (a terminal, not `--json`): `label`,
+/// a bar, `done/total` (total is an estimate: the bar stops full) and the time so far.
+pub struct ProgressBar {
+    label: String,
+    total: usize,
+    enabled: bool,
+    started: std::time::Instant,
+}
+
+impl ProgressBar {
+    pub fn new(label: &str, total: usize, enabled: bool) -> ProgressBar {
+        ProgressBar {
+            label: label.to_string(),
+            total: total.max(1),
+            enabled,
+            started: std::time::Instant::now(),
+        }
+    }
+
+    pub fn set(&self, done: usize) {
+        if !self.enabled {
+            return;
+        }
+        const WIDTH: usize = 30;
+        let filled = (done.min(self.total) * WIDTH) / self.total;
+        let seconds = self.started.elapsed().as_secs();
+        eprint!(
+            "\r{} [{}{}] {done}/~{} {}m{:02}s ",
+            self.label,
+            "#".repeat(filled),
+            ".".repeat(WIDTH - filled),
+            self.total,
+            seconds / 60,
+            seconds % 60
+        );
+        let _ = std::io::stderr().flush();
+    }
+
+    /// Clears the bar's line.
+    pub fn finish(&self) {
+        if self.enabled {
+            eprint!("\r\x1b[2K");
+        }
+    }
+}

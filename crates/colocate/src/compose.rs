@@ -21,6 +21,13 @@ pub enum Pattern {
 
 impl Pattern {
     pub const ALL: [Pattern; 2] = [Pattern::Pipeline, Pattern::RunToCompletion];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Pattern::Pipeline => "pipeline",
+            Pattern::RunToCompletion => "run-to-completion",
+        }
+    }
 }
 
 fn check(solo: f64, drops: &[f64]) -> Result<(), ColocateError> {

@@ -22,6 +22,9 @@ pub enum ColocateError {
     /// A profiling backend could not run or measure a point (the host's kernel, its CPUs).
     #[error("{backend} backend: {reason}")]
     Backend { backend: String, reason: String },
+    /// A question the models cannot answer (an NF without counters as a competitor).
+    #[error("cannot predict {what}: {reason}")]
+    Unpredictable { what: String, reason: String },
     /// The device's fixed-point iteration did not settle.
     #[error("the device did not reach equilibrium after {iterations} iterations (last relative change {change:e})")]
     NotConverged { iterations: usize, change: f64 },

@@ -196,10 +196,7 @@ pub fn csv_row(sample: &Sample) -> String {
             AccessPattern::Stream => "stream".into(),
             AccessPattern::Chase => "chase".into(),
         }),
-        a.map_or(String::new(), |a| match a.kind {
-            AccelKind::Regex => "regex".into(),
-            AccelKind::Compression => "compression".into(),
-        }),
+        a.map_or(String::new(), |a| a.kind.name().to_string()),
         opt(a.map(|a| f64::from(a.queues))),
         opt(a.map(|a| a.request_time)),
         sample.throughput.to_string(),

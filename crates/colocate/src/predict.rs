@@ -344,11 +344,11 @@ pub fn solo_counters(
     model: &NfModel,
     point: &crate::solo_curve::SoloPoint,
 ) -> Result<Features, ColocateError> {
-    point.counters.ok_or_else(|| ColocateError::Fit {
-        what: format!("{} as a competitor", model.name),
+    point.counters.ok_or_else(|| ColocateError::Unpredictable {
+        what: format!("next to {}", model.name),
         reason: format!(
             "its model ({} backend) has no memory counters of the NF alone, so what it takes \
-             from others is unknown",
+             from others is unknown (a memory benchmark it was profiled against can stand in)",
             if model.backend.is_empty() {
                 "unnamed"
             } else {
@@ -559,7 +559,7 @@ impl NfModel {
             .iter()
             .min_by(|a, b| distance(a).total_cmp(&distance(b)))
             .copied()
-            .ok_or_else(|| ColocateError::Fit {
+            .ok_or_else(|| ColocateError::Unpredictable {
                 what: format!("{} next to a memory benchmark", self.name),
                 reason: "its profile measured no memory benchmark alone".to_string(),
             })

@@ -62,6 +62,15 @@ pub enum AccelKind {
     Compression,
 }
 
+impl AccelKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            AccelKind::Regex => "regex",
+            AccelKind::Compression => "compression",
+        }
+    }
+}
+
 /// The shared last-level cache.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Cache {

@@ -104,11 +104,9 @@ fn main() {
     // BENCH_REUSE_PROFILE=1 trains on the profile the last run saved instead of measuring.
     let reuse = std::env::var_os("BENCH_REUSE_PROFILE").is_some();
     let samples: Vec<Sample> = match std::fs::read_to_string(&saved) {
-        Ok(text) if reuse => {
-            ProfileFile::from_json(&text)
-                .expect("saved profile")
-                .samples()
-        }
+        Ok(text) if reuse => ProfileFile::from_json(&text)
+            .expect("saved profile")
+            .samples(),
         _ => {
             let samples = profile(&mut host, &nf, &profiles, &settings, started);
             let file = ProfileFile::from_samples("host", &nf.name, samples.clone());
