@@ -214,7 +214,7 @@ fn import(args: &ProfileArgs) -> Result<ProfileFile> {
     let text =
         std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
     let samples = read_csv(&path.display().to_string(), &text)?;
-    Ok(profile_file(&args.nf, &samples).with_context(|| path.display().to_string())?)
+    profile_file(&args.nf, &samples).with_context(|| path.display().to_string())
 }
 
 pub fn train(args: &TrainArgs) -> Result<()> {
