@@ -22,9 +22,13 @@
 //! - An attribute may be split on a logarithmic scale (geometric midpoint): flow counts span
 //!   three decades and the cache effect sits at one of them, an arithmetic midpoint would
 //!   spend the quota on the top decade.
-//! - Two options beyond the listing, both off in [`AdaptiveConfig::literal`]: the split signal
-//!   may also compare the throughput next to a reference competitor ([`SplitSignal`]), and
-//!   regions may be taken breadth first ([`SplitOrder`]). tests/profiling.rs reports both.
+//! - Three options beyond the listing, all off in [`AdaptiveConfig::literal`]: the split signal
+//!   may also compare the throughput next to a reference competitor ([`SplitSignal`]), regions
+//!   may be taken breadth first ([`SplitOrder`]), and a region may be split into the `2^k`
+//!   boxes around its centre instead of the two on its diagonal ([`SplitShape`]): with several
+//!   kept attributes the diagonal halves only ever sample points where every attribute is low
+//!   together or high together, and a model trained on them cannot tell the attributes apart.
+//!   tests/profiling.rs reports the first two, tests/predict.rs the third.
 //! - The quota is a hard cap: `profile_one` is not called once `Q` distinct points are taken
 //!   (the listing checks only between splits, so it can overshoot by `m + 2`).
 //! - As the paper's `profile_one` does, a point already profiled (a solo corner shared by two
@@ -243,6 +247,17 @@ pub enum SplitOrder {
     BreadthFirst,
 }
 
+/// Which sub-regions a split region is profiled in next.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum SplitShape {
+    /// The listing's halves: from the lower corner to the centre and from the centre to the
+    /// upper corner, every kept attribute split at once.
+    Diagonal,
+    /// Every box between the centre and a corner (`2^k` for `k` kept attributes), so that
+    /// attributes vary independently; the same as `Diagonal` with one kept attribute.
+    Orthants,
+}
+
 /// Algorithm 1's hyperparameters.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct AdaptiveConfig {
@@ -256,6 +271,7 @@ pub struct AdaptiveConfig {
     pub per_split: usize,
     pub signal: SplitSignal,
     pub order: SplitOrder,
+    pub split: SplitShape,
     pub seed: u64,
 }
 
@@ -275,6 +291,7 @@ impl AdaptiveConfig {
             per_split,
             signal: SplitSignal::Solo,
             order: SplitOrder::DepthFirst,
+            split: SplitShape::Diagonal,
             seed,
         }
     }
@@ -433,15 +450,14 @@ pub fn adaptive_profile<B: Backend>(
         for _ in 0..config.per_split {
             session.contended(&contention.random(&mut rng), &middle)?;
         }
+        let halves = match config.split {
+            SplitShape::Diagonal => vec![(middle, high), (low, middle)],
+            SplitShape::Orthants => orthants(&kept, &low, &middle, &high),
+        };
+        // The upper region first, as the listing recurses: a stack takes it last pushed.
         match config.order {
-            SplitOrder::DepthFirst => {
-                regions.push_back((low, middle));
-                regions.push_back((middle, high));
-            }
-            SplitOrder::BreadthFirst => {
-                regions.push_back((middle, high));
-                regions.push_back((low, middle));
-            }
+            SplitOrder::DepthFirst => regions.extend(halves.into_iter().rev()),
+            SplitOrder::BreadthFirst => regions.extend(halves),
         }
     }
     Ok(AdaptiveOutcome {
@@ -449,6 +465,31 @@ pub fn adaptive_profile<B: Backend>(
         kept,
         pruned,
     })
+}
+
+/// The boxes between `middle` and each corner of `low`–`high` over the `kept` attributes, the
+/// upper corner's first and the lower corner's last.
+fn orthants(
+    kept: &[Attribute],
+    low: &TrafficProfile,
+    middle: &TrafficProfile,
+    high: &TrafficProfile,
+) -> Vec<(TrafficProfile, TrafficProfile)> {
+    let corners = 1usize << kept.len().min(Attribute::ALL.len());
+    (0..corners)
+        .rev()
+        .map(|mask| {
+            kept.iter()
+                .enumerate()
+                .fold((*low, *middle), |(from, to), (bit, &a)| {
+                    if mask >> bit & 1 == 1 {
+                        (from.with(a, middle.get(a)), to.with(a, high.get(a)))
+                    } else {
+                        (from, to)
+                    }
+                })
+        })
+        .collect()
 }
 
 /// Random profiling at the same quota: random traffic profiles, each with its solo throughput

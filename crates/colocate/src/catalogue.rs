@@ -8,7 +8,9 @@
 //! would open them).
 
 use crate::adaptive::TrafficSpace;
-use crate::adaptive::{AdaptiveConfig, AttributeRange, ContentionSpace, SplitOrder, SplitSignal};
+use crate::adaptive::{
+    AdaptiveConfig, AttributeRange, ContentionSpace, SplitOrder, SplitShape, SplitSignal,
+};
 use crate::compose::Pattern;
 use crate::memory::GbrConfig;
 use crate::profile::{AccessPattern, Attribute, MemoryCompetitor, TrafficProfile};
@@ -147,6 +149,7 @@ pub fn sim_plan(quota: usize, adaptive: bool, seed: u64) -> TrainingPlan {
                 per_split: 8,
                 signal: SplitSignal::SoloAndContended(contention.heaviest()),
                 order: SplitOrder::BreadthFirst,
+                split: SplitShape::Orthants,
                 seed,
             })
         } else {

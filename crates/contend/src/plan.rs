@@ -8,7 +8,8 @@
 //! core goes. The solo curve is a 7 × 2 grid; no accelerator is probed.
 
 use linerate_colocate::adaptive::{
-    AdaptiveConfig, AttributeRange, ContentionSpace, SplitOrder, SplitSignal, TrafficSpace,
+    AdaptiveConfig, AttributeRange, ContentionSpace, SplitOrder, SplitShape, SplitSignal,
+    TrafficSpace,
 };
 use linerate_colocate::memory::GbrConfig;
 use linerate_colocate::profile::{AccessPattern, Attribute};
@@ -65,6 +66,7 @@ pub fn host_plan(quota: usize, adaptive: bool, seed: u64) -> TrainingPlan {
                 per_split: 4,
                 signal: SplitSignal::SoloAndContended(contention.heaviest()),
                 order: SplitOrder::BreadthFirst,
+                split: SplitShape::Orthants,
                 seed,
             })
         } else {
