@@ -9,6 +9,11 @@
 //!
 //! The rate is a target in cache-line accesses per second; the thread checks the clock every
 //! [`BATCH`] accesses and sleeps off any lead. 0 means unthrottled.
+//!
+//! A running competitor can be paused (its thread sleeps, its working set stays built) and
+//! resumed, so that an NF's time alone and beside it can alternate within milliseconds: on a
+//! shared machine whose speed drifts by several percent over seconds, only such pairs measure a
+//! drop of a few percent. What it achieved counts its running time only.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -43,25 +48,39 @@ pub struct MemBench {
 
 /// A running competitor.
 pub struct Running {
-    stop: Arc<AtomicBool>,
-    /// Accesses so far, published after every batch.
-    accesses: Arc<AtomicU64>,
+    shared: Arc<Shared>,
     handle: JoinHandle<std::io::Result<Achieved>>,
 }
+
+/// What the competitor's thread and its owner share.
+#[derive(Default)]
+struct Shared {
+    stop: AtomicBool,
+    /// Set by the owner to pause; `idle` answers once the thread has stopped walking.
+    pause: AtomicBool,
+    idle: AtomicBool,
+    /// Accesses so far, published after every batch.
+    accesses: AtomicU64,
+    /// Nanoseconds spent walking (not paused) up to the last published batch.
+    running_ns: AtomicU64,
+}
+
+/// How long a paused competitor sleeps between looks at its flags.
+const PAUSED_POLL: Duration = Duration::from_micros(50);
 
 /// A point in a competitor's run, to measure what it did between two of them.
 #[derive(Clone, Copy, Debug)]
 pub struct Mark {
     accesses: u64,
-    at: Instant,
+    running_ns: u64,
 }
 
 impl Mark {
-    /// What the competitor did from `self` to `later`.
+    /// What the competitor did from `self` to `later` while it ran (paused time left out).
     pub fn until(&self, later: &Mark) -> Achieved {
         Achieved {
             accesses: later.accesses.saturating_sub(self.accesses),
-            elapsed: later.at.saturating_duration_since(self.at),
+            elapsed: Duration::from_nanos(later.running_ns.saturating_sub(self.running_ns)),
         }
     }
 }
@@ -145,11 +164,9 @@ impl MemBench {
     /// Starts the competitor on its CPU; it runs until [`Running::stop`]. Returns once the
     /// working set is built and walked once (warm), so that timings after it see contention.
     pub fn start(self) -> std::io::Result<Running> {
-        let stop = Arc::new(AtomicBool::new(false));
+        let shared = Arc::new(Shared::default());
         let ready = Arc::new(AtomicBool::new(false));
-        let accesses_so_far = Arc::new(AtomicU64::new(0));
-        let (stop_flag, ready_flag) = (stop.clone(), ready.clone());
-        let published = accesses_so_far.clone();
+        let (theirs, ready_flag) = (shared.clone(), ready.clone());
         let handle = std::thread::Builder::new()
             .name(format!("membench-cpu{}", self.cpu))
             .spawn(move || -> std::io::Result<Achieved> {
@@ -157,22 +174,44 @@ impl MemBench {
                 let mut set = WorkingSet::new(self.working_set, self.pattern, 0x9e37_79b9);
                 let mut cursor = set.walk(self.pattern, 0, set.lines as u64);
                 ready_flag.store(true, Ordering::Release);
-                let start = Instant::now();
-                let mut accesses = 0u64;
-                while !stop_flag.load(Ordering::Relaxed) {
+                let (mut accesses, mut ran) = (0u64, Duration::ZERO);
+                // The stretch of running since the last resume: the rate is kept within it.
+                let (mut since, mut stretch) = (Instant::now(), 0u64);
+                while !theirs.stop.load(Ordering::Relaxed) {
+                    if theirs.pause.load(Ordering::Acquire) {
+                        ran += since.elapsed();
+                        theirs.idle.store(true, Ordering::Release);
+                        while theirs.pause.load(Ordering::Acquire)
+                            && !theirs.stop.load(Ordering::Relaxed)
+                        {
+                            std::thread::sleep(PAUSED_POLL);
+                        }
+                        theirs.idle.store(false, Ordering::Release);
+                        (since, stretch) = (Instant::now(), 0);
+                        continue;
+                    }
                     cursor = set.walk(self.pattern, cursor, BATCH);
                     accesses += BATCH;
-                    published.store(accesses, Ordering::Relaxed);
+                    stretch += BATCH;
+                    let running = ran + since.elapsed();
+                    theirs.accesses.store(accesses, Ordering::Relaxed);
+                    theirs.running_ns.store(
+                        u64::try_from(running.as_nanos()).unwrap_or(u64::MAX),
+                        Ordering::Relaxed,
+                    );
                     if self.rate > 0.0 {
-                        let due = Duration::from_secs_f64(accesses as f64 / self.rate);
-                        if let Some(lead) = due.checked_sub(start.elapsed()) {
+                        let due = Duration::from_secs_f64(stretch as f64 / self.rate);
+                        if let Some(lead) = due.checked_sub(since.elapsed()) {
                             std::thread::sleep(lead);
                         }
                     }
                 }
+                if !theirs.idle.load(Ordering::Acquire) {
+                    ran += since.elapsed();
+                }
                 Ok(Achieved {
                     accesses,
-                    elapsed: start.elapsed(),
+                    elapsed: ran,
                 })
             })?;
         while !ready.load(Ordering::Acquire) {
@@ -181,11 +220,7 @@ impl MemBench {
             }
             std::thread::sleep(Duration::from_millis(1));
         }
-        Ok(Running {
-            stop,
-            accesses: accesses_so_far,
-            handle,
-        })
+        Ok(Running { shared, handle })
     }
 }
 
@@ -193,14 +228,23 @@ impl Running {
     /// Where the competitor is now (to within one batch of accesses).
     pub fn mark(&self) -> Mark {
         Mark {
-            accesses: self.accesses.load(Ordering::Relaxed),
-            at: Instant::now(),
+            accesses: self.shared.accesses.load(Ordering::Relaxed),
+            running_ns: self.shared.running_ns.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Pauses (`true`) or resumes the competitor; returns once it has stopped or started
+    /// walking again. A thread that has ended (failed) is not waited for.
+    pub fn set_paused(&self, paused: bool) {
+        self.shared.pause.store(paused, Ordering::Release);
+        while self.shared.idle.load(Ordering::Acquire) != paused && !self.handle.is_finished() {
+            std::hint::spin_loop();
         }
     }
 
     /// Stops the competitor and reports what it achieved.
     pub fn stop(self) -> std::io::Result<Achieved> {
-        self.stop.store(true, Ordering::Relaxed);
+        self.shared.stop.store(true, Ordering::Relaxed);
         self.handle
             .join()
             .map_err(|_| std::io::Error::other("the competitor thread panicked"))?

@@ -1,5 +1,6 @@
 //! The memory competitor: a throttled one holds its rate, an unthrottled stream outruns a
-//! dependent chase over the same working set, and a setting that cannot run is an error.
+//! dependent chase over the same working set, a paused one does nothing and its pause does not
+//! count as running time, and a setting that cannot run is an error.
 
 use linerate_contend::membench::{MemBench, Pattern};
 use linerate_contend::pin::available_cpus;
@@ -37,6 +38,33 @@ fn a_stream_outruns_a_chase() {
     let chase = run_for(of(Pattern::Chase), Duration::from_millis(300));
     // Prefetched sequential lines against one dependent miss at a time.
     assert!(stream > 3.0 * chase, "stream {stream}, chase {chase}");
+}
+
+#[test]
+fn a_paused_competitor_does_nothing_and_its_pause_is_not_counted() {
+    let bench = MemBench {
+        working_set: 8 << 20,
+        pattern: Pattern::Stream,
+        rate: 2e6,
+        cpu: available_cpus() - 1,
+    };
+    let running = bench.start().expect("starts");
+    std::thread::sleep(Duration::from_millis(100));
+    running.set_paused(true);
+    let paused_at = running.mark();
+    std::thread::sleep(Duration::from_millis(300));
+    let still = paused_at.until(&running.mark());
+    assert_eq!(still.accesses, 0, "{still:?}");
+    assert_eq!(still.elapsed, Duration::ZERO, "{still:?}");
+    running.set_paused(false);
+    std::thread::sleep(Duration::from_millis(100));
+    let achieved = running.stop().expect("stops");
+    // 200 ms of running at the target rate; the 300 ms pause neither lowers the rate nor, on
+    // resuming, makes the thread rush to catch up.
+    let ran = achieved.elapsed.as_secs_f64();
+    assert!((0.15..0.28).contains(&ran), "{achieved:?}");
+    let rate = achieved.rate();
+    assert!((rate - 2e6).abs() < 0.2 * 2e6, "{rate}");
 }
 
 #[test]
