@@ -253,25 +253,31 @@ impl TrafficDriver {
         Ok(self.loaded.test_run(0, &input)?)
     }
 
+    /// The cost of one more run in ns: the slope between calls of `short` and `long` runs.
+    fn slope(&self, short: u32, long: u32) -> Result<f64, DriverError> {
+        let long = long.max(short + 1);
+        let total = |repeat: u32| -> Result<f64, DriverError> {
+            Ok(f64::from(self.run(repeat)?.duration_ns) * f64::from(repeat))
+        };
+        let (t_short, t_long) = (total(short)?, total(long)?);
+        Ok((t_long - t_short) / f64::from(long - short))
+    }
+
     /// The cost of one more run in ns: the median over `trials` of the slope between calls of
     /// `short` and `long` runs.
     pub fn ns_per_run(&self, trials: usize, short: u32, long: u32) -> Result<f64, DriverError> {
-        let mut slopes = Vec::with_capacity(trials);
-        let long = long.max(short + 1);
-        for _ in 0..trials.max(1) {
-            let total = |repeat: u32| -> Result<f64, DriverError> {
-                Ok(f64::from(self.run(repeat)?.duration_ns) * f64::from(repeat))
-            };
-            let (t_short, t_long) = (total(short)?, total(long)?);
-            slopes.push((t_long - t_short) / f64::from(long - short));
-        }
-        slopes.sort_by(f64::total_cmp);
-        Ok(slopes[slopes.len() / 2])
+        let slopes = (0..trials.max(1))
+            .map(|_| self.slope(short, long))
+            .collect::<Result<Vec<f64>, DriverError>>()?;
+        Ok(median(slopes))
     }
 
     /// What program `program` of `nf` costs per packet of the set, in ns: the driver's runs with
-    /// the NF behind it, minus its runs with `pass` behind it (the driver's own cost), each
-    /// [`TrafficDriver::ns_per_run`]. The NF stays attached afterwards.
+    /// the NF behind it, minus its runs with `pass` behind it (the driver's own cost). Each
+    /// trial times both, one right after the other, so that a slow spell of this shared machine
+    /// (or a competitor's phase) lands on both sides of a difference rather than on one whole
+    /// series; the NF's time is the median of the trials' differences. The NF stays attached
+    /// afterwards.
     pub fn nf_ns(
         &self,
         nf: &LoadedObject,
@@ -279,12 +285,71 @@ impl TrafficDriver {
         pass: &LoadedObject,
         timing: Timing,
     ) -> Result<NfTime, DriverError> {
-        self.attach(pass, 0)?;
-        let driver = self.ns_per_run(timing.trials, timing.short, timing.long)?;
-        self.attach(nf, program)?;
-        let total = self.ns_per_run(timing.trials, timing.short, timing.long)?;
-        Ok(NfTime { total, driver })
+        let (mut drivers, mut differences) = (Vec::new(), Vec::new());
+        for _ in 0..timing.trials.max(1) {
+            let (driver, difference) = self.trial(nf, program, pass, timing)?;
+            drivers.push(driver);
+            differences.push(difference);
+        }
+        Ok(NfTime::of(drivers, differences))
     }
+
+    /// [`TrafficDriver::nf_ns`] under two conditions that `set(true)` and `set(false)` put in
+    /// place (a competitor running and paused), alternating within every trial (the order
+    /// flips from trial to trial): the machine's drift over seconds lands on both, so their
+    /// ratio is measured far closer than two separate timings would give it. `set(false)` is
+    /// in place afterwards.
+    pub fn nf_ns_paired(
+        &self,
+        nf: &LoadedObject,
+        program: usize,
+        pass: &LoadedObject,
+        timing: Timing,
+        mut set: impl FnMut(bool),
+    ) -> Result<Paired, DriverError> {
+        let mut series = [(Vec::new(), Vec::new()), (Vec::new(), Vec::new())];
+        for trial in 0..timing.trials.max(1) {
+            let order = if trial % 2 == 0 {
+                [true, false]
+            } else {
+                [false, true]
+            };
+            for condition in order {
+                set(condition);
+                let (driver, difference) = self.trial(nf, program, pass, timing)?;
+                let (drivers, differences) = &mut series[usize::from(condition)];
+                drivers.push(driver);
+                differences.push(difference);
+            }
+        }
+        set(false);
+        let [(off_drivers, off), (on_drivers, on)] = series;
+        Ok(Paired {
+            on: NfTime::of(on_drivers, on),
+            off: NfTime::of(off_drivers, off),
+        })
+    }
+
+    /// One trial: the driver's cost with `pass` behind it, and the NF's cost over it.
+    fn trial(
+        &self,
+        nf: &LoadedObject,
+        program: usize,
+        pass: &LoadedObject,
+        timing: Timing,
+    ) -> Result<(f64, f64), DriverError> {
+        self.attach(pass, 0)?;
+        let driver = self.slope(timing.short, timing.long)?;
+        self.attach(nf, program)?;
+        let total = self.slope(timing.short, timing.long)?;
+        Ok((driver, total - driver))
+    }
+}
+
+/// The median of a non-empty series (the upper one of an even count).
+fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values.get(values.len() / 2).copied().unwrap_or(f64::NAN)
 }
 
 /// How to time: trials, and the two repeat counts whose slope is the cost of a run.
@@ -308,13 +373,31 @@ impl Default for Timing {
 /// An NF's time per packet with the driver's share.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct NfTime {
-    /// Driver and NF, ns per run.
+    /// Driver and NF, ns per run (the driver's median plus the NF's median difference).
     pub total: f64,
     /// The driver alone (with an NF that only returns), ns per run.
     pub driver: f64,
 }
 
+/// An NF timed under two alternating conditions ([`TrafficDriver::nf_ns_paired`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Paired {
+    /// With `set(true)` in place.
+    pub on: NfTime,
+    /// With `set(false)` in place.
+    pub off: NfTime,
+}
+
 impl NfTime {
+    /// From each trial's driver time and NF-minus-driver difference: their medians.
+    fn of(drivers: Vec<f64>, differences: Vec<f64>) -> NfTime {
+        let driver = median(drivers);
+        NfTime {
+            total: driver + median(differences),
+            driver,
+        }
+    }
+
     /// The NF's own ns per packet.
     pub fn nf(&self) -> f64 {
         (self.total - self.driver).max(0.0)
