@@ -176,6 +176,7 @@ fn parse_row(cells: &[&str]) -> Result<Sample, String> {
             working_set: memory.map_or(0.0, |m| m.working_set),
             occupancy: number(cells, 13)?,
         },
+        solo_beside: None,
     })
 }
 

@@ -95,25 +95,41 @@ fn traffic_key(traffic: &TrafficProfile) -> [u64; 3] {
     ]
 }
 
-/// Pairs every sample with the mean solo throughput measured at its traffic profile (the solo
-/// samples themselves included, their drop is noise around zero). Samples at a profile without
-/// a solo measurement are left out: their drop is unknown.
+/// Pairs every sample with its solo throughput: the one measured beside it where the backend
+/// measures one ([`Sample::solo_beside`]: the host alternates the NF alone and beside its
+/// competitor, so that the machine's drift cancels in the drop), else the mean of every solo
+/// measurement at its traffic profile (solo samples and the ones measured beside others; the
+/// solo samples themselves are paired too, their drop is noise around zero). Samples with
+/// neither are left out: their drop is unknown.
 pub fn label(samples: &[Sample]) -> Vec<Labelled> {
     let mut solo: HashMap<[u64; 3], (f64, f64)> = HashMap::new();
-    for sample in samples.iter().filter(|s| s.setting.is_solo()) {
-        let entry = solo
-            .entry(traffic_key(&sample.traffic))
-            .or_insert((0.0, 0.0));
-        entry.0 += sample.throughput;
-        entry.1 += 1.0;
+    for sample in samples {
+        let alone = if sample.setting.is_solo() {
+            Some(sample.throughput)
+        } else {
+            sample.solo_beside
+        };
+        if let Some(alone) = alone {
+            let entry = solo
+                .entry(traffic_key(&sample.traffic))
+                .or_insert((0.0, 0.0));
+            entry.0 += alone;
+            entry.1 += 1.0;
+        }
     }
     samples
         .iter()
         .filter_map(|sample| {
-            let (total, count) = solo.get(&traffic_key(&sample.traffic))?;
+            let solo = match sample.solo_beside {
+                Some(beside) => beside,
+                None => {
+                    let (total, count) = solo.get(&traffic_key(&sample.traffic))?;
+                    total / count
+                }
+            };
             Some(Labelled {
                 sample: sample.clone(),
-                solo: total / count,
+                solo,
             })
         })
         .collect()
@@ -466,6 +482,7 @@ mod tests {
                     setting,
                     throughput,
                     features,
+                    solo_beside: None,
                 })
             };
             push(ContentionSetting::solo(), Features::default(), 1e6);
@@ -491,6 +508,37 @@ mod tests {
             }
         }
         samples
+    }
+
+    /// A point with a solo rate measured beside it is labelled by that rate; the others by the
+    /// profile's mean over its solo points and every solo rate measured beside others; a
+    /// profile with neither leaves its points out.
+    #[test]
+    fn labels_prefer_the_solo_rate_measured_beside() {
+        let at = |flows: f64| TrafficProfile::DEFAULT.with(Attribute::Flows, flows);
+        let contended = ContentionSetting::memory(MemoryCompetitor {
+            working_set: 8e6,
+            access_rate: 1e8,
+            pattern: AccessPattern::Stream,
+        });
+        let sample = |traffic, setting: &ContentionSetting, throughput, beside| Sample {
+            nf: "nf".into(),
+            traffic,
+            setting: setting.clone(),
+            throughput,
+            features: Features::default(),
+            solo_beside: beside,
+        };
+        let solo = ContentionSetting::solo();
+        let labelled = label(&[
+            sample(at(1e4), &solo, 1.0e6, None),
+            sample(at(1e4), &contended, 0.8e6, Some(1.1e6)),
+            sample(at(1e4), &contended, 0.7e6, None),
+            sample(at(1e5), &contended, 0.5e6, None),
+        ]);
+        let solos: Vec<f64> = labelled.iter().map(|l| l.solo).collect();
+        assert_eq!(solos, [1.05e6, 1.1e6, 1.05e6]);
+        assert!((labelled[1].drop() - (1.0 - 0.8 / 1.1)).abs() < 1e-12);
     }
 
     #[test]

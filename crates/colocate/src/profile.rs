@@ -175,6 +175,10 @@ pub struct Sample {
     /// The NF's measured throughput, packets per second.
     pub throughput: f64,
     pub features: Features,
+    /// The NF's throughput alone measured beside this point, where the backend alternates the
+    /// two (the host does, to cancel its drift; absent in profile files written before).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub solo_beside: Option<f64>,
 }
 
 /// Something that can run an NF at a profile point and measure it: the simulated device, the

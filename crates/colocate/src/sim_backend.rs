@@ -124,6 +124,7 @@ impl Backend for SimBackend {
             setting: setting.clone(),
             throughput,
             features,
+            solo_beside: None,
         })
     }
 

@@ -66,6 +66,7 @@ fn generate() -> String {
                     setting: ContentionSetting::solo(),
                     throughput,
                     features: counters.expect("the simulator has counters"),
+                    solo_beside: None,
                 };
                 text += &csv_row(&alone);
                 text += "\n";
