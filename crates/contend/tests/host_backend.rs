@@ -75,6 +75,15 @@ fn a_competitor_becomes_the_features() {
     assert_eq!(f.working_set, (64 << 20) as f64);
     assert_eq!(f.occupancy, None);
     assert!(sample.throughput > 0.0);
+    // The NF alone was timed beside it, trial by trial; a solo point has no such pair.
+    let beside = sample
+        .solo_beside
+        .expect("a solo rate beside the contended one");
+    assert!(beside > 0.0);
+    let solo = host
+        .profile_one(&flow_table(), &ContentionSetting::solo(), &traffic(1000.0))
+        .expect("profiles");
+    assert_eq!(solo.solo_beside, None);
 }
 
 #[test]
