@@ -38,7 +38,8 @@
 //! ratios, memory latency and accelerator shares, which set throughputs. It is found by damped
 //! iteration (half a step at a time) from every NF's uncontended core rate. Most feedback is
 //! negative (a faster NF makes memory and accelerators slower for everyone) and damping keeps it
-//! from oscillating; the cache adds a positive loop (a slower NF touches its lines less often and
+//! from oscillating (where the feedback is steep enough to swing a half step back and forth, the
+//! step is halved until it settles); the cache adds a positive loop (a slower NF touches its lines less often and
 //! keeps fewer of them), so starting from above, the iteration settles on the highest fixed point
 //! where there could be several. It reports [`ColocateError::NotConverged`] if it does not settle.
 
@@ -52,7 +53,18 @@ use serde::{Deserialize, Serialize};
 /// The highest memory-channel utilization the latency model evaluates.
 pub const MAX_UTILIZATION: f64 = 0.98;
 const DAMPING: f64 = 0.5;
+/// A residual that flips sign keeping at least this share of its size counts as a swing.
+const SWING: f64 = 0.9;
+/// The shortest step swings shorten the damping to.
+const MIN_STEP: f64 = 1.0 / 1024.0;
+/// Convergence: the largest relative residual, times [`DAMPING`] (what a half step would still
+/// move), below this.
 const TOLERANCE: f64 = 1e-11;
+/// Convergence once swings have shortened the step. The rates are continuous but not smooth
+/// (offered-rate limits, an accelerator's limited set, core caps): at a kink the residual
+/// changes sign with the side the rates stand on and never vanishes, while the rates close in
+/// on the fixed point. A residual of a millionth of a rate is far inside the device's noise.
+const KINK_TOLERANCE: f64 = 1e-6;
 const MAX_ITERATIONS: usize = 20_000;
 
 /// The accelerators an SoC SmartNIC offers (paper 004 Table 1).
@@ -289,17 +301,27 @@ impl Device {
             })
             .collect();
         let mut change = f64::INFINITY;
+        let mut step = DAMPING;
+        let mut last: Vec<f64> = vec![0.0; rates.len()];
         for _ in 0..MAX_ITERATIONS {
             let next = self.step(workloads, &rates)?;
             change = 0.0;
-            for (rate, target) in rates.iter_mut().zip(&next) {
-                let updated = *rate + DAMPING * (target - *rate);
+            let mut swinging = false;
+            for ((rate, target), last) in rates.iter_mut().zip(&next).zip(last.iter_mut()) {
+                let residual = target - *rate;
                 let scale = rate.abs().max(target.abs()).max(f64::MIN_POSITIVE);
-                change = f64::max(change, (updated - *rate).abs() / scale);
-                *rate = updated;
+                change = f64::max(change, DAMPING * residual.abs() / scale);
+                // A residual that changes sign without shrinking: the step overshoots a steep
+                // negative feedback (a 2-cycle), which only a shorter step settles.
+                swinging |= residual * *last < 0.0 && residual.abs() > SWING * last.abs();
+                *last = residual;
+                *rate += step * residual;
             }
-            if change < TOLERANCE {
+            if change < TOLERANCE || (step < DAMPING && change < KINK_TOLERANCE) {
                 return self.finish(workloads, &rates);
+            }
+            if swinging {
+                step = (step / 2.0).max(MIN_STEP);
             }
         }
         Err(ColocateError::NotConverged {
