@@ -7,6 +7,7 @@
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use anyhow::{anyhow, bail, Context, Result};
 use clap::Args;
@@ -17,6 +18,7 @@ use linerate_colocate::predict::{NfModel, Predictor};
 use linerate_colocate::profile::TrafficProfile;
 use linerate_colocate::sim::Device;
 use linerate_colocate::sim_backend::TrafficNf;
+use rayon::prelude::*;
 use serde::Deserialize;
 use serde_json::json;
 
@@ -161,24 +163,32 @@ pub fn place(args: &PlaceArgs) -> Result<()> {
         sequences.len(),
         !args.json && std::io::stderr().is_terminal(),
     );
+    // Sequences are independent: they are placed in parallel, and summed in their order.
+    let done = AtomicUsize::new(0);
+    let outcomes = sequences
+        .par_iter()
+        .map(|sequence| {
+            let solo = fleet.true_solo(sequence)?;
+            let (reference, proven) = if exact {
+                let found = optimum(&fleet, sequence, &solo, OPTIMUM_BUDGET)?;
+                (found.plan.len(), found.proven)
+            } else {
+                (oracle_first_fit(&fleet, sequence, &solo)?.len(), true)
+            };
+            let one = report(&fleet, sequence, &STRATEGIES, Some(reference))?;
+            bar.set(done.fetch_add(1, Ordering::Relaxed) + 1);
+            Ok((reference, proven, one))
+        })
+        .collect::<Result<Vec<_>>>()?;
     let mut totals = vec![(0usize, 0usize); STRATEGIES.len()];
     let (mut reference_nics, mut unproven) = (0usize, 0usize);
-    for (done, sequence) in sequences.iter().enumerate() {
-        let solo = fleet.true_solo(sequence)?;
-        let reference = if exact {
-            let found = optimum(&fleet, sequence, &solo, OPTIMUM_BUDGET)?;
-            unproven += usize::from(!found.proven);
-            found.plan.len()
-        } else {
-            oracle_first_fit(&fleet, sequence, &solo)?.len()
-        };
+    for (reference, proven, one) in &outcomes {
         reference_nics += reference;
-        let one = report(&fleet, sequence, &STRATEGIES, Some(reference))?;
+        unproven += usize::from(!proven);
         for (total, strategy) in totals.iter_mut().zip(&one.strategies) {
             total.0 += strategy.nics;
             total.1 += strategy.sla_violations;
         }
-        bar.set(done + 1);
     }
     bar.finish();
     let reference_name = if exact {

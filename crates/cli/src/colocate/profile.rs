@@ -96,12 +96,12 @@ pub struct TrainArgs {
 /// The simulated device's measurement noise (relative, one standard deviation).
 const SIM_NOISE: f64 = 0.01;
 
-/// How each host profile point is timed: slope between 1,000 and 6,000 driven runs, median of
-/// 7 trials (bench/colocate's setting).
+/// How each host profile point is timed: slope between 2,000 and 20,000 driven runs, median of
+/// 9 trials (bench/colocate's setting).
 const HOST_TIMING: Timing = Timing {
-    trials: 7,
-    short: 1_000,
-    long: 6_000,
+    trials: 9,
+    short: 2_000,
+    long: 20_000,
 };
 
 pub fn profile(args: &ProfileArgs) -> Result<()> {
