@@ -237,3 +237,24 @@ done
   --maps "$tmp/l3_fwd_firewall.maps.json" | grep action
 "$bin" run "$tmp/l3_fwd_firewall.o" --packets examples/p4/l3_fwd_firewall.packets \
   --maps "$tmp/l3_fwd_firewall.maps.json" --kernel | grep action
+
+echo
+echo "Co-location (linerate colocate): the simulated SmartNIC's five NFs profiled, trained, one"
+echo "predicted next to two competitors with the bottleneck named, 5 short arrival sequences"
+echo "placed against the exact optimum; then the flow-table example profiled on this host (NF on"
+echo "CPU 0, memory benchmarks on CPU 1; a small quota) and predicted beside a 64 MiB stream."
+profiles=()
+for nf in flowstats nat flowmonitor nids ipcomp; do
+  "$bin" colocate profile "$nf" --backend sim --quota 300 --random -o "$tmp/$nf.colo.json" --json \
+    >/dev/null
+  profiles+=("$tmp/$nf.colo.json")
+done
+"$bin" colocate train "${profiles[@]}" -o "$tmp/sim-models.json"
+"$bin" colocate predict "$tmp/sim-models.json" --target nids --flows 2000 \
+  --competitor flowstats@1000000 --competitor ipcomp
+"$bin" colocate place "$tmp/sim-models.json" --random 5 --length 20
+"$bin" colocate profile examples/xdp_flow_huge.o --backend host --quota 24 \
+  -o "$tmp/flow_huge.colo.json"
+"$bin" colocate train "$tmp/flow_huge.colo.json" -o "$tmp/host-models.json"
+"$bin" colocate predict "$tmp/host-models.json" --target xdp_flow_huge --flows 100000 \
+  --membench 64,1e10,stream
