@@ -235,35 +235,45 @@ fn dns_reaches_its_ssp() {
 
 /// The NFP variant walks the labels over the packet: after 32 labels the walk cannot land on
 /// the root label, which the preparation proves (the position is at least twice the labels)
-/// rather than the solver path by path, so on both device models the search confirms an SSP
-/// faster than the naive bound's impossible path, whose witness answers the query (XDP_TX) in
-/// the interpreter and the kernel.
-#[test]
-fn dns_nfp_reaches_its_ssp() {
+/// rather than the solver path by path, so the search confirms an SSP faster than the naive
+/// bound's impossible path, whose witness answers the query (XDP_TX) in the interpreter and
+/// the kernel. On the NFP model here; the x86 model's search is the ignored test below (each
+/// takes about 5 minutes on the 2-core AMD machine of 2026-11-28).
+fn dns_nfp_reaches_its_ssp_on(target: &str) {
     let kernel = linerate_kernel::usable_or_skip("dns_nfp_reaches_its_ssp");
     let dir = TempDir::new("bound-dns-nfp");
     let dns = example("xdp_dns_nfp.o");
     let object = dns.to_str().unwrap();
-    for target in ["x86", "nfp"] {
-        let j = bound_json(&[
-            object,
-            "--target",
-            target,
-            "--timeout",
-            "400",
-            "--check-timeout",
-            "120",
-        ]);
-        assert_eq!(j["complete"], true, "{target}: {}", j["elapsed_s"]);
-        let ssp = &j["ssp"];
-        check_path_shape(ssp);
-        assert!(
-            ssp["pps"].as_f64().unwrap() > j["naive"]["pps"].as_f64().unwrap(),
-            "{target}: the naive bound's path is impossible"
-        );
-        assert_eq!(ssp["witness"]["action"], "XDP_TX", "{target}");
-        replays_in_both_engines(&dir, object, &ssp["witness"], kernel);
-    }
+    let j = bound_json(&[
+        object,
+        "--target",
+        target,
+        "--timeout",
+        "600",
+        "--check-timeout",
+        "120",
+    ]);
+    assert_eq!(j["complete"], true, "{target}: {}", j["elapsed_s"]);
+    let ssp = &j["ssp"];
+    check_path_shape(ssp);
+    assert!(
+        ssp["pps"].as_f64().unwrap() > j["naive"]["pps"].as_f64().unwrap(),
+        "{target}: the naive bound's path is impossible"
+    );
+    assert_eq!(ssp["witness"]["action"], "XDP_TX", "{target}");
+    replays_in_both_engines(&dir, object, &ssp["witness"], kernel);
+}
+
+#[test]
+fn dns_nfp_reaches_its_ssp() {
+    dns_nfp_reaches_its_ssp_on("nfp");
+}
+
+/// The suite's time is budgeted: `cargo test --release --test bound_command -- --ignored`.
+#[test]
+#[ignore]
+fn dns_nfp_reaches_its_ssp_on_x86() {
+    dns_nfp_reaches_its_ssp_on("x86");
 }
 
 /// The QUIC load balancer's slowest path on the NFP is possible (its witness replays in both
