@@ -76,6 +76,10 @@ pub struct HostNf {
     pub seed: MapSeed,
 }
 
+/// A loaded NF's identity: its name, its program, and the (flows, frame length) of the profile
+/// whose flows its state holds.
+type NfKey = (String, usize, (usize, usize));
+
 /// The host backend.
 pub struct HostBackend {
     pass: LoadedObject,
@@ -84,7 +88,7 @@ pub struct HostBackend {
     drivers: HashMap<(usize, usize), TrafficDriver>,
     /// NFs loaded for a profile, by NF name and program and the profile's (flows, frame
     /// length); the most recently used last.
-    loaded: Vec<((String, usize, (usize, usize)), LoadedObject)>,
+    loaded: Vec<(NfKey, LoadedObject)>,
     /// The competitor of the last point, kept running while the next points share its setting
     /// (building a working set of a GiB takes longer than timing an NF).
     competitor: Option<(MemoryCompetitor, Running)>,
@@ -203,7 +207,7 @@ fn switch_competitor(
 /// now (after dropping the least recently used NFs past [`CACHED_FLOWS`] and letting the kernel
 /// free them).
 fn loaded_nf<'a>(
-    cache: &'a mut Vec<((String, usize, (usize, usize)), LoadedObject)>,
+    cache: &'a mut Vec<(NfKey, LoadedObject)>,
     nf: &HostNf,
     shape: (usize, usize),
     driver: &TrafficDriver,
