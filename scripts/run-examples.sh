@@ -250,8 +250,8 @@ for nf in flowstats nat flowmonitor nids ipcomp; do
   profiles+=("$tmp/$nf.colo.json")
 done
 "$bin" colocate train "${profiles[@]}" -o "$tmp/sim-models.json"
-"$bin" colocate predict "$tmp/sim-models.json" --target nids --flows 2000 \
-  --competitor flowstats@1000000 --competitor ipcomp
+"$bin" colocate predict "$tmp/sim-models.json" --target nids --flows 1000 --mtbr 1200 \
+  --competitor flowmonitor@1000,1500,1200 --competitor flowstats@1000000
 "$bin" colocate place "$tmp/sim-models.json" --random 5 --length 20
 "$bin" colocate profile examples/xdp_flow_huge.o --backend host --quota 24 \
   -o "$tmp/flow_huge.colo.json"
