@@ -95,37 +95,51 @@ fn traffic_key(traffic: &TrafficProfile) -> [u64; 3] {
     ]
 }
 
+/// The mean solo throughput at each traffic profile, over every solo measurement of the
+/// samples: solo samples, and the solo rates measured beside others ([`Sample::solo_beside`]).
+pub struct SoloMeans(HashMap<[u64; 3], (f64, f64)>);
+
+impl SoloMeans {
+    /// The means over `samples`.
+    pub fn of(samples: &[Sample]) -> SoloMeans {
+        let mut sums: HashMap<[u64; 3], (f64, f64)> = HashMap::new();
+        for sample in samples {
+            let alone = if sample.setting.is_solo() {
+                Some(sample.throughput)
+            } else {
+                sample.solo_beside
+            };
+            if let Some(alone) = alone {
+                let entry = sums
+                    .entry(traffic_key(&sample.traffic))
+                    .or_insert((0.0, 0.0));
+                entry.0 += alone;
+                entry.1 += 1.0;
+            }
+        }
+        SoloMeans(sums)
+    }
+
+    /// The mean at `traffic`, none if nothing was measured alone there.
+    pub fn get(&self, traffic: &TrafficProfile) -> Option<f64> {
+        let (total, count) = self.0.get(&traffic_key(traffic))?;
+        Some(total / count)
+    }
+}
+
 /// Pairs every sample with its solo throughput: the one measured beside it where the backend
 /// measures one ([`Sample::solo_beside`]: the host alternates the NF alone and beside its
-/// competitor, so that the machine's drift cancels in the drop), else the mean of every solo
-/// measurement at its traffic profile (solo samples and the ones measured beside others; the
-/// solo samples themselves are paired too, their drop is noise around zero). Samples with
-/// neither are left out: their drop is unknown.
+/// competitor, so that the machine's drift cancels in the drop), else its profile's
+/// [`SoloMeans`] (the solo samples themselves are paired too, their drop is noise around zero).
+/// Samples with neither are left out: their drop is unknown.
 pub fn label(samples: &[Sample]) -> Vec<Labelled> {
-    let mut solo: HashMap<[u64; 3], (f64, f64)> = HashMap::new();
-    for sample in samples {
-        let alone = if sample.setting.is_solo() {
-            Some(sample.throughput)
-        } else {
-            sample.solo_beside
-        };
-        if let Some(alone) = alone {
-            let entry = solo
-                .entry(traffic_key(&sample.traffic))
-                .or_insert((0.0, 0.0));
-            entry.0 += alone;
-            entry.1 += 1.0;
-        }
-    }
+    let means = SoloMeans::of(samples);
     samples
         .iter()
         .filter_map(|sample| {
             let solo = match sample.solo_beside {
                 Some(beside) => beside,
-                None => {
-                    let (total, count) = solo.get(&traffic_key(&sample.traffic))?;
-                    total / count
-                }
+                None => means.get(&sample.traffic)?,
             };
             Some(Labelled {
                 sample: sample.clone(),

@@ -12,7 +12,9 @@ use std::io::Write;
 use std::path::Path;
 
 use linerate_bpf::contents::MapSeed;
-use linerate_colocate::memory::{label, mape, GbrConfig, Labelled, MemoryModel, SlomoModel};
+use linerate_colocate::memory::{
+    label, mape, GbrConfig, Labelled, MemoryModel, SlomoModel, SoloMeans,
+};
 use linerate_colocate::profile::{
     AccessPattern, Attribute, Backend, ContentionSetting, MemoryCompetitor, Sample, TrafficProfile,
 };
@@ -97,24 +99,6 @@ fn second_index(test: &[Labelled], again: &Labelled) -> usize {
             l.sample.traffic == again.sample.traffic && l.sample.setting == again.sample.setting
         })
         .expect("a second measurement repeats a held-out point")
-}
-
-/// The mean solo rate of each profile (solo points and the solo rates measured beside others).
-fn profile_means(labelled: &[Labelled]) -> impl Fn(&TrafficProfile) -> f64 + '_ {
-    move |traffic| {
-        let solos: Vec<f64> = labelled
-            .iter()
-            .filter(|l| l.sample.traffic == *traffic)
-            .map(|l| {
-                if l.sample.setting.is_solo() {
-                    l.sample.throughput
-                } else {
-                    l.solo
-                }
-            })
-            .collect();
-        solos.iter().sum::<f64>() / solos.len().max(1) as f64
-    }
 }
 
 /// Orders settings so that points of one competitor are measured together.
@@ -211,9 +195,9 @@ fn main() {
     // Every predictor from two solo rates: the one measured beside the point (the drift of
     // this shared machine cancelled, what the paper's devices give) and the profile's mean solo
     // rate (a prediction made from the profile alone, the drift left in).
-    let profile_solo = profile_means(&labelled);
+    let means = SoloMeans::of(&samples);
     let beside = |l: &Labelled| l.solo;
-    let mean = |l: &Labelled| profile_solo(&l.sample.traffic);
+    let mean = |l: &Labelled| means.get(&l.sample.traffic).unwrap_or(l.solo);
     type Predictor<'a> = Box<dyn Fn(&Labelled, f64) -> f64 + 'a>;
     let predictors: [(String, Predictor); 3] = [
         (

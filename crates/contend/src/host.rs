@@ -22,9 +22,11 @@
 //! loaded NF. Loading it afresh per point made every point pay for the last one: a dropped table
 //! of a million flows is freed by kernel workers, which ran beside the next timings. Loaded NFs
 //! are kept up to [`CACHED_FLOWS`] flows in all; past it the least recently used go, and the
-//! backend waits for the kernel to free them before timing again. The contention features are what the
-//! competitor achieved meanwhile (accesses, bandwidth) and its working set; this VM has no
-//! hardware counters, so no cache occupancy. Accelerator competitors are refused.
+//! backend waits for the kernel to free them before timing again.
+//!
+//! The contention features are what the competitor achieved meanwhile (accesses, bandwidth,
+//! counted over its running time) and its working set; this VM has no hardware counters, so no
+//! cache occupancy. Accelerator competitors are refused.
 //!
 //! For training ([`SoloCounters`]): a competitor's counters alone are what it achieves over
 //! [`ALONE_WINDOW`] with the NF idle; an NF's own counters alone are unknown (no perf events
