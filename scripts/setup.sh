@@ -16,7 +16,10 @@ set -euo pipefail
 # build with Z3_NO_PKG_CONFIG=1 Z3_LIBRARY_PATH_OVERRIDE=DIR/z3/lib Z3_SYS_Z3_VERSION=VERSION
 # RUSTFLAGS="-C link-arg=-Wl,-rpath,DIR/z3/lib" CARGO_TARGET_DIR=another-dir (without
 # Z3_NO_PKG_CONFIG the pkg-config probe's -L/usr/lib/x86_64-linux-gnu shadows the override).
-packages=(clang-13 llvm-13 clang-14 clang-19 llvm-19 bpftool pkg-config libbpf-dev libz3-dev)
+# graphviz: `dot` lays out the control-flow graph of `linerate report`; chromium: the headless
+# browser its tests render reports in.
+packages=(clang-13 llvm-13 clang-14 clang-19 llvm-19 bpftool pkg-config libbpf-dev libz3-dev
+  graphviz chromium)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -4,6 +4,8 @@
 
 #![allow(dead_code)]
 
+pub mod browser;
+
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::Command;
