@@ -1,15 +1,17 @@
 //! `linerate p4`: P4-16 programs (paper 001). `p4 latency` extracts the paper's parameters from a
 //! program and estimates its latency with a target model (§V-E); `p4 fit` builds a target model
 //! from measurements (the paper's method, for any target). `p4 compile` writes a program as an
-//! XDP object and its table contents as the object's `--maps` file.
+//! XDP object and its table contents as the object's `--maps` file. `--html` writes what
+//! `latency` and `fit` computed as a page (`linerate_report::p4`), rendered from the same JSON
+//! document `--json` prints.
 
 use std::path::PathBuf;
 
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
-use linerate_p4::latency::{fit, read_measurements, Estimate, LatencyModel};
+use linerate_p4::latency::{fit, read_measurements, Estimate, LatencyModel, Measurement};
 use linerate_p4::params::{analyze, Analysis};
-use serde_json::json;
+use serde_json::{json, Value};
 
 use crate::output::emit;
 
@@ -55,6 +57,9 @@ pub struct LatencyArgs {
     /// Machine-readable output.
     #[arg(long)]
     pub json: bool,
+    /// Also write the estimate's breakdown as a self-contained HTML page.
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
 }
 
 #[derive(Args)]
@@ -70,6 +75,9 @@ pub struct FitArgs {
     /// Machine-readable output (the model).
     #[arg(long)]
     pub json: bool,
+    /// Also write the model against the measurements as a self-contained HTML page.
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
 }
 
 pub fn p4(args: &P4Args) -> Result<()> {
@@ -193,14 +201,18 @@ fn latency(args: &LatencyArgs) -> Result<()> {
     let checked = linerate_p4::load(&args.program)?;
     let analysis = analyze(&checked);
     let estimate = model.estimate(analysis.params())?;
+    let mut document = serde_json::to_value(&estimate)?;
+    document["program"] = json!(args.program.display().to_string());
+    document["paths"] = json!(analysis.paths);
+    document["modified"] = json!(analysis.modified);
+    document["tables"] = json!(analysis.tables);
+    document["operations"] = json!(analysis.operations);
+    if let Some(path) = &args.html {
+        let page = linerate_report::p4::latency_page(&document)?;
+        linerate_io::write_atomically(path, page.as_bytes())?;
+    }
     let text = if args.json {
-        let mut out = serde_json::to_value(&estimate)?;
-        out["program"] = json!(args.program.display().to_string());
-        out["paths"] = json!(analysis.paths);
-        out["modified"] = json!(analysis.modified);
-        out["tables"] = json!(analysis.tables);
-        out["operations"] = json!(analysis.operations);
-        serde_json::to_string_pretty(&out)? + "\n"
+        serde_json::to_string_pretty(&document)? + "\n"
     } else {
         latency_text(args, &model, &analysis, &estimate)
     };
@@ -264,8 +276,20 @@ fn fit_model(args: &FitArgs) -> Result<()> {
         .with_context(|| format!("cannot read measurements {origin}"))?;
     let measured = read_measurements(&text, &origin)?;
     let model = fit(&measured, &args.name, &format!("fitted to {origin}"))?;
-    let json = serde_json::to_string_pretty(&model)? + "\n";
-    linerate_io::write_atomically(&args.output, json.as_bytes())?;
+    let document = serde_json::to_value(&model)?;
+    let json = serde_json::to_string_pretty(&document)? + "\n";
+    // The page first, so that a page that cannot be written leaves no model behind either; a
+    // model that cannot be written takes its page with it.
+    if let Some(path) = &args.html {
+        let page = linerate_report::p4::fit_page(&document, &estimated(&model, &measured)?)?;
+        linerate_io::write_atomically(path, page.as_bytes())?;
+    }
+    if let Err(e) = linerate_io::write_atomically(&args.output, json.as_bytes()) {
+        if let Some(path) = &args.html {
+            let _ = std::fs::remove_file(path);
+        }
+        return Err(e.into());
+    }
     let text = if args.json {
         json
     } else {
@@ -287,4 +311,20 @@ fn fit_model(args: &FitArgs) -> Result<()> {
         out
     };
     emit(&text)
+}
+
+/// The measurements as the fit page reads them: each row of the CSV with the fitted model's
+/// estimate of it (the `p4 latency --json` estimate object).
+fn estimated(model: &LatencyModel, measured: &[Measurement]) -> Result<Value> {
+    let rows = measured
+        .iter()
+        .map(|m| {
+            let mut row = serde_json::to_value(m.params)?;
+            row["case"] = json!(m.case);
+            row["latency_ns"] = json!(m.latency_ns);
+            row["estimate"] = serde_json::to_value(model.estimate(m.params)?)?;
+            Ok(row)
+        })
+        .collect::<Result<Vec<Value>>>()?;
+    Ok(Value::Array(rows))
 }

@@ -3,7 +3,8 @@
 //! §7.5.1, Table 6). The ground truth that judges SLAs is linerate's simulated SmartNIC, so the
 //! models must be of its catalogue's NFs profiled on it (`colocate profile --backend sim`).
 //! Waste is against the exact optimum on sequences of at most `--optimum-up-to` arrivals, else
-//! against first fit on the ground truth.
+//! against first fit on the ground truth. `--html` writes the page of the `--json` document
+//! (`linerate_report::colocate::place_page`).
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -51,6 +52,9 @@ pub struct PlaceArgs {
     /// "sequences","arrivals","reference","reference_nics"}` (totals over the sequences).
     #[arg(long)]
     pub json: bool,
+    /// Also write the outcomes as a self-contained HTML page.
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
 }
 
 const STRATEGIES: [Strategy; 4] = [
@@ -199,27 +203,32 @@ pub fn place(args: &PlaceArgs) -> Result<()> {
     let waste =
         |nics: usize| (reference_nics > 0).then(|| nics as f64 / reference_nics as f64 - 1.0);
     let arrivals_total: usize = sequences.iter().map(Vec::len).sum();
-    let text = if args.json {
-        let strategies: Vec<_> = STRATEGIES
-            .iter()
-            .zip(&totals)
-            .map(|(s, (nics, violations))| {
-                json!({
-                    "name": s.name(),
-                    "nics": nics,
-                    "waste": waste(*nics),
-                    "sla_violations": violations,
-                })
+    let strategies: Vec<_> = STRATEGIES
+        .iter()
+        .zip(&totals)
+        .map(|(s, (nics, violations))| {
+            json!({
+                "name": s.name(),
+                "nics": nics,
+                "waste": waste(*nics),
+                "sla_violations": violations,
             })
-            .collect();
-        serde_json::to_string_pretty(&json!({
-            "strategies": strategies,
-            "sequences": sequences.len(),
-            "arrivals": arrivals_total,
-            "reference": reference_name,
-            "reference_nics": reference_nics,
-            "reference_unproven": unproven,
-        }))? + "\n"
+        })
+        .collect();
+    let document = json!({
+        "strategies": strategies,
+        "sequences": sequences.len(),
+        "arrivals": arrivals_total,
+        "reference": reference_name,
+        "reference_nics": reference_nics,
+        "reference_unproven": unproven,
+    });
+    if let Some(path) = &args.html {
+        let page = linerate_report::colocate::place_page(&document)?;
+        linerate_io::write_atomically(path, page.as_bytes())?;
+    }
+    let text = if args.json {
+        serde_json::to_string_pretty(&document)? + "\n"
     } else {
         let rows: Vec<Vec<String>> = STRATEGIES
             .iter()

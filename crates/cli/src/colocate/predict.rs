@@ -1,15 +1,20 @@
 //! `colocate predict`: one NF's throughput next to competitors, the drop each resource costs
 //! and the bottleneck (paper 004 §4, Table 7's diagnosis), by the chosen predictor, with every
-//! other predictor's answer beside it.
+//! other predictor's answer beside it. For models of the simulated SmartNIC, the co-location is
+//! also run on the device (the ground truth placement judges SLAs by), so the prediction can be
+//! compared with what the device does. `--html` writes the page of the `--json` document
+//! (`linerate_report::colocate::predict_page`).
 
 use std::path::PathBuf;
 
 use anyhow::{anyhow, bail, Result};
 use clap::{Args, ValueEnum};
+use linerate_colocate::catalogue::catalogue;
 use linerate_colocate::predict::{
     predict as predict_with, predict_next_to_benchmark, NfModel, Placed, Prediction, Predictor,
 };
 use linerate_colocate::profile::{AccessPattern, MemoryCompetitor, TrafficProfile};
+use linerate_colocate::sim::{Device, MemBench, Workload};
 use serde_json::{json, Value};
 
 use super::{read_models, si};
@@ -69,9 +74,13 @@ pub struct PredictArgs {
     #[arg(long, value_enum, default_value = "tomur")]
     pub predictor: PredictorArg,
     /// Machine-readable output: `{"target","competitors","traffic","solo_pps","predicted_pps",
-    /// "drop","bottleneck","per_resource","predictor","baselines"}`.
+    /// "drop","bottleneck","per_resource","predictor","baselines"}`, and `"measured"` for models
+    /// of the simulated SmartNIC.
     #[arg(long)]
     pub json: bool,
+    /// Also write the prediction as a self-contained HTML page.
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
 }
 
 fn number(text: &str, what: &str, spec: &str) -> Result<f64> {
@@ -175,28 +184,101 @@ pub fn predict(args: &PredictArgs) -> Result<()> {
     for other in Predictor::ALL.into_iter().filter(|p| *p != chosen) {
         baselines.push((other, run(other)?));
     }
-    let text = if args.json {
-        let mut out = serde_json::to_value(&prediction)?;
-        out["predictor"] = json!(chosen.name());
-        out["baselines"] = Value::Object(
-            baselines
-                .iter()
-                .map(|(p, b)| {
-                    (
-                        p.name().to_string(),
-                        json!({"predicted_pps": b.predicted_pps, "drop": b.drop}),
-                    )
-                })
-                .collect(),
-        );
-        serde_json::to_string_pretty(&out)? + "\n"
+    let measured = if target.backend == "sim" {
+        Some(on_the_device(&placed, &competitors, benchmark.as_ref()))
     } else {
-        render(&prediction, chosen, &baselines)
+        None
+    };
+    let mut document = serde_json::to_value(&prediction)?;
+    document["predictor"] = json!(chosen.name());
+    document["baselines"] = Value::Object(
+        baselines
+            .iter()
+            .map(|(p, b)| {
+                (
+                    p.name().to_string(),
+                    json!({"predicted_pps": b.predicted_pps, "drop": b.drop}),
+                )
+            })
+            .collect(),
+    );
+    if let Some(Ok(measured)) = &measured {
+        document["measured"] = json!({
+            "on": "the simulated SmartNIC",
+            "solo_pps": measured.solo_pps,
+            "pps": measured.pps,
+            "drop": measured.drop(),
+        });
+    }
+    if let Some(path) = &args.html {
+        let page = linerate_report::colocate::predict_page(&document)?;
+        linerate_io::write_atomically(path, page.as_bytes())?;
+    }
+    let text = if args.json {
+        serde_json::to_string_pretty(&document)? + "\n"
+    } else {
+        render(&prediction, chosen, &baselines, measured.as_ref())
     };
     emit(&text)
 }
 
-fn render(p: &Prediction, chosen: Predictor, baselines: &[(Predictor, Prediction)]) -> String {
+/// The target's rate on the simulated SmartNIC, alone and next to its competitors.
+struct Measured {
+    solo_pps: f64,
+    pps: f64,
+}
+
+impl Measured {
+    fn drop(&self) -> f64 {
+        if self.solo_pps > 0.0 {
+            1.0 - self.pps / self.solo_pps
+        } else {
+            0.0
+        }
+    }
+}
+
+/// Runs the co-location on the simulated SmartNIC models of the `sim` backend were profiled on
+/// (without the profiling's measurement noise). Fails when the device cannot run it, e.g. when
+/// the NFs need more cores than it has: the prediction stands without a measurement then.
+fn on_the_device(
+    target: &Placed,
+    competitors: &[(&NfModel, TrafficProfile)],
+    benchmark: Option<&MemoryCompetitor>,
+) -> Result<Measured> {
+    let known = catalogue();
+    let workload = |name: &str, traffic: &TrafficProfile| -> Result<Workload> {
+        let nf = known
+            .iter()
+            .find(|nf| nf.name == name)
+            .ok_or_else(|| anyhow!("{name} is not an NF of the simulated device"))?;
+        Ok(Workload::Nf(nf.at(traffic)?))
+    };
+    let alone = workload(&target.model.name, &target.traffic)?;
+    let mut together = vec![alone.clone()];
+    for (model, traffic) in competitors {
+        together.push(workload(&model.name, traffic)?);
+    }
+    if let Some(setting) = benchmark {
+        together.push(Workload::MemBench(MemBench {
+            working_set: setting.working_set,
+            access_rate: setting.access_rate,
+        }));
+    }
+    let device = Device::bluefield2_like();
+    let first = |rates: Vec<f64>| rates.first().copied().unwrap_or(0.0);
+    Ok(Measured {
+        solo_pps: first(device.run(&[alone])?),
+        pps: first(device.run(&together)?),
+    })
+}
+
+fn render(
+    p: &Prediction,
+    chosen: Predictor,
+    baselines: &[(Predictor, Prediction)],
+    measured: Option<&Result<Measured>>,
+) -> String {
     let competitors = if p.competitors.is_empty() {
         "alone".to_string()
     } else {
@@ -235,6 +317,18 @@ fn render(p: &Prediction, chosen: Predictor, baselines: &[(Predictor, Prediction
         .map(|(predictor, b)| format!("{} {}", predictor.name(), si(b.predicted_pps, "pps")))
         .collect();
     out += &format!("  others      {}\n", others.join(", "));
+    match measured {
+        Some(Ok(m)) => {
+            out += &format!(
+                "  measured    {}  (drop {:.1}%) on the simulated SmartNIC, solo {}\n",
+                si(m.pps, "pps"),
+                100.0 * m.drop(),
+                si(m.solo_pps, "pps")
+            )
+        }
+        Some(Err(e)) => out += &format!("  measured    none: {e:#}\n"),
+        None => {}
+    }
     out
 }
 
