@@ -255,6 +255,10 @@ pub fn measure(
     if options.repeat == 0 || options.trials == 0 || options.single_runs == 0 {
         return Err(MeasureError::Options);
     }
+    if found.is_empty() {
+        // Nothing to time: no reason to wait for the search's last checks.
+        return Ok(Vec::new());
+    }
     // The search that found the paths may still have checks running on other threads; timed
     // beside them, the kernel's runs would share the core with the solver.
     crate::ssp::wait_for_workers(WORKERS_LIMIT);

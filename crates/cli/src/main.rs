@@ -16,6 +16,7 @@ mod measure;
 mod optimize;
 mod output;
 mod p4;
+mod report;
 mod rules;
 mod run;
 
@@ -62,6 +63,9 @@ enum Command {
     /// Co-located NFs (paper 004, Tomur): `colocate profile` an NF on a backend, `train` its
     /// models, `predict` it next to competitors (bottleneck named), `place` arrivals on NICs.
     Colocate(colocate::ColocateArgs),
+    /// One self-contained HTML page per program: worst case per device model with its CFG and
+    /// bound over time, estimate against measurement, listing, optimizer, hXDP.
+    Report(report::ReportArgs),
 }
 
 /// Detail printed after the one-line error (e.g. a verifier log).
@@ -85,6 +89,7 @@ fn main() -> ExitCode {
             | Command::Optimize(_)
             | Command::Rules(_)
             | Command::Hxdp(_)
+            | Command::Report(_)
     );
     let code = report(match cli.command {
         Command::Inspect(args) => inspect::inspect(&args),
@@ -98,6 +103,7 @@ fn main() -> ExitCode {
         Command::Rules(args) => rules::rules(&args),
         Command::P4(args) => p4::p4(&args),
         Command::Colocate(args) => colocate::colocate(&args),
+        Command::Report(args) => report::report(&args),
     });
     if detaches_threads {
         // A search's checker threads may still be inside a solver call (a search does not wait

@@ -1,13 +1,38 @@
 //! Small output helpers shared by the commands: writing to stdout, hex dumps and aligned tables.
 
+use std::cell::RefCell;
 use std::io::Write;
 
 use anyhow::{Context, Result};
+
+thread_local! {
+    /// Where [`emit`] writes while [`capture`] runs on this thread.
+    static CAPTURED: RefCell<Option<String>> = const { RefCell::new(None) };
+}
+
+/// Runs a command and returns what it would have written to stdout (`linerate report` reads the
+/// other commands' `--json` documents this way, so a page shows exactly what they print).
+pub fn capture(command: impl FnOnce() -> Result<()>) -> Result<String> {
+    CAPTURED.with(|c| *c.borrow_mut() = Some(String::new()));
+    let result = command();
+    let text = CAPTURED.with(|c| c.borrow_mut().take()).unwrap_or_default();
+    result.map(|()| text)
+}
 
 /// Writes a command's whole output to stdout at once. A reader that stops early
 /// (`linerate inspect x.o | head`) ends the output quietly instead of a panic; any other write
 /// failure (`> /dev/full`) is an error.
 pub fn emit(text: &str) -> Result<()> {
+    let captured = CAPTURED.with(|c| match c.borrow_mut().as_mut() {
+        Some(buffer) => {
+            buffer.push_str(text);
+            true
+        }
+        None => false,
+    });
+    if captured {
+        return Ok(());
+    }
     let mut stdout = std::io::stdout().lock();
     match stdout
         .write_all(text.as_bytes())

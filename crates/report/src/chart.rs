@@ -237,7 +237,7 @@ impl BarChart {
         let mut svg = String::new();
         {
             let root = SVGBackend::with_string(&mut svg, self.size).into_drawing_area();
-            self.draw(&root, top * 1.12)
+            self.draw(&root, top * 1.35)
                 .map_err(|e| err(e.to_string()))?;
             root.present().map_err(|e| err(e.to_string()))?;
         }
@@ -285,9 +285,11 @@ impl BarChart {
             chart
                 .draw_series(rects)?
                 .label(bars.name.as_str())
-                .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 10, y + 5)], color.filled()));
+                .legend(move |(x, y)| {
+                    Rectangle::new([(x, y - 5), (x + 10, y + 5)], color.filled())
+                });
         }
-        // Category names under the axis, rotated when there are many.
+        // Category names under the axis (the top third stays free for the legend), rotated when there are many.
         let style = ("sans-serif", 12).into_font().color(&BLACK);
         for (i, name) in self.categories.iter().enumerate() {
             let (x, y) = chart.backend_coord(&(i as f64, 0.0));
@@ -373,7 +375,10 @@ mod tests {
         };
         let svg = chart.svg().unwrap();
         let fill = css_color(1).to_uppercase();
-        let bars = svg.to_uppercase().matches(&format!("FILL=\"{fill}\"")).count();
+        let bars = svg
+            .to_uppercase()
+            .matches(&format!("FILL=\"{fill}\""))
+            .count();
         assert!(bars >= 2, "one measured bar and its legend swatch: {bars}");
         assert!(svg.contains("path 1"));
     }

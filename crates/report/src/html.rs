@@ -201,6 +201,7 @@ figure { margin: .5rem 0 1rem; }
 figure svg { max-width: 100%; height: auto; }
 .cfg svg { max-width: none; }
 .cfg svg g.graph > polygon:first-of-type { fill: none; stroke: none; }
+.cfg svg a { color: var(--fg); }
 .cfg svg text { fill: currentColor; }
 .cfg svg [stroke="black"] { stroke: currentColor; }
 .cfg svg polygon[fill="black"] { fill: currentColor; }
@@ -225,7 +226,10 @@ mod tests {
 
     #[test]
     fn escapes_markup_and_quotes() {
-        assert_eq!(esc("<a href=\"x\">&'"), "&lt;a href=&quot;x&quot;&gt;&amp;&#39;");
+        assert_eq!(
+            esc("<a href=\"x\">&'"),
+            "&lt;a href=&quot;x&quot;&gt;&amp;&#39;"
+        );
     }
 
     #[test]

@@ -9,7 +9,12 @@ use std::process::Command;
 pub fn chromium() -> Option<&'static str> {
     ["chromium", "chromium-browser", "google-chrome"]
         .into_iter()
-        .find(|b| Command::new(b).arg("--version").output().is_ok_and(|o| o.status.success()))
+        .find(|b| {
+            Command::new(b)
+                .arg("--version")
+                .output()
+                .is_ok_and(|o| o.status.success())
+        })
 }
 
 /// The rendered DOM of the page at `page`, each `<svg>` carrying `data-drawn="W H N"` (its drawn
@@ -23,7 +28,9 @@ pub fn rendered_dom(page: &Path, scratch: &Path) -> String {
         </script></body>";
     let copy = scratch.join(format!(
         "probed-{}",
-        page.file_name().and_then(|n| n.to_str()).unwrap_or("page.html")
+        page.file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or("page.html")
     ));
     std::fs::write(&copy, html.replacen("</body>", probe, 1)).expect("scratch is writable");
     let out = Command::new(browser)
@@ -31,7 +38,11 @@ pub fn rendered_dom(page: &Path, scratch: &Path) -> String {
         .arg(format!("file://{}", copy.display()))
         .output()
         .expect("chromium runs");
-    assert!(out.status.success(), "chromium failed: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "chromium failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     String::from_utf8(out.stdout).expect("the DOM is UTF-8")
 }
 
@@ -55,11 +66,20 @@ pub fn drawn_svgs(dom: &str) -> Vec<(f64, f64, usize)> {
 pub fn screenshot(page: &Path, png: &Path, width: u32, height: u32) {
     let browser = chromium().expect("chromium is installed (scripts/setup.sh)");
     let out = Command::new(browser)
-        .args(["--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars"])
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--hide-scrollbars",
+        ])
         .arg(format!("--window-size={width},{height}"))
         .arg(format!("--screenshot={}", png.display()))
         .arg(format!("file://{}", page.display()))
         .output()
         .expect("chromium runs");
-    assert!(out.status.success(), "chromium failed: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "chromium failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
