@@ -16,7 +16,7 @@ use serde_json::Value;
 
 use crate::output::{capture, ProgressBar};
 
-#[derive(Args)]
+#[derive(Args, Clone)]
 pub struct ReportArgs {
     /// BPF objects (.o) or `llvm-objdump -d` text; one page each.
     #[arg(required = true)]
@@ -46,6 +46,9 @@ pub struct ReportArgs {
     /// Skip the optimizer's latency and worst-case measurements before and after.
     #[arg(long)]
     pub optimize_no_measure: bool,
+    /// The optimizer applies its rule library only, no search.
+    #[arg(long)]
+    pub optimize_rules_only: bool,
     /// Skip timing paths in this host's kernel.
     #[arg(long)]
     pub no_measure: bool,
@@ -58,7 +61,31 @@ pub struct ReportArgs {
     /// Skip the hXDP compilation and studies.
     #[arg(long)]
     pub no_hxdp: bool,
+    /// An overview in seconds per program, for folders of many: searches stop after 2 s, two
+    /// paths are timed at 1,000 runs, the optimizer applies its rules only (2 s proof, no
+    /// measurement). Replaces the flags it names.
+    #[arg(long)]
+    pub quick: bool,
 }
+
+impl ReportArgs {
+    /// The settings after `--quick`.
+    fn resolved(&self) -> ReportArgs {
+        let mut args = self.clone();
+        if args.quick {
+            args.bound_timeout = QUICK_SECONDS;
+            args.measure_paths = 2;
+            args.measure_repeat = Some(1000);
+            args.optimize_rules_only = true;
+            args.optimize_no_measure = true;
+            args.optimize_budget = format!("{QUICK_SECONDS}s");
+        }
+        args
+    }
+}
+
+/// Seconds each search and proof may take with `--quick`.
+const QUICK_SECONDS: f64 = 2.0;
 
 /// Wraps one command's arguments so that they parse from an argument list as a user types them.
 #[derive(Parser)]
@@ -109,6 +136,7 @@ fn steps(args: &ReportArgs) -> usize {
 
 pub fn report(args: &ReportArgs) -> Result<()> {
     linerate_report::cfg_graph::check_dot()?;
+    let args = &args.resolved();
     if args.targets.is_empty() {
         bail!("--target needs at least one device model");
     }
@@ -376,6 +404,9 @@ fn optimize_part(args: &ReportArgs, common: &[String]) -> Part {
     ]);
     if args.optimize_no_measure {
         argv.push("--no-measure".into());
+    }
+    if args.optimize_rules_only {
+        argv.push("--rules-only".into());
     }
     let result = part(json_of(&argv, crate::optimize::optimize));
     let _ = std::fs::remove_file(&scratch);

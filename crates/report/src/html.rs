@@ -31,6 +31,9 @@ pub fn rate(value: f64, unit: &str) -> String {
         (value / 1e6, "M")
     } else if value >= 1e3 {
         (value / 1e3, "k")
+    } else if value > 0.0 && value < 1.0 {
+        // Programs that walk whole maps can be this slow at worst: keep three digits.
+        return format!("{value:.3e} {unit}");
     } else {
         (value, "")
     };
@@ -238,6 +241,7 @@ mod tests {
         assert_eq!(rate(5.85e9, "bit/s"), "5.85 Gbit/s");
         assert_eq!(rate(f64::INFINITY, "pps"), "unlimited");
         assert_eq!(rate(999.0, "pps"), "999.00 pps");
+        assert_eq!(rate(0.0011717, "pps"), "1.172e-3 pps");
     }
 
     #[test]

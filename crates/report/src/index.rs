@@ -3,7 +3,7 @@
 
 use crate::chart::{BarChart, Bars};
 use crate::html::{esc, figure, missing, number, rate, table, Page};
-use crate::program::Headline;
+use crate::program::{Guarantee, Headline};
 
 /// One report in the folder: its page's file name and headline, or why it has none.
 pub struct Entry {
@@ -57,22 +57,11 @@ pub fn index_page(entries: &[Entry], targets: &[String], generator: &str, second
             h.insns.map_or(String::new(), |n| n.to_string()),
         ];
         for t in targets {
-            let cell = h.guarantees.iter().find(|g| &g.0 == t).map_or(
-                String::new(),
-                |(_, pps, bottleneck, complete)| match pps {
-                    Some(p) => format!(
-                        "{} <small>{}{}</small>",
-                        number(&format!("ssp-pps-{t}"), *p, &rate(*p, "pps")),
-                        esc(bottleneck),
-                        if *complete == Some(false) {
-                            ", incomplete"
-                        } else {
-                            ""
-                        }
-                    ),
-                    None => "—".into(),
-                },
-            );
+            let cell = h
+                .guarantees
+                .iter()
+                .find(|g| &g.target == t)
+                .map_or(String::new(), |g| guarantee_cell(g));
             row.push(cell);
         }
         row.push(
@@ -104,8 +93,8 @@ pub fn index_page(entries: &[Entry], targets: &[String], generator: &str, second
                         .map(|h| {
                             h.guarantees
                                 .iter()
-                                .find(|g| &g.0 == t)
-                                .and_then(|g| g.1)
+                                .find(|g| &g.target == t)
+                                .and_then(|g| g.ssp_pps)
                                 .filter(|p| p.is_finite())
                                 .map(|p| p / 1e6)
                         })
@@ -127,4 +116,28 @@ pub fn index_page(entries: &[Entry], targets: &[String], generator: &str, second
     page.section("programs", "Programs", body);
     page.footer(format!("Made by {} in {seconds:.0} s.", esc(generator)));
     page.finish()
+}
+
+/// A target's guarantee in the index: the slowest satisfiable path's rate and bottleneck, or the
+/// rate an unfinished search had reached, or why there is none (hover).
+fn guarantee_cell(g: &Guarantee) -> String {
+    let t = &g.target;
+    match (g.ssp_pps, g.at_least_pps, &g.missing) {
+        (Some(p), _, _) => format!(
+            "{} <small>{}{}</small>",
+            number(&format!("ssp-pps-{t}"), p, &rate(p, "pps")),
+            esc(&g.bottleneck),
+            if g.complete == Some(false) {
+                ", incomplete"
+            } else {
+                ""
+            }
+        ),
+        (None, Some(b), _) => format!(
+            "≥ {} <small>incomplete</small>",
+            number(&format!("at-least-pps-{t}"), b, &rate(b, "pps"))
+        ),
+        (None, None, Some(why)) => format!("<span title=\"{}\">n/a</span>", esc(why)),
+        (None, None, None) => "no packet completes".into(),
+    }
 }

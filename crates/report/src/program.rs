@@ -7,14 +7,18 @@
 //! capability that does not apply, a kernel that is not available, a failure), so one failing
 //! part leaves the rest of the page intact.
 
-use std::collections::{BTreeMap, BTreeSet};
-
 use serde_json::Value;
 
 use crate::cfg_graph::{self, Graph};
-use crate::chart::{css_color, BarChart, Bars, Line, LineChart, Series};
+use crate::chart::{BarChart, Bars, Line, LineChart, Series};
 use crate::html::{esc, f64_at, figure, missing, number, rate, str_at, table, Page};
 use crate::Error;
+
+mod hxdp;
+mod listing;
+
+use hxdp::hxdp_section;
+use listing::{listing_section, optimize_section};
 
 /// What one command gave for the page.
 pub enum Part {
@@ -35,7 +39,7 @@ impl Part {
     }
 
     /// Why there is no document, for the page.
-    fn why(&self, what: &str) -> String {
+    pub fn why(&self, what: &str) -> String {
         match self {
             Part::Done(_) => String::new(),
             Part::Skipped(why) => format!("{what}: not run ({why})."),
@@ -75,12 +79,24 @@ pub struct ProgramRun {
     pub generator: String,
 }
 
+/// What `bound` guaranteed on one target, for the index.
+pub struct Guarantee {
+    pub target: String,
+    /// The slowest satisfiable path's packet rate.
+    pub ssp_pps: Option<f64>,
+    /// Without a satisfiable path yet: the rate no satisfiable path falls below.
+    pub at_least_pps: Option<f64>,
+    pub bottleneck: String,
+    pub complete: Option<bool>,
+    /// Why there is no guarantee (the step failed or did not run).
+    pub missing: Option<String>,
+}
+
 /// The figures of a program an index lists.
 pub struct Headline {
     pub program: String,
     pub insns: Option<u64>,
-    /// Per target: the guarantee's packet rate, its bottleneck and whether the search completed.
-    pub guarantees: Vec<(String, Option<f64>, String, Option<bool>)>,
+    pub guarantees: Vec<Guarantee>,
     pub measured_slowest_pps: Option<f64>,
     pub optimized_insns: Option<u64>,
     pub hxdp_rows: Option<u64>,
@@ -118,14 +134,17 @@ pub fn headline(run: &ProgramRun) -> Headline {
         .map(|t| {
             let bound = t.bound.value();
             let ssp = bound.and_then(|b| b.get("ssp")).filter(|s| !s.is_null());
-            (
-                t.target.clone(),
-                ssp.and_then(|s| f64_at(s, "pps")),
-                ssp.and_then(|s| str_at(s, "bottleneck"))
+            Guarantee {
+                target: t.target.clone(),
+                ssp_pps: ssp.and_then(|s| f64_at(s, "pps")),
+                at_least_pps: bound.and_then(|b| f64_at(b.get("bound")?, "pps")),
+                bottleneck: ssp
+                    .and_then(|s| str_at(s, "bottleneck"))
                     .unwrap_or_default()
                     .to_string(),
-                bound.and_then(|b| b.get("complete")?.as_bool()),
-            )
+                complete: bound.and_then(|b| b.get("complete")?.as_bool()),
+                missing: bound.is_none().then(|| t.bound.why("bound")),
+            }
         })
         .collect();
     Headline {
@@ -280,6 +299,11 @@ fn summary(run: &ProgramRun) -> String {
             "<li>Slowest path measured on this host: path {rank} at {}.</li>",
             number("measured-slowest-pps", pps, &rate(pps, "pps"))
         )),
+        None if run.measure.value().is_some() => facts.push(
+            "<li>No path measured on this host: the search confirmed no satisfiable path in its \
+             time.</li>"
+                .into(),
+        ),
         None => facts.push(format!("<li>{}</li>", esc(&run.measure.why("measure")))),
     }
     match run.optimize.value() {
@@ -444,7 +468,7 @@ fn measured_section(run: &ProgramRun) -> String {
         .map(|p| p.iter().collect())
         .unwrap_or_default();
     if paths.is_empty() {
-        return missing("measure timed no path.");
+        return missing("measure timed no path: its search confirmed no satisfiable path in time.");
     }
     let mut categories = Vec::new();
     let (mut estimate, mut above, mut below) = (Vec::new(), Vec::new(), Vec::new());
@@ -528,475 +552,10 @@ fn measured_section(run: &ProgramRun) -> String {
     out
 }
 
-/// Per-instruction pricing of every target: slot → (target, cost text, items).
-fn pricing(run: &ProgramRun) -> BTreeMap<usize, Vec<String>> {
-    let mut out: BTreeMap<usize, Vec<String>> = BTreeMap::new();
-    for t in &run.targets {
-        let Some(insns) = t
-            .cost
-            .value()
-            .and_then(|c| c.get("insns"))
-            .and_then(Value::as_array)
-        else {
-            continue;
-        };
-        for i in insns {
-            let Some(slot) = i.get("slot").and_then(Value::as_u64) else {
-                continue;
-            };
-            let cost = match i.get("cost") {
-                Some(Value::Object(parts)) => parts
-                    .iter()
-                    .filter_map(|(k, v)| Some(format!("{} {k}", v.as_f64()?)))
-                    .collect::<Vec<_>>()
-                    .join(", "),
-                _ => "no cost of its own".into(),
-            };
-            let items: Vec<&str> = i
-                .get("items")
-                .and_then(Value::as_array)
-                .map(|a| a.iter().filter_map(Value::as_str).collect())
-                .unwrap_or_default();
-            out.entry(slot as usize).or_default().push(format!(
-                "{}: {cost}{}",
-                t.target,
-                if items.is_empty() {
-                    String::new()
-                } else {
-                    format!(" ({})", items.join(", "))
-                }
-            ));
-        }
-    }
-    out
-}
-
-/// The listing of the first target's `cost --insns`: `(slot, text, first component's cost)`.
-fn listing(run: &ProgramRun) -> Vec<(usize, String, Option<f64>)> {
-    run.targets
-        .iter()
-        .find_map(|t| t.cost.value()?.get("insns")?.as_array())
-        .map(|insns| {
-            insns
-                .iter()
-                .filter_map(|i| {
-                    let cost = match i.get("cost") {
-                        Some(Value::Object(parts)) => parts.values().next().and_then(Value::as_f64),
-                        _ => None,
-                    };
-                    Some((
-                        i.get("slot")?.as_u64()? as usize,
-                        str_at(i, "text")?.to_string(),
-                        cost,
-                    ))
-                })
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
-/// Slots on the first target's slowest satisfiable path.
-fn ssp_slots(run: &ProgramRun) -> BTreeSet<usize> {
-    let Some(t) = run.targets.first() else {
-        return BTreeSet::new();
-    };
-    let (Some(cost), Some(bound)) = (t.cost.value(), t.bound.value()) else {
-        return BTreeSet::new();
-    };
-    let Ok(graph) = Graph::from_cost(cost) else {
-        return BTreeSet::new();
-    };
-    let (blocks, _) = graph.path(&path_slots(bound.get("ssp"), &run.program));
-    blocks.into_iter().flat_map(|b| graph.slots_of(b)).collect()
-}
-
-fn listing_section(run: &ProgramRun) -> String {
-    let lines = listing(run);
-    if lines.is_empty() {
-        return missing("No listing: the cost model priced no instruction.");
-    }
-    let source: BTreeMap<usize, String> = inspected(run)
-        .and_then(|p| p.get("source_lines"))
-        .and_then(Value::as_array)
-        .map(|ls| {
-            ls.iter()
-                .filter_map(|l| {
-                    Some((
-                        l.get("slot")?.as_u64()? as usize,
-                        format!(
-                            "{}:{}  {}",
-                            str_at(l, "file")?,
-                            l.get("line")?.as_u64()?,
-                            str_at(l, "text").unwrap_or("").trim()
-                        ),
-                    ))
-                })
-                .collect()
-        })
-        .unwrap_or_default();
-    let pricing = pricing(run);
-    let on_path = ssp_slots(run);
-    let unit = run
-        .targets
-        .first()
-        .and_then(|t| t.cost.value()?.get("components")?.get(0)?.get("unit"))
-        .and_then(Value::as_str)
-        .unwrap_or("");
-    let mut out = format!(
-        "<p>Instructions with the source lines they came from (BTF line info); marked: on the \
-         slowest satisfiable path of the {} model. Hover an instruction for its cost on each \
-         model and what it was priced as; the right column is its cost in {}.</p>\
-         <div class=\"scroll\"><table class=\"listing\"><tbody>",
-        esc(run.targets.first().map_or("", |t| t.target.as_str())),
-        esc(unit)
-    );
-    let mut last_source = "";
-    for (slot, text, cost) in &lines {
-        if let Some(src) = source.get(slot) {
-            if src != last_source {
-                out.push_str(&format!(
-                    "<tr class=\"src\"><td></td><td colspan=\"3\">{}</td></tr>",
-                    esc(src)
-                ));
-                last_source = src;
-            }
-        }
-        let hover = pricing.get(slot).map(|p| p.join("\n")).unwrap_or_default();
-        out.push_str(&format!(
-            "<tr{} title=\"{}\"><td class=\"mark\"></td><td>{slot}</td><td>{}</td><td class=\"cost\">{}</td></tr>",
-            if on_path.contains(slot) {
-                " class=\"on-path\""
-            } else {
-                ""
-            },
-            esc(&hover),
-            esc(text),
-            cost.map_or(String::new(), |c| format!("{c:.2}"))
-        ));
-    }
-    out.push_str("</tbody></table></div>");
-    out
-}
-
-/// The optimizer's listing after its rewrites, each rewritten line marked.
-fn rewritten(
-    before: &[(usize, String, Option<f64>)],
-    rewrites: &[Value],
-) -> (Vec<(String, bool)>, BTreeSet<usize>) {
-    let mut by_slot: BTreeMap<usize, (usize, Vec<String>)> = BTreeMap::new();
-    for r in rewrites {
-        let (Some(slot), Some(old), Some(new)) = (
-            r.get("slot").and_then(Value::as_u64),
-            r.get("before").and_then(Value::as_array),
-            r.get("after").and_then(Value::as_array),
-        ) else {
-            continue;
-        };
-        by_slot.insert(
-            slot as usize,
-            (
-                old.len(),
-                new.iter()
-                    .filter_map(|t| t.as_str().map(str::to_string))
-                    .collect(),
-            ),
-        );
-    }
-    let mut marked = BTreeSet::new();
-    let mut after = Vec::new();
-    let mut skip_until = 0;
-    for (slot, text, _) in before {
-        if *slot < skip_until {
-            marked.insert(*slot);
-            continue;
-        }
-        match by_slot.get(slot) {
-            Some((len, new)) => {
-                marked.insert(*slot);
-                skip_until = slot + len;
-                after.extend(new.iter().map(|t| (t.clone(), true)));
-            }
-            None => after.push((text.clone(), false)),
-        }
-    }
-    (after, marked)
-}
-
-fn optimize_section(run: &ProgramRun) -> String {
-    let Some(o) = run.optimize.value() else {
-        return missing(&run.optimize.why("optimize"));
-    };
-    let num = |k: &str| f64_at(o, k);
-    let pair = |a: Option<f64>, b: Option<f64>, fmt: &dyn Fn(f64) -> String| match (a, b) {
-        (Some(a), Some(b)) => format!("{} → {} ({:+.1}%)", fmt(a), fmt(b), (b / a - 1.0) * 100.0),
-        (Some(a), None) => fmt(a),
-        _ => "—".into(),
-    };
-    let ns = |v: f64| format!("{v:.1} ns");
-    let pps = |v: f64| rate(v, "pps");
-    let count = |v: f64| format!("{v:.0}");
-    let equivalence = o.get("equivalence");
-    let rows = vec![
-        vec![
-            "instructions".into(),
-            pair(num("insns_before"), num("insns_after"), &count),
-        ],
-        vec![
-            "estimated latency (x86 model)".into(),
-            pair(num("est_ns_before"), num("est_ns_after"), &ns),
-        ],
-        vec![
-            "measured latency (this host's kernel)".into(),
-            pair(num("measured_ns_before"), num("measured_ns_after"), &ns),
-        ],
-        vec![
-            "worst-case packet rate".into(),
-            pair(
-                num("worst_case_pps_before"),
-                num("worst_case_pps_after"),
-                &pps,
-            ),
-        ],
-        vec![
-            "equivalence".into(),
-            esc(&format!(
-                "{} ({} path pairs)",
-                equivalence
-                    .and_then(|e| str_at(e, "verdict"))
-                    .unwrap_or("unchecked"),
-                equivalence
-                    .and_then(|e| e.get("path_pairs"))
-                    .and_then(Value::as_u64)
-                    .unwrap_or(0)
-            )),
-        ],
-        vec![
-            "differential test".into(),
-            format!(
-                "{} packets, same in the kernel",
-                o.get("differential_packets")
-                    .and_then(Value::as_u64)
-                    .unwrap_or(0)
-            ),
-        ],
-    ];
-    let mut out = format!(
-        "<p>Goal: {}. The search's rewrites, each proven equivalent and tested in the kernel \
-         (K2, paper 002).</p>{}",
-        esc(str_at(o, "goal").unwrap_or("size")),
-        table("optimize", &["", "before → after"], &rows)
-    );
-    let before = listing(run);
-    let rewrites: Vec<Value> = o
-        .get("rewrites")
-        .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default();
-    if rewrites.is_empty() {
-        out.push_str("<p>No rewrite: the program is kept as it is.</p>");
-        return out;
-    }
-    let (after, marked) = rewritten(&before, &rewrites);
-    let before_rows: String = before
-        .iter()
-        .map(|(slot, text, _)| {
-            format!(
-                "<tr{}><td>{slot}</td><td>{}</td></tr>",
-                if marked.contains(slot) {
-                    " class=\"rewritten\""
-                } else {
-                    ""
-                },
-                esc(text)
-            )
-        })
-        .collect();
-    let after_rows: String = after
-        .iter()
-        .enumerate()
-        .map(|(i, (text, changed))| {
-            format!(
-                "<tr{}><td>{i}</td><td>{}</td></tr>",
-                if *changed { " class=\"rewritten\"" } else { "" },
-                esc(text)
-            )
-        })
-        .collect();
-    out.push_str(&format!(
-        "<p>{} rewrites, marked.</p><div class=\"side-by-side\"><div><h3>before</h3><div class=\"scroll\">\
-         <table class=\"listing\"><tbody>{before_rows}</tbody></table></div></div><div><h3>after</h3>\
-         <div class=\"scroll\"><table class=\"listing\"><tbody>{after_rows}</tbody></table></div></div></div>",
-        rewrites.len()
-    ));
-    out
-}
-
-fn hxdp_section(run: &ProgramRun) -> String {
-    let Some(h) = run.hxdp.value() else {
-        return missing(&run.hxdp.why("hxdp"));
-    };
-    let lanes = h.get("lanes").and_then(Value::as_u64).unwrap_or(4) as usize;
-    let rows: Vec<&Value> = h
-        .get("rows")
-        .and_then(Value::as_array)
-        .map(|r| r.iter().collect())
-        .unwrap_or_default();
-    let mut out = format!(
-        "<p>The program compiled for the hXDP core (paper 003): {} eBPF instructions in {} VLIW \
-         rows of {lanes} lanes, static IPC {:.2}{}.</p>",
-        h.get("ebpf_insns").and_then(Value::as_u64).unwrap_or(0),
-        number(
-            "hxdp-rows",
-            rows.len() as f64,
-            &h.get("vliw_rows")
-                .and_then(Value::as_u64)
-                .unwrap_or(0)
-                .to_string()
-        ),
-        f64_at(h, "static_ipc").unwrap_or(f64::NAN),
-        h.get("worst_case")
-            .and_then(|w| f64_at(w, "pps"))
-            .map_or(String::new(), |p| format!(
-                "; worst case {} at 156.25 MHz",
-                rate(p, "pps")
-            ))
-    );
-    let mut grid =
-        String::from("<div class=\"scroll\"><table class=\"schedule\"><thead><tr><th>row</th>");
-    for l in 0..lanes {
-        grid.push_str(&format!("<th>lane {l}</th>"));
-    }
-    grid.push_str("</tr></thead><tbody>");
-    for (i, row) in rows.iter().enumerate() {
-        let mut cells = vec![String::from("<td class=\"empty\"></td>"); lanes];
-        for slot in row.as_array().into_iter().flatten() {
-            let lane = slot.get("lane").and_then(Value::as_u64).unwrap_or(0) as usize;
-            let from: Vec<String> = slot
-                .get("from")
-                .and_then(Value::as_array)
-                .map(|f| f.iter().map(|s| s.to_string()).collect())
-                .unwrap_or_default();
-            if let Some(cell) = cells.get_mut(lane) {
-                *cell = format!(
-                    "<td title=\"from eBPF slots {}\">{}</td>",
-                    esc(&from.join(", ")),
-                    esc(str_at(slot, "text").unwrap_or(""))
-                );
-            }
-        }
-        grid.push_str(&format!("<tr><td>{i}</td>{}</tr>", cells.concat()));
-    }
-    grid.push_str("</tbody></table></div>");
-    out.push_str("<h3>Schedule</h3>");
-    out.push_str(&grid);
-    out.push_str(&hxdp_studies(&run.hxdp_study));
-    out
-}
-
-/// The lanes sweep (paper 003 Fig. 8) and the pass ablation (Figs. 7 and 9) of `hxdp study`.
-fn hxdp_studies(study: &Part) -> String {
-    let Some(entry) = study
-        .value()
-        .and_then(Value::as_array)
-        .and_then(|a| a.first())
-    else {
-        return missing(&study.why("hxdp study"));
-    };
-    if let Some(e) = str_at(entry, "error") {
-        return missing(&format!("hxdp study: {e}"));
-    }
-    let mut figures = String::new();
-    let sweep: Vec<(f64, f64)> = entry
-        .get("lanes")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter_map(|p| Some((f64_at(p, "lanes")?, f64_at(p, "rows")?)))
-        .collect();
-    match (LineChart {
-        title: "VLIW rows by lane count".into(),
-        x_label: "lanes".into(),
-        y_label: "rows".into(),
-        series: vec![Series {
-            name: "rows".into(),
-            points: sweep,
-            color: 0,
-            line: Line::Points,
-        }],
-        y_from_zero: true,
-        size: (480, 300),
-    })
-    .svg()
-    {
-        Ok(svg) => figures.push_str(&figure("plot", &svg, "Paper 003, Fig. 8.")),
-        Err(e) => figures.push_str(&missing(&e.to_string())),
-    }
-    let ablation: Vec<&Value> = entry
-        .get("ablation")
-        .and_then(Value::as_array)
-        .map(|a| a.iter().collect())
-        .unwrap_or_default();
-    let values =
-        |key: &str| -> Vec<Option<f64>> { ablation.iter().map(|a| f64_at(a, key)).collect() };
-    match (BarChart {
-        title: "Each pass or step switched off".into(),
-        y_label: "count".into(),
-        categories: ablation
-            .iter()
-            .map(|a| str_at(a, "config").unwrap_or("?").to_string())
-            .collect(),
-        groups: vec![
-            Bars {
-                name: "instructions".into(),
-                values: values("instructions"),
-                color: 0,
-            },
-            Bars {
-                name: "VLIW rows".into(),
-                values: values("rows"),
-                color: 3,
-            },
-        ],
-        size: (640, 340),
-    })
-    .svg()
-    {
-        Ok(svg) => figures.push_str(&figure("plot", &svg, "Paper 003, Figs. 7 and 9.")),
-        Err(e) => figures.push_str(&missing(&e.to_string())),
-    }
-    let legend = format!(
-        "<p class=\"legend\"><span><span class=\"swatch\" style=\"background:{}\"></span>instructions</span>\
-         <span><span class=\"swatch\" style=\"background:{}\"></span>rows</span></p>",
-        css_color(0),
-        css_color(3)
-    );
-    format!("<h3>Studies</h3>{legend}<div class=\"figures\">{figures}</div>")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
-
-    #[test]
-    fn rewrites_replace_their_slots_in_the_after_listing() {
-        let before: Vec<(usize, String, Option<f64>)> = ["a", "b", "c", "d"]
-            .iter()
-            .enumerate()
-            .map(|(i, t)| (i, t.to_string(), None))
-            .collect();
-        let rewrites = vec![json!({"slot": 1, "before": ["b", "c"], "after": ["bc"]})];
-        let (after, marked) = rewritten(&before, &rewrites);
-        assert_eq!(
-            after,
-            vec![
-                ("a".to_string(), false),
-                ("bc".to_string(), true),
-                ("d".to_string(), false)
-            ]
-        );
-        assert_eq!(marked, BTreeSet::from([1, 2]));
-    }
 
     #[test]
     fn the_slowest_measured_path_is_the_lowest_rate() {
