@@ -258,3 +258,10 @@ done
 "$bin" colocate train "$tmp/flow_huge.colo.json" -o "$tmp/host-models.json"
 "$bin" colocate predict "$tmp/host-models.json" --target xdp_flow_huge --flows 100000 \
   --membench 64,1e10,stream
+
+echo
+echo "Reports (linerate report --quick): one HTML page per example — worst case per device model"
+echo "with its control-flow graph and bound over time, estimate against measurement, listing,"
+echo "optimizer rewrites, hXDP schedule — and an index, in reports/ (open reports/index.html);"
+echo "searches stop after 2 s here (the page says which are incomplete)."
+"$bin" report examples/*.o -o reports --quick
