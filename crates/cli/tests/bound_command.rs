@@ -264,12 +264,14 @@ fn dns_nfp_reaches_its_ssp_on(target: &str) {
     replays_in_both_engines(&dir, object, &ssp["witness"], kernel);
 }
 
+/// Both run outside the suite, whose time is budgeted (20 minutes): `cargo test --release
+/// --test bound_command -- --ignored`; bench/bound times the same searches.
 #[test]
+#[ignore]
 fn dns_nfp_reaches_its_ssp() {
     dns_nfp_reaches_its_ssp_on("nfp");
 }
 
-/// The suite's time is budgeted: `cargo test --release --test bound_command -- --ignored`.
 #[test]
 #[ignore]
 fn dns_nfp_reaches_its_ssp_on_x86() {

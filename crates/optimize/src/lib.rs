@@ -188,8 +188,13 @@ pub fn search(
         if rounds > 0 && started.elapsed() >= options.budget {
             break;
         }
+        let deadline = started + options.budget;
         searches.par_iter_mut().for_each_init(prover, |p, s| {
-            s.run(steps_for(s.window.weight), p.as_mut(), perf);
+            // Past the budget a window is left for good: the budget caps the time even within
+            // a round, which on a program of a thousand windows takes many seconds.
+            if Instant::now() < deadline {
+                s.run(steps_for(s.window.weight), p.as_mut(), perf);
+            }
         });
         rounds += 1;
         let mut stats = SearchStats::default();
