@@ -6,7 +6,7 @@ mod common;
 
 use std::path::Path;
 
-use common::browser::{drawn_svgs, rendered_dom};
+use common::browser::{drawn_svgs, rendered_dom, screenshot};
 use common::{example, expect_error, run, TempDir};
 use serde_json::Value;
 
@@ -154,8 +154,22 @@ fn pages_render_in_a_browser_and_show_what_bound_says() {
         assert!(targets >= 1, "{name}: no guarantee on the page");
         let expected = 2 * targets + usize::from(common::kernel_available().is_ok());
         let on_page = html.matches("<svg").count();
-        assert!(on_page >= expected, "{name}: {on_page} SVGs, expected {expected}");
+        assert!(
+            on_page >= expected,
+            "{name}: {on_page} SVGs, expected {expected}"
+        );
         assert_drawn(&dom, on_page, &page);
+        // A screenshot of the page's top (kept where LINERATE_SCREENSHOTS names a folder).
+        let shots = std::env::var_os("LINERATE_SCREENSHOTS")
+            .map_or_else(|| dir.path().to_path_buf(), std::path::PathBuf::from);
+        let png = shots.join(format!("{name}.png"));
+        screenshot(&page, &png, 1280, 4200);
+        let bytes = std::fs::read(&png).unwrap();
+        assert!(
+            bytes.starts_with(b"\x89PNG") && bytes.len() > 50_000,
+            "{name}: {} bytes",
+            bytes.len()
+        );
     }
     // The path explosion's naive bound is an impossible path: it is drawn, dashed.
     let html = std::fs::read_to_string(dir.path().join("xdp_path_explosion.html")).unwrap();

@@ -111,10 +111,21 @@ fn tick(v: f64) -> String {
     }
 }
 
-/// The SVG text after drawing: black becomes the page's text colour, the fixed size becomes a
-/// view box the page can scale.
-fn finish_svg(svg: String) -> String {
-    svg.replace("\"#000000\"", "\"currentColor\"")
+/// Draws with `draw` on an SVG canvas of `size` and returns the SVG, black turned into the
+/// page's text colour.
+fn render(
+    title: &str,
+    size: (u32, u32),
+    draw: impl FnOnce(&DrawingArea<SVGBackend, Shift>) -> Result<(), String>,
+) -> Result<String, Error> {
+    let err = plot_error(title);
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, size).into_drawing_area();
+        draw(&root).map_err(&err)?;
+        root.present().map_err(|e| err(e.to_string()))?;
+    }
+    Ok(svg.replace("\"#000000\"", "\"currentColor\""))
 }
 
 impl LineChart {
@@ -143,14 +154,10 @@ impl LineChart {
             fold(f64::max, f64::NEG_INFINITY, |p| p.1),
             self.y_from_zero,
         );
-        let mut svg = String::new();
-        {
-            let root = SVGBackend::with_string(&mut svg, self.size).into_drawing_area();
-            self.draw(&root, (x_lo, x_hi), (y_lo, y_hi))
-                .map_err(|e| err(e.to_string()))?;
-            root.present().map_err(|e| err(e.to_string()))?;
-        }
-        Ok(finish_svg(svg))
+        render(&self.title, self.size, |root| {
+            self.draw(root, (x_lo, x_hi), (y_lo, y_hi))
+                .map_err(|e| e.to_string())
+        })
     }
 
     fn draw(
@@ -234,14 +241,9 @@ impl BarChart {
         if self.categories.is_empty() || top <= 0.0 {
             return Err(err("no bars to draw".into()));
         }
-        let mut svg = String::new();
-        {
-            let root = SVGBackend::with_string(&mut svg, self.size).into_drawing_area();
-            self.draw(&root, top * 1.35)
-                .map_err(|e| err(e.to_string()))?;
-            root.present().map_err(|e| err(e.to_string()))?;
-        }
-        Ok(finish_svg(svg))
+        render(&self.title, self.size, |root| {
+            self.draw(root, top * 1.35).map_err(|e| e.to_string())
+        })
     }
 
     fn draw(

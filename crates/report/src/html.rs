@@ -86,6 +86,15 @@ pub fn f64_at(value: &Value, key: &str) -> Option<f64> {
     value.get(key).and_then(Value::as_f64)
 }
 
+/// Field `key` of a JSON object as a number the page cannot do without; its absence names the
+/// command's document `document`.
+pub fn need_f64(document: &str, value: &Value, key: &str) -> Result<f64, crate::Error> {
+    f64_at(value, key).ok_or_else(|| crate::Error::Input {
+        document: document.to_string(),
+        what: format!("no number `{key}`"),
+    })
+}
+
 /// Field `key` of a JSON object as text.
 pub fn str_at<'a>(value: &'a Value, key: &str) -> Option<&'a str> {
     value.get(key).and_then(Value::as_str)

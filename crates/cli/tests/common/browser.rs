@@ -20,7 +20,6 @@ pub fn chromium() -> Option<&'static str> {
 /// The rendered DOM of the page at `page`, each `<svg>` carrying `data-drawn="W H N"` (its drawn
 /// width and height in CSS pixels, its element count). `scratch` holds the instrumented copy.
 pub fn rendered_dom(page: &Path, scratch: &Path) -> String {
-    let browser = chromium().expect("chromium is installed (scripts/setup.sh)");
     let html = std::fs::read_to_string(page).expect("the page is text");
     let probe = "<script>for (const s of document.querySelectorAll('svg')) { \
         const r = s.getBoundingClientRect(); \

@@ -6,9 +6,9 @@
 
 use serde_json::Value;
 
-use super::{percent, required};
+use super::percent;
 use crate::chart::{BarChart, Bars};
-use crate::html::{esc, figure, missing, number, str_at, table, Page};
+use crate::html::{esc, figure, missing, need_f64, number, str_at, table, Page};
 use crate::Error;
 
 const DOCUMENT: &str = "colocate place --json";
@@ -35,9 +35,9 @@ fn outcomes(placement: &Value) -> Result<Vec<Outcome>, Error> {
         .map(|s| {
             Ok(Outcome {
                 name: str_at(s, "name").unwrap_or("?").to_string(),
-                nics: required(DOCUMENT, s, "nics")?,
+                nics: need_f64(DOCUMENT, s, "nics")?,
                 waste: s["waste"].as_f64(),
-                violations: required(DOCUMENT, s, "sla_violations")?,
+                violations: need_f64(DOCUMENT, s, "sla_violations")?,
             })
         })
         .collect()
@@ -46,10 +46,10 @@ fn outcomes(placement: &Value) -> Result<Vec<Outcome>, Error> {
 /// The page of a `colocate place --json` document.
 pub fn place_page(placement: &Value) -> Result<String, Error> {
     let outcomes = outcomes(placement)?;
-    let sequences = required(DOCUMENT, placement, "sequences")?;
-    let arrivals = required(DOCUMENT, placement, "arrivals")?;
+    let sequences = need_f64(DOCUMENT, placement, "sequences")?;
+    let arrivals = need_f64(DOCUMENT, placement, "arrivals")?;
     let reference = str_at(placement, "reference").unwrap_or("the reference");
-    let reference_nics = required(DOCUMENT, placement, "reference_nics")?;
+    let reference_nics = need_f64(DOCUMENT, placement, "reference_nics")?;
     let unproven = placement["reference_unproven"].as_u64().unwrap_or(0);
 
     let mut page = Page::new(

@@ -7,9 +7,9 @@
 
 use serde_json::Value;
 
-use super::{percent, required};
+use super::percent;
 use crate::chart::{BarChart, Bars};
-use crate::html::{esc, figure, missing, number, rate, str_at, table, Page};
+use crate::html::{esc, figure, missing, need_f64, number, rate, str_at, table, Page};
 use crate::Error;
 
 const DOCUMENT: &str = "colocate predict --json";
@@ -29,16 +29,16 @@ fn answers(prediction: &Value) -> Result<Vec<Answer>, Error> {
             .unwrap_or("chosen")
             .to_string(),
         key: String::new(),
-        pps: required(DOCUMENT, prediction, "predicted_pps")?,
-        drop: required(DOCUMENT, prediction, "drop")?,
+        pps: need_f64(DOCUMENT, prediction, "predicted_pps")?,
+        drop: need_f64(DOCUMENT, prediction, "drop")?,
     }];
     if let Some(baselines) = prediction["baselines"].as_object() {
         for (name, b) in baselines {
             out.push(Answer {
                 predictor: name.clone(),
                 key: format!("/baselines/{name}"),
-                pps: required(DOCUMENT, b, "predicted_pps")?,
-                drop: required(DOCUMENT, b, "drop")?,
+                pps: need_f64(DOCUMENT, b, "predicted_pps")?,
+                drop: need_f64(DOCUMENT, b, "drop")?,
             });
         }
     }
@@ -58,7 +58,7 @@ pub fn predict_page(prediction: &Value) -> Result<String, Error> {
         format!("next to {}", competitors.join(", "))
     };
     let traffic = &prediction["traffic"];
-    let solo = required(DOCUMENT, prediction, "solo_pps")?;
+    let solo = need_f64(DOCUMENT, prediction, "solo_pps")?;
     let answers = answers(prediction)?;
     let chosen = &answers[0];
     let bottleneck = str_at(prediction, "bottleneck");
@@ -83,9 +83,9 @@ pub fn predict_page(prediction: &Value) -> Result<String, Error> {
         esc(bottleneck.unwrap_or("none (no resource costs 1% of the solo rate)")),
     );
     if let Some(m) = measured {
-        let pps = required(DOCUMENT, m, "pps")?;
-        let measured_solo = required(DOCUMENT, m, "solo_pps")?;
-        let drop = required(DOCUMENT, m, "drop")?;
+        let pps = need_f64(DOCUMENT, m, "pps")?;
+        let measured_solo = need_f64(DOCUMENT, m, "solo_pps")?;
+        let drop = need_f64(DOCUMENT, m, "drop")?;
         summary += &format!(
             "<p>Measured on {}: solo {}, together {}, a drop of {}.</p>",
             esc(str_at(m, "on").unwrap_or("the device")),
@@ -124,7 +124,7 @@ fn plain(value: &Value) -> String {
 
 /// Each predictor's rate, against the measured one where there is one.
 fn predictors(answers: &[Answer], measured: Option<&Value>) -> Result<String, Error> {
-    let measured_pps = measured.map(|m| required(DOCUMENT, m, "pps")).transpose()?;
+    let measured_pps = measured.map(|m| need_f64(DOCUMENT, m, "pps")).transpose()?;
     let mut groups = vec![Bars {
         name: "predicted".into(),
         values: answers.iter().map(|a| Some(a.pps)).collect(),

@@ -11,9 +11,9 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-use super::{ns, required};
+use super::ns;
 use crate::chart::{BarChart, Bars, Line, LineChart, Series};
-use crate::html::{esc, figure, missing, number, str_at, table, Page};
+use crate::html::{esc, figure, missing, need_f64, number, str_at, table, Page};
 use crate::Error;
 
 const MODEL: &str = "p4 fit --json";
@@ -53,11 +53,11 @@ fn points(measurements: &Value) -> Result<Vec<Point<'_>>, Error> {
                     m["beta"],
                     str_at(m, "actions").unwrap_or("?")
                 ),
-                gamma: required(MEASURED, m, "gamma")?,
-                measured: required(MEASURED, m, "latency_ns")?,
-                cell: required(MEASURED, breakdown, "parse_and_modify_ns")?,
-                tables: required(MEASURED, breakdown, "tables_ns")?,
-                estimate: required(MEASURED, estimate, "latency_ns")?,
+                gamma: need_f64(MEASURED, m, "gamma")?,
+                measured: need_f64(MEASURED, m, "latency_ns")?,
+                cell: need_f64(MEASURED, breakdown, "parse_and_modify_ns")?,
+                tables: need_f64(MEASURED, breakdown, "tables_ns")?,
+                estimate: need_f64(MEASURED, estimate, "latency_ns")?,
             })
         })
         .collect()
@@ -102,9 +102,9 @@ pub fn fit_page(model: &Value, measurements: &Value) -> Result<String, Error> {
         document: MODEL.into(),
         what: "no `tables` curve".into(),
     })?;
-    let quadratic = required(MODEL, curve, "quadratic")?;
-    let linear = required(MODEL, curve, "linear")?;
-    let max_gamma = required(MODEL, curve, "max_gamma")?;
+    let quadratic = need_f64(MODEL, curve, "quadratic")?;
+    let linear = need_f64(MODEL, curve, "linear")?;
+    let max_gamma = need_f64(MODEL, curve, "max_gamma")?;
     let points = points(measurements)?;
     if points.is_empty() {
         return Err(Error::Input {
@@ -164,7 +164,7 @@ fn cells_table(model: &Value) -> Result<String, Error> {
         .iter()
         .enumerate()
         .map(|(i, c)| {
-            let latency = required(MODEL, c, "ns")?;
+            let latency = need_f64(MODEL, c, "ns")?;
             Ok(vec![
                 c["alpha"].to_string(),
                 c["beta"].to_string(),

@@ -7,23 +7,23 @@
 
 use serde_json::Value;
 
-use super::{ns, required};
+use super::ns;
 use crate::chart::{BarChart, Bars};
-use crate::html::{esc, figure, missing, number, str_at, table, Page};
+use crate::html::{esc, figure, missing, need_f64, number, str_at, table, Page};
 use crate::Error;
 
 const DOCUMENT: &str = "p4 latency --json";
 
 /// The page of a `p4 latency --json` document.
 pub fn latency_page(estimate: &Value) -> Result<String, Error> {
-    let latency = required(DOCUMENT, estimate, "latency_ns")?;
+    let latency = need_f64(DOCUMENT, estimate, "latency_ns")?;
     let breakdown = estimate.get("breakdown").ok_or_else(|| Error::Input {
         document: DOCUMENT.into(),
         what: "no `breakdown`".into(),
     })?;
-    let parse_and_modify = required(DOCUMENT, breakdown, "parse_and_modify_ns")?;
-    let tables = required(DOCUMENT, breakdown, "tables_ns")?;
-    let count = |key: &str| required(DOCUMENT, estimate, key);
+    let parse_and_modify = need_f64(DOCUMENT, breakdown, "parse_and_modify_ns")?;
+    let tables = need_f64(DOCUMENT, breakdown, "tables_ns")?;
+    let count = |key: &str| need_f64(DOCUMENT, estimate, key);
     let (alpha, beta, gamma) = (count("alpha")?, count("beta")?, count("gamma")?);
     let actions = str_at(estimate, "actions").unwrap_or("?");
     let program = str_at(estimate, "program").unwrap_or("the program");
@@ -88,8 +88,8 @@ fn breakdown_table(estimate: &Value, latency: f64) -> Result<String, Error> {
             "-".into()
         }
     };
-    let parse = required(DOCUMENT, breakdown, "parse_and_modify_ns")?;
-    let tables = required(DOCUMENT, breakdown, "tables_ns")?;
+    let parse = need_f64(DOCUMENT, breakdown, "parse_and_modify_ns")?;
+    let tables = need_f64(DOCUMENT, breakdown, "tables_ns")?;
     let applied = names(&estimate["tables"]);
     let mut rows = vec![
         vec![
