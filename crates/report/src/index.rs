@@ -61,7 +61,7 @@ pub fn index_page(entries: &[Entry], targets: &[String], generator: &str, second
                 .guarantees
                 .iter()
                 .find(|g| &g.target == t)
-                .map_or(String::new(), |g| guarantee_cell(g));
+                .map_or(String::new(), guarantee_cell);
             row.push(cell);
         }
         row.push(

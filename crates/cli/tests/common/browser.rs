@@ -32,17 +32,8 @@ pub fn rendered_dom(page: &Path, scratch: &Path) -> String {
             .unwrap_or("page.html")
     ));
     std::fs::write(&copy, html.replacen("</body>", probe, 1)).expect("scratch is writable");
-    let out = Command::new(browser)
-        .args(["--headless", "--no-sandbox", "--disable-gpu", "--dump-dom"])
-        .arg(format!("file://{}", copy.display()))
-        .output()
-        .expect("chromium runs");
-    assert!(
-        out.status.success(),
-        "chromium failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).expect("the DOM is UTF-8")
+    let dom = headless(&["--dump-dom".to_string()], &copy);
+    String::from_utf8(dom).expect("the DOM is UTF-8")
 }
 
 /// Every `data-drawn` the probe wrote: `(width, height, elements)` per `<svg>`, in page order.
@@ -63,16 +54,22 @@ pub fn drawn_svgs(dom: &str) -> Vec<(f64, f64, usize)> {
 
 /// A screenshot of the page at `page` (`width` × `height` CSS pixels) written to `png`.
 pub fn screenshot(page: &Path, png: &Path, width: u32, height: u32) {
+    headless(
+        &[
+            "--hide-scrollbars".to_string(),
+            format!("--window-size={width},{height}"),
+            format!("--screenshot={}", png.display()),
+        ],
+        page,
+    );
+}
+
+/// Runs headless Chromium with `flags` on the page at `page`; its standard output.
+fn headless(flags: &[String], page: &Path) -> Vec<u8> {
     let browser = chromium().expect("chromium is installed (scripts/setup.sh)");
     let out = Command::new(browser)
-        .args([
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--hide-scrollbars",
-        ])
-        .arg(format!("--window-size={width},{height}"))
-        .arg(format!("--screenshot={}", png.display()))
+        .args(["--headless", "--no-sandbox", "--disable-gpu"])
+        .args(flags)
         .arg(format!("file://{}", page.display()))
         .output()
         .expect("chromium runs");
@@ -81,4 +78,5 @@ pub fn screenshot(page: &Path, png: &Path, width: u32, height: u32) {
         "chromium failed: {}",
         String::from_utf8_lossy(&out.stderr)
     );
+    out.stdout
 }
