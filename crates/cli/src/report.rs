@@ -37,6 +37,9 @@ pub struct ReportArgs {
     /// Seconds each worst-case search may take before reporting its best bound so far.
     #[arg(long, default_value_t = 60.0, value_name = "SECONDS")]
     pub bound_timeout: f64,
+    /// Seconds one solver check of `bound` and `measure` may take (their default otherwise).
+    #[arg(long, value_name = "SECONDS")]
+    pub check_timeout: Option<f64>,
     /// Skip the optimizer.
     #[arg(long)]
     pub no_optimize: bool,
@@ -61,9 +64,9 @@ pub struct ReportArgs {
     /// Skip the hXDP compilation and studies.
     #[arg(long)]
     pub no_hxdp: bool,
-    /// An overview in seconds per program, for folders of many: searches stop after 2 s, two
-    /// paths are timed at 1,000 runs, the optimizer applies its rules only (2 s proof, no
-    /// measurement). Replaces the flags it names.
+    /// An overview in seconds per program, for folders of many: searches and solver checks stop
+    /// after 2 s, two paths are timed at 1,000 runs, the optimizer applies its rules only (2 s
+    /// proof, no measurement). Replaces the flags it names.
     #[arg(long)]
     pub quick: bool,
 }
@@ -74,6 +77,7 @@ impl ReportArgs {
         let mut args = self.clone();
         if args.quick {
             args.bound_timeout = QUICK_SECONDS;
+            args.check_timeout = Some(QUICK_SECONDS);
             args.measure_paths = 2;
             args.measure_repeat = Some(1000);
             args.optimize_rules_only = true;
@@ -293,6 +297,13 @@ fn run_all(
     };
     let prog = ["--prog", program.as_str()];
     let bound_timeout = args.bound_timeout.to_string();
+    // A search's last checks go on after it stops (and `measure` waits for them before timing),
+    // so the check timeout bounds what a step leaves behind.
+    let check_timeout: Vec<String> = args
+        .check_timeout
+        .iter()
+        .flat_map(|s| ["--check-timeout".to_string(), s.to_string()])
+        .collect();
     let mut targets = Vec::new();
     for target in &args.targets {
         let tgt = ["--target", target.as_str()];
@@ -302,18 +313,17 @@ fn run_all(
                 crate::cost::cost,
             ))
         });
+        let mut argv = with(
+            &[
+                &prog[..],
+                &tgt[..],
+                &["--json", "--timeout", &bound_timeout],
+            ]
+            .concat(),
+        );
+        argv.extend(check_timeout.iter().cloned());
         let bound = timed(format!("bound {target}"), &mut || {
-            part(json_of(
-                &with(
-                    &[
-                        &prog[..],
-                        &tgt[..],
-                        &["--json", "--timeout", &bound_timeout],
-                    ]
-                    .concat(),
-                ),
-                crate::bound::bound,
-            ))
+            part(json_of(&argv, crate::bound::bound))
         });
         targets.push(TargetRun {
             target: target.clone(),
@@ -327,17 +337,19 @@ fn run_all(
         Part::Skipped("timing in the kernel needs root or CAP_BPF".into())
     } else {
         let paths = args.measure_paths.to_string();
+        let mut argv = with(
+            &[
+                &prog[..],
+                &["--paths", &paths, "--json", "--timeout", &bound_timeout],
+            ]
+            .concat(),
+        );
+        argv.extend(check_timeout.iter().cloned());
+        if let Some(repeat) = args.measure_repeat {
+            argv.extend(["--repeat".to_string(), repeat.to_string()]);
+        }
         timed("measure".into(), &mut || {
-            part(json_of(
-                &with(
-                    &[
-                        &prog[..],
-                        &["--paths", &paths, "--json", "--timeout", &bound_timeout],
-                    ]
-                    .concat(),
-                ),
-                crate::measure::measure,
-            ))
+            part(json_of(&argv, crate::measure::measure))
         })
     };
     let optimize = if args.no_optimize {

@@ -189,9 +189,7 @@ fn several_objects_make_a_folder_with_an_index() {
         example("xdp_reflector.o").to_str().unwrap(),
         "-o",
         folder.to_str().unwrap(),
-        "--no-optimize",
-        "--no-measure",
-        "--no-hxdp",
+        "--quick",
         "--target",
         "x86",
     ]);
@@ -206,6 +204,10 @@ fn several_objects_make_a_folder_with_an_index() {
         assert!(folder.join(format!("{name}.html")).is_file());
     }
     assert_drawn(&rendered_dom(&index, dir.path()), 1, &index);
+    // --quick still runs every step: the optimizer's rules and the hXDP schedule are there.
+    let page = std::fs::read_to_string(folder.join("xdp_filter.html")).unwrap();
+    assert!(page.contains("Optimizer (size goal)"), "the optimizer ran");
+    assert!(page.contains("data-key=\"hxdp-rows\""), "hxdp ran");
 }
 
 #[test]
