@@ -163,7 +163,7 @@ fn pages_render_in_a_browser_and_show_what_bound_says() {
         let shots = std::env::var_os("LINERATE_SCREENSHOTS")
             .map_or_else(|| dir.path().to_path_buf(), std::path::PathBuf::from);
         let png = shots.join(format!("{name}.png"));
-        screenshot(&page, &png, 1280, 4200);
+        screenshot(&page, &png, 1280, 6000);
         let bytes = std::fs::read(&png).unwrap();
         assert!(
             bytes.starts_with(b"\x89PNG") && bytes.len() > 50_000,

@@ -205,7 +205,7 @@ code, .listing, .schedule, .mono { font-family: ui-monospace, "SFMono-Regular", 
 .listing td.cost { color: var(--muted); text-align: right; }
 .schedule td { border: 1px solid var(--line); }
 .schedule td.empty { background: var(--panel); }
-.scroll { max-height: 75vh; overflow: auto; border: 1px solid var(--line); border-radius: 6px; margin: .5rem 0 1rem; }
+.scroll { max-height: min(75vh, 60rem); overflow: auto; border: 1px solid var(--line); border-radius: 6px; margin: .5rem 0 1rem; }
 .side-by-side { display: grid; grid-template-columns: 1fr 1fr; gap: 1rem; }
 .side-by-side > div { min-width: 0; }
 .figures { display: flex; flex-wrap: wrap; gap: 1rem; }
