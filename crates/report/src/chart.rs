@@ -252,7 +252,18 @@ impl BarChart {
         top: f64,
     ) -> Result<(), Box<dyn std::error::Error + '_>> {
         let n = self.categories.len();
-        let label_rows = if n > 8 { 70 } else { 40 };
+        // Rotated names need room for the longest (about 7 px a character at 12 px).
+        let longest = self
+            .categories
+            .iter()
+            .map(|c| c.chars().count())
+            .max()
+            .unwrap_or(0);
+        let label_rows = if n > 8 {
+            (longest as u32 * 7 + 12).clamp(40, 200)
+        } else {
+            40
+        };
         let mut chart = ChartBuilder::on(root)
             .caption(&self.title, ("sans-serif", 15))
             .margin(8)

@@ -74,15 +74,16 @@ pub fn index_page(entries: &[Entry], targets: &[String], generator: &str, second
         rows.push(row);
     }
     let mut body = table("index", &header_refs, &rows);
-    let ok: Vec<&Headline> = entries
+    // Named by object: several objects may hold programs of one name.
+    let (names, ok): (Vec<String>, Vec<&Headline>) = entries
         .iter()
-        .filter_map(|e| e.headline.as_ref().ok())
-        .collect();
+        .filter_map(|e| Some((object_stem(&e.object), e.headline.as_ref().ok()?)))
+        .unzip();
     if !ok.is_empty() {
         let chart = BarChart {
             title: "Worst-case guarantee per program".into(),
             y_label: "Mpps".into(),
-            categories: ok.iter().map(|h| h.program.clone()).collect(),
+            categories: names,
             groups: targets
                 .iter()
                 .enumerate()
@@ -140,4 +141,11 @@ fn guarantee_cell(g: &Guarantee) -> String {
         (None, None, Some(why)) => format!("<span title=\"{}\">n/a</span>", esc(why)),
         (None, None, None) => "no packet completes".into(),
     }
+}
+
+/// An object's file name without folder and extension.
+fn object_stem(object: &str) -> String {
+    std::path::Path::new(object)
+        .file_stem()
+        .map_or_else(|| object.to_string(), |s| s.to_string_lossy().into_owned())
 }
