@@ -17,9 +17,9 @@ set -euo pipefail
 # RUSTFLAGS="-C link-arg=-Wl,-rpath,DIR/z3/lib" CARGO_TARGET_DIR=another-dir (without
 # Z3_NO_PKG_CONFIG the pkg-config probe's -L/usr/lib/x86_64-linux-gnu shadows the override).
 # graphviz: `dot` lays out the control-flow graph of `linerate report`; chromium: the headless
-# browser its tests render reports in.
+# browser its tests render reports in; time: GNU time, the peak memory bench/report prints.
 packages=(clang-13 llvm-13 clang-14 clang-19 llvm-19 bpftool pkg-config libbpf-dev libz3-dev
-  graphviz chromium)
+  graphviz chromium time)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
