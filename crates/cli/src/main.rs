@@ -124,25 +124,24 @@ fn report(result: Result<()>) -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {
-            let mut detail = None;
-            let mut message = String::new();
-            for cause in err.chain() {
-                if let Some(d) = cause.downcast_ref::<Detail>() {
-                    detail = Some(d.0.clone());
-                    continue;
-                }
-                if !message.is_empty() {
-                    message.push_str(": ");
-                }
-                message.push_str(&cause.to_string());
-            }
-            eprintln!("error: {}", message.replace('\n', " "));
-            if let Some(detail) = detail {
-                eprintln!("{}", detail.trim_end());
+            eprintln!("error: {}", error_line(&err));
+            if let Some(detail) = err.chain().find_map(|c| c.downcast_ref::<Detail>()) {
+                eprintln!("{}", detail.0.trim_end());
             }
             ExitCode::FAILURE
         }
     }
+}
+
+/// An error's causes on one line, joined by `: `, without its [`Detail`] (the line `main`
+/// prints after `error: `).
+pub fn error_line(err: &anyhow::Error) -> String {
+    err.chain()
+        .filter(|cause| cause.downcast_ref::<Detail>().is_none())
+        .map(|cause| cause.to_string())
+        .collect::<Vec<_>>()
+        .join(": ")
+        .replace('\n', " ")
 }
 
 /// The object at `path`, its CO-RE relocations resolved against the BTF file `btf` (`--btf`), or

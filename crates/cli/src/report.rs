@@ -120,19 +120,11 @@ fn json_of<A: Args>(argv: &[String], run: fn(&A) -> Result<()>) -> Result<Value>
     serde_json::from_str(&text).context("the command's JSON does not parse")
 }
 
-/// An error's causes on one line, as `main` prints them.
-fn one_line(err: &anyhow::Error) -> String {
-    err.chain()
-        .map(|c| c.to_string().lines().next().unwrap_or_default().to_string())
-        .collect::<Vec<_>>()
-        .join(": ")
-}
-
 /// A command's document, or its failure as a part of the page.
 fn part(result: Result<Value>) -> Part {
     match result {
         Ok(v) => Part::Done(v),
-        Err(e) => Part::Failed(one_line(&e)),
+        Err(e) => Part::Failed(crate::error_line(&e)),
     }
 }
 
@@ -154,6 +146,8 @@ pub fn report(args: &ReportArgs) -> Result<()> {
     if several && args.output.is_none() {
         bail!("several objects need -o FOLDER for their pages and index");
     }
+    // Whether this process may time programs in the kernel, asked once for every page.
+    let kernel = linerate_kernel::check_access().map_err(|e| e.to_string());
     let started = Instant::now();
     let progress = ProgressBar::new(
         "report",
@@ -167,7 +161,7 @@ pub fn report(args: &ReportArgs) -> Result<()> {
             Some(path) => path.clone(),
             None => PathBuf::from(format!("{}.html", stem(object))),
         };
-        let run = run_all(args, object, &progress, &mut done)?;
+        let run = run_all(args, object, &kernel, &progress, &mut done)?;
         let html = program_page(&run)?;
         progress.finish();
         write(&output, &html)?;
@@ -185,7 +179,7 @@ pub fn report(args: &ReportArgs) -> Result<()> {
     let mut failed = 0;
     for object in &args.objects {
         let name = unique_page_name(object, &entries);
-        let made = run_all(args, object, &progress, &mut done).and_then(|run| {
+        let made = run_all(args, object, &kernel, &progress, &mut done).and_then(|run| {
             let html = program_page(&run)?;
             write(&folder.join(&name), &html)?;
             Ok(headline(&run))
@@ -201,7 +195,7 @@ pub fn report(args: &ReportArgs) -> Result<()> {
                 Entry {
                     object: object.display().to_string(),
                     page: None,
-                    headline: Err(one_line(&e)),
+                    headline: Err(crate::error_line(&e)),
                 }
             }
         });
@@ -265,6 +259,7 @@ fn write(path: &Path, html: &str) -> Result<()> {
 fn run_all(
     args: &ReportArgs,
     object: &Path,
+    kernel: &Result<(), String>,
     progress: &ProgressBar,
     done: &mut usize,
 ) -> Result<ProgramRun> {
@@ -339,8 +334,8 @@ fn run_all(
     }
     let measure = if args.no_measure {
         Part::Skipped("--no-measure".into())
-    } else if !kernel_available() {
-        Part::Skipped("timing in the kernel needs root or CAP_BPF".into())
+    } else if let Err(why) = kernel {
+        Part::Skipped(why.clone())
     } else {
         let paths = args.measure_paths.to_string();
         let mut argv = with(
@@ -430,10 +425,4 @@ fn optimize_part(args: &ReportArgs, common: &[String]) -> Part {
     let result = part(json_of(&argv, crate::optimize::optimize));
     let _ = std::fs::remove_file(&scratch);
     result
-}
-
-/// Whether this process may load programs (root; CAP_BPF alone shows when loading fails).
-fn kernel_available() -> bool {
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    unsafe { libc::geteuid() == 0 }
 }
