@@ -4,7 +4,7 @@
 //! overflow. The bytes become an object through `linerate_conformance::decodable` (first byte: 0
 //! a file as users have them, ELF or `llvm-objdump` text; 1 raw instruction slots; otherwise a
 //! structured program with maps, functions, loops and calls); the checks are those of the
-//! `linerate-cost` test `arbitrary_programs`, in `crates/cost/tests/common/commands.rs`.
+//! `linerate-cost` test `arbitrary_programs`, in `crates/cost/tests/it/common/commands.rs`.
 #![no_main]
 
 use std::sync::OnceLock;
@@ -13,7 +13,7 @@ use libfuzzer_sys::fuzz_target;
 use linerate_conformance::decodable::object_from_bytes;
 use linerate_cost::Model;
 
-#[path = "../../crates/cost/tests/common/commands.rs"]
+#[path = "../../crates/cost/tests/it/common/commands.rs"]
 #[allow(dead_code)]
 mod commands;
 

@@ -8,7 +8,7 @@
 //! (six instances, paths found by other instances discarded); and the baseline for k up to 300.
 //! Run with `cargo bench -p linerate-bound --bench enumerate`.
 
-#[path = "../tests/support/mod.rs"]
+#[path = "../tests/it/support/mod.rs"]
 mod support;
 
 use std::time::Instant;

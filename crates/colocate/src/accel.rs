@@ -13,7 +13,7 @@
 //! only if `t_j = n_j / T_j,solo`; but Eq. 5 sets `t_j = 1/T_j,solo`, which is also what an NF
 //! alone on the accelerator achieves (`n_j` requests per round of `n_j·t_j`). We use
 //! `t_j = 1/T_j,solo` and the first form; the request-level round-robin scheduler of
-//! [`crate::scheduler`] agrees with it (tests/accelerator.rs), so the `n_j²` form is a slip.
+//! [`crate::scheduler`] agrees with it (tests/it/accelerator.rs), so the `n_j²` form is a slip.
 
 use crate::error::{non_negative, positive, ColocateError};
 use crate::fit::weighted_line;

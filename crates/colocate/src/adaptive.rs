@@ -28,7 +28,7 @@
 //!   boxes around its centre instead of the two on its diagonal ([`SplitShape`]): with several
 //!   kept attributes the diagonal halves only ever sample points where every attribute is low
 //!   together or high together, and a model trained on them cannot tell the attributes apart.
-//!   tests/profiling.rs reports the first two, tests/predict.rs the third.
+//!   tests/it/profiling.rs reports the first two, tests/it/predict.rs the third.
 //! - The quota is a hard cap: `profile_one` is not called once `Q` distinct points are taken
 //!   (the listing checks only between splits, so it can overshoot by `m + 2`).
 //! - As the paper's `profile_one` does, a point already profiled (a solo corner shared by two

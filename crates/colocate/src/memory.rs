@@ -15,7 +15,7 @@
 //! moves by a factor of several across traffic profiles, the fraction lost much less, so trees
 //! spend their splits on contention; and squared loss on a log ratio weighs a relative error the
 //! same at a 5% drop as at a 60% one, which is what MAPE scores (regressing `1 − T/T_solo`
-//! directly under-fitted the heavy drops, tests/memory.rs).
+//! directly under-fitted the heavy drops, tests/it/memory.rs).
 //!
 //! **Our reading of SLOMO's extrapolation.** Paper 004 trains SLOMO "under the default traffic
 //! profile" and, when the test profile deviates, applies "SLOMO's sensitivity extrapolation"

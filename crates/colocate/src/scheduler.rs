@@ -2,7 +2,7 @@
 //! queues in round-robin order and serving one request from each non-empty queue it visits, the
 //! discipline of the BlueField-2 regex driver that paper 004 §4.1.1 reports. This is the
 //! mechanism the fluid model of [`crate::accel::equilibrium`] summarizes, written independently
-//! of it so that one can check the other (tests/accelerator.rs).
+//! of it so that one can check the other (tests/it/accelerator.rs).
 //!
 //! Arrivals of a rate-limited tenant are periodic at its offered rate and dealt to its queues in
 //! turn; a backlogged tenant's queues are never empty. Service times are deterministic, the

@@ -14,7 +14,7 @@
 //! unchanged) is timed mostly on the path its own output takes. The interpreter's "repeat"
 //! columns do the same work: per packet, a run in place followed by `VM_REPEAT - 1` reruns on
 //! the packet it left (`Vm::rerun_in_place`, checked against the kernel's repeated runs by
-//! tests/repeat_vs_kernel.rs), with the instructions per run that sequence executes; `rep/jit`
+//! tests/it/repeat_vs_kernel.rs), with the instructions per run that sequence executes; `rep/jit`
 //! is the like-for-like ratio. Run with `bench/vm` or `cargo bench -p linerate-conformance --bench vm`;
 //! with `BENCH_VM_ONLY=NAME,...` only those examples run (to profile one), and with
 //! `BENCH_VM_PASSES=N` the interpreter makes one round of exactly `N` passes over each example's

@@ -16,7 +16,7 @@
 //!   `destroy` zeroes the state. The kernel computes in 32-bit `int`s that wrap
 //!   (`-fno-strict-overflow`), as here; `new`'s `int` result arrives zero-extended in r0, as
 //!   the kernel's x86-64 code leaves it (checked against the kernel in
-//!   `crates/conformance/tests/kfuncs_vs_kernel.rs`).
+//!   `crates/conformance/tests/it/kfuncs_vs_kernel.rs`).
 
 use linerate_bpf::facts::errno::{E2BIG, EINVAL};
 use linerate_bpf::facts::kfunc::{ITER_NUM_DESTROY, ITER_NUM_NEW, ITER_NUM_NEXT, ITER_NUM_SIZE};

@@ -409,7 +409,7 @@ impl PathChecker {
 
     /// After a check that forced helper outcomes, makes the next check start from the entry:
     /// building on the snapshots of a forced run made a later check of a satisfiable path
-    /// answer unsatisfiable (tests/session_reuse.rs; why is not understood yet), which would
+    /// answer unsatisfiable (tests/it/session_reuse.rs; why is not understood yet), which would
     /// refute a possible path and prune others with it.
     fn forget_forced(&mut self, forced: &[bool]) {
         if !forced.is_empty() {

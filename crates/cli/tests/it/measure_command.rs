@@ -1,0 +1,117 @@
+//! `linerate measure`: every reported path's witness follows its block sequence in the
+//! interpreter and returns the same action there and in the kernel, and the figures are what
+//! they claim (measured = 1e9 / median ns, ratio = estimate / measured); the refusals (a target
+//! without hardware here, a missing file) are one-line errors.
+
+use crate::common;
+
+use common::{example, expect_error, run};
+use serde_json::Value;
+
+/// Runs `measure --json` on an example with short timings.
+fn measure(name: &str, paths: usize) -> Value {
+    let object = example(name);
+    let paths = paths.to_string();
+    run([
+        "measure",
+        object.to_str().expect("utf-8 path"),
+        "--paths",
+        &paths,
+        "--repeat",
+        "2000",
+        "--trials",
+        "3",
+        "--single-runs",
+        "20",
+        "--json",
+    ])
+    .json()
+}
+
+fn check_paths(name: &str, out: &Value, paths: usize) {
+    let reported = out["paths"].as_array().expect("paths");
+    assert_eq!(reported.len(), paths, "{name}: {out:#}");
+    for p in reported {
+        let rank = &p["rank"];
+        assert_eq!(p["check"], "confirmed", "{name} path {rank}: {p:#}");
+        assert_eq!(p["vm_blocks_match"], true, "{name} path {rank}");
+        assert!(!p["blocks"].as_array().expect("blocks").is_empty());
+        assert!(p["action"].as_str().is_some_and(|a| a.starts_with("XDP_")));
+        assert_eq!(p["vm_action"], p["action"], "{name} path {rank}");
+        assert_eq!(p["kernel_action"], p["action"], "{name} path {rank}");
+        let trials = p["trials_ns"].as_array().expect("trials");
+        assert_eq!(trials.len(), 3);
+        let median = p["median_ns"].as_f64().expect("timed");
+        let measured = p["measured_pps"].as_f64().expect("measured");
+        let estimate = p["estimate_pps"].as_f64().expect("estimate");
+        assert!(median > 0.0 && estimate > 0.0);
+        assert!((measured - 1e9 / median).abs() < 1e-6 * measured);
+        let ratio = p["ratio"].as_f64().expect("ratio");
+        assert!((ratio - estimate / measured).abs() < 1e-9 * ratio);
+    }
+    let summary = &out["summary"];
+    assert_eq!(summary["paths"], paths);
+    let counted = summary["counted"].as_u64().expect("counted");
+    if counted > 0 {
+        let shares =
+            summary["under_share"].as_f64().unwrap() + summary["over_share"].as_f64().unwrap();
+        assert!(shares <= 1.0 + 1e-9);
+    }
+}
+
+#[test]
+fn measured_paths_are_the_reported_paths_in_the_vm_and_the_kernel() {
+    if !linerate_kernel::usable_or_skip("measured_paths_are_the_reported_paths") {
+        return;
+    }
+    // Repeated runs repeat the redirector's paths. The filter's slowest paths prepend 4 bytes of
+    // metadata, which repeated runs sharing one buffer cannot do for long (32 bytes at most):
+    // they drift, and are timed in single runs. The QUIC load balancer answers with XDP_TX, so
+    // its repeated runs see their own rewritten packet and are timed in single runs too.
+    let redirect = measure("xdp_redirect.o", 3);
+    check_paths("xdp_redirect", &redirect, 3);
+    for p in redirect["paths"].as_array().unwrap() {
+        assert_eq!(p["method"], "repeated", "{p:#}");
+        assert_eq!(p["counted"], true);
+    }
+    assert_eq!(redirect["summary"]["counted"], 3);
+    assert!(redirect["summary"]["ssp_is_slowest"].is_boolean());
+    let filter = measure("xdp_filter.o", 1);
+    let tagged = &filter["paths"][0];
+    assert_eq!(tagged["method"], "fresh", "{tagged:#}");
+    assert!(
+        tagged["drift"]
+            .as_str()
+            .is_some_and(|d| d.contains("takes other blocks")),
+        "{tagged:#}"
+    );
+    let quic = measure("xdp_quic_lb_v4.o", 2);
+    check_paths("xdp_quic_lb_v4", &quic, 2);
+    for p in quic["paths"].as_array().unwrap() {
+        assert_eq!(p["method"], "fresh", "{p:#}");
+        assert!(p["drift"].as_str().is_some());
+    }
+}
+
+#[test]
+fn measure_refuses_targets_without_hardware_and_missing_files() {
+    let firewall = example("xdp_firewall.o");
+    let object = firewall.to_str().expect("utf-8 path");
+    expect_error(
+        &run(["measure", object, "--target", "nfp"]),
+        &["target `nfp` has no hardware here"],
+    );
+    let nfp_model =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../cost/models/nfp.json");
+    expect_error(
+        &run([
+            "measure",
+            object,
+            "--model",
+            nfp_model.to_str().expect("utf-8 path"),
+        ]),
+        &["`nfp`", "no hardware here"],
+    );
+    expect_error(&run(["measure", "no/such/file.o"]), &["no/such/file.o"]);
+    expect_error(&run(["measure", object, "--trials", "0"]), &["--trials"]);
+}

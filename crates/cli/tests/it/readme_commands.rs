@@ -1,0 +1,236 @@
+//! Every command in README.md's ```sh blocks runs and exits 0.
+//!
+//! README.md is read when the test runs, so edits to it are checked as they are made. Commands
+//! (lines joined at a trailing `\`, `#` comments dropped) run with `bash` in a scratch directory
+//! that links every top-level entry of the repository except `target/`, so relative paths resolve
+//! as from the repository root and files the commands write (`-o host.json`, `> out.txt`) land in
+//! the scratch directory. `target/release/linerate` is replaced by the binary under test.
+//!
+//! Not run: the set-up lines `bash scripts/setup.sh && ...` (what CI runs, and this test is part
+//! of it) and `cargo` commands (`cargo build --release` built the binary this test runs; a nested
+//! cargo would rebuild the binaries other tests are executing). Kernel-backed commands (`--kernel`,
+//! `calibrate`) go through [`linerate_kernel::usable_or_skip`]; a command whose program is not
+//! installed prints `SKIPPED:`. Either way the rest of its block is skipped too, since later lines
+//! may read what it writes.
+
+use crate::common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use common::{bin, output, TempDir};
+
+fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// One command of a ```sh block, with the README line it starts on.
+#[derive(Debug)]
+struct ReadmeCommand {
+    line: usize,
+    text: String,
+}
+
+/// The text before an unquoted `#` that starts a word.
+fn strip_comment(line: &str) -> &str {
+    let (mut single, mut double) = (false, false);
+    let mut previous = ' ';
+    for (i, c) in line.char_indices() {
+        match c {
+            '\'' if !double => single = !single,
+            '"' if !single => double = !double,
+            '#' if !single && !double && previous.is_whitespace() => return &line[..i],
+            _ => {}
+        }
+        previous = c;
+    }
+    line
+}
+
+/// The commands of each ```sh block of `readme`, block by block.
+fn sh_blocks(readme: &str) -> Vec<Vec<ReadmeCommand>> {
+    let mut blocks = Vec::new();
+    let mut current: Option<Vec<ReadmeCommand>> = None;
+    let mut pending: Option<ReadmeCommand> = None;
+    for (i, raw) in readme.lines().enumerate() {
+        let fence = raw.trim_start();
+        if fence.starts_with("```") {
+            match current.take() {
+                Some(block) => {
+                    assert!(
+                        pending.is_none(),
+                        "README.md line {}: a command continues past its block",
+                        i + 1
+                    );
+                    blocks.push(block);
+                }
+                None if fence.trim_end() == "```sh" => current = Some(Vec::new()),
+                None => {}
+            }
+            continue;
+        }
+        let Some(block) = current.as_mut() else {
+            continue;
+        };
+        let line = strip_comment(raw).trim_end();
+        let (line, continues) = match line.strip_suffix('\\') {
+            Some(head) => (head.trim_end(), true),
+            None => (line, false),
+        };
+        let command = match pending.take() {
+            Some(mut c) => {
+                c.text.push(' ');
+                c.text.push_str(line.trim());
+                c
+            }
+            None if line.trim().is_empty() => continue,
+            None => ReadmeCommand {
+                line: i + 1,
+                text: line.trim().to_string(),
+            },
+        };
+        if continues {
+            pending = Some(command);
+        } else {
+            block.push(command);
+        }
+    }
+    assert!(current.is_none(), "README.md ends inside a code block");
+    blocks
+}
+
+/// Why a command is not run here at all, if it is not.
+fn not_run(text: &str) -> Option<&'static str> {
+    if text.starts_with("bash scripts/setup.sh") {
+        Some("set-up line (what CI runs)")
+    } else if text.starts_with("cargo ") {
+        Some("cargo command (it built the binary under test)")
+    } else {
+        None
+    }
+}
+
+/// Whether `program` can be started: a path that exists or a name found in `PATH`.
+fn installed(program: &str) -> bool {
+    if program.contains('/') {
+        return Path::new(program).exists();
+    }
+    std::env::var_os("PATH")
+        .is_some_and(|paths| std::env::split_paths(&paths).any(|dir| dir.join(program).is_file()))
+}
+
+/// A scratch directory that looks like the repository root: a link to every top-level entry but
+/// `target/` and `.git`.
+fn scratch_root() -> TempDir {
+    let dir = TempDir::new("readme");
+    let root = repo_root();
+    for entry in std::fs::read_dir(&root).expect("list the repository root") {
+        let entry = entry.expect("entry");
+        let name = entry.file_name();
+        if name == "target" || name == ".git" {
+            continue;
+        }
+        std::os::unix::fs::symlink(root.join(&name), dir.path().join(&name))
+            .expect("link a repository entry");
+    }
+    dir
+}
+
+#[test]
+fn every_readme_command_runs() {
+    let readme =
+        std::fs::read_to_string(repo_root().join("README.md")).expect("README.md is readable");
+    let blocks = sh_blocks(&readme);
+    assert!(!blocks.is_empty(), "README.md has no ```sh block");
+    let dir = scratch_root();
+    let mut ran = 0;
+    let mut failures = Vec::new();
+    for block in &blocks {
+        for command in block {
+            if let Some(why) = not_run(&command.text) {
+                println!(
+                    "not run: README.md line {}: {} ({why})",
+                    command.line, command.text
+                );
+                continue;
+            }
+            let text = command.text.replace("target/release/linerate", bin());
+            let program = text.split_whitespace().next().unwrap_or_default();
+            let skip = if !installed(program) {
+                println!(
+                    "SKIPPED: README.md line {}: {program} is not installed",
+                    command.line
+                );
+                true
+            } else if text.contains(" --kernel") || text.contains(" calibrate") {
+                !linerate_kernel::usable_or_skip(&format!("README.md line {}", command.line))
+            } else {
+                false
+            };
+            if skip {
+                println!("  (and the rest of its block)");
+                break;
+            }
+            let mut cmd = Command::new("bash");
+            cmd.args(["-e", "-o", "pipefail", "-c", &text])
+                .current_dir(dir.path());
+            let out = output(cmd);
+            ran += 1;
+            if out.code != Some(0) {
+                failures.push(format!(
+                    "README.md line {}: `{}` exited with {:?}:\n{}",
+                    command.line,
+                    command.text,
+                    out.code,
+                    out.stderr.trim()
+                ));
+                // Later lines of the block may read what this one should have written.
+                break;
+            }
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "README commands fail:\n{}",
+        failures.join("\n")
+    );
+    assert!(ran > 0, "no README command ran");
+    println!("{ran} README commands ran");
+}
+
+#[test]
+fn commands_are_read_like_a_shell_reads_them() {
+    let text = "\
+intro
+```sh
+# a comment line
+cmd one   # trailing comment
+cmd two \\
+    --flag x  # after a continuation
+echo 'not # a comment' \"nor # this\"
+```
+```json
+{\"not\": \"run\"}
+```
+```sh
+last
+```
+";
+    let blocks = sh_blocks(text);
+    let texts: Vec<Vec<&str>> = blocks
+        .iter()
+        .map(|b| b.iter().map(|c| c.text.as_str()).collect())
+        .collect();
+    assert_eq!(
+        texts,
+        vec![
+            vec![
+                "cmd one",
+                "cmd two --flag x",
+                "echo 'not # a comment' \"nor # this\""
+            ],
+            vec!["last"],
+        ]
+    );
+    assert_eq!(blocks[0][1].line, 5);
+}

@@ -1,0 +1,13 @@
+//! The integration tests of `smt`, one module per concern, linked into one test binary
+//! (one link against the workspace and Z3 instead of one per file).
+
+mod common;
+
+mod agreement;
+mod equivalence;
+mod examples_witness;
+mod prefix;
+mod session_reuse;
+mod unsat_core;
+mod window;
+mod witness_kernel;
