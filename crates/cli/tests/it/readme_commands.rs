@@ -1,10 +1,11 @@
 //! Every command in README.md's ```sh blocks runs and exits 0.
 //!
 //! README.md is read when the test runs, so edits to it are checked as they are made. Commands
-//! (lines joined at a trailing `\`, `#` comments dropped) run with `bash` in a scratch directory
-//! that links every top-level entry of the repository except `target/`, so relative paths resolve
-//! as from the repository root and files the commands write (`-o host.json`, `> out.txt`) land in
-//! the scratch directory. `target/release/linerate` is replaced by the binary under test.
+//! (lines joined at a trailing `\`, `#` comments dropped) run block by block with `bash`, each
+//! block in a scratch directory of its own that links every top-level entry of the repository
+//! except `target/`, so relative paths resolve as from the repository root and files the commands
+//! write (`-o host.json`, `> out.txt`) land in the scratch directory, where only later lines of
+//! the same block see them. `target/release/linerate` is replaced by the binary under test.
 //!
 //! Not run: the set-up lines `bash scripts/setup.sh && ...` (what CI runs, and this test is part
 //! of it) and `cargo` commands (`cargo build --release` built the binary this test runs; a nested
@@ -17,6 +18,8 @@ use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
 
 use common::{bin, output, TempDir};
 
@@ -136,59 +139,89 @@ fn scratch_root() -> TempDir {
     dir
 }
 
+/// Runs one block's commands in order in a scratch directory of its own; returns how many ran
+/// and the failure that stopped the block, if one did.
+fn run_block(block: &[ReadmeCommand]) -> (usize, Option<String>) {
+    let dir = scratch_root();
+    let mut ran = 0;
+    for command in block {
+        if let Some(why) = not_run(&command.text) {
+            println!(
+                "not run: README.md line {}: {} ({why})",
+                command.line, command.text
+            );
+            continue;
+        }
+        let text = command.text.replace("target/release/linerate", bin());
+        let program = text.split_whitespace().next().unwrap_or_default();
+        let skip = if !installed(program) {
+            println!(
+                "SKIPPED: README.md line {}: {program} is not installed",
+                command.line
+            );
+            true
+        } else if text.contains(" --kernel") || text.contains(" calibrate") {
+            !linerate_kernel::usable_or_skip(&format!("README.md line {}", command.line))
+        } else {
+            false
+        };
+        if skip {
+            println!("  (and the rest of its block)");
+            break;
+        }
+        let mut cmd = Command::new("bash");
+        cmd.args(["-e", "-o", "pipefail", "-c", &text])
+            .current_dir(dir.path());
+        let out = output(cmd);
+        ran += 1;
+        if out.code != Some(0) {
+            // Later lines of the block may read what this one should have written.
+            let failure = format!(
+                "README.md line {}: `{}` exited with {:?}:\n{}",
+                command.line,
+                command.text,
+                out.code,
+                out.stderr.trim()
+            );
+            return (ran, Some(failure));
+        }
+    }
+    (ran, None)
+}
+
+/// Blocks are run two at a time, each in its own directory: a reader copies one block, so no
+/// block may need files another wrote, and the README's two slowest blocks (the host
+/// co-location profile, the default report) need not wait for each other.
 #[test]
 fn every_readme_command_runs() {
     let readme =
         std::fs::read_to_string(repo_root().join("README.md")).expect("README.md is readable");
     let blocks = sh_blocks(&readme);
     assert!(!blocks.is_empty(), "README.md has no ```sh block");
-    let dir = scratch_root();
-    let mut ran = 0;
-    let mut failures = Vec::new();
-    for block in &blocks {
-        for command in block {
-            if let Some(why) = not_run(&command.text) {
-                println!(
-                    "not run: README.md line {}: {} ({why})",
-                    command.line, command.text
-                );
-                continue;
-            }
-            let text = command.text.replace("target/release/linerate", bin());
-            let program = text.split_whitespace().next().unwrap_or_default();
-            let skip = if !installed(program) {
-                println!(
-                    "SKIPPED: README.md line {}: {program} is not installed",
-                    command.line
-                );
-                true
-            } else if text.contains(" --kernel") || text.contains(" calibrate") {
-                !linerate_kernel::usable_or_skip(&format!("README.md line {}", command.line))
-            } else {
-                false
-            };
-            if skip {
-                println!("  (and the rest of its block)");
-                break;
-            }
-            let mut cmd = Command::new("bash");
-            cmd.args(["-e", "-o", "pipefail", "-c", &text])
-                .current_dir(dir.path());
-            let out = output(cmd);
-            ran += 1;
-            if out.code != Some(0) {
-                failures.push(format!(
-                    "README.md line {}: `{}` exited with {:?}:\n{}",
-                    command.line,
-                    command.text,
-                    out.code,
-                    out.stderr.trim()
-                ));
-                // Later lines of the block may read what this one should have written.
-                break;
-            }
+    let next = AtomicUsize::new(0);
+    let results = Mutex::new(Vec::new());
+    std::thread::scope(|scope| {
+        for _ in 0..2 {
+            scope.spawn(|| loop {
+                let index = next.fetch_add(1, Ordering::SeqCst);
+                let Some(block) = blocks.get(index) else {
+                    break;
+                };
+                let (ran, failure) = run_block(block);
+                results
+                    .lock()
+                    .expect("no worker panicked")
+                    .push((index, ran, failure));
+            });
         }
-    }
+    });
+    let mut results = results.into_inner().expect("no worker panicked");
+    results.sort_by_key(|(index, _, _)| *index);
+    let ran: usize = results.iter().map(|(_, ran, _)| ran).sum();
+    let failures: Vec<&str> = results
+        .iter()
+        .filter_map(|(_, _, failure)| failure.as_deref())
+        .collect();
     assert!(
         failures.is_empty(),
         "README commands fail:\n{}",
