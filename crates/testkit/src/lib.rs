@@ -1,11 +1,16 @@
 //! Test support shared by linerate's test suites: [`XorShift`], a small deterministic random
 //! generator, so that a randomized test (fuzzing an object reader, mutating packets, drawing
-//! instruction slots) fails the same way on every run and reproduces from its seed.
+//! instruction slots) fails the same way on every run and reproduces from its seed; and
+//! [`map_in_parallel`], which spreads a long test's independent cases over threads of its own.
 //!
 //! This crate is for tests only: linerate's crates take it as a dev-dependency, and it depends on
 //! no linerate crate. It is not a general-purpose or cryptographic generator, and not the VM's
 //! `bpf_get_prandom_u32` (that is runtime behaviour of the interpreter, kept in `linerate-vm`);
 //! tests that want distributions or shrinking use `proptest`.
+
+mod parallel;
+
+pub use parallel::map_in_parallel;
 
 /// The xorshift64* generator (S. Vigna, "An experimental exploration of Marsaglia's xorshift
 /// generators, scrambled", 2016): a 64-bit xorshift state (shifts 12, 25, 27) whose output is

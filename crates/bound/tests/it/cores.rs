@@ -10,10 +10,11 @@ use linerate_bound::enumerate::{Enumerator, Metric};
 use linerate_bound::prepare::{prepare, Options, Prepared};
 use linerate_bpf::Object;
 use linerate_cfg::Decision;
-use linerate_conformance::examples::load_all;
+use linerate_conformance::examples::{load_all, Example};
 use linerate_conformance::random_program::paths::{generate, GenOptions};
 use linerate_cost::Model;
 use linerate_smt::{PathChecker, PrefixVerdict, Verdict};
+use linerate_testkit::map_in_parallel;
 
 /// Paths checked per program, slowest first.
 const PATHS: usize = 48;
@@ -78,17 +79,26 @@ fn check_cores(name: &str, object: &Object, program: usize, prepared: &Prepared)
 #[test]
 fn every_core_prefix_is_impossible_on_its_own_in_the_examples() {
     let model = Model::builtin("x86").expect("shipped model");
-    let mut cores = 0;
-    for example in load_all().expect("examples load") {
-        for program in example.runnable_programs() {
-            let Ok(prepared) = prepare(&example.object, program, &model, &Options::default())
-            else {
-                continue;
-            };
-            let name = format!("{} program {program}", example.name());
-            cores += check_cores(&name, &example.object, program, &prepared);
-        }
-    }
+    let examples = load_all().expect("examples load");
+    let programs: Vec<(&Example, usize)> = examples
+        .iter()
+        .flat_map(|example| {
+            example
+                .runnable_programs()
+                .into_iter()
+                .map(move |program| (example, program))
+        })
+        .collect();
+    // Each program's checks take up to BUDGET on one session: two threads halve the wait.
+    let cores: usize = map_in_parallel(&programs, 2, |&(example, program)| {
+        let Ok(prepared) = prepare(&example.object, program, &model, &Options::default()) else {
+            return 0;
+        };
+        let name = format!("{} program {program}", example.name());
+        check_cores(&name, &example.object, program, &prepared)
+    })
+    .into_iter()
+    .sum();
     assert!(cores > 100, "only {cores} cores checked");
 }
 

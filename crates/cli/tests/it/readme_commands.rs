@@ -18,8 +18,6 @@ use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
 
 use common::{bin, output, TempDir};
 
@@ -198,29 +196,11 @@ fn every_readme_command_runs() {
         std::fs::read_to_string(repo_root().join("README.md")).expect("README.md is readable");
     let blocks = sh_blocks(&readme);
     assert!(!blocks.is_empty(), "README.md has no ```sh block");
-    let next = AtomicUsize::new(0);
-    let results = Mutex::new(Vec::new());
-    std::thread::scope(|scope| {
-        for _ in 0..2 {
-            scope.spawn(|| loop {
-                let index = next.fetch_add(1, Ordering::SeqCst);
-                let Some(block) = blocks.get(index) else {
-                    break;
-                };
-                let (ran, failure) = run_block(block);
-                results
-                    .lock()
-                    .expect("no worker panicked")
-                    .push((index, ran, failure));
-            });
-        }
-    });
-    let mut results = results.into_inner().expect("no worker panicked");
-    results.sort_by_key(|(index, _, _)| *index);
-    let ran: usize = results.iter().map(|(_, ran, _)| ran).sum();
+    let results = linerate_testkit::map_in_parallel(&blocks, 2, |block| run_block(block));
+    let ran: usize = results.iter().map(|(ran, _)| ran).sum();
     let failures: Vec<&str> = results
         .iter()
-        .filter_map(|(_, _, failure)| failure.as_deref())
+        .filter_map(|(_, failure)| failure.as_deref())
         .collect();
     assert!(
         failures.is_empty(),

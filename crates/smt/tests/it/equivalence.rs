@@ -331,37 +331,45 @@ fn loops_are_followed_and_unmodelled_features_are_unknown() {
 #[test]
 fn examples_are_equivalent_to_themselves() {
     let examples = linerate_conformance::examples::load_all().expect("examples");
-    let (mut proven, mut unknown) = (Vec::new(), Vec::new());
-    for example in &examples {
-        for program in example.runnable_programs() {
-            let object = &example.object;
-            let name = format!("{}:{}", example.name(), object.programs[program].name);
-            let started = Instant::now();
-            // Each program gets 5 s in all: the suite's time is budgeted, and a program the
-            // checker cannot decide in that time counts as unknown (the assertion below needs
-            // ten proofs; bench/optimize times whole-program proofs).
-            let options = EquivalenceOptions {
-                timeout: Some(Duration::from_secs(5)),
-                max_paths: 40,
-                total: Some(Duration::from_secs(5)),
-            };
-            match check_equivalence(object, object, program, &options) {
-                Ok(Equivalence::Equivalent { paths }) => {
-                    let secs = started.elapsed().as_secs_f64();
-                    eprintln!("{name}: equivalent, {paths} paths, {secs:.2} s");
-                    proven.push(name);
-                }
-                Ok(Equivalence::Different(cex)) => {
-                    panic!("{name}: differs from itself on {cex:?}")
-                }
-                Ok(Equivalence::Unknown(why)) => {
-                    eprintln!("{name}: unknown: {why}");
-                    unknown.push(name);
-                }
-                Err(e) => panic!("{name}: {e}"),
+    let programs: Vec<(&linerate_conformance::examples::Example, usize)> = examples
+        .iter()
+        .flat_map(|example| {
+            example
+                .runnable_programs()
+                .map(move |program| (example, program))
+        })
+        .collect();
+    // Each program's proof may take its whole budget: two threads halve the wait.
+    let verdicts = linerate_testkit::map_in_parallel(&programs, 2, |&(example, program)| {
+        let object = &example.object;
+        let name = format!("{}:{}", example.name(), object.programs[program].name);
+        let started = Instant::now();
+        // Each program gets 5 s in all: the suite's time is budgeted, and a program the checker
+        // cannot decide in that time counts as unknown (the assertion below needs ten proofs;
+        // bench/optimize times whole-program proofs).
+        let options = EquivalenceOptions {
+            timeout: Some(Duration::from_secs(5)),
+            max_paths: 40,
+            total: Some(Duration::from_secs(5)),
+        };
+        match check_equivalence(object, object, program, &options) {
+            Ok(Equivalence::Equivalent { paths }) => {
+                let secs = started.elapsed().as_secs_f64();
+                eprintln!("{name}: equivalent, {paths} paths, {secs:.2} s");
+                (name, true)
             }
+            Ok(Equivalence::Different(cex)) => {
+                panic!("{name}: differs from itself on {cex:?}")
+            }
+            Ok(Equivalence::Unknown(why)) => {
+                eprintln!("{name}: unknown: {why}");
+                (name, false)
+            }
+            Err(e) => panic!("{name}: {e}"),
         }
-    }
+    });
+    let (proven, unknown): (Vec<_>, Vec<_>) = verdicts.iter().partition(|(_, proven)| *proven);
+    let proven: Vec<&str> = proven.iter().map(|(name, _)| name.as_str()).collect();
     eprintln!("{} proven, {} unknown", proven.len(), unknown.len());
     assert!(proven.len() >= 10, "only {proven:?} proven");
 }
