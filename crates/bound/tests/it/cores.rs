@@ -85,7 +85,6 @@ fn every_core_prefix_is_impossible_on_its_own_in_the_examples() {
         .flat_map(|example| {
             example
                 .runnable_programs()
-                .into_iter()
                 .map(move |program| (example, program))
         })
         .collect();
