@@ -159,6 +159,19 @@ pub fn load_all() -> Result<Vec<Example>, String> {
     load_dir(&examples_dir())
 }
 
+/// Every runnable program of `examples` ([`Example::runnable_programs`]) with its example, in
+/// order: the cases of a test that walks every program.
+pub fn runnable_programs(examples: &[Example]) -> Vec<(&Example, usize)> {
+    examples
+        .iter()
+        .flat_map(|example| {
+            example
+                .runnable_programs()
+                .map(move |program| (example, program))
+        })
+        .collect()
+}
+
 /// Every `*.o` directly in `dir` (subdirectories such as `examples/os/` are not entered) with
 /// its companion files, sorted by file name.
 pub fn load_dir(dir: &Path) -> Result<Vec<Example>, String> {

@@ -10,7 +10,7 @@ use linerate_bound::enumerate::{Enumerator, Metric};
 use linerate_bound::prepare::{prepare, Options, Prepared};
 use linerate_bpf::Object;
 use linerate_cfg::Decision;
-use linerate_conformance::examples::{load_all, Example};
+use linerate_conformance::examples::{load_all, runnable_programs};
 use linerate_conformance::random_program::paths::{generate, GenOptions};
 use linerate_cost::Model;
 use linerate_smt::{PathChecker, PrefixVerdict, Verdict};
@@ -80,14 +80,7 @@ fn check_cores(name: &str, object: &Object, program: usize, prepared: &Prepared)
 fn every_core_prefix_is_impossible_on_its_own_in_the_examples() {
     let model = Model::builtin("x86").expect("shipped model");
     let examples = load_all().expect("examples load");
-    let programs: Vec<(&Example, usize)> = examples
-        .iter()
-        .flat_map(|example| {
-            example
-                .runnable_programs()
-                .map(move |program| (example, program))
-        })
-        .collect();
+    let programs = runnable_programs(&examples);
     // Each program's checks take up to BUDGET on one session: two threads halve the wait.
     let cores: usize = map_in_parallel(&programs, 2, |&(example, program)| {
         let Ok(prepared) = prepare(&example.object, program, &model, &Options::default()) else {

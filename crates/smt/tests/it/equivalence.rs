@@ -331,14 +331,7 @@ fn loops_are_followed_and_unmodelled_features_are_unknown() {
 #[test]
 fn examples_are_equivalent_to_themselves() {
     let examples = linerate_conformance::examples::load_all().expect("examples");
-    let programs: Vec<(&linerate_conformance::examples::Example, usize)> = examples
-        .iter()
-        .flat_map(|example| {
-            example
-                .runnable_programs()
-                .map(move |program| (example, program))
-        })
-        .collect();
+    let programs = linerate_conformance::examples::runnable_programs(&examples);
     // Each program's proof may take its whole budget: two threads halve the wait.
     let verdicts = linerate_testkit::map_in_parallel(&programs, 2, |&(example, program)| {
         let object = &example.object;
