@@ -17,12 +17,16 @@
 //! shared VM's speed drifts by several percent from one second to the next, more than many of
 //! the drops to be measured.
 //!
-//! The NF is loaded once per traffic profile and runs one pass over its set (a flow table
-//! learns its flows: the state a flow count means); later points of that profile time the same
-//! loaded NF. Loading it afresh per point made every point pay for the last one: a dropped table
-//! of a million flows is freed by kernel workers, which ran beside the next timings. Loaded NFs
-//! are kept up to [`CACHED_FLOWS`] flows in all; past it the least recently used go, and the
-//! backend waits for the kernel to free them before timing again.
+//! The NF is loaded once per flow count and runs one pass over its set (a flow table learns its
+//! flows: the state a flow count means); later points of that flow count time the same loaded
+//! NF, after one pass of their own frames when their frame length differs from the last (the
+//! flows, and so the state they make, are the same at every length). Loading it afresh per
+//! point made every point pay for the last one: a dropped table of a million flows is freed by
+//! kernel workers, which ran beside the next timings. Loading it afresh per frame length cost
+//! the solo grid half its time: a large flow table's bucket array is allocated and zeroed at
+//! every load (1.5 s for `xdp_flow_huge`'s 10M entries on a 2-core VM). Loaded NFs are kept up
+//! to [`CACHED_FLOWS`] flows in all; past it the least recently used go, and the backend waits
+//! for the kernel to free them before timing again.
 //!
 //! The contention features are what the competitor achieved meanwhile (accesses, bandwidth,
 //! counted over its running time) and its working set; this VM has no hardware counters, so no
@@ -78,9 +82,15 @@ pub struct HostNf {
     pub seed: MapSeed,
 }
 
-/// A loaded NF's identity: its name, its program, and the (flows, frame length) of the profile
-/// whose flows its state holds.
-type NfKey = (String, usize, (usize, usize));
+/// A loaded NF's identity: its name, its program, and the flow count its state holds.
+type NfKey = (String, usize, usize);
+
+/// An NF loaded for a flow count, and the frame length its last pass ran with.
+struct LoadedNf {
+    key: NfKey,
+    object: LoadedObject,
+    frame_len: usize,
+}
 
 /// The host backend.
 pub struct HostBackend {
@@ -88,9 +98,8 @@ pub struct HostBackend {
     timing: Timing,
     /// Traffic drivers by (flows, frame length): building one writes every packet's headers.
     drivers: HashMap<(usize, usize), TrafficDriver>,
-    /// NFs loaded for a profile, by NF name and program and the profile's (flows, frame
-    /// length); the most recently used last.
-    loaded: Vec<(NfKey, LoadedObject)>,
+    /// NFs loaded for a flow count, the most recently used last.
+    loaded: Vec<LoadedNf>,
     /// The competitor of the last point, kept running while the next points share its setting
     /// (building a working set of a GiB takes longer than timing an NF).
     competitor: Option<(MemoryCompetitor, Running)>,
@@ -205,29 +214,37 @@ fn switch_competitor(
 }
 
 /// `nf` loaded for profile `shape`, behind `driver` and having seen every flow of its set
-/// once: the one loaded for an earlier point of that profile, or loaded, seeded and run one pass
-/// now (after dropping the least recently used NFs past [`CACHED_FLOWS`] and letting the kernel
-/// free them).
+/// once: the one loaded for an earlier point of that flow count (run one pass of `driver`'s
+/// frames if the last pass had another length), or loaded, seeded and run one pass now (after
+/// dropping the least recently used NFs past [`CACHED_FLOWS`] and letting the kernel free
+/// them).
 fn loaded_nf<'a>(
-    cache: &'a mut Vec<(NfKey, LoadedObject)>,
+    cache: &'a mut Vec<LoadedNf>,
     nf: &HostNf,
-    shape: (usize, usize),
+    (flows, frame_len): (usize, usize),
     driver: &TrafficDriver,
 ) -> Result<&'a LoadedObject, ColocateError> {
-    let key = (nf.name.clone(), nf.program, shape);
-    let entry = match cache.iter().position(|(k, _)| *k == key) {
+    let key = (nf.name.clone(), nf.program, flows);
+    let one_pass = || driver.run(u32::try_from(flows).unwrap_or(u32::MAX));
+    let entry = match cache.iter().position(|loaded| loaded.key == key) {
         Some(at) => {
-            let entry = cache.remove(at);
-            driver.attach(&entry.1, nf.program).map_err(backend_error)?;
+            let mut entry = cache.remove(at);
+            driver
+                .attach(&entry.object, nf.program)
+                .map_err(backend_error)?;
+            if entry.frame_len != frame_len {
+                one_pass().map_err(backend_error)?;
+                entry.frame_len = frame_len;
+            }
             entry
         }
         None => {
-            let mut held: usize = cache.iter().map(|((_, _, (flows, _)), _)| flows).sum();
+            let mut held: usize = cache.iter().map(|loaded| loaded.key.2).sum();
             let mut dropped = 0;
-            while held + shape.0 > CACHED_FLOWS && !cache.is_empty() {
-                let ((_, _, (flows, _)), _) = cache.remove(0);
-                held -= flows;
-                dropped += flows;
+            while held + flows > CACHED_FLOWS && !cache.is_empty() {
+                let oldest = cache.remove(0);
+                held -= oldest.key.2;
+                dropped += oldest.key.2;
             }
             if dropped > 0 {
                 std::thread::sleep(
@@ -235,19 +252,21 @@ fn loaded_nf<'a>(
                 );
             }
             let failed = |e: &dyn std::fmt::Display| backend_error(format!("{}: {e}", nf.name));
-            let loaded = load_object(&nf.object).map_err(|e| failed(&e))?;
-            loaded.seed(&nf.seed).map_err(|e| failed(&e))?;
-            driver.attach(&loaded, nf.program).map_err(backend_error)?;
-            driver
-                .run(u32::try_from(shape.0).unwrap_or(u32::MAX))
-                .map_err(backend_error)?;
-            (key, loaded)
+            let object = load_object(&nf.object).map_err(|e| failed(&e))?;
+            object.seed(&nf.seed).map_err(|e| failed(&e))?;
+            driver.attach(&object, nf.program).map_err(backend_error)?;
+            one_pass().map_err(backend_error)?;
+            LoadedNf {
+                key,
+                object,
+                frame_len,
+            }
         }
     };
     cache.push(entry);
     cache
         .last()
-        .map(|(_, loaded)| loaded)
+        .map(|loaded| &loaded.object)
         .ok_or_else(|| backend_error("the NF cache lost its newest entry"))
 }
 
