@@ -116,6 +116,7 @@
 //! complete model.
 
 mod asm;
+pub mod fingerprint;
 mod fit;
 mod measure;
 mod programs;
@@ -477,6 +478,7 @@ pub fn calibrate(
             frequency_hz: Some(frequency_hz),
             cores: 1,
             kernel: host.kernel.clone(),
+            fingerprint: Some(fingerprint::current()),
         },
         components: vec![Component {
             name: COMPONENT.into(),

@@ -103,12 +103,17 @@ pub fn bound(args: &BoundArgs) -> Result<()> {
         .collect();
     write_witnesses(args, &object, &reported)?;
     let text = if args.json {
-        serde_json::to_string_pretty(&to_json(
+        let mut document = to_json(
             &object, program, &prepared, &model, &result, &reported, metric,
-        ))? + "\n"
+        );
+        crate::host_model::annotate_json(&mut document, &model);
+        serde_json::to_string_pretty(&document)? + "\n"
     } else {
-        to_text(
-            &object, program, &prepared, &model, &result, &reported, metric,
+        crate::host_model::annotate_text(
+            to_text(
+                &object, program, &prepared, &model, &result, &reported, metric,
+            ),
+            &model,
         )
     };
     emit(&text)

@@ -272,10 +272,14 @@ pub fn cost(args: &CostArgs) -> Result<()> {
     }
     let frame = args.frame_bytes.unwrap_or(model.limits().min_frame_bytes);
     if args.json {
-        let json = json_output(&model, &costed, frame);
+        let mut json = json_output(&model, &costed, frame);
+        crate::host_model::annotate_json(&mut json, &model);
         emit(&format!("{}\n", serde_json::to_string_pretty(&json)?))
     } else {
-        emit(&human_output(&model, &costed, frame))
+        emit(&crate::host_model::annotate_text(
+            human_output(&model, &costed, frame),
+            &model,
+        ))
     }
 }
 

@@ -10,6 +10,7 @@ mod bound;
 mod calibrate;
 mod colocate;
 mod cost;
+mod host_model;
 mod hxdp;
 mod inspect;
 mod measure;

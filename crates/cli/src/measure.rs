@@ -100,9 +100,14 @@ pub fn measure(args: &MeasureArgs) -> Result<()> {
     .map_err(|e| anyhow!("{}: {e}", args.input.object.display()))?;
     let summary = measure::summarize(&measured);
     let text = if args.json {
-        serde_json::to_string_pretty(&to_json(&object, &model, &measured, &summary, args))? + "\n"
+        let mut document = to_json(&object, &model, &measured, &summary, args);
+        crate::host_model::annotate_json(&mut document, &model);
+        serde_json::to_string_pretty(&document)? + "\n"
     } else {
-        to_text(&object, program, &model, &measured, &summary, args)
+        crate::host_model::annotate_text(
+            to_text(&object, program, &model, &measured, &summary, args),
+            &model,
+        )
     };
     emit(&text)
 }

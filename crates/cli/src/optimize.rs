@@ -553,7 +553,7 @@ pub fn optimize(args: &OptimizeArgs) -> Result<()> {
     let stats = &totals;
     let seconds = search_seconds;
     if args.json {
-        let v = json!({
+        let mut v = json!({
             "program": name,
             "goal": args.goal.name(),
             "insns_before": insns_before,
@@ -595,6 +595,7 @@ pub fn optimize(args: &OptimizeArgs) -> Result<()> {
             },
             "seconds": started.elapsed().as_secs_f64(),
         });
+        crate::host_model::annotate_json(&mut v, &model);
         return emit(&(serde_json::to_string_pretty(&v)? + "\n"));
     }
     let mut out = String::new();
@@ -698,5 +699,5 @@ pub fn optimize(args: &OptimizeArgs) -> Result<()> {
             }
         }
     }
-    emit(&out)
+    emit(&crate::host_model::annotate_text(out, &model))
 }

@@ -16,6 +16,7 @@
 //! - [`trace`]: the block sequence of one executed run, for pricing executed paths.
 
 pub mod error;
+pub mod fingerprint;
 pub mod item;
 pub mod model;
 mod outcome;

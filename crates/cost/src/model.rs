@@ -72,6 +72,10 @@ pub struct Device {
     /// Kernel release the figures were measured on.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kernel: Option<String>,
+    /// The host the figures were calibrated on (x86 models written by `linerate calibrate`);
+    /// `None` for models of other devices and for models written before fingerprints.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fingerprint: Option<crate::fingerprint::Fingerprint>,
 }
 
 /// A component that can become the bottleneck.

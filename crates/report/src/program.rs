@@ -293,6 +293,20 @@ fn summary(run: &ProgramRun) -> String {
         ],
         &rows,
     ));
+    for t in &run.targets {
+        let warning = t
+            .bound
+            .value()
+            .and_then(|b| b.get("model_host"))
+            .and_then(|h| str_at(h, "warning"));
+        if let Some(warning) = warning {
+            out.push_str(&format!(
+                "<p class=\"warn\" data-key=\"model-host-{}\">Warning: {}</p>",
+                esc(&t.target),
+                esc(warning)
+            ));
+        }
+    }
     let mut facts = Vec::new();
     match run.measure.value().and_then(slowest_measured) {
         Some((rank, pps)) => facts.push(format!(

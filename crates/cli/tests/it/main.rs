@@ -14,6 +14,7 @@ mod json_contracts;
 mod jumbo_packets;
 mod kfuncs;
 mod measure_command;
+mod model_host;
 mod objdump_releases;
 mod optimize_command;
 mod p4_command;
