@@ -28,13 +28,7 @@ pub fn from_sources(
     bpf_jit: BTreeMap<String, String>,
     mitigations: BTreeMap<String, String>,
 ) -> Fingerprint {
-    let cpu0 = cpuinfo.split("\n\n").next().unwrap_or_default();
-    let field = |name: &str| {
-        cpu0.lines().find_map(|l| {
-            let (k, v) = l.split_once(':')?;
-            (k.trim() == name).then(|| v.trim().to_string())
-        })
-    };
+    let field = |name: &str| cpu0_field(cpuinfo, name);
     Fingerprint {
         cpu_vendor: field("vendor_id"),
         cpu_family: field("cpu family"),
@@ -46,6 +40,15 @@ pub fn from_sources(
         bpf_jit,
         mitigations,
     }
+}
+
+/// Field `name` of CPU 0's block of `/proc/cpuinfo` text `cpuinfo`, trimmed.
+pub(crate) fn cpu0_field(cpuinfo: &str, name: &str) -> Option<String> {
+    let cpu0 = cpuinfo.split("\n\n").next().unwrap_or_default();
+    cpu0.lines().find_map(|l| {
+        let (k, v) = l.split_once(':')?;
+        (k.trim() == name).then(|| v.trim().to_string())
+    })
 }
 
 /// The trimmed contents of the readable files of `dir` whose names `wanted` accepts, by name.

@@ -233,12 +233,7 @@ impl Host {
     /// Reads this host's description.
     pub fn current() -> Host {
         let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
-        let field = |name: &str| {
-            cpuinfo.lines().find_map(|l| {
-                let (k, v) = l.split_once(':')?;
-                (k.trim() == name).then(|| v.trim().to_string())
-            })
-        };
+        let field = |name: &str| fingerprint::cpu0_field(&cpuinfo, name);
         Host {
             cpu_model: field("model name"),
             frequency_hz: field("cpu MHz")
