@@ -116,6 +116,7 @@
 //! complete model.
 
 mod asm;
+pub mod cache;
 pub mod fingerprint;
 mod fit;
 mod measure;
@@ -164,6 +165,15 @@ impl Options {
         }
     }
 
+    /// The calibration a command runs when this host has no cached model: half the full rounds,
+    /// about 25 s here.
+    pub fn first_use() -> Options {
+        Options {
+            rounds: 20,
+            ..Options::full()
+        }
+    }
+
     /// A fast, rougher calibration for tests.
     pub fn quick() -> Options {
         Options {
@@ -178,6 +188,27 @@ impl Options {
 impl Default for Options {
     fn default() -> Options {
         Options::full()
+    }
+}
+
+/// What a calibration reports while it runs.
+pub enum Progress<'a> {
+    /// Something the user should know (a sysctl switched for some runs, a wait).
+    Note(&'a str),
+    /// Step `done` of about `total` finished (loading a group of programs, a round of timing).
+    Step {
+        done: usize,
+        total: usize,
+        what: &'a str,
+    },
+}
+
+impl std::fmt::Display for Progress<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Progress::Note(line) => write!(f, "note: {line}"),
+            Progress::Step { what, .. } => f.write_str(what),
+        }
     }
 }
 
@@ -323,10 +354,10 @@ fn round_to(x: f64, decimals: i32) -> f64 {
     (x * f).round() / f
 }
 
-/// Runs a calibration. Progress lines go to `progress`.
+/// Runs a calibration, telling `progress` how far it is.
 pub fn calibrate(
     opts: &Options,
-    progress: &mut dyn FnMut(&str),
+    progress: &mut dyn FnMut(&Progress),
 ) -> Result<Calibration, CalibrateError> {
     let started = Instant::now();
     let plan = fit::plan();

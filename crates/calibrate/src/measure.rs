@@ -8,8 +8,8 @@ use linerate_bpf::program::{FuncInfo, Function};
 use linerate_bpf::{Object, Program};
 use linerate_kernel::{load_entry, LoadedObject, TestRunInput};
 
-use crate::programs::{Prog, Role, Suite, LOOP_COUNT_OFFSET, LOOP_EXHAUSTED, PROBE_FAIL};
-use crate::{CalibrateError, Options};
+use crate::programs::{Group, Prog, Role, Suite, LOOP_COUNT_OFFSET, LOOP_EXHAUSTED, PROBE_FAIL};
+use crate::{CalibrateError, Options, Progress};
 
 /// Repeat count of the pilot run that checks a plain timed program and estimates its time.
 const PILOT_REPEAT: u32 = 64;
@@ -53,7 +53,7 @@ pub(crate) fn included(
     }
 }
 
-fn build_object(name: &str, group: &crate::programs::Group, programs: &[&Prog]) -> Object {
+fn build_object(name: &str, group: &Group, programs: &[&Prog]) -> Object {
     let mut maps = group.maps.clone();
     for &(map, slot, ref prog) in &group.slots {
         if let Some(index) = programs.iter().position(|p| &p.name == prog) {
@@ -150,7 +150,7 @@ pub(crate) fn measure(
     suite: &Suite,
     needed: &HashSet<String>,
     opts: &Options,
-    progress: &mut dyn FnMut(&str),
+    progress: &mut dyn FnMut(&Progress),
 ) -> Result<Samples, CalibrateError> {
     let mut forwarding: Result<(), String> = if opts.enable_forwarding {
         Ok(())
@@ -163,32 +163,41 @@ pub(crate) fn measure(
         })
     });
     if fib_needed && opts.enable_forwarding {
-        progress(&format!(
-            "note: bpf_fib_lookup is timed with IPv4 forwarding on lo ({LO_FORWARDING} set to 1 \
-             during those runs only, then restored)"
-        ));
+        progress(&Progress::Note(&format!(
+            "bpf_fib_lookup is timed with IPv4 forwarding on lo ({LO_FORWARDING} set to 1 during \
+             those runs only, then restored)"
+        )));
     }
 
+    let taking_part: Vec<(usize, &Group, Vec<&Prog>)> = suite
+        .groups
+        .iter()
+        .enumerate()
+        .map(|(gi, group)| {
+            let benches: Vec<&crate::programs::Bench> = group
+                .programs
+                .iter()
+                .filter_map(|p| match &p.role {
+                    Role::Timed(Some(b)) => Some(b),
+                    _ => None,
+                })
+                .collect();
+            let programs: Vec<&Prog> = group
+                .programs
+                .iter()
+                .filter(|p| included(p, &benches, needed))
+                .collect();
+            (gi, group, programs)
+        })
+        .filter(|(_, _, programs)| !programs.is_empty())
+        .collect();
+    // Steps: loading each group, then each round.
+    let total = taking_part.len() + opts.rounds;
+    let mut done = 0;
     let mut loaded = Vec::new();
     let mut probes = HashMap::new();
     let mut count = 0;
-    for (gi, group) in suite.groups.iter().enumerate() {
-        let benches: Vec<&crate::programs::Bench> = group
-            .programs
-            .iter()
-            .filter_map(|p| match &p.role {
-                Role::Timed(Some(b)) => Some(b),
-                _ => None,
-            })
-            .collect();
-        let programs: Vec<&Prog> = group
-            .programs
-            .iter()
-            .filter(|p| included(p, &benches, needed))
-            .collect();
-        if programs.is_empty() {
-            continue;
-        }
+    for (gi, group, programs) in taking_part {
         let started = Instant::now();
         let object = build_object(group.name, group, &programs);
         let lo = load_entry(&object, 0)
@@ -233,12 +242,17 @@ pub(crate) fn measure(
             }
             drop(guard);
         }
-        progress(&format!(
-            "loaded and checked {} ({} programs, {:.1} s)",
-            group.name,
-            programs.len(),
-            started.elapsed().as_secs_f64()
-        ));
+        done += 1;
+        progress(&Progress::Step {
+            done,
+            total,
+            what: &format!(
+                "loaded and checked {} ({} programs, {:.1} s)",
+                group.name,
+                programs.len(),
+                started.elapsed().as_secs_f64()
+            ),
+        });
         loaded.push(LoadedGroup {
             group: gi,
             object: lo,
@@ -303,12 +317,17 @@ pub(crate) fn measure(
                     .push(t);
             }
         }
-        progress(&format!(
-            "round {}/{} ({:.1} s)",
-            round + 1,
-            opts.rounds,
-            started.elapsed().as_secs_f64()
-        ));
+        done += 1;
+        progress(&Progress::Step {
+            done,
+            total,
+            what: &format!(
+                "round {}/{} ({:.1} s)",
+                round + 1,
+                opts.rounds,
+                started.elapsed().as_secs_f64()
+            ),
+        });
     }
     Ok(Samples {
         times,

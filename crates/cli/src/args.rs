@@ -12,6 +12,8 @@ use linerate_bound::ssp::{self, Event};
 use linerate_bpf::Object;
 use linerate_cost::{Model, PriceOverride};
 
+use crate::host_model::{DeviceModel, HostCheck, Origin};
+
 /// The object a command reads.
 #[derive(Args)]
 pub struct ObjectArgs {
@@ -33,21 +35,30 @@ impl ObjectArgs {
 /// The device model a command prices with.
 #[derive(Args)]
 pub struct ModelArgs {
-    /// Device model shipped with linerate: x86 (this host class) or nfp (Netronome Agilio CX).
+    /// Device: x86 (this host: its model is calibrated on first use and cached) or nfp
+    /// (Netronome Agilio CX, shipped with linerate).
     #[arg(long, default_value = "x86")]
     pub target: String,
-    /// A model file (e.g. written by `linerate calibrate`) instead of the shipped one.
+    /// A model file (written by `linerate calibrate`, or a shipped one such as
+    /// crates/cost/models/x86.json) instead of the target's.
     #[arg(long, conflicts_with = "target")]
     pub model: Option<PathBuf>,
 }
 
 impl ModelArgs {
-    /// The model `--model` names, or the shipped one for `--target`.
-    pub fn load(&self) -> Result<Model> {
-        Ok(match &self.model {
-            Some(path) => Model::read(path)?,
-            None => Model::builtin(&self.target)?,
-        })
+    /// The model `--model` names, this host's for `--target x86` (calibrating it on first use,
+    /// with a progress bar on a terminal unless `quiet`), or the shipped one of another target.
+    pub fn load(&self, quiet: bool) -> Result<DeviceModel> {
+        let (model, origin) = match &self.model {
+            Some(path) => (Model::read(path)?, Origin::File(path.clone())),
+            None if self.target == "x86" => crate::host_model::this_host(quiet)?,
+            None => (
+                Model::builtin(&self.target)?,
+                Origin::Shipped { no_bpf: None },
+            ),
+        };
+        let host = HostCheck::of(&model, origin, &linerate_calibrate::fingerprint::current());
+        Ok(DeviceModel { model, host })
     }
 }
 

@@ -62,8 +62,9 @@ pub fn bound(args: &BoundArgs) -> Result<()> {
     let object = args.input.load()?;
     let program = crate::select_program(&object, args.prog.as_deref())?;
     object.programs[program].require_xdp("bound", "bounds XDP programs")?;
-    let model = args.device.load()?;
-    let prices = crate::hxdp::schedule_prices(&args.input.object, &object, program, &model)?;
+    let device = args.device.load(args.json)?;
+    let model = &device.model;
+    let prices = crate::hxdp::schedule_prices(&args.input.object, &object, program, model)?;
     let metric = if args.bit_rate {
         Metric::BitRate
     } else {
@@ -85,7 +86,7 @@ pub fn bound(args: &BoundArgs) -> Result<()> {
         &args.input.object,
         &object,
         program,
-        &model,
+        model,
         prices,
         metric,
         args.paths,
@@ -99,22 +100,19 @@ pub fn bound(args: &BoundArgs) -> Result<()> {
         .outcome
         .found
         .iter()
-        .map(|found| report(&model, found))
+        .map(|found| report(model, found))
         .collect();
     write_witnesses(args, &object, &reported)?;
     let text = if args.json {
         let mut document = to_json(
-            &object, program, &prepared, &model, &result, &reported, metric,
+            &object, program, &prepared, model, &result, &reported, metric,
         );
-        crate::host_model::annotate_json(&mut document, &model);
+        device.annotate_json(&mut document);
         serde_json::to_string_pretty(&document)? + "\n"
     } else {
-        crate::host_model::annotate_text(
-            to_text(
-                &object, program, &prepared, &model, &result, &reported, metric,
-            ),
-            &model,
-        )
+        device.annotate_text(to_text(
+            &object, program, &prepared, model, &result, &reported, metric,
+        ))
     };
     emit(&text)
 }

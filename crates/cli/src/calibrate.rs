@@ -73,7 +73,7 @@ pub fn calibrate(args: &CalibrateArgs) -> Result<()> {
     opts.only = args.only.clone();
     opts.enable_forwarding = !args.no_sysctl;
 
-    let mut progress = |line: &str| eprintln!("calibrate: {line}");
+    let mut progress = |p: &calibrate::Progress| eprintln!("calibrate: {p}");
     let result = calibrate::calibrate(&opts, &mut progress).map_err(|e| {
         let log = e
             .verifier_log()

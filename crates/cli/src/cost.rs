@@ -189,7 +189,8 @@ fn slot_pricing(c: &Costed, slot: usize) -> (Vec<String>, Option<&Cost>, Option<
 
 pub fn cost(args: &CostArgs) -> Result<()> {
     let object = args.input.load()?;
-    let model = args.device.load()?;
+    let device = args.device.load(args.json)?;
+    let model = &device.model;
     // Cost models price XDP programs; without --prog, other kinds are left out.
     let selected: Vec<usize> = match &args.prog {
         Some(name) => {
@@ -229,7 +230,7 @@ pub fn cost(args: &CostArgs) -> Result<()> {
                 program.name
             )
         })?;
-        let cost = ProgramCost::new(&object, &cfg, &model).with_context(|| {
+        let cost = ProgramCost::new(&object, &cfg, model).with_context(|| {
             format!(
                 "{}: program `{}` on target {}",
                 args.input.object.display(),
@@ -240,7 +241,7 @@ pub fn cost(args: &CostArgs) -> Result<()> {
         let path = match &args.path {
             Some(blocks) => {
                 let c = cost
-                    .path_cost(&cfg, &model, blocks)
+                    .path_cost(&cfg, model, blocks)
                     .map_err(|e| anyhow!("--path: {e}"))?;
                 Some((blocks.clone(), c))
             }
@@ -258,7 +259,7 @@ pub fn cost(args: &CostArgs) -> Result<()> {
                 .collect()
         });
         let packets = match &args.packets {
-            Some(_) => Some(packet_paths(args, &object, i, &cfg, &model)?),
+            Some(_) => Some(packet_paths(args, &object, i, &cfg, model)?),
             None => None,
         };
         costed.push(Costed {
@@ -272,14 +273,11 @@ pub fn cost(args: &CostArgs) -> Result<()> {
     }
     let frame = args.frame_bytes.unwrap_or(model.limits().min_frame_bytes);
     if args.json {
-        let mut json = json_output(&model, &costed, frame);
-        crate::host_model::annotate_json(&mut json, &model);
+        let mut json = json_output(model, &costed, frame);
+        device.annotate_json(&mut json);
         emit(&format!("{}\n", serde_json::to_string_pretty(&json)?))
     } else {
-        emit(&crate::host_model::annotate_text(
-            human_output(&model, &costed, frame),
-            &model,
-        ))
+        emit(&device.annotate_text(human_output(model, &costed, frame)))
     }
 }
 

@@ -1,12 +1,88 @@
-//! Whether an x86 model describes the machine a command runs on (issue 30): a model records the
-//! fingerprint of the host `linerate calibrate` measured it on, and figures priced with a model
-//! of another host (or of none recorded, as the shipped one) are said to be for another machine
-//! in every output: a `warning:` line heading the text, `model_host` in `--json`, and the
-//! report's summary.
+//! Which x86 model a command prices with, and whether it describes the machine the command runs
+//! on (issue 30).
+//!
+//! `--target x86` means this host: its model from the cache of calibrated models
+//! (`linerate_calibrate::cache`), calibrated on first use with a progress bar, or, where this
+//! process cannot use BPF, the shipped model. `--model FILE` prices with any file. A model records
+//! the fingerprint of the host it was calibrated on; figures priced with a model of another host
+//! (or of none recorded, as the shipped one) are said to be for another machine in every output:
+//! a `warning:` line heading the text, `model_host` in `--json`, and the report's summary.
 
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+
+use anyhow::{anyhow, Result};
+use linerate_calibrate::cache::{self, HostModel};
+use linerate_calibrate::{Options, Progress};
 use linerate_cost::fingerprint::Fingerprint;
 use linerate_cost::Model;
 use serde_json::{json, Value};
+
+use crate::output::ProgressBar;
+
+/// Where the model a command prices with came from.
+#[derive(Clone, Debug)]
+pub enum Origin {
+    /// `--model FILE`.
+    File(PathBuf),
+    /// This host's cached model.
+    Cached(PathBuf),
+    /// This host's model, calibrated by this command and cached.
+    Calibrated { path: PathBuf, seconds: f64 },
+    /// The model shipped with linerate (device models, or x86 without BPF: why).
+    Shipped { no_bpf: Option<String> },
+}
+
+/// The model a command prices with, and for an x86 model whether it is this host's.
+pub struct DeviceModel {
+    pub model: Model,
+    /// `None` for models of other devices (NFP, hXDP).
+    pub host: Option<HostCheck>,
+}
+
+/// This host's x86 model: cached, calibrated now (a progress bar on a terminal unless `quiet`),
+/// or without BPF the shipped one.
+pub fn this_host(quiet: bool) -> Result<(Model, Origin)> {
+    let dir = cache::directory().ok_or(cache::CacheError::NoDirectory)?;
+    let bar = ProgressBar::new(
+        "calibrating this host's x86 model (first use)",
+        1,
+        !quiet && std::io::stderr().is_terminal(),
+    );
+    let bar = std::cell::RefCell::new(bar);
+    let mut progress = |p: &Progress| match p {
+        Progress::Step { done, total, .. } => {
+            let mut bar = bar.borrow_mut();
+            bar.set_total(*total);
+            bar.set(*done);
+        }
+        Progress::Note(_) => {}
+    };
+    let resolved = cache::host_model(&dir, &Options::first_use(), &mut progress);
+    bar.borrow().finish();
+    Ok(match resolved.map_err(|e| anyhow!("{e}"))? {
+        HostModel::Cached { path, model } => (model, Origin::Cached(path)),
+        HostModel::Calibrated {
+            path,
+            model,
+            calibration,
+        } => {
+            let seconds = calibration.elapsed.as_secs_f64();
+            if !quiet && std::io::stderr().is_terminal() {
+                eprintln!(
+                    "linerate: calibrated this host's x86 model in {seconds:.0} s; cached in {} \
+                     (`linerate calibrate` makes a finer one)",
+                    path.display()
+                );
+            }
+            (model, Origin::Calibrated { path, seconds })
+        }
+        HostModel::Unavailable(why) => (
+            Model::builtin("x86")?,
+            Origin::Shipped { no_bpf: Some(why) },
+        ),
+    })
+}
 
 /// An x86 model checked against this host.
 pub struct HostCheck {
@@ -14,14 +90,15 @@ pub struct HostCheck {
     model_key: Option<String>,
     /// This host's fingerprint key.
     host_key: String,
+    origin: Origin,
     /// Why the figures are not this host's; `None` when they are.
     warning: Option<String>,
 }
 
 impl HostCheck {
-    /// `model` checked against `host`; `None` for models of other devices (NFP, hXDP), whose
-    /// figures are the device's wherever linerate runs.
-    pub fn of(model: &Model, host: &Fingerprint) -> Option<HostCheck> {
+    /// `model`, from `origin`, checked against `host`; `None` for models of other devices (NFP,
+    /// hXDP), whose figures are the device's wherever linerate runs.
+    pub fn of(model: &Model, origin: Origin, host: &Fingerprint) -> Option<HostCheck> {
         if model.target() != "x86" {
             return None;
         }
@@ -34,8 +111,15 @@ impl HostCheck {
                 device.kernel.as_deref().unwrap_or("(release unknown)")
             )
         };
-        let advice = "calibrate this host with `linerate calibrate -o host.json` and pass \
-                      `--model host.json`";
+        let advice = match &origin {
+            Origin::Shipped { no_bpf: Some(why) } => format!(
+                "this host's model cannot be calibrated without BPF ({why}); run as root to \
+                 calibrate and cache it"
+            ),
+            _ => "drop --model to price with this host's model (calibrated on first use), or \
+                  calibrate one with `linerate calibrate`"
+                .to_string(),
+        };
         let warning = match recorded {
             None => Some(format!(
                 "the x86 figures are for another machine: the model records no host \
@@ -58,21 +142,28 @@ impl HostCheck {
         Some(HostCheck {
             model_key: recorded.map(Fingerprint::key),
             host_key: host.key(),
+            origin,
             warning,
         })
     }
 
-    /// `model` checked against the host the command runs on.
-    pub fn here(model: &Model) -> Option<HostCheck> {
-        HostCheck::of(model, &linerate_calibrate::fingerprint::current())
-    }
-
     /// The `model_host` member of a command's `--json` document.
     pub fn json(&self) -> Value {
+        let (origin, file, calibrated_now) = match &self.origin {
+            Origin::File(path) => ("file", Some(path.as_path()), None),
+            Origin::Cached(path) => ("cache", Some(path.as_path()), None),
+            Origin::Calibrated { path, seconds } => {
+                ("calibrated", Some(path.as_path()), Some(*seconds))
+            }
+            Origin::Shipped { .. } => ("shipped", None, None),
+        };
         json!({
             "this_host": self.warning.is_none(),
             "model_fingerprint": self.model_key,
             "host_fingerprint": self.host_key,
+            "origin": origin,
+            "model_file": file.map(|p: &Path| p.display().to_string()),
+            "calibration_seconds": calibrated_now,
             "warning": self.warning,
         })
     }
@@ -85,18 +176,20 @@ impl HostCheck {
     }
 }
 
-/// Adds `model_host` to a command's `--json` document when `model` is an x86 model.
-pub fn annotate_json(document: &mut Value, model: &Model) {
-    if let (Some(check), Some(members)) = (HostCheck::here(model), document.as_object_mut()) {
-        members.insert("model_host".into(), check.json());
+impl DeviceModel {
+    /// Adds `model_host` to a command's `--json` document when the model is an x86 model.
+    pub fn annotate_json(&self, document: &mut Value) {
+        if let (Some(check), Some(members)) = (&self.host, document.as_object_mut()) {
+            members.insert("model_host".into(), check.json());
+        }
     }
-}
 
-/// A command's text output headed by the warning `model` needs on this host, if any.
-pub fn annotate_text(text: String, model: &Model) -> String {
-    match HostCheck::here(model) {
-        Some(check) => check.text_line() + &text,
-        None => text,
+    /// A command's text output headed by the warning the model needs on this host, if any.
+    pub fn annotate_text(&self, text: String) -> String {
+        match &self.host {
+            Some(check) => check.text_line() + &text,
+            None => text,
+        }
     }
 }
 
@@ -121,7 +214,12 @@ mod tests {
 
     #[test]
     fn the_hosts_own_model_gets_no_warning() {
-        let check = HostCheck::of(&model_of(Some(host())), &host()).unwrap();
+        let check = HostCheck::of(
+            &model_of(Some(host())),
+            Origin::Cached("c.json".into()),
+            &host(),
+        )
+        .unwrap();
         assert_eq!(check.text_line(), "");
         assert_eq!(check.json()["this_host"], true);
     }
@@ -130,7 +228,12 @@ mod tests {
     fn another_hosts_model_names_what_differs() {
         let mut other = host();
         other.microcode = Some("0x2".into());
-        let check = HostCheck::of(&model_of(Some(other)), &host()).unwrap();
+        let check = HostCheck::of(
+            &model_of(Some(other)),
+            Origin::File("o.json".into()),
+            &host(),
+        )
+        .unwrap();
         let line = check.text_line();
         assert!(line.starts_with("warning: the x86 figures are for another machine"));
         assert!(line.contains("microcode 0x2 -> 0x1"), "{line}");
@@ -139,13 +242,33 @@ mod tests {
 
     #[test]
     fn a_model_without_fingerprint_is_another_machines() {
-        let check = HostCheck::of(&model_of(None), &host()).unwrap();
+        let check =
+            HostCheck::of(&model_of(None), Origin::File("x86.json".into()), &host()).unwrap();
         assert!(check.text_line().contains("records no host fingerprint"));
         assert!(check.json()["model_fingerprint"].is_null());
     }
 
     #[test]
+    fn without_bpf_the_shipped_model_says_why() {
+        let origin = Origin::Shipped {
+            no_bpf: Some("BPF needs root".into()),
+        };
+        let check = HostCheck::of(&model_of(None), origin, &host()).unwrap();
+        let line = check.text_line();
+        assert!(
+            line.contains("cannot be calibrated without BPF (BPF needs root)"),
+            "{line}"
+        );
+        assert_eq!(check.json()["origin"], "shipped");
+    }
+
+    #[test]
     fn device_models_are_not_checked() {
-        assert!(HostCheck::of(&Model::builtin("nfp").unwrap(), &host()).is_none());
+        assert!(HostCheck::of(
+            &Model::builtin("nfp").unwrap(),
+            Origin::Shipped { no_bpf: None },
+            &host()
+        )
+        .is_none());
     }
 }

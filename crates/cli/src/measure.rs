@@ -63,7 +63,8 @@ pub fn measure(args: &MeasureArgs) -> Result<()> {
     let object = args.input.load()?;
     let program = crate::select_program(&object, args.prog.as_deref())?;
     object.programs[program].require_xdp("measure", "measures XDP programs")?;
-    let model = args.device.load()?;
+    let device = args.device.load(args.json)?;
+    let model = &device.model;
     if model.target() != HOST_TARGET {
         bail!(
             "measure runs paths on this host's CPU; the model is for target `{}`, which has no \
@@ -76,7 +77,7 @@ pub fn measure(args: &MeasureArgs) -> Result<()> {
         &args.input.object,
         &object,
         program,
-        &model,
+        model,
         None,
         Metric::PacketRate,
         args.paths,
@@ -88,7 +89,7 @@ pub fn measure(args: &MeasureArgs) -> Result<()> {
         &object,
         program,
         &prepared,
-        &model,
+        model,
         found,
         &measure::Options {
             repeat: args.repeat,
@@ -100,14 +101,11 @@ pub fn measure(args: &MeasureArgs) -> Result<()> {
     .map_err(|e| anyhow!("{}: {e}", args.input.object.display()))?;
     let summary = measure::summarize(&measured);
     let text = if args.json {
-        let mut document = to_json(&object, &model, &measured, &summary, args);
-        crate::host_model::annotate_json(&mut document, &model);
+        let mut document = to_json(&object, model, &measured, &summary, args);
+        device.annotate_json(&mut document);
         serde_json::to_string_pretty(&document)? + "\n"
     } else {
-        crate::host_model::annotate_text(
-            to_text(&object, program, &model, &measured, &summary, args),
-            &model,
-        )
+        device.annotate_text(to_text(&object, program, model, &measured, &summary, args))
     };
     emit(&text)
 }

@@ -335,7 +335,8 @@ pub fn optimize(args: &OptimizeArgs) -> Result<()> {
     let program = crate::select_program(&object, args.prog.as_deref())?;
     object.programs[program].require_xdp("optimize", "optimizes XDP programs")?;
     linerate_kernel::check_access().context("optimize checks every output in the kernel")?;
-    let model = args.device.load()?;
+    let device = args.device.load(args.json)?;
+    let model = &device.model;
     let name = object.programs[program].name.clone();
     let pinned = pinned_slots(&input_bytes, &name)
         .map_err(|e| anyhow!("{}: {e}", args.input.object.display()))?;
@@ -363,7 +364,7 @@ pub fn optimize(args: &OptimizeArgs) -> Result<()> {
         if show_progress {
             eprint!("\roptimize: bounding the worst case of the input...");
         }
-        worst_case(&object, program, &model, args.witnesses, args.bound_timeout)
+        worst_case(&object, program, model, args.witnesses, args.bound_timeout)
     } else {
         WorstCase::default()
     };
@@ -514,8 +515,8 @@ pub fn optimize(args: &OptimizeArgs) -> Result<()> {
     linerate_io::write_atomically(&args.output, &out_bytes)?;
 
     let timed = timed_packets(&inputs, given.len());
-    let est_before = estimated_ns(&object, program, &model, &seed, &timed)?;
-    let est_after = estimated_ns(&optimized, program, &model, &seed, &timed)?;
+    let est_before = estimated_ns(&object, program, model, &seed, &timed)?;
+    let est_after = estimated_ns(&optimized, program, model, &seed, &timed)?;
     let (latency_cmp, wc_after) = if measure {
         if show_progress {
             eprint!("\r\x1b[2Koptimize: measuring before and after...");
@@ -529,7 +530,7 @@ pub fn optimize(args: &OptimizeArgs) -> Result<()> {
             args.trials,
             args.repeat,
         )?;
-        let after = worst_case(&optimized, program, &model, 1, args.bound_timeout);
+        let after = worst_case(&optimized, program, model, 1, args.bound_timeout);
         (Some(cmp), Some((after.rate, after.complete)))
     } else {
         (None, None)
@@ -595,7 +596,7 @@ pub fn optimize(args: &OptimizeArgs) -> Result<()> {
             },
             "seconds": started.elapsed().as_secs_f64(),
         });
-        crate::host_model::annotate_json(&mut v, &model);
+        device.annotate_json(&mut v);
         return emit(&(serde_json::to_string_pretty(&v)? + "\n"));
     }
     let mut out = String::new();
@@ -699,5 +700,5 @@ pub fn optimize(args: &OptimizeArgs) -> Result<()> {
             }
         }
     }
-    emit(&crate::host_model::annotate_text(out, &model))
+    emit(&device.annotate_text(out))
 }

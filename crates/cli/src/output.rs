@@ -95,6 +95,11 @@ impl ProgressBar {
         }
     }
 
+    /// Replaces the estimated total.
+    pub fn set_total(&mut self, total: usize) {
+        self.total = total.max(1);
+    }
+
     pub fn set(&self, done: usize) {
         if !self.enabled {
             return;

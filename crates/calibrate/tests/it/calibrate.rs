@@ -84,12 +84,22 @@ fn quick_partial_calibration_orders_costs_like_the_hardware() {
         ..Options::quick()
     };
     let mut lines = Vec::new();
-    let result =
-        calibrate::calibrate(&opts, &mut |l| lines.push(l.to_string())).expect("calibration runs");
+    let mut steps = Vec::new();
+    let result = calibrate::calibrate(&opts, &mut |p| {
+        lines.push(p.to_string());
+        if let calibrate::Progress::Step { done, total, .. } = p {
+            steps.push((*done, *total));
+        }
+    })
+    .expect("calibration runs");
     assert!(
         lines.iter().any(|l| l.starts_with("round 3/3")),
         "{lines:?}"
     );
+    // Steps count up by one to their announced total, which stays the same.
+    let total = steps.last().expect("steps are reported").1;
+    let counted: Vec<(usize, usize)> = (1..=total).map(|done| (done, total)).collect();
+    assert_eq!(steps, counted);
 
     let item = |key: &str| {
         result

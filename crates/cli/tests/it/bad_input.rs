@@ -619,18 +619,8 @@ fn unknown_program_name() {
 /// Drops root to `nobody` with no capabilities and checks `run --kernel` refuses with one line.
 #[test]
 fn kernel_without_privileges() {
-    if !is_root() {
-        linerate_kernel::skip_or_fail(
-            "kernel_without_privileges: not root, cannot drop privileges to test the unprivileged \
-             path",
-        );
-        return;
-    }
-    let setpriv = std::process::Command::new("setpriv")
-        .arg("--version")
-        .output();
-    if !matches!(setpriv, Ok(ref o) if o.status.success()) {
-        println!("SKIPPED: setpriv (util-linux) is not installed");
+    if let Some(why) = cannot_drop_privileges() {
+        linerate_kernel::skip_or_fail(&format!("kernel_without_privileges: {why}"));
         return;
     }
     // Inputs in a world-readable scratch directory so that `nobody` can read them.
@@ -646,29 +636,6 @@ fn kernel_without_privileges() {
     for f in ["xdp_router.o", "xdp_router.packets"] {
         std::fs::set_permissions(dir.path().join(f), std::fs::Permissions::from_mode(0o644))
             .unwrap();
-    }
-    let unprivileged = |args: &[&str]| {
-        let mut cmd = std::process::Command::new("setpriv");
-        cmd.args([
-            "--reuid=65534",
-            "--regid=65534",
-            "--clear-groups",
-            "--inh-caps=-all",
-            "--bounding-set=-all",
-            bin(),
-        ])
-        .args(args)
-        .current_dir(dir.path());
-        output(cmd)
-    };
-    let probe = unprivileged(&["--version"]);
-    if probe.code != Some(0) {
-        linerate_kernel::skip_or_fail(&format!(
-            "kernel_without_privileges: `nobody` cannot execute {} ({})",
-            bin(),
-            probe.stderr.trim()
-        ));
-        return;
     }
     let before = dir.listing();
     for args in [
@@ -690,7 +657,7 @@ fn kernel_without_privileges() {
             PACKET,
         ],
     ] {
-        let out = unprivileged(&args);
+        let out = unprivileged(dir.path(), &args);
         let line = expect_error(&out, &["BPF not available"]);
         assert!(
             line.contains("root") || line.contains("CAP_BPF"),
@@ -699,7 +666,10 @@ fn kernel_without_privileges() {
     }
     assert_eq!(dir.listing(), before);
     // The interpreter needs no privileges.
-    let out = unprivileged(&["run", "xdp_router.o", "--packets", "xdp_router.packets"]);
+    let out = unprivileged(
+        dir.path(),
+        &["run", "xdp_router.o", "--packets", "xdp_router.packets"],
+    );
     out.ok();
 }
 

@@ -72,8 +72,38 @@ where
     run_in(None, args)
 }
 
-/// Runs any command and collects its output.
+/// The `XDG_CACHE_HOME` every command under test runs with unless it sets its own: a cache of
+/// host models holding the shipped x86 prices under this host's fingerprint. So `--target x86`
+/// gives the figures the tests were written against, on any host, and no test calibrates by
+/// accident (`model_host.rs` tests the real first use with empty caches of its own). Written
+/// once per test binary, atomically, under the target directory.
+pub fn test_cache_home() -> &'static Path {
+    static HOME: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    HOME.get_or_init(|| {
+        let home = Path::new(env!("CARGO_TARGET_TMPDIR")).join("cli-test-xdg-cache");
+        let dir = home.join("linerate");
+        std::fs::create_dir_all(&dir).expect("create the test model cache");
+        let fingerprint = linerate_calibrate::fingerprint::current();
+        let mut file = linerate_cost::Model::builtin_file("x86").expect("shipped x86 model");
+        file.device.fingerprint = Some(fingerprint.clone());
+        let text = serde_json::to_string_pretty(&file).expect("model encodes");
+        let path = linerate_calibrate::cache::path_in(&dir, &fingerprint);
+        let tmp = dir.join(format!(".seed.{}", std::process::id()));
+        std::fs::write(&tmp, text).expect("write the test model cache");
+        std::fs::rename(&tmp, &path).expect("place the test model cache");
+        home
+    })
+}
+
+/// Runs any command and collects its output, with [`test_cache_home`] as its cache unless it
+/// names one.
 pub fn output(mut cmd: Command) -> Out {
+    if !cmd
+        .get_envs()
+        .any(|(name, _)| name == linerate_calibrate::cache::XDG_CACHE_HOME)
+    {
+        cmd.env(linerate_calibrate::cache::XDG_CACHE_HOME, test_cache_home());
+    }
     let out = cmd
         .output()
         .unwrap_or_else(|e| panic!("cannot start {cmd:?}: {e}"));
@@ -287,4 +317,46 @@ pub fn example_packets(stem: &str) -> ExamplePackets {
 /// Lower-case hex.
 pub fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Why this test process cannot run `linerate` as `nobody` with no capabilities (see
+/// [`unprivileged`]), if it cannot: not root, no `setpriv`, or `nobody` cannot execute the binary.
+pub fn cannot_drop_privileges() -> Option<String> {
+    if !is_root() {
+        return Some("not root, so privileges cannot be dropped".into());
+    }
+    let setpriv = Command::new("setpriv").arg("--version").output();
+    if !matches!(setpriv, Ok(ref o) if o.status.success()) {
+        return Some("setpriv (util-linux) is not installed".into());
+    }
+    let probe = unprivileged(Path::new("/"), &["--version"]);
+    (probe.code != Some(0)).then(|| {
+        format!(
+            "`nobody` cannot execute {} ({})",
+            bin(),
+            probe.stderr.trim()
+        )
+    })
+}
+
+/// Runs `linerate args` in `dir` as `nobody` (uid and gid 65534) with no capabilities.
+pub fn unprivileged(dir: &Path, args: &[&str]) -> Out {
+    unprivileged_with(dir, args, |_| {})
+}
+
+/// [`unprivileged`], the command adjusted by `adjust` (environment, ...) first.
+pub fn unprivileged_with(dir: &Path, args: &[&str], adjust: impl FnOnce(&mut Command)) -> Out {
+    let mut cmd = Command::new("setpriv");
+    cmd.args([
+        "--reuid=65534",
+        "--regid=65534",
+        "--clear-groups",
+        "--inh-caps=-all",
+        "--bounding-set=-all",
+        bin(),
+    ])
+    .args(args)
+    .current_dir(dir);
+    adjust(&mut cmd);
+    output(cmd)
 }
