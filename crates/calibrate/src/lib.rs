@@ -117,6 +117,7 @@
 
 mod asm;
 pub mod cache;
+pub mod check;
 pub mod fingerprint;
 mod fit;
 mod measure;
@@ -560,8 +561,8 @@ pub fn calibrate(
     })
 }
 
-/// The resolved price of `key` in ns, `None` when unsupported.
-fn resolve(file: &ModelFile, key: &str) -> Option<f64> {
+/// The resolved price of `key` in cycles, `None` when unsupported.
+pub(crate) fn resolve(file: &ModelFile, key: &str) -> Option<f64> {
     let mut entry = file.items.get(key)?;
     for _ in 0..file.items.len() {
         if let Some(cost) = &entry.cost {

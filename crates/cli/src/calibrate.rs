@@ -1,5 +1,7 @@
 //! `linerate calibrate`: measure this host's XDP costs through the kernel (`BPF_PROG_TEST_RUN`)
-//! and write an x86 cost model. The method is documented in `linerate_calibrate`.
+//! and write an x86 cost model: into this host's cache, where `--target x86` finds it, or with
+//! `-o` into a file. `--check` re-times a sample of items and says whether a model still fits.
+//! The method is documented in `linerate_calibrate`.
 //!
 //! The model file is written atomically (a temporary file in the same directory, then a rename),
 //! so a failed or interrupted calibration never leaves a partial file. Progress goes to stderr;
@@ -9,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{anyhow, bail, Context, Result};
 use clap::Args;
-use linerate_calibrate::{self as calibrate, Calibration, How, Options};
+use linerate_calibrate::{self as calibrate, cache, Calibration, How, Options};
 use serde_json::{json, Value};
 
 use crate::output::{emit, table};
@@ -19,9 +21,16 @@ pub struct CalibrateArgs {
     /// Target to calibrate: only `x86` (this host) can be measured.
     #[arg(long, default_value = "x86")]
     pub target: String,
-    /// Where to write the model file.
-    #[arg(short = 'o', long = "output", default_value = "x86.model.json")]
-    pub output: PathBuf,
+    /// Where to write the model file (default: this host's cache, used by `--target x86`).
+    #[arg(short = 'o', long = "output")]
+    pub output: Option<PathBuf>,
+    /// Re-time a sample of items and say whether the model (this host's cached one, or
+    /// `--model`) still fits; exit status 2 when it does not.
+    #[arg(long, conflicts_with_all = ["output", "quick", "rounds", "only"])]
+    pub check: bool,
+    /// With --check: the model file to check instead of this host's cached one.
+    #[arg(long, requires = "check")]
+    pub model: Option<PathBuf>,
     /// Fewer rounds and shorter runs: a rougher model in a fraction of the time.
     #[arg(long)]
     pub quick: bool,
@@ -50,15 +59,27 @@ pub fn calibrate(args: &CalibrateArgs) -> Result<()> {
             args.target
         );
     }
+    if args.check {
+        return check(args);
+    }
+    let output = match &args.output {
+        Some(path) => path.clone(),
+        None => {
+            let dir = cache::directory().ok_or(cache::CacheError::NoDirectory)?;
+            std::fs::create_dir_all(&dir)
+                .with_context(|| format!("cannot create the model cache {}", dir.display()))?;
+            cache::path_in(&dir, &calibrate::fingerprint::current())
+        }
+    };
     // Refuse an unwritable destination before spending a minute measuring.
-    let dir = match args.output.parent() {
+    let dir = match output.parent() {
         Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
         _ => PathBuf::from("."),
     };
     if !dir.is_dir() {
         bail!(
             "cannot write {}: directory {} does not exist",
-            args.output.display(),
+            output.display(),
             dir.display()
         );
     }
@@ -74,33 +95,131 @@ pub fn calibrate(args: &CalibrateArgs) -> Result<()> {
     opts.enable_forwarding = !args.no_sysctl;
 
     let mut progress = |p: &calibrate::Progress| eprintln!("calibrate: {p}");
-    let result = calibrate::calibrate(&opts, &mut progress).map_err(|e| {
-        let log = e
-            .verifier_log()
-            .map(|l| crate::Detail(format!("verifier log:\n{l}")));
-        match log {
-            Some(detail) => anyhow::Error::new(detail).context(e.to_string()),
-            None => anyhow!("{e}"),
-        }
-    })?;
+    let result = calibrate::calibrate(&opts, &mut progress).map_err(calibrate_error)?;
 
     let text =
         serde_json::to_string_pretty(&result.model).context("cannot encode the model")? + "\n";
-    linerate_io::write_atomically(&args.output, text.as_bytes())?;
-    linerate_cost::Model::read(&args.output)
+    linerate_io::write_atomically(&output, text.as_bytes())?;
+    linerate_cost::Model::read(&output)
         .map_err(|e| anyhow!("the written model does not load back: {e}"))?;
     eprintln!(
         "calibrate: wrote {} ({} items, {:.0} s)",
-        args.output.display(),
+        output.display(),
         result.items.len(),
         result.elapsed.as_secs_f64()
     );
 
     if args.json {
-        emit(&(serde_json::to_string_pretty(&json_report(&result, &args.output))? + "\n"))
+        emit(&(serde_json::to_string_pretty(&json_report(&result, &output))? + "\n"))
     } else {
-        emit(&human_report(&result, &args.output))
+        emit(&human_report(&result, &output))
     }
+}
+
+/// A calibration error as the command reports it: one line, the verifier log after it.
+fn calibrate_error(e: calibrate::CalibrateError) -> anyhow::Error {
+    let log = e
+        .verifier_log()
+        .map(|l| crate::Detail(format!("verifier log:\n{l}")));
+    match log {
+        Some(detail) => anyhow::Error::new(detail).context(e.to_string()),
+        None => anyhow!("{e}"),
+    }
+}
+
+/// `calibrate --check`: the sample re-timed against the model, a table of what moved, and exit
+/// status 2 when the model no longer fits.
+fn check(args: &CalibrateArgs) -> Result<()> {
+    let (path, model) = match &args.model {
+        Some(path) => (path.clone(), linerate_cost::Model::read(path)?),
+        None => {
+            let dir = cache::directory().ok_or(cache::CacheError::NoDirectory)?;
+            let fingerprint = calibrate::fingerprint::current();
+            let path = cache::path_in(&dir, &fingerprint);
+            match cache::read_cached(&path, &fingerprint) {
+                Some(Ok(model)) => (path, model),
+                Some(Err(why)) => bail!("cannot check {}: {why}", path.display()),
+                None => bail!(
+                    "no cached model of this host to check ({} does not exist): any x86 \
+                     command or `linerate calibrate` makes one",
+                    path.display()
+                ),
+            }
+        }
+    };
+    let mut progress = |p: &calibrate::Progress| eprintln!("calibrate --check: {p}");
+    let result = calibrate::check::check(model.file(), &calibrate::check::options(), &mut progress)
+        .map_err(calibrate_error)?;
+    let moved: Vec<&calibrate::check::Compared> =
+        result.compared.iter().filter(|c| c.moved()).collect();
+    let tolerance = calibrate::check::TOLERANCE * 100.0;
+    if args.json {
+        let items: Vec<Value> = result
+            .compared
+            .iter()
+            .map(|c| {
+                json!({
+                    "item": c.item,
+                    "model_cycles": c.model,
+                    "now_cycles": c.now,
+                    "change": c.change(),
+                    "moved": c.moved(),
+                })
+            })
+            .collect();
+        emit(
+            &(serde_json::to_string_pretty(&json!({
+                "model_file": path.display().to_string(),
+                "fits": result.fits(),
+                "tolerance": calibrate::check::TOLERANCE,
+                "items": items,
+                "elapsed_s": result.elapsed.as_secs_f64(),
+            }))? + "\n"),
+        )?;
+    } else {
+        let rows: Vec<Vec<String>> = result
+            .compared
+            .iter()
+            .map(|c| {
+                vec![
+                    c.item.clone(),
+                    format!("{:.2}", c.model),
+                    format!("{:.2}", c.now),
+                    format!("{:+.1}%", c.change() * 100.0),
+                    if c.moved() { "moved" } else { "" }.to_string(),
+                ]
+            })
+            .collect();
+        let mut out = format!("checking {}\n", path.display());
+        out.push_str(&table(
+            &["item", "model cycles", "now cycles", "change", ""],
+            &rows,
+        ));
+        out.push_str(&format!(
+            "{} of {} re-timed items moved more than {tolerance:.0}% ({:.0} s)\n",
+            moved.len(),
+            result.compared.len(),
+            result.elapsed.as_secs_f64()
+        ));
+        emit(&out)?;
+    }
+    if moved.is_empty() {
+        return Ok(());
+    }
+    let named: Vec<String> = moved
+        .iter()
+        .map(|c| format!("{} {:+.0}%", c.item, c.change() * 100.0))
+        .collect();
+    Err(anyhow::Error::new(crate::CheckFailed).context(format!(
+        "the model no longer fits this host: {} moved more than {tolerance:.0}%; recalibrate \
+         with `{}`",
+        named.join(", "),
+        if args.model.is_some() {
+            "linerate calibrate -o FILE"
+        } else {
+            "linerate calibrate"
+        }
+    )))
 }
 
 fn how_name(how: &How) -> &'static str {

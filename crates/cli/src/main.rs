@@ -69,6 +69,19 @@ enum Command {
     Report(report::ReportArgs),
 }
 
+/// In an error's chain: a check ran and found what it checks for wanting (exit status 2), rather
+/// than the command failing to run (1).
+#[derive(Debug)]
+pub struct CheckFailed;
+
+impl std::fmt::Display for CheckFailed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("check failed")
+    }
+}
+
+impl std::error::Error for CheckFailed {}
+
 /// Detail printed after the one-line error (e.g. a verifier log).
 #[derive(Debug)]
 pub struct Detail(pub String);
@@ -129,7 +142,11 @@ fn report(result: Result<()>) -> ExitCode {
             if let Some(detail) = err.chain().find_map(|c| c.downcast_ref::<Detail>()) {
                 eprintln!("{}", detail.0.trim_end());
             }
-            ExitCode::FAILURE
+            if err.chain().any(|c| c.is::<CheckFailed>()) {
+                ExitCode::from(2)
+            } else {
+                ExitCode::FAILURE
+            }
         }
     }
 }
@@ -138,7 +155,7 @@ fn report(result: Result<()>) -> ExitCode {
 /// prints after `error: `).
 pub fn error_line(err: &anyhow::Error) -> String {
     err.chain()
-        .filter(|cause| cause.downcast_ref::<Detail>().is_none())
+        .filter(|cause| !cause.is::<Detail>() && !cause.is::<CheckFailed>())
         .map(|cause| cause.to_string())
         .collect::<Vec<_>>()
         .join(": ")

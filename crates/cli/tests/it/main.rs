@@ -5,6 +5,7 @@ mod common;
 
 mod bad_input;
 mod bound_command;
+mod calibrate_command;
 mod colocate_command;
 mod cost_command;
 mod html_pages;
