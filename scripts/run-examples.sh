@@ -111,7 +111,7 @@ print(f"{same}/{len(a)} agree")' "$tmp/vm.json" "$tmp/kernel.json")
 }
 
 cost_table() {
-  step "Cost of every example on each shipped device model (linerate cost)" \
+  step "Cost of every example on this host's x86 model and the NFP model (linerate cost)" \
     "blocks, and the slowest entry-to-exit path whether feasible or not; for programs with loops" \
     "(which 'linerate bound' unrolls), the slowest path one of the crafted packets takes, 'pkt'."
   printf '%-22s %-22s %6s  %-34s %s\n' object program blocks "x86: cycles/packet -> rate" "nfp: cycles, DRAM ops -> rate (bottleneck)"
@@ -166,7 +166,7 @@ PY
 }
 
 bound_table() {
-  step "Worst-case throughput of every example on each shipped device model (linerate bound)" \
+  step "Worst-case throughput of every example on this host's x86 model and the NFP model (linerate bound)" \
     "at most 10 s each: the naive bound (slowest path, possible or not), the slowest satisfiable" \
     "path (SSP) with the action its witness packet takes, and what the search checked." \
     "'unconfirmed': the SSP's path could not be followed by the symbolic engine (the bound stays" \
@@ -386,6 +386,20 @@ colocate_one() {
   colocate_sim 150
 }
 
+host_model() {
+  step "This host's x86 model (--target x86)" \
+    "x86 figures are this host's: its model is calibrated on first use (about 25 s, a progress" \
+    "bar on a terminal) and cached by host fingerprint; later commands read it at once."
+  "$bin" cost examples/xdp_filter.o >/dev/null # calibrates if needed, with its progress bar
+  "$bin" cost examples/xdp_filter.o --json >"$tmp/host.json"
+  python3 -c '
+import json, sys
+h = json.load(open(sys.argv[1]))["model_host"]
+print("   model:", h["origin"], h.get("model_file") or "", "| fingerprint", h["host_fingerprint"])
+print("   calibrated:", h.get("calibrated") or "unknown", "| this host:", "yes" if h["this_host"] else "no")
+if h.get("warning"): print("   warning:", h["warning"])' "$tmp/host.json"
+}
+
 reports() {
   step "Reports (linerate report --quick): one HTML page per program and an index in reports/" \
     "worst case per device model with its control-flow graph and bound over time, estimate" \
@@ -395,6 +409,7 @@ reports() {
 }
 
 agreement_table
+host_model
 if [ "$mode" = all ]; then
   cost_table
   bound_table

@@ -1,12 +1,14 @@
 //! Estimate against measurement on every example (paper 000 §6.1, Table 2's accuracy figures):
-//! for each example's entry program that `linerate bound` handles on the shipped x86 model, the
+//! for each example's entry program that `linerate bound` handles on this host's x86 model (the
+//! cached one, calibrated first if there is none, as `--target x86` does), the
 //! `PATHS` slowest satisfiable paths, each witness timed through `BPF_PROG_TEST_RUN` and checked
 //! to take its path ([`linerate_bound::measure`]). One row per example, then the overall figures
 //! against the issue's targets: no estimate more than 3% above its measurement, median
-//! under-estimate at most 15%, the estimated SSP the measured slowest (within 3%) on at least 80%
-//! of the examples. Run with `bench/measure` or `cargo bench -p linerate-bound --bench measure`.
+//! under-estimate at most 15%, the estimated SSP the measured slowest (within 3%) on at least 85%
+//! of the examples (issue 30). Run with `bench/measure` or `cargo bench -p linerate-bound --bench measure`.
 //! Environment: `MEASURE_PATHS` (default 10), `MEASURE_REPEAT`, `MEASURE_TRIALS`,
-//! `MEASURE_SINGLE_RUNS`, `MEASURE_ONLY` (a substring of the example names to keep).
+//! `MEASURE_SINGLE_RUNS`, `MEASURE_ONLY` (a substring of the example names to keep),
+//! `MEASURE_MODEL` (a model file instead of this host's, e.g. crates/cost/models/x86.json).
 
 use std::time::{Duration, Instant};
 
@@ -32,6 +34,36 @@ fn pct(x: f64) -> String {
     format!("{:.1}%", x * 100.0)
 }
 
+/// `MEASURE_MODEL`'s file, or this host's model from the cache (calibrated now if missing).
+fn model() -> Model {
+    let fingerprint = linerate_calibrate::fingerprint::current();
+    if let Some(path) = std::env::var_os("MEASURE_MODEL") {
+        let model = Model::read(std::path::Path::new(&path)).expect("MEASURE_MODEL is a model");
+        println!(
+            "model: {} (this host: {})",
+            path.to_string_lossy(),
+            fingerprint.key()
+        );
+        return model;
+    }
+    let dir = linerate_calibrate::cache::directory().expect("a cache directory (HOME)");
+    let mut progress = |p: &linerate_calibrate::Progress| eprintln!("calibrate: {p}");
+    let options = linerate_calibrate::Options::first_use();
+    match linerate_calibrate::cache::host_model(&dir, &options, &mut progress) {
+        Ok(linerate_calibrate::cache::HostModel::Cached { path, model })
+        | Ok(linerate_calibrate::cache::HostModel::Calibrated { path, model, .. }) => {
+            println!(
+                "model: this host's, {} ({})",
+                path.display(),
+                fingerprint.summary()
+            );
+            model
+        }
+        Ok(linerate_calibrate::cache::HostModel::Unavailable(why)) => panic!("no BPF: {why}"),
+        Err(e) => panic!("{e}"),
+    }
+}
+
 fn main() {
     if !linerate_kernel::usable_or_skip("bench/measure") {
         return;
@@ -45,7 +77,7 @@ fn main() {
         always_fresh: false,
     };
     let only = std::env::var("MEASURE_ONLY").unwrap_or_default();
-    let model = Model::builtin("x86").expect("shipped x86 model");
+    let model = model();
     println!(
         "x86 model against BPF_PROG_TEST_RUN: {paths} slowest satisfiable paths per example, \
          {} runs x {} trials per path (median)\n",
@@ -188,10 +220,10 @@ fn main() {
         ssp_slowest as f64 / ssp_examples as f64
     };
     println!(
-        "target: estimated SSP measured slowest (within 3%) on at least 80% of examples: \
+        "target: estimated SSP measured slowest (within 3%) on at least 85% of examples: \
          {ssp_slowest} of {ssp_examples} ({}) -> {}",
         pct(share),
-        if share >= 0.8 { "met" } else { "MISSED" }
+        if share >= 0.85 { "met" } else { "MISSED" }
     );
     let share = if ssp_examples == 0 {
         0.0

@@ -176,10 +176,49 @@ impl PathMeasurement {
     /// slower than repeated runs of the same path on this host), which would hide
     /// over-estimates; they are reported but not counted.
     pub fn counts(&self) -> bool {
-        self.check == Check::Confirmed
-            && !self.summarised
-            && matches!(self.method, Some(Method::Repeated | Method::Driven))
-            && !self.trials_ns.is_empty()
+        self.not_comparable().is_none()
+    }
+
+    /// Why the path's estimate and measurement cannot be compared, if they cannot: every path
+    /// reported either counts in the summary or has this reason.
+    pub fn not_comparable(&self) -> Option<String> {
+        match &self.check {
+            Check::Confirmed => {}
+            Check::Unrepeatable(values) => {
+                return Some(format!(
+                    "not timed: the witness relies on values a run cannot repeat ({})",
+                    values.join(", ")
+                ))
+            }
+            Check::NoWitness(why) => return Some(format!("no witness to run: {why}")),
+            Check::Differs(why) => return Some(format!("the runs take another path: {why}")),
+            Check::Drifts(why) => {
+                return Some(format!(
+                    "repeated runs stray from the path and single runs could not time it: {why}"
+                ))
+            }
+        }
+        if self.summarised {
+            return Some(
+                "priced by a summary (the most callback calls or loop iterations a run makes), \
+                 and the witness makes fewer"
+                    .into(),
+            );
+        }
+        match self.method {
+            None => Some("not timed".into()),
+            _ if self.trials_ns.is_empty() => Some("not timed".into()),
+            Some(Method::Fresh) => {
+                Some(format!(
+                "timed in single runs from restored maps ({}), whose caches are colder than the \
+                 repeated runs the model is calibrated on{}",
+                self.drift.as_deref().unwrap_or("repeated runs stray from the path"),
+                self.ratio()
+                    .map_or(String::new(), |r| format!("; estimate/measurement {r:.2}"))
+            ))
+            }
+            Some(Method::Repeated | Method::Driven) => None,
+        }
     }
 }
 
@@ -207,6 +246,9 @@ pub struct Summary {
     pub ssp_is_slowest_within_resolution: Option<bool>,
     /// Rank of the measured slowest counted path.
     pub slowest_rank: Option<usize>,
+    /// The paths that do not count, by rank, with the reason
+    /// ([`PathMeasurement::not_comparable`]).
+    pub not_comparable: Vec<(usize, String)>,
 }
 
 /// The model's throughput of a found path: its cost plus the per-packet work, at its minimum
@@ -638,6 +680,10 @@ pub fn summarize(paths: &[PathMeasurement]) -> Summary {
         ssp_is_slowest,
         ssp_is_slowest_within_resolution,
         slowest_rank: slowest.map(|s| s.0),
+        not_comparable: paths
+            .iter()
+            .filter_map(|p| Some((p.rank, p.not_comparable()?)))
+            .collect(),
     }
 }
 
@@ -683,5 +729,27 @@ mod tests {
         assert_eq!((s.over_share, s.under_share), (0.5, 0.5));
         assert!((s.largest_over - 0.25).abs() < 1e-9);
         assert!((s.median_under - 0.5).abs() < 1e-9);
+    }
+
+    #[test]
+    fn every_path_counts_or_says_why_not() {
+        let mut fresh = timed(1, 30.0, 40.0);
+        fresh.method = Some(Method::Fresh);
+        fresh.drift = Some("repeated run 2 of trial 1 takes other blocks".into());
+        let mut unrepeatable = timed(2, 30.0, 0.0);
+        unrepeatable.trials_ns.clear();
+        unrepeatable.method = None;
+        unrepeatable.check = Check::Unrepeatable(vec!["bpf_ktime_get_ns".into()]);
+        let s = summarize(&[timed(0, 30.0, 31.0), fresh, unrepeatable]);
+        assert_eq!(s.counted, 1);
+        let ranks: Vec<usize> = s.not_comparable.iter().map(|(r, _)| *r).collect();
+        assert_eq!(ranks, [1, 2]);
+        assert!(
+            s.not_comparable[0].1.contains("single runs"),
+            "{:?}",
+            s.not_comparable
+        );
+        assert!(s.not_comparable[0].1.contains("estimate/measurement 1.33"));
+        assert!(s.not_comparable[1].1.contains("bpf_ktime_get_ns"));
     }
 }

@@ -75,7 +75,7 @@ impl Compared {
 /// A finished check.
 #[derive(Clone, Debug)]
 pub struct Check {
-    /// Every re-timed item the model prices, `per_packet` first.
+    /// `per_packet`, then every re-timed item the model prices.
     pub compared: Vec<Compared>,
     /// Wall-clock time of the check.
     pub elapsed: Duration,
@@ -97,7 +97,8 @@ pub fn options() -> Options {
     }
 }
 
-/// Re-times [`SAMPLE`] with `opts` and compares the prices with `model`'s.
+/// Re-times [`SAMPLE`] with `opts` and compares the prices (contention included: a host busier
+/// than when it was calibrated no longer fits its model) with `model`'s.
 pub fn check(
     model: &ModelFile,
     opts: &Options,
@@ -107,6 +108,7 @@ pub fn check(
     let now = calibrate(opts, progress)?;
     let model_cycles = |file: &ModelFile| file.per_packet.get(COMPONENT).copied();
     let mut compared = Vec::new();
+
     if let (Some(model), Some(now)) = (model_cycles(model), model_cycles(&now.model)) {
         compared.push(Compared {
             item: "per_packet".into(),

@@ -160,8 +160,8 @@ fn check(args: &CalibrateArgs) -> Result<()> {
             .map(|c| {
                 json!({
                     "item": c.item,
-                    "model_cycles": c.model,
-                    "now_cycles": c.now,
+                    "model": c.model,
+                    "now": c.now,
                     "change": c.change(),
                     "moved": c.moved(),
                 })
@@ -190,11 +190,8 @@ fn check(args: &CalibrateArgs) -> Result<()> {
                 ]
             })
             .collect();
-        let mut out = format!("checking {}\n", path.display());
-        out.push_str(&table(
-            &["item", "model cycles", "now cycles", "change", ""],
-            &rows,
-        ));
+        let mut out = format!("checking {} (cycles)\n", path.display());
+        out.push_str(&table(&["item", "model", "now", "change", ""], &rows));
         out.push_str(&format!(
             "{} of {} re-timed items moved more than {tolerance:.0}% ({:.0} s)\n",
             moved.len(),
@@ -260,6 +257,8 @@ fn json_report(c: &Calibration, path: &Path) -> Value {
             "cores": d.cores,
             "kernel": d.kernel,
         },
+        "contention": c.contention,
+        "per_packet_contention": c.per_packet_contention,
         "per_packet": {
             "ns": c.per_packet_ns,
             "cycles": d.frequency_hz.map(|f| c.per_packet_ns * f / 1e9),
@@ -333,6 +332,16 @@ fn human_report(c: &Calibration, path: &Path) -> String {
         "per_packet: {:.3} ns (spread {:.1}%)\n",
         c.per_packet_ns,
         c.per_packet_spread * 100.0
+    ));
+    let factors: Vec<String> = c
+        .contention
+        .iter()
+        .map(|(family, f)| format!("{family} {f:.2}"))
+        .collect();
+    out.push_str(&format!(
+        "contention (a price is its uncontended figure times its family's factor: how much \
+         slower than uncontended this host ran the family a tenth of the time): {}\n",
+        factors.join(", ")
     ));
     let s = summary_json(c);
     out.push_str(&format!(

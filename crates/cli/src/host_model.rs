@@ -91,6 +91,10 @@ pub struct HostCheck {
     /// This host's fingerprint key.
     host_key: String,
     origin: Origin,
+    /// The model's host as a line (CPU, microcode, kernel), if it records one.
+    model_host: Option<String>,
+    /// When the model was calibrated, seconds since the Unix epoch, if it records it.
+    calibrated_unix: Option<u64>,
     /// Why the figures are not this host's; `None` when they are.
     warning: Option<String>,
 }
@@ -143,6 +147,8 @@ impl HostCheck {
             model_key: recorded.map(Fingerprint::key),
             host_key: host.key(),
             origin,
+            model_host: recorded.map(Fingerprint::summary),
+            calibrated_unix: device.calibrated_unix,
             warning,
         })
     }
@@ -157,12 +163,16 @@ impl HostCheck {
             }
             Origin::Shipped { .. } => ("shipped", None, None),
         };
+        let now = linerate_calibrate::unix_now();
         json!({
             "this_host": self.warning.is_none(),
             "model_fingerprint": self.model_key,
             "host_fingerprint": self.host_key,
+            "model_host": self.model_host,
             "origin": origin,
             "model_file": file.map(|p: &Path| p.display().to_string()),
+            "calibrated": self.calibrated_unix.map(linerate_calibrate::utc_date),
+            "age_s": self.calibrated_unix.map(|t| now.saturating_sub(t)),
             "calibration_seconds": calibrated_now,
             "warning": self.warning,
         })

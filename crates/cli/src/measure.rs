@@ -170,6 +170,7 @@ fn to_json(
                 "check": check_name(&p.check),
                 "check_detail": check_detail(&p.check),
                 "counted": p.counts(),
+                "not_comparable": p.not_comparable(),
                 "summarised": p.summarised,
                 "vm_blocks_match": p.action.is_some() && p.vm_blocks == p.blocks,
                 "vm_action": p.vm_action,
@@ -193,6 +194,10 @@ fn to_json(
             "ssp_is_slowest": summary.ssp_is_slowest,
             "ssp_is_slowest_within_resolution": summary.ssp_is_slowest_within_resolution,
             "slowest_rank": summary.slowest_rank,
+            "not_comparable": summary.not_comparable.iter().map(|(rank, why)| json!({
+                "rank": rank,
+                "reason": why,
+            })).collect::<Vec<_>>(),
         },
     })
 }
@@ -250,29 +255,46 @@ fn to_text(
         if let Some(detail) = check_detail(&p.check) {
             let _ = writeln!(out, "         {detail}");
         }
-        if let (Some(Method::Fresh), Some(drift)) = (p.method, &p.drift) {
-            let _ = writeln!(out, "         single runs from restored maps: {drift}");
-        }
-        if p.summarised && p.action.is_some() {
-            let _ = writeln!(
-                out,
-                "         not counted: priced by a summary (the most callback calls or loop \
-                 iterations a run makes), the witness makes fewer"
-            );
+        if let Some(why) = p.not_comparable() {
+            if !matches!(p.check, Check::Unrepeatable(_) | Check::NoWitness(_)) {
+                let _ = writeln!(out, "         not counted: {why}");
+            }
         }
     }
-    let _ = writeln!(
-        out,
-        "  summary over {} counted paths of {}: under-estimated {}, over-estimated {}; largest \
-         over-estimate {}; under-estimate median {}, largest {}",
-        summary.counted,
-        summary.paths,
-        pct(summary.under_share),
-        pct(summary.over_share),
-        pct(summary.largest_over),
-        pct(summary.median_under),
-        pct(summary.largest_under)
-    );
+    if summary.counted == 0 {
+        let _ = writeln!(
+            out,
+            "  summary: none of the {} paths counts, so estimate and measurement are not \
+             compared (each path says why)",
+            summary.paths
+        );
+    } else {
+        let _ = writeln!(
+            out,
+            "  summary over {} counted paths of {}: under-estimated {}, over-estimated {}; \
+             largest over-estimate {}; under-estimate median {}, largest {}",
+            summary.counted,
+            summary.paths,
+            pct(summary.under_share),
+            pct(summary.over_share),
+            pct(summary.largest_over),
+            pct(summary.median_under),
+            pct(summary.largest_under)
+        );
+    }
+    if !summary.not_comparable.is_empty() {
+        let ranks: Vec<String> = summary
+            .not_comparable
+            .iter()
+            .map(|(rank, _)| (rank + 1).to_string())
+            .collect();
+        let _ = writeln!(
+            out,
+            "  not counted: path{} {}",
+            if ranks.len() == 1 { "" } else { "s" },
+            ranks.join(", ")
+        );
+    }
     let _ = writeln!(
         out,
         "  estimated SSP is the measured slowest (within {}): {}",

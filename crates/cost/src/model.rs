@@ -76,6 +76,10 @@ pub struct Device {
     /// `None` for models of other devices and for models written before fingerprints.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fingerprint: Option<crate::fingerprint::Fingerprint>,
+    /// When `linerate calibrate` measured the figures, seconds since the Unix epoch (UTC);
+    /// `None` for models of other devices and for models written before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub calibrated_unix: Option<u64>,
 }
 
 /// A component that can become the bottleneck.
@@ -166,9 +170,15 @@ pub struct ItemPrice {
     /// The item blocks until memory answers; names a [`Gap`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gap: Option<String>,
-    /// Calibration: the measured cost in ns, at the clock of `device.frequency_hz`.
+    /// Calibration: the measured cost in ns, at the clock of `device.frequency_hz`, uncontended
+    /// (the fast runs).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ns: Option<f64>,
+    /// Calibration: the contention factor of the item's family on the calibration host (how much
+    /// slower than uncontended its programs ran a tenth of the time); the price is `ns` times
+    /// this, in cycles of the clock.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub contention: Option<f64>,
     /// Calibration: relative spread (max − min) / median of the repeated measurements.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub spread: Option<f64>,

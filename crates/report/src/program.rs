@@ -20,6 +20,55 @@ mod listing;
 use hxdp::hxdp_section;
 use listing::{listing_section, optimize_section};
 
+/// What a bound's `model_host` says of its model: whose host, when calibrated and how long ago,
+/// its fingerprint and where it came from.
+fn model_line(target: &str, host: &Value) -> String {
+    let whose = match host.get("this_host").and_then(Value::as_bool) {
+        Some(true) => "this host's",
+        _ => "another machine's",
+    };
+    let mut line = format!("The {target} model is {whose}");
+    if let Some(of) = str_at(host, "model_host") {
+        line.push_str(&format!(" ({of})"));
+    }
+    match (
+        str_at(host, "calibrated"),
+        host.get("age_s").and_then(Value::as_u64),
+    ) {
+        (Some(when), Some(age)) => {
+            line.push_str(&format!(", calibrated {when} ({} ago)", age_text(age)))
+        }
+        (Some(when), None) => line.push_str(&format!(", calibrated {when}")),
+        _ => line.push_str(", with no calibration date"),
+    }
+    if let Some(key) = str_at(host, "model_fingerprint") {
+        line.push_str(&format!("; fingerprint {key}"));
+    }
+    let origin = match str_at(host, "origin") {
+        Some("cache") | Some("calibrated") => str_at(host, "model_file")
+            .map(|f| format!("; from the cache, {f}"))
+            .unwrap_or_default(),
+        Some("file") => str_at(host, "model_file")
+            .map(|f| format!("; from {f}"))
+            .unwrap_or_default(),
+        Some("shipped") => "; shipped with linerate".to_string(),
+        _ => String::new(),
+    };
+    line.push_str(&origin);
+    line.push('.');
+    line
+}
+
+/// A duration in seconds as a reader says it: `40 s`, `12 min`, `5 h`, `3 days`.
+fn age_text(seconds: u64) -> String {
+    match seconds {
+        s if s < 120 => format!("{s} s"),
+        s if s < 2 * 3600 => format!("{} min", s / 60),
+        s if s < 2 * 86_400 => format!("{} h", s / 3600),
+        s => format!("{} days", s / 86_400),
+    }
+}
+
 /// What one command gave for the page.
 pub enum Part {
     /// Its `--json` document.
@@ -294,12 +343,15 @@ fn summary(run: &ProgramRun) -> String {
         &rows,
     ));
     for t in &run.targets {
-        let warning = t
-            .bound
-            .value()
-            .and_then(|b| b.get("model_host"))
-            .and_then(|h| str_at(h, "warning"));
-        if let Some(warning) = warning {
+        let Some(host) = t.bound.value().and_then(|b| b.get("model_host")) else {
+            continue;
+        };
+        out.push_str(&format!(
+            "<p data-key=\"model-of-{}\">{}</p>",
+            esc(&t.target),
+            esc(&model_line(&t.target, host))
+        ));
+        if let Some(warning) = str_at(host, "warning") {
             out.push_str(&format!(
                 "<p class=\"warn\" data-key=\"model-host-{}\">Warning: {}</p>",
                 esc(&t.target),
@@ -590,5 +642,28 @@ mod tests {
         let svg = anytime_chart("x86", &bound).unwrap();
         assert!(svg.contains("naive bound"));
         assert!(svg.contains("slowest satisfiable path"));
+    }
+
+    #[test]
+    fn the_model_line_says_whose_model_when_and_from_where() {
+        let host = json!({
+            "this_host": true, "model_host": "AMD EPYC, Linux 6.18",
+            "calibrated": "2026-12-02 01:14 UTC", "age_s": 7200,
+            "model_fingerprint": "f1c98e4a09ab5476", "origin": "cache",
+            "model_file": "/root/.cache/linerate/x86-f1c98e4a09ab5476.json"
+        });
+        assert_eq!(
+            model_line("x86", &host),
+            "The x86 model is this host's (AMD EPYC, Linux 6.18), calibrated 2026-12-02 01:14 UTC \
+             (2 h ago); fingerprint f1c98e4a09ab5476; from the cache, \
+             /root/.cache/linerate/x86-f1c98e4a09ab5476.json."
+        );
+        let shipped = json!({"this_host": false, "origin": "shipped"});
+        assert_eq!(
+            model_line("x86", &shipped),
+            "The x86 model is another machine's, with no calibration date; shipped with linerate."
+        );
+        assert_eq!(age_text(59), "59 s");
+        assert_eq!(age_text(3 * 86_400), "3 days");
     }
 }

@@ -174,6 +174,11 @@ fn without_bpf_the_shipped_model_is_used_and_said_to_be_another_machines() {
         "no warning on the page"
     );
     assert!(!html.contains("data-key=\"model-host-nfp\""));
+    assert!(
+        html.contains("The x86 model is another machine&#39;s"),
+        "the page names the model"
+    );
+    assert!(html.contains("shipped with linerate"));
 }
 
 #[test]
