@@ -8,7 +8,9 @@
 //! of the examples (issue 30). Run with `bench/measure` or `cargo bench -p linerate-bound --bench measure`.
 //! Environment: `MEASURE_PATHS` (default 10), `MEASURE_REPEAT`, `MEASURE_TRIALS`,
 //! `MEASURE_SINGLE_RUNS`, `MEASURE_ONLY` (a substring of the example names to keep),
-//! `MEASURE_MODEL` (a model file instead of this host's, e.g. crates/cost/models/x86.json).
+//! `MEASURE_MODEL` (a model file instead of this host's, e.g. crates/cost/models/x86.json),
+//! `MEASURE_OBJECTS` (more objects, `:`-separated, measured after the examples on their first XDP
+//! program: the public programs a user brings).
 
 use std::time::{Duration, Instant};
 
@@ -64,6 +66,46 @@ fn model() -> Model {
     }
 }
 
+/// A program to measure: an example's entry, or the first XDP program of an object the user
+/// names.
+struct Target {
+    name: String,
+    object: linerate_bpf::Object,
+    entry: usize,
+    /// The verifier is known to refuse it.
+    refused: bool,
+}
+
+/// The objects `MEASURE_OBJECTS` names, each on its first XDP program; what cannot be read goes
+/// to `skipped`.
+fn extra_objects(skipped: &mut Vec<String>) -> Vec<Target> {
+    let list = std::env::var("MEASURE_OBJECTS").unwrap_or_default();
+    let mut out = Vec::new();
+    for path in list.split(':').filter(|p| !p.is_empty()) {
+        let path = std::path::Path::new(path);
+        let name = path.file_name().map_or(path.display().to_string(), |n| {
+            n.to_string_lossy().into_owned()
+        });
+        match linerate_io::load_object(path) {
+            Ok(object) => match object
+                .programs
+                .iter()
+                .position(|p| p.require_xdp("measure", "").is_ok())
+            {
+                Some(entry) => out.push(Target {
+                    name,
+                    object,
+                    entry,
+                    refused: false,
+                }),
+                None => skipped.push(format!("{name}: no XDP program")),
+            },
+            Err(e) => skipped.push(format!("{name}: {e}")),
+        }
+    }
+    out
+}
+
 fn main() {
     if !linerate_kernel::usable_or_skip("bench/measure") {
         return;
@@ -88,17 +130,28 @@ fn main() {
         "example", "paths", "count", "under", "over", "max over", "med und", "max und", "SSP slow"
     );
     let started = Instant::now();
+    let mut skipped = Vec::new();
     let mut all: Vec<PathMeasurement> = Vec::new();
     let (mut ssp_examples, mut ssp_slowest, mut ssp_slowest_resolution) = (0, 0, 0);
-    let mut skipped = Vec::new();
-    for example in load_all().expect("example corpus") {
-        let name = example.name();
+    let mut targets: Vec<Target> = load_all()
+        .expect("example corpus")
+        .into_iter()
+        .map(|e| Target {
+            name: e.name().to_string(),
+            refused: e.refused.contains(&e.entry),
+            entry: e.entry,
+            object: e.object,
+        })
+        .collect();
+    targets.extend(extra_objects(&mut skipped));
+    for target in &targets {
+        let name = &target.name;
         if !name.contains(&only) {
             continue;
         }
-        let object = &example.object;
-        let program = example.entry;
-        if example.refused.contains(&program) {
+        let object = &target.object;
+        let program = target.entry;
+        if target.refused {
             skipped.push(format!("{name}: the verifier refuses it"));
             continue;
         }

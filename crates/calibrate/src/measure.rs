@@ -194,6 +194,14 @@ pub(crate) fn measure(
     // Steps: loading each group, then each round.
     let total = taking_part.len() + opts.rounds;
     let mut done = 0;
+    let mut step = |what: String| {
+        done += 1;
+        progress(&Progress::Step {
+            done,
+            total,
+            what: &what,
+        });
+    };
     let mut loaded = Vec::new();
     let mut probes = HashMap::new();
     let mut count = 0;
@@ -242,17 +250,12 @@ pub(crate) fn measure(
             }
             drop(guard);
         }
-        done += 1;
-        progress(&Progress::Step {
-            done,
-            total,
-            what: &format!(
-                "loaded and checked {} ({} programs, {:.1} s)",
-                group.name,
-                programs.len(),
-                started.elapsed().as_secs_f64()
-            ),
-        });
+        step(format!(
+            "loaded and checked {} ({} programs, {:.1} s)",
+            group.name,
+            programs.len(),
+            started.elapsed().as_secs_f64()
+        ));
         loaded.push(LoadedGroup {
             group: gi,
             object: lo,
@@ -317,17 +320,12 @@ pub(crate) fn measure(
                     .push(t);
             }
         }
-        done += 1;
-        progress(&Progress::Step {
-            done,
-            total,
-            what: &format!(
-                "round {}/{} ({:.1} s)",
-                round + 1,
-                opts.rounds,
-                started.elapsed().as_secs_f64()
-            ),
-        });
+        step(format!(
+            "round {}/{} ({:.1} s)",
+            round + 1,
+            opts.rounds,
+            started.elapsed().as_secs_f64()
+        ));
     }
     Ok(Samples {
         times,
