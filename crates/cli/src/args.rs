@@ -54,7 +54,7 @@ impl ModelArgs {
             None if self.target == "x86" => crate::host_model::this_host(quiet)?,
             None => (
                 Model::builtin(&self.target)?,
-                Origin::Shipped { no_bpf: None },
+                Origin::Shipped { uncalibrated: None },
             ),
         };
         let host = HostCheck::of(&model, origin, &linerate_calibrate::fingerprint::current());

@@ -29,8 +29,9 @@ pub enum Origin {
     Cached(PathBuf),
     /// This host's model, calibrated by this command and cached.
     Calibrated { path: PathBuf, seconds: f64 },
-    /// The model shipped with linerate (device models, or x86 without BPF: why).
-    Shipped { no_bpf: Option<String> },
+    /// The model shipped with linerate: for device models, or for x86 when this host's model
+    /// could not be had (why, and what to do).
+    Shipped { uncalibrated: Option<String> },
 }
 
 /// The model a command prices with, and for an x86 model whether it is this host's.
@@ -41,7 +42,8 @@ pub struct DeviceModel {
 }
 
 /// This host's x86 model: cached, calibrated now (a progress bar on a terminal unless `quiet`),
-/// or without BPF the shipped one.
+/// or, without BPF or when calibrating fails, the shipped one (whose figures every output then
+/// says are another machine's, and why).
 pub fn this_host(quiet: bool) -> Result<(Model, Origin)> {
     let dir = cache::directory().ok_or(cache::CacheError::NoDirectory)?;
     let bar = ProgressBar::new(
@@ -60,7 +62,21 @@ pub fn this_host(quiet: bool) -> Result<(Model, Origin)> {
     };
     let resolved = cache::host_model(&dir, &Options::first_use(), &mut progress);
     bar.borrow().finish();
-    Ok(match resolved.map_err(|e| anyhow!("{e}"))? {
+    let resolved = match resolved {
+        Err(cache::CacheError::Calibrate(e)) => {
+            let why = format!(
+                "calibrating this host failed ({e}); `linerate calibrate` shows the details"
+            );
+            return Ok((
+                Model::builtin("x86")?,
+                Origin::Shipped {
+                    uncalibrated: Some(why),
+                },
+            ));
+        }
+        other => other.map_err(|e| anyhow!("{e}"))?,
+    };
+    Ok(match resolved {
         HostModel::Cached { path, model } => (model, Origin::Cached(path)),
         HostModel::Calibrated {
             path,
@@ -79,7 +95,12 @@ pub fn this_host(quiet: bool) -> Result<(Model, Origin)> {
         }
         HostModel::Unavailable(why) => (
             Model::builtin("x86")?,
-            Origin::Shipped { no_bpf: Some(why) },
+            Origin::Shipped {
+                uncalibrated: Some(format!(
+                    "this host's model cannot be calibrated without BPF ({why}); run as root to \
+                     calibrate and cache it"
+                )),
+            },
         ),
     })
 }
@@ -116,10 +137,9 @@ impl HostCheck {
             )
         };
         let advice = match &origin {
-            Origin::Shipped { no_bpf: Some(why) } => format!(
-                "this host's model cannot be calibrated without BPF ({why}); run as root to \
-                 calibrate and cache it"
-            ),
+            Origin::Shipped {
+                uncalibrated: Some(why),
+            } => why.clone(),
             _ => "drop --model to price with this host's model (calibrated on first use), or \
                   calibrate one with `linerate calibrate`"
                 .to_string(),
@@ -261,7 +281,10 @@ mod tests {
     #[test]
     fn without_bpf_the_shipped_model_says_why() {
         let origin = Origin::Shipped {
-            no_bpf: Some("BPF needs root".into()),
+            uncalibrated: Some(
+                "this host's model cannot be calibrated without BPF (BPF needs root); run as root"
+                    .into(),
+            ),
         };
         let check = HostCheck::of(&model_of(None), origin, &host()).unwrap();
         let line = check.text_line();
@@ -276,7 +299,7 @@ mod tests {
     fn device_models_are_not_checked() {
         assert!(HostCheck::of(
             &Model::builtin("nfp").unwrap(),
-            Origin::Shipped { no_bpf: None },
+            Origin::Shipped { uncalibrated: None },
             &host()
         )
         .is_none());

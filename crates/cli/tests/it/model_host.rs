@@ -129,6 +129,21 @@ fn first_use_calibrates_once_and_later_commands_reuse_the_cache() {
     );
 }
 
+/// A cache that cannot be written (here under /proc) is one error line naming it, not a
+/// calibration whose result is lost.
+#[test]
+fn an_unwritable_cache_is_one_error_line() {
+    if let Err(why) = kernel_available() {
+        linerate_kernel::skip_or_fail(&format!("unwritable cache: {why}"));
+        return;
+    }
+    let out = output(bound_with_cache(Path::new("/proc/linerate-cache"), false));
+    crate::common::expect_error(
+        &out,
+        &["cannot use the x86 model cache /proc/linerate-cache"],
+    );
+}
+
 #[test]
 fn without_bpf_the_shipped_model_is_used_and_said_to_be_another_machines() {
     if let Some(why) = cannot_drop_privileges() {
