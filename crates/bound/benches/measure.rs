@@ -51,7 +51,7 @@ fn model() -> Model {
     let dir = linerate_calibrate::cache::directory().expect("a cache directory (HOME)");
     let mut progress = |p: &linerate_calibrate::Progress| eprintln!("calibrate: {p}");
     let options = linerate_calibrate::Options::first_use();
-    match linerate_calibrate::cache::host_model(&dir, &options, &mut progress) {
+    match linerate_calibrate::cache::host_model(&dir, &fingerprint, &options, &mut progress) {
         Ok(linerate_calibrate::cache::HostModel::Cached { path, model })
         | Ok(linerate_calibrate::cache::HostModel::Calibrated { path, model, .. }) => {
             println!(

@@ -81,17 +81,17 @@ pub fn read_cached(path: &Path, fingerprint: &Fingerprint) -> Option<Result<Mode
     )
 }
 
-/// This host's x86 model from the cache in `dir`, calibrated with `opts` and cached on first use.
-/// `progress` sees the calibration's steps and the notes (waiting for another process's
-/// calibration, replacing an unusable file).
+/// The x86 model of this host, whose fingerprint is `fingerprint`, from the cache in `dir`,
+/// calibrated with `opts` and cached on first use. `progress` sees the calibration's steps and
+/// the notes (waiting for another process's calibration, replacing an unusable file).
 pub fn host_model(
     dir: &Path,
+    fingerprint: &Fingerprint,
     opts: &Options,
     progress: &mut dyn FnMut(&Progress),
 ) -> Result<HostModel, CacheError> {
-    let fingerprint = crate::fingerprint::current();
-    let path = path_in(dir, &fingerprint);
-    if let Some(Ok(model)) = read_cached(&path, &fingerprint) {
+    let path = path_in(dir, fingerprint);
+    if let Some(Ok(model)) = read_cached(&path, fingerprint) {
         return Ok(HostModel::Cached { path, model });
     }
     if let Err(e) = linerate_kernel::check_access() {
@@ -110,7 +110,7 @@ pub fn host_model(
         lock.lock().map_err(io)?;
     }
     // Whoever held the lock may have cached the model meanwhile.
-    match read_cached(&path, &fingerprint) {
+    match read_cached(&path, fingerprint) {
         Some(Ok(model)) => return Ok(HostModel::Cached { path, model }),
         Some(Err(why)) => progress(&Progress::Note(&format!(
             "replacing the cached model {}: {why}",

@@ -49,15 +49,16 @@ impl ModelArgs {
     /// The model `--model` names, this host's for `--target x86` (calibrating it on first use,
     /// with a progress bar on a terminal unless `quiet`), or the shipped one of another target.
     pub fn load(&self, quiet: bool) -> Result<DeviceModel> {
+        let here = linerate_calibrate::fingerprint::current();
         let (model, origin) = match &self.model {
             Some(path) => (Model::read(path)?, Origin::File(path.clone())),
-            None if self.target == "x86" => crate::host_model::this_host(quiet)?,
+            None if self.target == "x86" => crate::host_model::this_host(quiet, &here)?,
             None => (
                 Model::builtin(&self.target)?,
                 Origin::Shipped { uncalibrated: None },
             ),
         };
-        let host = HostCheck::of(&model, origin, &linerate_calibrate::fingerprint::current());
+        let host = HostCheck::of(&model, origin, &here);
         Ok(DeviceModel { model, host })
     }
 }

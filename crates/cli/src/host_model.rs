@@ -41,27 +41,24 @@ pub struct DeviceModel {
     pub host: Option<HostCheck>,
 }
 
-/// This host's x86 model: cached, calibrated now (a progress bar on a terminal unless `quiet`),
+/// This host's x86 model (`fingerprint` being this host's): cached, calibrated now (a progress bar on a terminal unless `quiet`),
 /// or, without BPF or when calibrating fails, the shipped one (whose figures every output then
 /// says are another machine's, and why).
-pub fn this_host(quiet: bool) -> Result<(Model, Origin)> {
+pub fn this_host(quiet: bool, fingerprint: &Fingerprint) -> Result<(Model, Origin)> {
     let dir = cache::directory().ok_or(cache::CacheError::NoDirectory)?;
-    let bar = ProgressBar::new(
+    let mut bar = ProgressBar::new(
         "calibrating this host's x86 model (first use)",
         1,
         !quiet && std::io::stderr().is_terminal(),
     );
-    let bar = std::cell::RefCell::new(bar);
-    let mut progress = |p: &Progress| match p {
-        Progress::Step { done, total, .. } => {
-            let mut bar = bar.borrow_mut();
+    let mut progress = |p: &Progress| {
+        if let Progress::Step { done, total, .. } = p {
             bar.set_total(*total);
             bar.set(*done);
         }
-        Progress::Note(_) => {}
     };
-    let resolved = cache::host_model(&dir, &Options::first_use(), &mut progress);
-    bar.borrow().finish();
+    let resolved = cache::host_model(&dir, fingerprint, &Options::first_use(), &mut progress);
+    bar.finish();
     let resolved = match resolved {
         Err(cache::CacheError::Calibrate(e)) => {
             let why = format!(

@@ -66,27 +66,12 @@ fn first_use_calibrates_once_and_later_commands_reuse_the_cache() {
     }
     let cache = TempDir::new("model-host-first-use");
     // Two commands start with the cache empty: one calibrates, the other waits and reuses.
-    let children: Vec<_> = (0..2)
-        .map(|_| {
-            bound_with_cache(cache.path(), true)
-                .stdout(std::process::Stdio::piped())
-                .stderr(std::process::Stdio::piped())
-                .spawn()
-                .expect("start bound")
-        })
-        .collect();
-    let firsts: Vec<serde_json::Value> = children
-        .into_iter()
-        .map(|child| {
-            let out = child.wait_with_output().unwrap();
-            Out {
-                code: out.status.code(),
-                stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-                stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-            }
-            .json()
-        })
-        .collect();
+    let firsts: Vec<serde_json::Value> = std::thread::scope(|scope| {
+        let runs: Vec<_> = (0..2)
+            .map(|_| scope.spawn(|| output(bound_with_cache(cache.path(), true)).json()))
+            .collect();
+        runs.into_iter().map(|r| r.join().unwrap()).collect()
+    });
     let mut origins: Vec<&str> = firsts
         .iter()
         .map(|j| j["model_host"]["origin"].as_str().unwrap_or_default())
