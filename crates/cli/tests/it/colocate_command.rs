@@ -261,8 +261,8 @@ fn imported_csv_profiles_train_and_predict() {
     assert_eq!(j["bottleneck"], "memory", "{j}");
 }
 
-/// Profiling an XDP flow table on this host's kernel (a small quota: the solo grid, a few
-/// contended points, the competitors alone), then training and predicting it next to a memory
+/// Profiling an XDP flow table on this host's kernel with README.md's command (a small quota: the
+/// solo grid, a few contended points, the competitors alone), then training and predicting it next to a memory
 /// benchmark it was profiled against; as a competitor it is refused (no counters here).
 #[test]
 fn host_profile_train_predict() {
@@ -270,23 +270,18 @@ fn host_profile_train_predict() {
         linerate_kernel::skip_or_fail(&format!("host_profile_train_predict: {reason}"));
         return;
     }
-    let dir = TempDir::new("colocate-host");
+    // The README's own command (`-o flow.json`), run once in the suite here.
+    let dir = crate::readme_commands::run_readme_command(crate::readme_commands::HOST_PROFILE);
     let profile = dir.path().join("flow.json");
-    let j = run([
-        "colocate".as_ref(),
-        "profile".as_ref(),
-        example("xdp_flow_huge.o").as_os_str(),
-        "--backend".as_ref(),
-        "host".as_ref(),
-        "--quota".as_ref(),
-        "4".as_ref(),
-        "-o".as_ref(),
-        profile.as_os_str(),
-        "--json".as_ref(),
-    ])
-    .json();
+    let j: Value =
+        serde_json::from_slice(&std::fs::read(&profile).expect("the profile is written"))
+            .expect("the profile is JSON");
     assert_eq!(j["backend"], "host");
     assert_eq!(j["nf"], "xdp_flow_huge");
+    assert!(
+        !j["measurements"].as_array().unwrap().is_empty(),
+        "no measurements"
+    );
     let models = dir.path().join("models.json");
     let trained = run([
         "colocate".as_ref(),

@@ -8,8 +8,10 @@
 //! the same block see them. `target/release/linerate` is replaced by the binary under test.
 //!
 //! Not run: the set-up lines `bash scripts/setup.sh && ...` (what CI runs, and this test is part
-//! of it) and `cargo` commands (`cargo build --release` built the binary this test runs; a nested
-//! cargo would rebuild the binaries other tests are executing). Kernel-backed commands (`--kernel`,
+//! of it), `cargo` commands (`cargo build --release` built the binary this test runs; a nested
+//! cargo would rebuild the binaries other tests are executing), and the commands another test
+//! takes from README.md, runs with [`run_readme_command`] and checks more closely
+//! ([`RUN_BY_OTHER_TESTS`]). Kernel-backed commands (`--kernel`,
 //! `calibrate`) go through [`linerate_kernel::usable_or_skip`]; a command whose program is not
 //! installed prints `SKIPPED:`. Either way the rest of its block is skipped too, since later lines
 //! may read what it writes.
@@ -100,15 +102,63 @@ fn sh_blocks(readme: &str) -> Vec<Vec<ReadmeCommand>> {
     blocks
 }
 
+/// The README's host co-location profile: it keeps both cores busy for half a minute, so it runs
+/// once in the suite, in `colocate_command::host_profile_train_predict`, which trains and predicts
+/// from what it writes.
+pub(crate) const HOST_PROFILE: &str =
+    "target/release/linerate colocate profile examples/xdp_flow_huge.o --backend host";
+
+/// README commands (by how they start) that another test runs from README.md's text, each with
+/// the test that does.
+const RUN_BY_OTHER_TESTS: &[(&str, &str)] =
+    &[(HOST_PROFILE, "colocate_command::host_profile_train_predict")];
+
 /// Why a command is not run here at all, if it is not.
-fn not_run(text: &str) -> Option<&'static str> {
+fn not_run(text: &str) -> Option<String> {
     if text.starts_with("bash scripts/setup.sh") {
-        Some("set-up line (what CI runs)")
+        Some("set-up line (what CI runs)".to_string())
     } else if text.starts_with("cargo ") {
-        Some("cargo command (it built the binary under test)")
+        Some("cargo command (it built the binary under test)".to_string())
     } else {
-        None
+        RUN_BY_OTHER_TESTS
+            .iter()
+            .find(|(start, _)| text.starts_with(start))
+            .map(|(_, test)| format!("run and checked by {test}"))
     }
+}
+
+/// Runs the one README command that starts with `start`, as [`every_readme_command_runs`]
+/// would, in a scratch directory it returns; panics naming the command if it is missing, not
+/// alone, or fails.
+pub(crate) fn run_readme_command(start: &str) -> TempDir {
+    let readme =
+        std::fs::read_to_string(repo_root().join("README.md")).expect("README.md is readable");
+    let matching: Vec<ReadmeCommand> = sh_blocks(&readme)
+        .into_iter()
+        .flatten()
+        .filter(|c| c.text.starts_with(start))
+        .collect();
+    let [command] = &matching[..] else {
+        panic!(
+            "README.md should hold one command starting `{start}`, holds {}",
+            matching.len()
+        );
+    };
+    let dir = scratch_root();
+    let mut cmd = Command::new("bash");
+    cmd.args(["-e", "-o", "pipefail", "-c"])
+        .arg(command.text.replace("target/release/linerate", bin()))
+        .current_dir(dir.path());
+    let out = output(cmd);
+    assert_eq!(
+        out.code,
+        Some(0),
+        "README.md line {}: `{}`: {}",
+        command.line,
+        command.text,
+        out.stderr.trim()
+    );
+    dir
 }
 
 /// Whether `program` can be started: a path that exists or a name found in `PATH`.
