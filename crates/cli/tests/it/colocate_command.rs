@@ -262,8 +262,9 @@ fn imported_csv_profiles_train_and_predict() {
 }
 
 /// Profiling an XDP flow table on this host's kernel with README.md's command (a small quota: the
-/// solo grid, a few contended points, the competitors alone), then training and predicting it next to a memory
-/// benchmark it was profiled against; as a competitor it is refused (no counters here).
+/// solo grid, a few contended points, the competitors alone), then training and predicting it
+/// next to a memory benchmark it was profiled against; as a competitor it is refused (no counters
+/// here).
 #[test]
 fn host_profile_train_predict() {
     if let Err(reason) = kernel_available() {

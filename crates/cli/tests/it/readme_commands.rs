@@ -11,10 +11,10 @@
 //! of it), `cargo` commands (`cargo build --release` built the binary this test runs; a nested
 //! cargo would rebuild the binaries other tests are executing), and the commands another test
 //! takes from README.md, runs with [`run_readme_command`] and checks more closely
-//! ([`RUN_BY_OTHER_TESTS`]). Kernel-backed commands (`--kernel`,
-//! `calibrate`) go through [`linerate_kernel::usable_or_skip`]; a command whose program is not
-//! installed prints `SKIPPED:`. Either way the rest of its block is skipped too, since later lines
-//! may read what it writes.
+//! ([`RUN_BY_OTHER_TESTS`]). Kernel-backed commands (`--kernel`, `calibrate`) go through
+//! [`linerate_kernel::usable_or_skip`]; a command whose program is not installed prints
+//! `SKIPPED:`. Either way the rest of its block is skipped too, since later lines may read what it
+//! writes.
 
 use crate::common;
 
@@ -131,9 +131,7 @@ fn not_run(text: &str) -> Option<String> {
 /// would, in a scratch directory it returns; panics naming the command if it is missing, not
 /// alone, or fails.
 pub(crate) fn run_readme_command(start: &str) -> TempDir {
-    let readme =
-        std::fs::read_to_string(repo_root().join("README.md")).expect("README.md is readable");
-    let matching: Vec<ReadmeCommand> = sh_blocks(&readme)
+    let matching: Vec<ReadmeCommand> = readme_blocks()
         .into_iter()
         .flatten()
         .filter(|c| c.text.starts_with(start))
@@ -145,11 +143,7 @@ pub(crate) fn run_readme_command(start: &str) -> TempDir {
         );
     };
     let dir = scratch_root();
-    let mut cmd = Command::new("bash");
-    cmd.args(["-e", "-o", "pipefail", "-c"])
-        .arg(command.text.replace("target/release/linerate", bin()))
-        .current_dir(dir.path());
-    let out = output(cmd);
+    let out = run_with_bash(&dir, &under_test(&command.text));
     assert_eq!(
         out.code,
         Some(0),
@@ -159,6 +153,27 @@ pub(crate) fn run_readme_command(start: &str) -> TempDir {
         out.stderr.trim()
     );
     dir
+}
+
+/// The commands of README.md's ```sh blocks, read now.
+fn readme_blocks() -> Vec<Vec<ReadmeCommand>> {
+    let readme =
+        std::fs::read_to_string(repo_root().join("README.md")).expect("README.md is readable");
+    sh_blocks(&readme)
+}
+
+/// A README command's text with the binary under test for `target/release/linerate`.
+fn under_test(text: &str) -> String {
+    text.replace("target/release/linerate", bin())
+}
+
+/// Runs `text` with `bash` in `dir` as a reader's shell would, stopping at the first failure of
+/// a pipeline.
+fn run_with_bash(dir: &TempDir, text: &str) -> common::Out {
+    let mut cmd = Command::new("bash");
+    cmd.args(["-e", "-o", "pipefail", "-c", text])
+        .current_dir(dir.path());
+    output(cmd)
 }
 
 /// Whether `program` can be started: a path that exists or a name found in `PATH`.
@@ -200,7 +215,7 @@ fn run_block(block: &[ReadmeCommand]) -> (usize, Option<String>) {
             );
             continue;
         }
-        let text = command.text.replace("target/release/linerate", bin());
+        let text = under_test(&command.text);
         let program = text.split_whitespace().next().unwrap_or_default();
         let skip = if !installed(program) {
             println!(
@@ -217,10 +232,7 @@ fn run_block(block: &[ReadmeCommand]) -> (usize, Option<String>) {
             println!("  (and the rest of its block)");
             break;
         }
-        let mut cmd = Command::new("bash");
-        cmd.args(["-e", "-o", "pipefail", "-c", &text])
-            .current_dir(dir.path());
-        let out = output(cmd);
+        let out = run_with_bash(&dir, &text);
         ran += 1;
         if out.code != Some(0) {
             // Later lines of the block may read what this one should have written.
@@ -242,9 +254,7 @@ fn run_block(block: &[ReadmeCommand]) -> (usize, Option<String>) {
 /// co-location profile, the default report) need not wait for each other.
 #[test]
 fn every_readme_command_runs() {
-    let readme =
-        std::fs::read_to_string(repo_root().join("README.md")).expect("README.md is readable");
-    let blocks = sh_blocks(&readme);
+    let blocks = readme_blocks();
     assert!(!blocks.is_empty(), "README.md has no ```sh block");
     let results = linerate_testkit::map_in_parallel(&blocks, 2, |block| run_block(block));
     let ran: usize = results.iter().map(|(ran, _)| ran).sum();
