@@ -430,13 +430,6 @@ impl Device {
             .zip(access)
             .map(|(&l, &a)| if l > 0.0 { a / l } else { 0.0 })
             .collect();
-        let occupancy = |tau: f64| -> f64 {
-            lines
-                .iter()
-                .zip(&per_line)
-                .map(|(l, r)| l * (1.0 - (-r * tau).exp()))
-                .sum()
-        };
         // Occupancy rises from 0 at τ = 0 towards the lines of the tenants that access at all;
         // if even those fit, the idle tenants' lines are the ones evicted and nobody active
         // misses.
@@ -452,24 +445,23 @@ impl Device {
                 .map(|&r| if r > 0.0 { 0.0 } else { 1.0 })
                 .collect();
         }
-        let hottest = per_line.iter().copied().fold(0.0, f64::max);
-        let (mut low, mut high) = (0.0, 1.0 / hottest);
-        while occupancy(high) < capacity && high.is_finite() {
-            low = high;
-            high *= 2.0;
-        }
+        // Occupancy is increasing and concave in τ, so Newton's method from τ = 0 stays below
+        // the root and climbs to it monotonically: a handful of steps (one exponential per
+        // tenant each) where bisection to the same precision took some fifty.
+        let mut tau = 0.0f64;
         for _ in 0..200 {
-            let middle = 0.5 * (low + high);
-            if occupancy(middle) < capacity {
-                low = middle;
-            } else {
-                high = middle;
+            let (mut occupied, mut slope) = (0.0, 0.0);
+            for (l, r) in lines.iter().zip(&per_line) {
+                let kept = (-r * tau).exp();
+                occupied += l * (1.0 - kept);
+                slope += l * r * kept;
             }
-            if high - low <= 1e-15 * high {
+            let step = (capacity - occupied) / slope;
+            if step.is_nan() || step <= 1e-15 * tau {
                 break;
             }
+            tau += step;
         }
-        let tau = 0.5 * (low + high);
         per_line.iter().map(|r| (-r * tau).exp()).collect()
     }
 

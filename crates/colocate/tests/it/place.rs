@@ -209,7 +209,7 @@ fn long_study(count: u64) {
     check(&totals);
 }
 
-/// 3 sequences of 500 arrivals: about 8 s per sequence in release on the 2-core test machine,
+/// 3 sequences of 500 arrivals: about 7 s per sequence in release on the 2-core test machine,
 /// half of it first fit on the ground truth (the suite's time is budgeted; Table 6's 100 are
 /// below).
 #[test]
