@@ -15,8 +15,9 @@
 //! path may drift under repetition (a program that rewrites the packet or counts in a map):
 //! the interpreter replays the repeated runs ([`MAX_REPLAYED_RUNS`] at most), each of which must
 //! take the witness's blocks, and the last repeated kernel run
-//! must still return the action; a path that drifts is timed in single runs from restored maps
-//! instead ([`timing`]). Witnesses that rely on values a run cannot repeat (time, random
+//! must still return the action; a path that drifts is timed in steady state behind a driver
+//! that puts back what a run changes, or failing that in single runs from restored maps
+//! ([`timing`]). Witnesses that rely on values a run cannot repeat (time, random
 //! numbers, routes) are replayed in the interpreter only and not timed.
 
 mod timing;
@@ -24,7 +25,7 @@ mod timing;
 use linerate_bpf::contents::MapMode;
 use linerate_bpf::Object;
 use linerate_cfg::Cfg;
-use linerate_contend::driver::{restored_bytes, TrafficDriver};
+use linerate_contend::driver::TrafficDriver;
 use linerate_cost::Model;
 use linerate_kernel::drive::{DriveError, Driver};
 use linerate_kernel::{KernelError, TestRunInput};
@@ -103,7 +104,8 @@ pub enum Check {
     /// The interpreter or the kernel took another path (what differed); timed but not counted.
     Differs(String),
     /// Repeated runs (which share the buffer and the maps) do not all take the path, and
-    /// single runs from restored maps could not time it either (why); not counted.
+    /// neither the restoring driver nor single runs from restored maps could time it (why);
+    /// not counted.
     Drifts(String),
 }
 
@@ -114,8 +116,8 @@ pub enum Method {
     Repeated,
     /// Single runs, each on the witness's packet and maps, less the single-run overhead.
     Fresh,
-    /// Repeated runs behind the traffic driver, which writes the witness's headers back before
-    /// each run (a path that strays only because it rewrites its packet), less the driver.
+    /// Repeated runs behind the traffic driver, which puts back what a run changed (bytes,
+    /// head, length, metadata, map entries) before each run, less the driver.
     Driven,
 }
 
@@ -415,37 +417,7 @@ fn measure_one(
         &first,
         &out.vm_blocks,
         options,
-        Replay::Repeated,
     )?;
-
-    // Repeated runs that stray only through their packet's headers can be driven.
-    let drivable = match &drift {
-        Some(repeated) if !options.always_fresh => {
-            let mut vm = Vm::new(object, replay_options(witness))?;
-            vm.seed(&witness.maps).map_err(|e| MeasureError::Seed {
-                rank,
-                reason: e.to_string(),
-            })?;
-            let first = vm.run(program, &witness.packet, &witness.meta)?;
-            let why = replay_drift(
-                &mut vm,
-                program,
-                cfgs,
-                witness,
-                &first,
-                &out.vm_blocks,
-                options,
-                Replay::Driven(restored_bytes(witness.packet.len())),
-            )?;
-            if let Some(why) = why {
-                drift = Some(format!("{repeated}; behind the traffic driver {why}"));
-                false
-            } else {
-                true
-            }
-        }
-        _ => false,
-    };
 
     // The kernel: one run for the action, then the timed trials.
     let driver = Driver::new(object, &witness.maps, MapMode::Persist)?;
@@ -495,33 +467,46 @@ fn measure_one(
             }
         }
     }
-    out.drift = drift;
-    if drivable {
-        let traffic = TrafficDriver::new(std::slice::from_ref(&witness.packet))
-            .map(|t| {
-                t.with_context(
-                    witness.meta.clone(),
-                    witness.ingress_ifindex,
-                    witness.rx_queue_index,
+    // Runs that do not repeat are timed in steady state behind a driver that puts back what
+    // the kernel's single run changed; failing that, in single runs.
+    if !options.always_fresh {
+        match timing::restore_plan(object, loaded, &input, &single, &initial) {
+            Ok(restore) => {
+                let traffic = TrafficDriver::restoring(&input, &restore, loaded, program)
+                    .map_err(|e| MeasureError::Driver(e.to_string()))?;
+                let empty = traffic.pass_object()?;
+                let (trials, returned) = timing::driven(
+                    loaded,
+                    program,
+                    &traffic,
+                    &empty,
+                    options.repeat,
+                    options.trials,
                 )
-            })
-            .map_err(|e| MeasureError::Driver(e.to_string()))?;
-        let empty = linerate_contend::driver::pass_object()?;
-        let (trials, returned) = timing::driven(
-            loaded,
-            program,
-            &traffic,
-            &empty,
-            options.repeat,
-            options.trials,
-        )
-        .map_err(|e| MeasureError::Driver(e.to_string()))?;
-        if returned.iter().all(|r| *r == single.retval) {
-            out.trials_ns = trials;
-            out.method = Some(Method::Driven);
-            return Ok(out);
+                .map_err(|e| MeasureError::Driver(e.to_string()))?;
+                // The driver's calls drained its own rings, not the program's.
+                loaded.discard_records()?;
+                match returned.iter().find(|r| **r != single.retval) {
+                    None => {
+                        out.trials_ns = trials;
+                        out.method = Some(Method::Driven);
+                        out.drift = drift;
+                        return Ok(out);
+                    }
+                    Some(other) => {
+                        drift = drift.map(|d| {
+                            format!(
+                                "{d}; behind the restoring driver a run returns {}",
+                                xdp_action_name(u64::from(*other))
+                            )
+                        })
+                    }
+                }
+            }
+            Err(why) => drift = drift.map(|d| format!("{d}; {why}")),
         }
     }
+    out.drift = drift;
     let offset = match offset {
         Some(o) => *o,
         None => *offset.insert(timing::single_run_offset(
@@ -558,16 +543,6 @@ fn measure_one(
 /// this many runs are replayed (the rest are assumed to repeat).
 pub const MAX_REPLAYED_RUNS: u64 = 100_000;
 
-/// How the replayed runs of a trial get their packet.
-#[derive(Clone, Copy)]
-enum Replay {
-    /// Each run on the previous run's output (the kernel's repeated runs).
-    Repeated,
-    /// Each run on the previous run's output with its first `n` bytes written back from the
-    /// witness (runs behind the traffic driver, which restores neither length nor metadata).
-    Driven(usize),
-}
-
 /// Why replayed runs would not all take the path (`None`: they do), from the interpreter
 /// `vm`, which has run the single run `first`.
 #[allow(clippy::too_many_arguments)]
@@ -579,13 +554,8 @@ fn replay_drift(
     first: &linerate_vm::RunOutcome,
     path: &[BlockRef],
     options: &Options,
-    replay: Replay,
 ) -> Result<Option<String>, MeasureError> {
     let mut replayed = 0u64;
-    let what = match replay {
-        Replay::Repeated => "repeated run",
-        Replay::Driven(_) => "run",
-    };
     for trial in 0..options.trials {
         let (mut packet, mut meta) = (witness.packet.clone(), witness.meta.clone());
         for run in 0..options.repeat {
@@ -593,20 +563,10 @@ fn replay_drift(
                 return Ok(None);
             }
             replayed += 1;
-            if let Replay::Driven(restored) = replay {
-                if packet.len() != witness.packet.len() || meta != witness.meta {
-                    return Ok(Some(format!(
-                        "{what} {} of trial {} would see another packet length or metadata",
-                        run + 1,
-                        trial + 1
-                    )));
-                }
-                packet[..restored].copy_from_slice(&witness.packet[..restored]);
-            }
             let next = vm.run(program, &packet, &meta)?;
             if blocks(cfgs, &next.steps) != path || next.return_value != first.return_value {
                 return Ok(Some(format!(
-                    "{what} {} of trial {} takes other blocks",
+                    "repeated run {} of trial {} takes other blocks",
                     run + 1,
                     trial + 1
                 )));

@@ -1,32 +1,45 @@
 //! The traffic driver: an XDP program, written by linerate, that makes `BPF_PROG_TEST_RUN`
-//! run an NF over a packet set instead of one packet repeated.
+//! run an NF over a packet set instead of one packet repeated, or run it in steady state on one
+//! packet it would otherwise change.
 //!
 //! Each run the driver
 //! 1. takes the index `i` of the next packet from its `cursor` array (and advances it, wrapping
 //!    at the set's size),
-//! 2. copies the first `copy` bytes of packet `i` (its headers; held in the `packets` array)
-//!    over the test packet, whose length is the set's packet length, and
+//! 2. puts back what the previous run changed ([`Restore`]): for a packet set, the first
+//!    bytes of packet `i` (its headers; held in the `packets` array) over the test packet, whose
+//!    length is the set's packet length; for one packet, whatever an NF's run changes: the
+//!    bytes it rewrote, its head, length and metadata, and the entries of its maps it wrote,
+//!    added or removed, and
 //! 3. tail-calls slot 0 of its `nf` program array, where the NF program sits unchanged.
 //!
 //! So consecutive runs see different flows (the NF's map state is touched as real traffic would
-//! touch it), and an NF that rewrites its packet sees fresh headers next run (no TTL counting
-//! down across repeats). What the driver itself costs is measured by attaching a program that
-//! only returns XDP_PASS; [`TrafficDriver::nf_ns`] subtracts it.
+//! touch it), an NF that rewrites its packet sees fresh headers next run (no TTL counting
+//! down across repeats), and an NF that counts, inserts a flow or moves its packet's head runs
+//! the same path every run. What the driver itself costs is measured by attaching a program
+//! that only returns XDP_PASS behind the same driver (which then does the same work: the
+//! restoring helpers are called whatever the run changed); [`TrafficDriver::nf_ns`] subtracts
+//! it.
 //!
 //! Timings take the slope between two repeat counts, which cancels what a test-run call costs
 //! once (the first run is cold: several µs here).
 
+use std::ops::Range;
 use std::os::fd::BorrowedFd;
 
 use linerate_bpf::emit::{write_object, MapSpec, ObjectSpec, ProgramSpec};
 use linerate_bpf::facts::xdp::XDP_PASS;
-use linerate_bpf::helpers::id::{MAP_LOOKUP_ELEM, TAIL_CALL};
-use linerate_bpf::insn::build::{
-    add64, call_helper, exit, jmp, jump, ld_map, ldx, mov64, mov64_reg, st, stx,
+use linerate_bpf::helpers::id::{
+    MAP_DELETE_ELEM, MAP_LOOKUP_ELEM, MAP_UPDATE_ELEM, TAIL_CALL, XDP_ADJUST_HEAD, XDP_ADJUST_META,
+    XDP_ADJUST_TAIL,
 };
-use linerate_bpf::insn::{Cond, Instruction, Operand, Size};
+use linerate_bpf::insn::build::{
+    add64, alu64_reg, call_helper, exit, jmp, jump, ld_map, ldx, mov64, mov64_reg, st, stx,
+};
+use linerate_bpf::insn::{AluOp, Cond, Instruction, Operand, Size};
 use linerate_bpf::{MapType, Object, Program};
-use linerate_kernel::{load_object, KernelError, LoadedObject, TestRunInput, TestRunOutput};
+use linerate_kernel::{
+    load_object, load_object_sharing, KernelError, LoadedObject, TestRunInput, TestRunOutput,
+};
 
 /// Header bytes copied per run at most: enough for Ethernet, a VLAN tag, IPv6 and TCP with
 /// options.
@@ -53,12 +66,23 @@ pub enum DriverError {
     Kernel(#[from] KernelError),
     #[error("the NF's program {0} has no file descriptor after loading")]
     NoProgram(usize),
+    #[error("the NF has no map {0} to restore entries of")]
+    NoMap(usize),
 }
 
-/// Map indices in the driver object.
+/// Map indices in the driver object; the NF's maps it restores entries of follow `SHARED`.
 const CURSOR: u32 = 0;
 const PACKETS: u32 = 1;
 const NF: u32 = 2;
+/// The head position the call's first run found (see [`Restore::geometry`]).
+const STATE: u32 = 3;
+/// The metadata bytes and the map entries the driver writes back, in one value.
+const SAVED: u32 = 4;
+const SHARED: u32 = 5;
+
+/// Bytes of [`STATE`]'s value: whether the call's first run was seen, the head it found, and
+/// the head now (a packet pointer becomes a number by a round trip through a map value).
+const STATE_SIZE: usize = 24;
 
 /// A loaded driver over one packet set.
 pub struct TrafficDriver {
@@ -67,6 +91,97 @@ pub struct TrafficDriver {
     input: TestRunInput,
     packets: usize,
     copy: usize,
+    /// Whether every call must start with [`STATE`] cleared (see [`Restore::geometry`]).
+    geometry: bool,
+    /// The driver program's section, which programs behind it must match in whether they take
+    /// multi-buffer packets.
+    section: String,
+}
+
+/// The section of a driver and of programs behind it that take multi-buffer packets.
+const FRAGS_SECTION: &str = "xdp.frags";
+
+/// What the driver writes back before every run, so that every run starts where the first did.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Restore {
+    /// Packet bytes `start..end`, from the set's packet of the run.
+    pub bytes: Range<usize>,
+    /// Whether to put back what `bpf_xdp_adjust_head`, `_tail` and `_meta` move: the head where
+    /// the call's first run found it, the packet's length and the metadata's length and bytes
+    /// as the input has them.
+    pub geometry: bool,
+    /// Entries of the NF's maps to put back.
+    pub entries: Vec<RestoredEntry>,
+}
+
+/// An entry of one of the NF's maps that the driver puts back before every run.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RestoredEntry {
+    /// The map, an index into the NF object's maps.
+    pub map: usize,
+    pub key: Vec<u8>,
+    /// The value to write back; for a key the run added, the value it added.
+    pub value: Vec<u8>,
+    pub change: Change,
+}
+
+/// What a run did to a map entry, which decides how the driver puts it back. Each way costs
+/// the driver the same whether the NF or a program that changes nothing ran before: it writes
+/// or deletes an entry that is there either way, or inserts one that is missing either way, up
+/// to the difference between inserting an element and replacing one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Change {
+    /// The run changed the value: written back.
+    Changed,
+    /// The run removed the entry: written back twice (the second write replaces, as the
+    /// first does when nothing was removed).
+    Removed,
+    /// The run added the entry: written (replacing the run's, or inserting it when nothing
+    /// ran), then deleted.
+    Added,
+}
+
+impl Restore {
+    /// Only the headers: the first [`restored_bytes`] of packets of `len` bytes.
+    pub fn headers(len: usize) -> Restore {
+        Restore {
+            bytes: 0..restored_bytes(len),
+            ..Restore::default()
+        }
+    }
+
+    /// The NF maps the entries name, each once, in the order of their first entry.
+    fn maps(&self) -> Vec<usize> {
+        let mut maps: Vec<usize> = Vec::new();
+        for entry in &self.entries {
+            if !maps.contains(&entry.map) {
+                maps.push(entry.map);
+            }
+        }
+        maps
+    }
+}
+
+/// [`SAVED`]'s value: the metadata (when the geometry is restored), then each entry's key and
+/// value, every part starting at a multiple of 8; and where each entry's parts start.
+fn saved_value(restore: &Restore, meta: &[u8]) -> (Vec<u8>, Vec<(usize, usize)>) {
+    let mut bytes = Vec::new();
+    let mut append = |part: &[u8]| {
+        let at = bytes.len();
+        bytes.extend_from_slice(part);
+        bytes.resize(bytes.len().next_multiple_of(8), 0);
+        at
+    };
+    if restore.geometry {
+        append(meta);
+    }
+    let offsets = restore
+        .entries
+        .iter()
+        .map(|e| (append(&e.key), append(&e.value)))
+        .collect();
+    bytes.resize(bytes.len().max(8), 0);
+    (bytes, offsets)
 }
 
 /// An instruction of the driver, or a jump to its `fail` exit (placed once the code is laid out).
@@ -75,10 +190,100 @@ enum Step {
     Fail(Cond, u8, Operand),
 }
 
-/// The driver's instructions for a set of `packets` packets, copying `copy` bytes (a multiple
-/// of 8) per run.
-fn driver_program(packets: u32, copy: usize) -> Vec<Instruction> {
+/// Steps that copy `len` bytes from `src + from` to `dst + to`, in the widest loads that fit.
+fn copy_steps(dst: u8, to: usize, src: u8, from: usize, len: usize) -> Vec<Step> {
+    let mut steps = Vec::new();
+    let mut done = 0;
+    while done < len {
+        let (size, width) = [(Size::Dw, 8), (Size::W, 4), (Size::H, 2), (Size::B, 1)]
+            .into_iter()
+            .find(|(_, w)| done + w <= len)
+            .unwrap_or((Size::B, 1));
+        let at = |base: usize| i16::try_from(base + done).unwrap_or(i16::MAX);
+        steps.push(Step::Insn(ldx(size, 5, src, at(from))));
+        steps.push(Step::Insn(stx(size, dst, at(to), 5)));
+        done += width;
+    }
+    steps
+}
+
+/// `r0 = &map[0]` of a one-element array, or the `fail` exit.
+fn lookup_first(map: u32) -> [Step; 6] {
     use Step::{Fail, Insn};
+    [
+        Insn(st(Size::W, 10, -4, 0)),
+        Insn(ld_map(1, map)),
+        Insn(mov64_reg(2, 10)),
+        Insn(add64(2, -4)),
+        Insn(call_helper(MAP_LOOKUP_ELEM)),
+        Fail(Cond::Eq, 0, Operand::Imm(0)),
+    ]
+}
+
+/// `helper(ctx, r2)` with the context in r6, then the `fail` exit if it did not return 0.
+fn adjust(helper: u32) -> [Step; 3] {
+    use Step::{Fail, Insn};
+    [
+        Insn(mov64_reg(1, 6)),
+        Insn(call_helper(helper)),
+        Fail(Cond::Ne, 0, Operand::Imm(0)),
+    ]
+}
+
+/// The steps that put the head, metadata and length back (see [`Restore::geometry`]). The
+/// helpers are called whether or not anything moved, so that the driver costs the same with
+/// any program behind it.
+fn geometry_steps(len: usize, meta_len: usize) -> Vec<Step> {
+    use Step::Insn;
+    let imm = |n: usize| i32::try_from(n).unwrap_or(i32::MAX);
+    let mut steps: Vec<Step> = lookup_first(STATE).into();
+    steps.extend([
+        Insn(mov64_reg(8, 0)),
+        // state = {seen, first head, head now}; the first run of a call records its head.
+        Insn(ldx(Size::W, 2, 6, 0)),
+        Insn(stx(Size::Dw, 8, 16, 2)),
+        Insn(ldx(Size::Dw, 3, 8, 0)),
+        Insn(jmp(Cond::Ne, 3, 0, 2)),
+        Insn(st(Size::Dw, 8, 0, 1)),
+        Insn(stx(Size::Dw, 8, 8, 2)),
+        // The head back where the call's first run found it.
+        Insn(ldx(Size::Dw, 2, 8, 8)),
+        Insn(ldx(Size::Dw, 3, 8, 16)),
+        Insn(alu64_reg(AluOp::Sub, 2, 3)),
+    ]);
+    steps.extend(adjust(XDP_ADJUST_HEAD));
+    // The metadata's length back: meta += (data - meta) - meta_len.
+    steps.extend([
+        Insn(ldx(Size::W, 2, 6, 0)),
+        Insn(ldx(Size::W, 3, 6, 8)),
+        Insn(alu64_reg(AluOp::Sub, 2, 3)),
+        Insn(add64(2, -imm(meta_len))),
+    ]);
+    steps.extend(adjust(XDP_ADJUST_META));
+    // The length back: tail += len - (data_end - data).
+    steps.extend([
+        Insn(ldx(Size::W, 3, 6, 4)),
+        Insn(ldx(Size::W, 4, 6, 0)),
+        Insn(alu64_reg(AluOp::Sub, 3, 4)),
+        Insn(mov64(2, imm(len))),
+        Insn(alu64_reg(AluOp::Sub, 2, 3)),
+    ]);
+    steps.extend(adjust(XDP_ADJUST_TAIL));
+    steps
+}
+
+/// The driver's instructions for a set of `packets` packets of `len` bytes with `meta_len`
+/// bytes of metadata, restoring `restore` before it tail-calls the NF. `offsets` are where
+/// [`saved_value`] put the metadata and each entry's key and value.
+fn driver_program(
+    packets: u32,
+    len: usize,
+    meta_len: usize,
+    restore: &Restore,
+    offsets: &[(usize, usize)],
+) -> Vec<Instruction> {
+    use Step::{Fail, Insn};
+    let imm = |n: usize| i32::try_from(n).unwrap_or(i32::MAX);
     let mut steps = vec![
         Insn(mov64_reg(6, 1)),
         // r7 = cursor[0], the index of this run's packet; cursor[0] = (r7 + 1) mod packets.
@@ -99,24 +304,71 @@ fn driver_program(packets: u32, copy: usize) -> Vec<Instruction> {
         )),
         Insn(mov64(8, 0)),
         Insn(stx(Size::Dw, 0, 0, 8)),
-        // r0 = &packets[r7]
-        Insn(stx(Size::W, 10, -8, 7)),
-        Insn(ld_map(1, PACKETS)),
-        Insn(mov64_reg(2, 10)),
-        Insn(add64(2, -8)),
-        Insn(call_helper(MAP_LOOKUP_ELEM)),
-        Fail(Cond::Eq, 0, Operand::Imm(0)),
-        // The test packet must hold `copy` bytes (the verifier wants the check too).
-        Insn(ldx(Size::W, 2, 6, 0)),
-        Insn(ldx(Size::W, 3, 6, 4)),
-        Insn(mov64_reg(4, 2)),
-        Insn(add64(4, i32::try_from(copy).unwrap_or(i32::MAX))),
-        Fail(Cond::Gt, 4, Operand::Reg(3)),
     ];
-    for word in 0..copy / 8 {
-        let off = i16::try_from(8 * word).unwrap_or(i16::MAX);
-        steps.push(Insn(ldx(Size::Dw, 5, 0, off)));
-        steps.push(Insn(stx(Size::Dw, 2, off, 5)));
+    if restore.geometry {
+        steps.extend(geometry_steps(len, meta_len));
+    }
+    let bytes = &restore.bytes;
+    if !bytes.is_empty() {
+        steps.extend([
+            // r0 = &packets[r7]
+            Insn(stx(Size::W, 10, -8, 7)),
+            Insn(ld_map(1, PACKETS)),
+            Insn(mov64_reg(2, 10)),
+            Insn(add64(2, -8)),
+            Insn(call_helper(MAP_LOOKUP_ELEM)),
+            Fail(Cond::Eq, 0, Operand::Imm(0)),
+            // The test packet must hold the bytes (the verifier wants the check too).
+            Insn(ldx(Size::W, 2, 6, 0)),
+            Insn(ldx(Size::W, 3, 6, 4)),
+            Insn(mov64_reg(4, 2)),
+            Insn(add64(4, imm(bytes.end))),
+            Fail(Cond::Gt, 4, Operand::Reg(3)),
+        ]);
+        steps.extend(copy_steps(2, bytes.start, 0, 0, bytes.len()));
+    }
+    let meta_copied = restore.geometry && meta_len > 0;
+    if meta_copied || !restore.entries.is_empty() {
+        steps.extend(lookup_first(SAVED));
+        steps.push(Insn(mov64_reg(9, 0)));
+    }
+    if meta_copied {
+        steps.extend([
+            Insn(ldx(Size::W, 2, 6, 8)),
+            Insn(ldx(Size::W, 3, 6, 0)),
+            Insn(mov64_reg(4, 2)),
+            Insn(add64(4, imm(meta_len))),
+            Fail(Cond::Gt, 4, Operand::Reg(3)),
+        ]);
+        steps.extend(copy_steps(2, 0, 9, 0, meta_len));
+    }
+    let maps = restore.maps();
+    for (entry, (key_at, value_at)) in restore.entries.iter().zip(offsets) {
+        let shared = maps.iter().position(|m| *m == entry.map).unwrap_or(0);
+        let map = SHARED + u32::try_from(shared).unwrap_or(0);
+        // What the helpers return is not looked at (see `Change`).
+        let call = |helper: u32| {
+            let mut call = vec![
+                Insn(ld_map(1, map)),
+                Insn(mov64_reg(2, 9)),
+                Insn(add64(2, imm(*key_at))),
+            ];
+            if helper == MAP_UPDATE_ELEM {
+                call.extend([
+                    Insn(mov64_reg(3, 9)),
+                    Insn(add64(3, imm(*value_at))),
+                    Insn(mov64(4, 0)),
+                ]);
+            }
+            call.push(Insn(call_helper(helper)));
+            call
+        };
+        steps.extend(call(MAP_UPDATE_ELEM));
+        match entry.change {
+            Change::Changed => {}
+            Change::Removed => steps.extend(call(MAP_UPDATE_ELEM)),
+            Change::Added => steps.extend(call(MAP_DELETE_ELEM)),
+        }
     }
     steps.extend([
         Insn(mov64_reg(1, 6)),
@@ -124,7 +376,12 @@ fn driver_program(packets: u32, copy: usize) -> Vec<Instruction> {
         Insn(mov64(3, 0)),
         Insn(call_helper(TAIL_CALL)),
     ]);
-    // Every step but ld_map is one slot; `fail` follows the last step.
+    lay_out(&steps)
+}
+
+/// The steps' instructions, every `fail` jump pointed at the `XDP_ABORTED` exit after them.
+fn lay_out(steps: &[Step]) -> Vec<Instruction> {
+    use Step::{Fail, Insn};
     let slots = |step: &Step| match step {
         Insn(i) => i.slots(),
         Fail(..) => 1,
@@ -132,7 +389,7 @@ fn driver_program(packets: u32, copy: usize) -> Vec<Instruction> {
     let fail_slot: usize = steps.iter().map(slots).sum();
     let mut code = Vec::with_capacity(steps.len() + 2);
     let mut at = 0;
-    for step in &steps {
+    for step in steps {
         at += slots(step);
         code.push(match step {
             Insn(i) => *i,
@@ -160,15 +417,49 @@ pub fn restored_bytes(len: usize) -> usize {
 /// A program that only returns XDP_PASS, loaded: what the driver costs with no NF behind it
 /// (and, timed alone, what a test run costs with no program work).
 pub fn pass_object() -> Result<LoadedObject, KernelError> {
-    let program = Program::from_instructions("pass", "xdp", &[mov64(0, XDP_PASS as i32), exit()]);
+    pass_object_in("xdp")
+}
+
+/// [`pass_object`] in ELF section `section` (`xdp.frags` makes it take multi-buffer packets).
+fn pass_object_in(section: &str) -> Result<LoadedObject, KernelError> {
+    let program = Program::from_instructions("pass", section, &[mov64(0, XDP_PASS as i32), exit()]);
     let loaded = load_object(&Object::with_programs("pass", vec![program], Vec::new()))?;
     loaded.load_program(0)?;
     Ok(loaded)
 }
 
 impl TrafficDriver {
-    /// Builds and loads a driver over `set` (packets of one length, at least 14 bytes).
+    /// Builds and loads a driver over `set` (packets of one length, at least 14 bytes) that
+    /// writes each run's headers ([`Restore::headers`]).
     pub fn new(set: &[Vec<u8>]) -> Result<TrafficDriver, DriverError> {
+        let len = set.first().ok_or(DriverError::EmptySet)?.len();
+        TrafficDriver::build(set, &[], &Restore::headers(len), None)
+    }
+
+    /// Builds and loads a driver for program `program` of `nf` over the one packet of `input`
+    /// (with its metadata and receiving queue) that puts back `restore` before every run; the
+    /// entries it restores are those of `nf`'s maps, which the driver uses as they are.
+    pub fn restoring(
+        input: &TestRunInput,
+        restore: &Restore,
+        nf: &LoadedObject,
+        program: usize,
+    ) -> Result<TrafficDriver, DriverError> {
+        let set = std::slice::from_ref(&input.packet);
+        let driver = TrafficDriver::build(set, &input.meta, restore, Some((nf, program)))?;
+        Ok(driver.with_context(
+            input.meta.clone(),
+            input.ingress_ifindex,
+            input.rx_queue_index,
+        ))
+    }
+
+    fn build(
+        set: &[Vec<u8>],
+        meta: &[u8],
+        restore: &Restore,
+        nf: Option<(&LoadedObject, usize)>,
+    ) -> Result<TrafficDriver, DriverError> {
         let first = set.first().ok_or(DriverError::EmptySet)?;
         let len = first.len();
         if len < 14 {
@@ -181,22 +472,56 @@ impl TrafficDriver {
                 expected: len,
             });
         }
-        let copy = restored_bytes(len);
+        let bytes = restore.bytes.start.min(len)..restore.bytes.end.min(len);
+        let copy = bytes.len();
         let packets = u32::try_from(set.len()).unwrap_or(u32::MAX);
-        let maps = vec![
+        let (saved, offsets) = saved_value(restore, meta);
+        let mut maps = vec![
             MapSpec::new("cursor", MapType::ARRAY, 4, 8, 1),
             MapSpec::new("packets", MapType::ARRAY, 4, copy.max(8) as u32, packets),
             MapSpec::new("nf", MapType::PROG_ARRAY, 4, 4, 1),
+            MapSpec::new("state", MapType::ARRAY, 4, STATE_SIZE as u32, 1),
+            MapSpec::new("saved", MapType::ARRAY, 4, saved.len() as u32, 1),
         ];
-        let program = ProgramSpec::xdp("driver", driver_program(packets, copy));
-        let bytes = write_object(&ObjectSpec::new(vec![program], maps))?;
-        let object = linerate_bpf::read_object(&bytes, "driver")?;
-        let loaded = load_object(&object)?;
-        for (i, p) in set.iter().enumerate() {
-            let mut header = p[..copy].to_vec();
-            header.resize(copy.max(8), 0);
-            loaded.update(PACKETS as usize, &(i as u32).to_le_bytes(), &header)?;
+        let mut shared = Vec::new();
+        for (k, map) in restore.maps().into_iter().enumerate() {
+            let (nf, _) = nf.ok_or(DriverError::NoMap(map))?;
+            let def = nf.map_def(map).ok_or(DriverError::NoMap(map))?;
+            let fd = nf.map_fd(map).ok_or(DriverError::NoMap(map))?;
+            maps.push(MapSpec::new(
+                &format!("nf_map_{k}"),
+                def.map_type,
+                def.key_size,
+                def.value_size,
+                def.max_entries,
+            ));
+            shared.push((maps.len() - 1, fd));
         }
+        let restore = Restore {
+            bytes: bytes.clone(),
+            ..restore.clone()
+        };
+        let mut program = ProgramSpec::xdp(
+            "driver",
+            driver_program(packets, len, meta.len(), &restore, &offsets),
+        );
+        // A tail call needs caller and callee alike in whether they take multi-buffer packets.
+        if nf
+            .and_then(|(nf, p)| nf.program_def(p))
+            .is_some_and(|p| p.has_frags())
+        {
+            program.section = FRAGS_SECTION.into();
+        }
+        let section = program.section.clone();
+        let object_bytes = write_object(&ObjectSpec::new(vec![program], maps))?;
+        let object = linerate_bpf::read_object(&object_bytes, "driver")?;
+        let loaded = load_object_sharing(&object, &shared)?;
+        for (i, p) in set.iter().enumerate() {
+            let mut part = p[bytes.clone()].to_vec();
+            part.resize(copy.max(8), 0);
+            loaded.update(PACKETS as usize, &(i as u32).to_le_bytes(), &part)?;
+        }
+        loaded.update(SAVED as usize, &0u32.to_le_bytes(), &saved)?;
         Ok(TrafficDriver {
             loaded,
             input: TestRunInput {
@@ -206,6 +531,8 @@ impl TrafficDriver {
             },
             packets: set.len(),
             copy,
+            geometry: restore.geometry,
+            section,
         })
     }
 
@@ -221,6 +548,12 @@ impl TrafficDriver {
         self.input.ingress_ifindex = ingress_ifindex;
         self.input.rx_queue_index = rx_queue_index;
         self
+    }
+
+    /// [`pass_object`] as a program this driver can tail-call (one that takes multi-buffer
+    /// packets if the NF does).
+    pub fn pass_object(&self) -> Result<LoadedObject, KernelError> {
+        pass_object_in(&self.section)
     }
 
     /// Packets in the set.
@@ -246,6 +579,11 @@ impl TrafficDriver {
 
     /// One test-run call of `repeat` runs (each on the next packet of the set).
     pub fn run(&self, repeat: u32) -> Result<TestRunOutput, DriverError> {
+        if self.geometry {
+            // The call's first run records where its head is.
+            self.loaded
+                .update(STATE as usize, &0u32.to_le_bytes(), &[0; STATE_SIZE])?;
+        }
         let input = TestRunInput {
             repeat,
             ..self.input.clone()

@@ -89,7 +89,7 @@ mod testrun;
 
 pub use btf::ProgramBtfInfo;
 pub use error::KernelError;
-pub use object::{load_entry, load_object, LoadedObject, MapEntries};
+pub use object::{load_entry, load_object, load_object_sharing, LoadedObject, MapEntries};
 pub use skip::{bpf_required, skip_or_fail, usable_or_skip, REQUIRE_BPF_VAR};
 pub use sys::{Errno, ENOTSUPP};
 pub use testrun::{TestRunInput, TestRunOutput};

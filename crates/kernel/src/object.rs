@@ -86,11 +86,35 @@ pub struct LoadedObject {
 /// Fails with [`KernelError::MapCreate`] when a map cannot be created and with
 /// [`KernelError::Syscall`] when initialising global data fails.
 pub fn load_object(obj: &Object) -> Result<LoadedObject, KernelError> {
+    load_object_sharing(obj, &[])
+}
+
+/// [`load_object`], except that each map `(index, fd)` of `shared` is not created: the object
+/// uses that existing map (another object's, through a duplicate of its descriptor), as it is,
+/// so that the object's programs read and write the other object's map. A shared map keeps its
+/// contents (no global data is written); share plain maps only (a ring buffer would get a second
+/// reader).
+pub fn load_object_sharing(
+    obj: &Object,
+    shared: &[(usize, BorrowedFd<'_>)],
+) -> Result<LoadedObject, KernelError> {
     let possible_cpus = crate::possible_cpus()?;
     let btf = ObjectBtfFd::load(obj);
     let mut maps = Vec::with_capacity(obj.maps.len());
-    for def in &obj.maps {
-        let (fd, mmapable) = create_map(def, &btf)?;
+    for (index, def) in obj.maps.iter().enumerate() {
+        let existing = shared.iter().find(|(i, _)| *i == index).map(|(_, fd)| fd);
+        let (fd, mmapable) = match existing {
+            Some(fd) => (
+                fd.try_clone_to_owned().map_err(|e| {
+                    KernelError::syscall(
+                        format!("dup of the shared map `{}`", def.name),
+                        Errno(e.raw_os_error().unwrap_or(0)),
+                    )
+                })?,
+                false,
+            ),
+            None => create_map(def, &btf)?,
+        };
         let mapping = mmapable.then(|| Mapping::new(fd.as_fd(), def)).flatten();
         let id = map_in_map::map_id(&fd).map_err(|errno| {
             KernelError::syscall(
@@ -104,7 +128,7 @@ pub fn load_object(obj: &Object) -> Result<LoadedObject, KernelError> {
             id,
             mapping,
         });
-        if let Some(map) = maps.last() {
+        if let Some(map) = maps.last().filter(|_| existing.is_none()) {
             init_global_data(map)?;
         }
     }
@@ -561,6 +585,13 @@ impl LoadedObject {
         self.loaded(index).map(|p| p.id)
     }
 
+    /// Drops what the object's ring buffers and perf event arrays hold: after runs of its
+    /// programs that went through another object's test runs (behind a driver, say), whose
+    /// calls drain only that object's rings.
+    pub fn discard_records(&self) -> Result<(), KernelError> {
+        self.take_records(false).map(|_| ())
+    }
+
     /// Takes the records the object's ring buffers and perf event arrays hold (dropped unless
     /// `keep`).
     pub(crate) fn take_records(
@@ -568,6 +599,11 @@ impl LoadedObject {
         keep: bool,
     ) -> Result<linerate_bpf::records::Records, KernelError> {
         crate::records::take_all(&self.records, keep)
+    }
+
+    /// The definition of program `index`.
+    pub fn program_def(&self, index: usize) -> Option<&Program> {
+        self.programs.get(index).map(|p| &p.def)
     }
 
     /// The name of program `index`.

@@ -14,18 +14,27 @@
 //!   methods give the time a repeated run would take. Cache state is not restored: a single run
 //!   after the restoring system calls may find less of its code and data cached, which makes
 //!   fresh figures, if anything, slower (the safe side for a check of the estimates).
-//! * **Driven** (for a path whose repeated runs stray only because the program rewrites its
-//!   packet's headers): the program runs behind linerate's traffic driver
-//!   (`linerate_contend::driver`), which writes the witness's headers back before every run and
-//!   then tail-calls it. A trial is `repeat` driven runs less `repeat` runs of the driver with a
-//!   program behind it that only returns, plus that program's own repeated time: what a repeated
-//!   run of the path takes, with warm caches, as the model was calibrated.
+//! * **Driven** (for a path whose repeated runs stray: it rewrites its packet, moves its head or
+//!   tail, counts or inserts in a map): the program runs behind linerate's traffic driver
+//!   (`linerate_contend::driver`), which puts back before every run what the kernel's single
+//!   run changed ([`restore_plan`]: the rewritten bytes, the head, length and metadata, the map
+//!   entries) and then tail-calls it, so every run starts where the first did. A trial is
+//!   `repeat` driven runs less `repeat` runs of the same driver with a program behind it that
+//!   only returns, plus that program's own repeated time: what a repeated run of the path takes,
+//!   with warm caches, as the model was calibrated. The driver does the same work either way:
+//!   its helpers run whatever changed, and it puts entries back in ways that cost it the same
+//!   whatever ran before (`linerate_contend::driver::Change`). Fresh timing is the last resort: for maps a program cannot write back (ring buffers,
+//!   program arrays) or more than [`MAX_RESTORED_ENTRIES`] changed entries.
 
 use linerate_bpf::contents::{Entries, MapContents};
 use linerate_bpf::facts::xdp::XDP_PASS;
-use linerate_bpf::MapType;
-use linerate_contend::driver::{pass_object, DriverError, TrafficDriver};
-use linerate_kernel::{KernelError, LoadedObject, TestRunInput};
+use linerate_bpf::helpers::id::{XDP_ADJUST_HEAD, XDP_ADJUST_META, XDP_ADJUST_TAIL};
+use linerate_bpf::insn::{CallTarget, Instruction};
+use linerate_bpf::{MapType, Object};
+use linerate_contend::driver::{
+    pass_object, Change, DriverError, Restore, RestoredEntry, TrafficDriver,
+};
+use linerate_kernel::{KernelError, LoadedObject, TestRunInput, TestRunOutput};
 
 use super::median;
 
@@ -157,46 +166,141 @@ pub(super) fn fresh(
     Ok(Fresh::Timed(out))
 }
 
-/// Puts maps `changed` back to `initial`: deletes the keys a run added, writes the entries it
-/// changed or removed. Arrays cannot delete: their canonical contents leave out zero elements,
-/// so an element that became non-zero is written back as zeros.
+/// Puts maps `changed` back to `initial` (see [`changes`]).
 fn restore(loaded: &LoadedObject, initial: &MapContents, changed: &[usize]) -> Result<(), String> {
-    let name = |map: usize| {
-        loaded
-            .map_def(map)
-            .map_or("?", |d| d.name.as_str())
-            .to_string()
-    };
     for &map in changed {
         let now: Entries = loaded
             .contents(map)
-            .map_err(|e| format!("map {} cannot be read back: {e}", name(map)))?;
-        let want = &initial[map];
-        if now == *want {
-            continue;
-        }
-        let array = loaded
-            .map_def(map)
-            .is_some_and(|d| matches!(d.map_type, MapType::ARRAY | MapType::PERCPU_ARRAY));
-        for (key, value) in &now {
-            if !want.iter().any(|(k, _)| k == key) {
-                let done = if array {
-                    loaded.update(map, key, &vec![0; value.len()])
-                } else {
-                    loaded.delete(map, key).map(|_| ())
-                };
-                done.map_err(|e| format!("map {} cannot be restored: {e}", name(map)))?;
-            }
-        }
-        for (key, value) in want {
-            if !now.iter().any(|(k, v)| k == key && v == value) {
-                loaded
-                    .update(map, key, value)
-                    .map_err(|e| format!("map {} cannot be restored: {e}", name(map)))?;
-            }
+            .map_err(|e| format!("map {} cannot be read back: {e}", map_name(loaded, map)))?;
+        for entry in changes(loaded, map, &initial[map], &now) {
+            let done = match entry.change {
+                Change::Added => loaded.delete(map, &entry.key).map(|_| ()),
+                Change::Changed | Change::Removed => loaded.update(map, &entry.key, &entry.value),
+            };
+            done.map_err(|e| format!("map {} cannot be restored: {e}", map_name(loaded, map)))?;
         }
     }
     Ok(())
+}
+
+fn map_name(loaded: &LoadedObject, map: usize) -> String {
+    loaded
+        .map_def(map)
+        .map_or("?", |d| d.name.as_str())
+        .to_string()
+}
+
+/// What puts map `map`, holding `now`, back to `want`: the entries that differ, with their
+/// values in `want` (for a key only `now` holds, its value there). Arrays cannot delete: their
+/// canonical contents leave out zero elements, so an element that became non-zero changed from
+/// zeros.
+fn changes(loaded: &LoadedObject, map: usize, want: &Entries, now: &Entries) -> Vec<RestoredEntry> {
+    let array = loaded
+        .map_def(map)
+        .is_some_and(|d| matches!(d.map_type, MapType::ARRAY | MapType::PERCPU_ARRAY));
+    let entry = |key: &[u8], value: Vec<u8>, change| RestoredEntry {
+        map,
+        key: key.to_vec(),
+        value,
+        change,
+    };
+    let mut out = Vec::new();
+    for (key, value) in now {
+        if !want.iter().any(|(k, _)| k == key) {
+            out.push(match array {
+                true => entry(key, vec![0; value.len()], Change::Changed),
+                false => entry(key, value.clone(), Change::Added),
+            });
+        }
+    }
+    for (key, value) in want {
+        match now.iter().find(|(k, _)| k == key) {
+            Some((_, v)) if v == value => {}
+            Some(_) => out.push(entry(key, value.clone(), Change::Changed)),
+            None => out.push(entry(key, value.clone(), Change::Removed)),
+        }
+    }
+    out
+}
+
+/// Entries the restoring driver puts back at most: each costs it a helper call per run.
+pub(super) const MAX_RESTORED_ENTRIES: usize = 64;
+
+/// What the restoring driver must put back before every run for each run of `program`'s
+/// object to start as the first did (see [`TrafficDriver::restoring`]): the bytes the kernel's
+/// run `single` of `input` rewrote; the whole packet, its head, length and metadata if a
+/// program can move them (it calls `bpf_xdp_adjust_head`, `_tail` or `_meta`) or the run
+/// changed them; and every entry of the maps that differs from `initial` now. Why not, when a
+/// changed map is one the driver cannot write from a program, or too many entries changed.
+pub(super) fn restore_plan(
+    object: &Object,
+    loaded: &LoadedObject,
+    input: &TestRunInput,
+    single: &TestRunOutput,
+    initial: &MapContents,
+) -> Result<Restore, String> {
+    let moves_geometry = object.programs.iter().any(|p| {
+        p.decode().is_ok_and(|insns| {
+            insns.iter().any(|(_, i)| {
+                matches!(
+                    i,
+                    Instruction::Call(CallTarget::Helper(
+                        XDP_ADJUST_HEAD | XDP_ADJUST_TAIL | XDP_ADJUST_META
+                    ))
+                )
+            })
+        })
+    });
+    let geometry =
+        moves_geometry || single.packet.len() != input.packet.len() || single.meta != input.meta;
+    let bytes = if geometry {
+        0..input.packet.len()
+    } else {
+        let differs = |(a, b): (&u8, &u8)| a != b;
+        let pairs = || single.packet.iter().zip(&input.packet);
+        match pairs().position(differs) {
+            Some(first) => first..input.packet.len() - pairs().rev().position(differs).unwrap_or(0),
+            None => 0..0,
+        }
+    };
+    let mut entries = Vec::new();
+    for (map, want) in initial.iter().enumerate() {
+        let now = loaded
+            .contents(map)
+            .map_err(|e| format!("map {} cannot be read back: {e}", map_name(loaded, map)))?;
+        if now == *want {
+            continue;
+        }
+        let writable = loaded.map_def(map).is_some_and(|d| {
+            matches!(
+                d.map_type,
+                MapType::ARRAY
+                    | MapType::PERCPU_ARRAY
+                    | MapType::HASH
+                    | MapType::PERCPU_HASH
+                    | MapType::LRU_HASH
+                    | MapType::LRU_PERCPU_HASH
+            )
+        });
+        if !writable {
+            return Err(format!(
+                "the run changes map {}, which a driver cannot put back",
+                map_name(loaded, map)
+            ));
+        }
+        entries.extend(changes(loaded, map, want, &now));
+    }
+    if entries.len() > MAX_RESTORED_ENTRIES {
+        return Err(format!(
+            "the runs change {} map entries, more than the {MAX_RESTORED_ENTRIES} a driver puts back",
+            entries.len()
+        ));
+    }
+    Ok(Restore {
+        bytes,
+        geometry,
+        entries,
+    })
 }
 
 /// How much longer a single run takes than one of many repeated runs, ns: the empty program's

@@ -4,3 +4,4 @@
 mod driver_kernel;
 mod host_backend;
 mod membench;
+mod restoring_driver;
