@@ -28,12 +28,16 @@ pub(crate) enum Pricing {
     /// places each copy at a random offset; a rare placement can be pathologically slow).
     Placements { of: Vec<String> },
     /// `max(overwrite, pair − lookup)`: an update either overwrites (measured) or inserts (bounded
-    /// like a delete, from an insert+delete pair minus a lookup).
+    /// like a delete, from an insert+delete pair minus a lookup); `pair` is the dearer of
+    /// `pairs` (the map populated and empty).
     Update {
         overwrite: String,
-        pair: String,
+        pairs: Vec<String>,
         lookup: String,
     },
+    /// `pair − lookup`, `pair` the dearer of `pairs`: a delete, bounded from above by an
+    /// insert+delete pair minus a lookup (the insert does at least a lookup's work).
+    Delete { pairs: Vec<String>, lookup: String },
     /// `of − less`: a bench that also does another bench's unit of work, less that work.
     Less {
         of: String,
@@ -60,9 +64,15 @@ impl Pricing {
             Pricing::Less { of, less, .. } => vec![of.clone(), less.clone()],
             Pricing::Update {
                 overwrite,
-                pair,
+                pairs,
                 lookup,
-            } => vec![overwrite.clone(), pair.clone(), lookup.clone()],
+            } => [overwrite]
+                .into_iter()
+                .chain(pairs)
+                .chain([lookup])
+                .cloned()
+                .collect(),
+            Pricing::Delete { pairs, lookup } => pairs.iter().chain([lookup]).cloned().collect(),
             Pricing::SameAs { .. } | Pricing::Zero(_) => Vec::new(),
         }
     }
@@ -207,25 +217,19 @@ pub(crate) fn plan() -> Vec<(String, Pricing)> {
             out.push((key(MapOp::Update), Pricing::Bench(overwrite)));
             out.push((key(MapOp::Delete), Pricing::Bench(key(MapOp::Delete))));
         } else {
-            let pair = format!("aux.map.pair.{name}");
+            let pairs = vec![
+                format!("aux.map.pair.{name}"),
+                format!("aux.map.pair_empty.{name}"),
+            ];
             out.push((
                 key(MapOp::Update),
                 Pricing::Update {
                     overwrite,
-                    pair: pair.clone(),
+                    pairs: pairs.clone(),
                     lookup: lookup.clone(),
                 },
             ));
-            out.push((
-                key(MapOp::Delete),
-                Pricing::Less {
-                    of: pair,
-                    less: lookup,
-                    what: "a delete, bounded from above by an insert+delete pair minus a lookup \
-                           (the insert does at least a lookup's work)"
-                        .into(),
-                },
-            ));
+            out.push((key(MapOp::Delete), Pricing::Delete { pairs, lookup }));
         }
         if FAILURE_PRICED_MAP_TYPES.contains(&case.map_type) {
             for op in [MapOp::Lookup, MapOp::Update, MapOp::Delete] {
@@ -545,6 +549,12 @@ pub(crate) fn price(
         fits.get(k)
             .ok_or_else(|| internal(format!("bench `{k}` was not measured")))
     };
+    let dearest = |ks: &[String]| -> Result<&BenchFit, CalibrateError> {
+        let fs: Vec<&BenchFit> = ks.iter().map(get).collect::<Result<_, _>>()?;
+        fs.into_iter()
+            .max_by(|a, b| a.fitted.ns.total_cmp(&b.fitted.ns))
+            .ok_or_else(|| internal("an item priced from no bench".into()))
+    };
     let fmt = |x: f64| format!("{x:.3} ns");
     Ok(match pricing {
         Pricing::Bench(b) => {
@@ -615,12 +625,26 @@ pub(crate) fn price(
                 ),
             }
         }
+        Pricing::Delete { pairs, lookup } => {
+            let (p, l) = (dearest(pairs)?, get(lookup)?);
+            let rounds = p.fitted.rounds.iter().map(|x| x - l.fitted.ns).collect();
+            Priced::Cost {
+                fitted: Fitted::new(p.fitted.ns - l.fitted.ns, rounds),
+                note: format!(
+                    "a delete, bounded from above by an insert+delete pair minus a lookup (the \
+                     insert does at least a lookup's work): {} ({}) minus {} ({lookup})",
+                    fmt(p.fitted.ns),
+                    p.note,
+                    fmt(l.fitted.ns),
+                ),
+            }
+        }
         Pricing::Update {
             overwrite,
-            pair,
+            pairs,
             lookup,
         } => {
-            let (o, p, l) = (get(overwrite)?, get(pair)?, get(lookup)?);
+            let (o, p, l) = (get(overwrite)?, dearest(pairs)?, get(lookup)?);
             let n = o.fitted.rounds.len().min(p.fitted.rounds.len());
             let rounds = (0..n)
                 .map(|r| o.fitted.rounds[r].max(p.fitted.rounds[r] - l.fitted.ns))
