@@ -78,7 +78,9 @@
 //!   (tries: full-length addresses inside stored prefixes). Updates are priced as the larger of an
 //!   overwrite of an existing key (measured) and an insert of a new key, bounded by an
 //!   insert+delete pair of a fresh key minus a lookup; deletes are that pair minus a lookup (the
-//!   insert and the delete each do at least a lookup's work, so both bounds are from above). Arrays
+//!   insert and the delete each do at least a lookup's work, so both bounds are from above). The
+//!   pair is timed in the populated map and in an empty twin, and the dearer taken: an empty LRU
+//!   map's pair costs over twice a populated one's. Arrays
 //!   refuse deletes with `-EINVAL`, which is what their delete price measures. Probes check that
 //!   every lookup hits and every update and delete succeeds. Device maps
 //!   ([`linerate_cost::item::LOOKUP_ONLY_MAP_TYPES`]: devmap, devmap_hash) are only looked up (the
