@@ -63,6 +63,13 @@ pub enum CacheError {
 }
 
 /// The cached model of the host with `fingerprint` at `path`, if it is there, valid and this
+/// The cache directory and, in it, the model file of the host with `fingerprint`.
+pub fn host_file(fingerprint: &Fingerprint) -> Result<(PathBuf, PathBuf), CacheError> {
+    let dir = directory().ok_or(CacheError::NoDirectory)?;
+    let path = path_in(&dir, fingerprint);
+    Ok((dir, path))
+}
+
 /// host's; `Err` says why a file that is there cannot be used.
 pub fn read_cached(path: &Path, fingerprint: &Fingerprint) -> Option<Result<Model, String>> {
     if !path.exists() {

@@ -65,10 +65,10 @@ pub fn calibrate(args: &CalibrateArgs) -> Result<()> {
     let output = match &args.output {
         Some(path) => path.clone(),
         None => {
-            let dir = cache::directory().ok_or(cache::CacheError::NoDirectory)?;
+            let (dir, path) = cache::host_file(&calibrate::fingerprint::current())?;
             std::fs::create_dir_all(&dir)
                 .with_context(|| format!("cannot create the model cache {}", dir.display()))?;
-            cache::path_in(&dir, &calibrate::fingerprint::current())
+            path
         }
     };
     // Refuse an unwritable destination before spending a minute measuring.
@@ -133,9 +133,8 @@ fn check(args: &CalibrateArgs) -> Result<()> {
     let (path, model) = match &args.model {
         Some(path) => (path.clone(), linerate_cost::Model::read(path)?),
         None => {
-            let dir = cache::directory().ok_or(cache::CacheError::NoDirectory)?;
             let fingerprint = calibrate::fingerprint::current();
-            let path = cache::path_in(&dir, &fingerprint);
+            let (_, path) = cache::host_file(&fingerprint)?;
             match cache::read_cached(&path, &fingerprint) {
                 Some(Ok(model)) => (path, model),
                 Some(Err(why)) => bail!("cannot check {}: {why}", path.display()),
