@@ -220,6 +220,24 @@ fn lookup_first(map: u32) -> [Step; 6] {
     ]
 }
 
+/// Offsets of `struct xdp_md`'s packet pointers.
+const CTX_DATA: i16 = 0;
+const CTX_DATA_END: i16 = 4;
+const CTX_DATA_META: i16 = 8;
+
+/// `r2 = ctx->start`, `r3 = ctx->end` (the context in r6), then the `fail` exit unless `n`
+/// bytes from `r2` lie below `r3`.
+fn room(start: i16, end: i16, n: usize) -> [Step; 5] {
+    use Step::{Fail, Insn};
+    [
+        Insn(ldx(Size::W, 2, 6, start)),
+        Insn(ldx(Size::W, 3, 6, end)),
+        Insn(mov64_reg(4, 2)),
+        Insn(add64(4, i32::try_from(n).unwrap_or(i32::MAX))),
+        Fail(Cond::Gt, 4, Operand::Reg(3)),
+    ]
+}
+
 /// `helper(ctx, r2)` with the context in r6, then the `fail` exit if it did not return 0.
 fn adjust(helper: u32) -> [Step; 3] {
     use Step::{Fail, Insn};
@@ -240,7 +258,7 @@ fn geometry_steps(len: usize, meta_len: usize) -> Vec<Step> {
     steps.extend([
         Insn(mov64_reg(8, 0)),
         // state = {seen, first head, head now}; the first run of a call records its head.
-        Insn(ldx(Size::W, 2, 6, 0)),
+        Insn(ldx(Size::W, 2, 6, CTX_DATA)),
         Insn(stx(Size::Dw, 8, 16, 2)),
         Insn(ldx(Size::Dw, 3, 8, 0)),
         Insn(jmp(Cond::Ne, 3, 0, 2)),
@@ -254,16 +272,16 @@ fn geometry_steps(len: usize, meta_len: usize) -> Vec<Step> {
     steps.extend(adjust(XDP_ADJUST_HEAD));
     // The metadata's length back: meta += (data - meta) - meta_len.
     steps.extend([
-        Insn(ldx(Size::W, 2, 6, 0)),
-        Insn(ldx(Size::W, 3, 6, 8)),
+        Insn(ldx(Size::W, 2, 6, CTX_DATA)),
+        Insn(ldx(Size::W, 3, 6, CTX_DATA_META)),
         Insn(alu64_reg(AluOp::Sub, 2, 3)),
         Insn(add64(2, -imm(meta_len))),
     ]);
     steps.extend(adjust(XDP_ADJUST_META));
     // The length back: tail += len - (data_end - data).
     steps.extend([
-        Insn(ldx(Size::W, 3, 6, 4)),
-        Insn(ldx(Size::W, 4, 6, 0)),
+        Insn(ldx(Size::W, 3, 6, CTX_DATA_END)),
+        Insn(ldx(Size::W, 4, 6, CTX_DATA)),
         Insn(alu64_reg(AluOp::Sub, 3, 4)),
         Insn(mov64(2, imm(len))),
         Insn(alu64_reg(AluOp::Sub, 2, 3)),
@@ -284,15 +302,10 @@ fn driver_program(
 ) -> Vec<Instruction> {
     use Step::{Fail, Insn};
     let imm = |n: usize| i32::try_from(n).unwrap_or(i32::MAX);
-    let mut steps = vec![
-        Insn(mov64_reg(6, 1)),
-        // r7 = cursor[0], the index of this run's packet; cursor[0] = (r7 + 1) mod packets.
-        Insn(st(Size::W, 10, -4, 0)),
-        Insn(ld_map(1, CURSOR)),
-        Insn(mov64_reg(2, 10)),
-        Insn(add64(2, -4)),
-        Insn(call_helper(MAP_LOOKUP_ELEM)),
-        Fail(Cond::Eq, 0, Operand::Imm(0)),
+    let mut steps = vec![Insn(mov64_reg(6, 1))];
+    // r7 = cursor[0], the index of this run's packet; cursor[0] = (r7 + 1) mod packets.
+    steps.extend(lookup_first(CURSOR));
+    steps.extend([
         Insn(ldx(Size::Dw, 7, 0, 0)),
         Insn(mov64_reg(8, 7)),
         Insn(add64(8, 1)),
@@ -304,7 +317,7 @@ fn driver_program(
         )),
         Insn(mov64(8, 0)),
         Insn(stx(Size::Dw, 0, 0, 8)),
-    ];
+    ]);
     if restore.geometry {
         steps.extend(geometry_steps(len, meta_len));
     }
@@ -318,13 +331,9 @@ fn driver_program(
             Insn(add64(2, -8)),
             Insn(call_helper(MAP_LOOKUP_ELEM)),
             Fail(Cond::Eq, 0, Operand::Imm(0)),
-            // The test packet must hold the bytes (the verifier wants the check too).
-            Insn(ldx(Size::W, 2, 6, 0)),
-            Insn(ldx(Size::W, 3, 6, 4)),
-            Insn(mov64_reg(4, 2)),
-            Insn(add64(4, imm(bytes.end))),
-            Fail(Cond::Gt, 4, Operand::Reg(3)),
         ]);
+        // The test packet must hold the bytes (the verifier wants the check too).
+        steps.extend(room(CTX_DATA, CTX_DATA_END, bytes.end));
         steps.extend(copy_steps(2, bytes.start, 0, 0, bytes.len()));
     }
     let meta_copied = restore.geometry && meta_len > 0;
@@ -333,13 +342,7 @@ fn driver_program(
         steps.push(Insn(mov64_reg(9, 0)));
     }
     if meta_copied {
-        steps.extend([
-            Insn(ldx(Size::W, 2, 6, 8)),
-            Insn(ldx(Size::W, 3, 6, 0)),
-            Insn(mov64_reg(4, 2)),
-            Insn(add64(4, imm(meta_len))),
-            Fail(Cond::Gt, 4, Operand::Reg(3)),
-        ]);
+        steps.extend(room(CTX_DATA_META, CTX_DATA, meta_len));
         steps.extend(copy_steps(2, 0, 9, 0, meta_len));
     }
     let maps = restore.maps();
