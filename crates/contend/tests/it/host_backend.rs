@@ -38,6 +38,7 @@ const QUICK: Timing = Timing {
 
 #[test]
 fn throughput_follows_the_flow_count() {
+    let _alone = crate::timing_alone();
     if !usable_or_skip("contend host_backend") {
         return;
     }
@@ -56,6 +57,7 @@ fn throughput_follows_the_flow_count() {
 
 #[test]
 fn a_competitor_becomes_the_features() {
+    let _alone = crate::timing_alone();
     if !usable_or_skip("contend host_backend") {
         return;
     }

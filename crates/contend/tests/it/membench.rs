@@ -14,6 +14,7 @@ fn run_for(bench: MemBench, time: Duration) -> f64 {
 
 #[test]
 fn a_throttled_competitor_holds_its_rate() {
+    let _alone = crate::timing_alone();
     let cpu = available_cpus() - 1;
     let bench = MemBench {
         working_set: 8 << 20,
@@ -27,6 +28,7 @@ fn a_throttled_competitor_holds_its_rate() {
 
 #[test]
 fn a_stream_outruns_a_chase() {
+    let _alone = crate::timing_alone();
     let cpu = available_cpus() - 1;
     let of = |pattern| MemBench {
         working_set: 64 << 20,
@@ -42,6 +44,7 @@ fn a_stream_outruns_a_chase() {
 
 #[test]
 fn a_paused_competitor_does_nothing_and_its_pause_is_not_counted() {
+    let _alone = crate::timing_alone();
     let bench = MemBench {
         working_set: 8 << 20,
         pattern: Pattern::Stream,

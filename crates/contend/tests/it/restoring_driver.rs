@@ -183,6 +183,7 @@ fn leaving_out_an_entry_lets_the_runs_stray() {
 
 #[test]
 fn the_nf_time_behind_the_restoring_driver_is_its_own() {
+    let _alone = crate::timing_alone();
     if !usable_or_skip("contend restoring_driver") {
         return;
     }
