@@ -209,9 +209,15 @@ fn copy_steps(dst: u8, to: usize, src: u8, from: usize, len: usize) -> Vec<Step>
 
 /// `r0 = &map[0]` of a one-element array, or the `fail` exit.
 fn lookup_first(map: u32) -> [Step; 6] {
+    lookup(map, st(Size::W, 10, -4, 0))
+}
+
+/// `r0 = &map[key]`, the key a 4-byte word that `store_key` writes at `r10 - 4`, or the `fail`
+/// exit.
+fn lookup(map: u32, store_key: Instruction) -> [Step; 6] {
     use Step::{Fail, Insn};
     [
-        Insn(st(Size::W, 10, -4, 0)),
+        Insn(store_key),
         Insn(ld_map(1, map)),
         Insn(mov64_reg(2, 10)),
         Insn(add64(2, -4)),
@@ -300,7 +306,7 @@ fn driver_program(
     restore: &Restore,
     offsets: &[(usize, usize)],
 ) -> Vec<Instruction> {
-    use Step::{Fail, Insn};
+    use Step::Insn;
     let imm = |n: usize| i32::try_from(n).unwrap_or(i32::MAX);
     let mut steps = vec![Insn(mov64_reg(6, 1))];
     // r7 = cursor[0], the index of this run's packet; cursor[0] = (r7 + 1) mod packets.
@@ -323,15 +329,8 @@ fn driver_program(
     }
     let bytes = &restore.bytes;
     if !bytes.is_empty() {
-        steps.extend([
-            // r0 = &packets[r7]
-            Insn(stx(Size::W, 10, -8, 7)),
-            Insn(ld_map(1, PACKETS)),
-            Insn(mov64_reg(2, 10)),
-            Insn(add64(2, -8)),
-            Insn(call_helper(MAP_LOOKUP_ELEM)),
-            Fail(Cond::Eq, 0, Operand::Imm(0)),
-        ]);
+        // r0 = &packets[r7]
+        steps.extend(lookup(PACKETS, stx(Size::W, 10, -4, 7)));
         // The test packet must hold the bytes (the verifier wants the check too).
         steps.extend(room(CTX_DATA, CTX_DATA_END, bytes.end));
         steps.extend(copy_steps(2, bytes.start, 0, 0, bytes.len()));
