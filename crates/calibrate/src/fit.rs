@@ -35,12 +35,10 @@ pub(crate) enum Pricing {
         pairs: Vec<String>,
         lookup: String,
     },
-    /// `pair − lookup`, `pair` the dearer of `pairs`: a delete, bounded from above by an
-    /// insert+delete pair minus a lookup (the insert does at least a lookup's work).
-    Delete { pairs: Vec<String>, lookup: String },
-    /// `of − less`: a bench that also does another bench's unit of work, less that work.
+    /// `of − less`, `of` the dearest of its benches: a bench that also does another bench's unit
+    /// of work, less that work.
     Less {
-        of: String,
+        of: Vec<String>,
         less: String,
         what: String,
     },
@@ -61,7 +59,7 @@ impl Pricing {
         match self {
             Pricing::Bench(b) => vec![b.clone()],
             Pricing::Max { of, .. } | Pricing::Placements { of } => of.clone(),
-            Pricing::Less { of, less, .. } => vec![of.clone(), less.clone()],
+            Pricing::Less { of, less, .. } => of.iter().chain([less]).cloned().collect(),
             Pricing::Update {
                 overwrite,
                 pairs,
@@ -72,7 +70,6 @@ impl Pricing {
                 .chain([lookup])
                 .cloned()
                 .collect(),
-            Pricing::Delete { pairs, lookup } => pairs.iter().chain([lookup]).cloned().collect(),
             Pricing::SameAs { .. } | Pricing::Zero(_) => Vec::new(),
         }
     }
@@ -167,7 +164,10 @@ pub(crate) fn plan() -> Vec<(String, Pricing)> {
                     .into(),
             ),
             Item::Helper(id @ (helper::LOOP | helper::FOR_EACH_MAP_ELEM)) => Pricing::Less {
-                of: format!("aux.{}.once", linerate_bpf::helpers::helper_name(id)),
+                of: vec![format!(
+                    "aux.{}.once",
+                    linerate_bpf::helpers::helper_name(id)
+                )],
                 less: Item::Callback(id).to_string(),
                 what: "the helper's own work: a call making one callback call, less that call"
                     .into(),
@@ -229,7 +229,16 @@ pub(crate) fn plan() -> Vec<(String, Pricing)> {
                     lookup: lookup.clone(),
                 },
             ));
-            out.push((key(MapOp::Delete), Pricing::Delete { pairs, lookup }));
+            out.push((
+                key(MapOp::Delete),
+                Pricing::Less {
+                    of: pairs,
+                    less: lookup,
+                    what: "a delete, bounded from above by an insert+delete pair minus a lookup \
+                           (the insert does at least a lookup's work)"
+                        .into(),
+                },
+            ));
         }
         if FAILURE_PRICED_MAP_TYPES.contains(&case.map_type) {
             for op in [MapOp::Lookup, MapOp::Update, MapOp::Delete] {
@@ -612,7 +621,7 @@ pub(crate) fn price(
             }
         }
         Pricing::Less { of, less, what } => {
-            let (o, l) = (get(of)?, get(less)?);
+            let (o, l) = (dearest(of)?, get(less)?);
             let rounds = o.fitted.rounds.iter().map(|x| x - l.fitted.ns).collect();
             Priced::Cost {
                 fitted: Fitted::new(o.fitted.ns - l.fitted.ns, rounds),
@@ -622,20 +631,6 @@ pub(crate) fn price(
                     o.note,
                     fmt(l.fitted.ns),
                     less
-                ),
-            }
-        }
-        Pricing::Delete { pairs, lookup } => {
-            let (p, l) = (dearest(pairs)?, get(lookup)?);
-            let rounds = p.fitted.rounds.iter().map(|x| x - l.fitted.ns).collect();
-            Priced::Cost {
-                fitted: Fitted::new(p.fitted.ns - l.fitted.ns, rounds),
-                note: format!(
-                    "a delete, bounded from above by an insert+delete pair minus a lookup (the \
-                     insert does at least a lookup's work): {} ({}) minus {} ({lookup})",
-                    fmt(p.fitted.ns),
-                    p.note,
-                    fmt(l.fitted.ns),
                 ),
             }
         }

@@ -226,6 +226,11 @@ fn lookup(map: u32, store_key: Instruction) -> [Step; 6] {
     ]
 }
 
+/// `n` as an instruction's immediate (saturating: sizes here are far below `i32::MAX`).
+fn imm(n: usize) -> i32 {
+    i32::try_from(n).unwrap_or(i32::MAX)
+}
+
 /// Offsets of `struct xdp_md`'s packet pointers.
 const CTX_DATA: i16 = 0;
 const CTX_DATA_END: i16 = 4;
@@ -239,7 +244,7 @@ fn room(start: i16, end: i16, n: usize) -> [Step; 5] {
         Insn(ldx(Size::W, 2, 6, start)),
         Insn(ldx(Size::W, 3, 6, end)),
         Insn(mov64_reg(4, 2)),
-        Insn(add64(4, i32::try_from(n).unwrap_or(i32::MAX))),
+        Insn(add64(4, imm(n))),
         Fail(Cond::Gt, 4, Operand::Reg(3)),
     ]
 }
@@ -259,7 +264,6 @@ fn adjust(helper: u32) -> [Step; 3] {
 /// any program behind it.
 fn geometry_steps(len: usize, meta_len: usize) -> Vec<Step> {
     use Step::Insn;
-    let imm = |n: usize| i32::try_from(n).unwrap_or(i32::MAX);
     let mut steps: Vec<Step> = lookup_first(STATE).into();
     steps.extend([
         Insn(mov64_reg(8, 0)),
@@ -307,7 +311,6 @@ fn driver_program(
     offsets: &[(usize, usize)],
 ) -> Vec<Instruction> {
     use Step::Insn;
-    let imm = |n: usize| i32::try_from(n).unwrap_or(i32::MAX);
     let mut steps = vec![Insn(mov64_reg(6, 1))];
     // r7 = cursor[0], the index of this run's packet; cursor[0] = (r7 + 1) mod packets.
     steps.extend(lookup_first(CURSOR));
@@ -315,12 +318,7 @@ fn driver_program(
         Insn(ldx(Size::Dw, 7, 0, 0)),
         Insn(mov64_reg(8, 7)),
         Insn(add64(8, 1)),
-        Insn(jmp(
-            Cond::Lt,
-            8,
-            i32::try_from(packets).unwrap_or(i32::MAX),
-            1,
-        )),
+        Insn(jmp(Cond::Lt, 8, imm(packets as usize), 1)),
         Insn(mov64(8, 0)),
         Insn(stx(Size::Dw, 0, 0, 8)),
     ]);

@@ -23,8 +23,9 @@
 //!   only returns, plus that program's own repeated time: what a repeated run of the path takes,
 //!   with warm caches, as the model was calibrated. The driver does the same work either way:
 //!   its helpers run whatever changed, and it puts entries back in ways that cost it the same
-//!   whatever ran before (`linerate_contend::driver::Change`). Fresh timing is the last resort: for maps a program cannot write back (ring buffers,
-//!   program arrays) or more than [`MAX_RESTORED_ENTRIES`] changed entries.
+//!   whatever ran before (`linerate_contend::driver::Change`). Fresh timing is the last
+//!   resort: for maps a program cannot write back (ring buffers, program arrays) or more than
+//!   [`MAX_RESTORED_ENTRIES`] changed entries.
 
 use linerate_bpf::contents::{Entries, MapContents};
 use linerate_bpf::facts::xdp::XDP_PASS;
