@@ -353,14 +353,26 @@ const _: () = {
 #[repr(C, align(8))]
 struct AttrBuf([u8; ATTR_SIZE]);
 
-/// How often `BPF_PROG_LOAD` is issued while it fails with `EAGAIN`: the verifier gives up with
-/// `EAGAIN` when a signal is pending for the loading thread (kernel/bpf/verifier.c `do_check`),
-/// which is transient; libbpf retries the same way (tools/lib/bpf/bpf.c `PROG_LOAD_ATTEMPTS`).
-const PROG_LOAD_ATTEMPTS: u32 = 5;
+/// How often a command is issued while it fails because a signal was pending for the calling
+/// thread, which is transient: the verifier then gives up with `EAGAIN` (kernel/bpf/verifier.c
+/// `do_check`; libbpf retries the same way, tools/lib/bpf/bpf.c `PROG_LOAD_ATTEMPTS`), and a
+/// repeated test run stops between runs with `EINTR` (net/bpf/test_run.c
+/// `bpf_test_timer_continue`; seen in CI on a 3-run call). Every attempt starts from the caller's
+/// attribute buffer, so a retried test run starts again from its input packet.
+const SIGNAL_ATTEMPTS: u32 = 5;
+
+/// The errno with which `cmd` reports that a pending signal interrupted it, if it is retried.
+fn interrupted_errno(cmd: Cmd) -> Option<i32> {
+    match cmd {
+        Cmd::ProgLoad => Some(libc::EAGAIN),
+        Cmd::ProgTestRun => Some(libc::EINTR),
+        _ => None,
+    }
+}
 
 /// Issues `bpf(cmd, attr, ATTR_SIZE)` with `attr` copied into a zeroed union-sized buffer, and
-/// copies the buffer back into `attr` afterwards (output fields); a program load refused with
-/// `EAGAIN` is issued again, up to [`PROG_LOAD_ATTEMPTS`] times. Returns the non-negative result
+/// copies the buffer back into `attr` afterwards (output fields); a command a pending signal
+/// interrupted is issued again, up to [`SIGNAL_ATTEMPTS`] times. Returns the non-negative result
 /// (a new file descriptor for creating commands) or the errno.
 ///
 /// # Safety
@@ -371,8 +383,9 @@ const PROG_LOAD_ATTEMPTS: u32 = 5;
 pub(crate) unsafe fn sys_bpf<T: Attr>(cmd: Cmd, attr: &mut T) -> Result<c_long, Errno> {
     let n = std::mem::size_of::<T>().min(ATTR_SIZE);
     let mut buf = AttrBuf([0; ATTR_SIZE]);
-    let mut attempts_left = if cmd == Cmd::ProgLoad {
-        PROG_LOAD_ATTEMPTS
+    let interrupted = interrupted_errno(cmd);
+    let mut attempts_left = if interrupted.is_some() {
+        SIGNAL_ATTEMPTS
     } else {
         1
     };
@@ -394,7 +407,7 @@ pub(crate) unsafe fn sys_bpf<T: Attr>(cmd: Cmd, attr: &mut T) -> Result<c_long, 
         };
         let errno = Errno::last();
         attempts_left -= 1;
-        if ret >= 0 || errno.0 != libc::EAGAIN || attempts_left == 0 {
+        if ret >= 0 || Some(errno.0) != interrupted || attempts_left == 0 {
             break (ret, errno);
         }
     };

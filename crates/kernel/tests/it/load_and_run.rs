@@ -427,6 +427,51 @@ fn repeat_reports_a_duration() {
     );
 }
 
+extern "C" fn ignore_signal(_: libc::c_int) {}
+
+/// A signal arriving between repeated runs makes the kernel stop the call with `EINTR` (it did so
+/// once in CI on a 3-run call); the runner issues the call again, so the caller sees a result.
+#[test]
+fn a_signal_during_repeated_runs_is_retried() {
+    if !bpf_available() {
+        return;
+    }
+    let loaded = load_entry(
+        &single(
+            &counter_program(),
+            vec![MapDef::new("counts", MapType::ARRAY, 4, 8, 1)],
+        ),
+        0,
+    )
+    .unwrap();
+    // SAFETY: the handler does nothing, which is async-signal-safe; no other test uses SIGUSR1.
+    unsafe {
+        let mut action: libc::sigaction = std::mem::zeroed();
+        action.sa_sigaction = ignore_signal as extern "C" fn(libc::c_int) as usize;
+        assert_eq!(
+            libc::sigaction(libc::SIGUSR1, &action, std::ptr::null_mut()),
+            0
+        );
+    }
+    // SAFETY: `pthread_self` has no preconditions.
+    let runner = unsafe { libc::pthread_self() } as usize;
+    let signaller = std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_millis(5));
+        // SAFETY: the runner thread is alive: it joins this thread before returning.
+        unsafe { libc::pthread_kill(runner as libc::pthread_t, libc::SIGUSR1) }
+    });
+    // Several milliseconds of runs at any plausible speed, so the signal lands inside the call.
+    let mut input = TestRunInput::new(packet(64));
+    input.repeat = 5_000_000;
+    let out = loaded.test_run(0, &input);
+    assert_eq!(signaller.join().unwrap(), 0);
+    let out = out.unwrap();
+    assert!(out.duration_ns > 0);
+    let count = loaded.lookup(0, &0u32.to_le_bytes()).unwrap().unwrap();
+    let count = u64::from_le_bytes(count.try_into().unwrap());
+    assert!(count > 5_000_000, "the interrupted call ran too: {count}");
+}
+
 #[test]
 fn test_run_restores_thread_affinity() {
     if !bpf_available() {
