@@ -404,19 +404,24 @@ fn map_create_failure_names_the_map() {
     );
 }
 
-#[test]
-fn repeat_reports_a_duration() {
-    if !bpf_available() {
-        return;
-    }
-    let loaded = load_entry(
+/// The counter program with its one-element `counts` array, loaded.
+fn load_counter() -> linerate_kernel::LoadedObject {
+    load_entry(
         &single(
             &counter_program(),
             vec![MapDef::new("counts", MapType::ARRAY, 4, 8, 1)],
         ),
         0,
     )
-    .unwrap();
+    .unwrap()
+}
+
+#[test]
+fn repeat_reports_a_duration() {
+    if !bpf_available() {
+        return;
+    }
+    let loaded = load_counter();
     let mut input = TestRunInput::new(packet(64));
     input.repeat = 1000;
     let out = loaded.test_run(0, &input).unwrap();
@@ -436,14 +441,7 @@ fn a_signal_during_repeated_runs_is_retried() {
     if !bpf_available() {
         return;
     }
-    let loaded = load_entry(
-        &single(
-            &counter_program(),
-            vec![MapDef::new("counts", MapType::ARRAY, 4, 8, 1)],
-        ),
-        0,
-    )
-    .unwrap();
+    let loaded = load_counter();
     // SAFETY: the handler does nothing, which is async-signal-safe; no other test uses SIGUSR1.
     unsafe {
         let mut action: libc::sigaction = std::mem::zeroed();
