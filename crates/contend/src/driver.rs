@@ -28,6 +28,7 @@ use std::os::fd::BorrowedFd;
 
 use linerate_bpf::emit::{write_object, MapSpec, ObjectSpec, ProgramSpec};
 use linerate_bpf::facts::xdp::XDP_PASS;
+use linerate_bpf::facts::xdp_md;
 use linerate_bpf::helpers::id::{
     MAP_DELETE_ELEM, MAP_LOOKUP_ELEM, MAP_UPDATE_ELEM, TAIL_CALL, XDP_ADJUST_HEAD, XDP_ADJUST_META,
     XDP_ADJUST_TAIL,
@@ -231,10 +232,10 @@ fn imm(n: usize) -> i32 {
     i32::try_from(n).unwrap_or(i32::MAX)
 }
 
-/// Offsets of `struct xdp_md`'s packet pointers.
-const CTX_DATA: i16 = 0;
-const CTX_DATA_END: i16 = 4;
-const CTX_DATA_META: i16 = 8;
+/// Offsets of `struct xdp_md`'s packet pointers, as load offsets.
+const CTX_DATA: i16 = xdp_md::DATA as i16;
+const CTX_DATA_END: i16 = xdp_md::DATA_END as i16;
+const CTX_DATA_META: i16 = xdp_md::DATA_META as i16;
 
 /// `r2 = ctx->start`, `r3 = ctx->end` (the context in r6), then the `fail` exit unless `n`
 /// bytes from `r2` lie below `r3`.

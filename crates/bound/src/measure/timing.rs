@@ -191,6 +191,12 @@ fn map_name(loaded: &LoadedObject, map: usize) -> String {
         .to_string()
 }
 
+/// Whether values of maps of type `t` are plain data at every index (a program writes them back
+/// with an update, never deletes them).
+fn is_plain_array(t: MapType) -> bool {
+    matches!(t, MapType::ARRAY | MapType::PERCPU_ARRAY)
+}
+
 /// What puts map `map`, holding `now`, back to `want`: the entries that differ, with their
 /// values in `want` (for a key only `now` holds, its value there). Arrays cannot delete: their
 /// canonical contents leave out zero elements, so an element that became non-zero changed from
@@ -198,7 +204,7 @@ fn map_name(loaded: &LoadedObject, map: usize) -> String {
 fn changes(loaded: &LoadedObject, map: usize, want: &Entries, now: &Entries) -> Vec<RestoredEntry> {
     let array = loaded
         .map_def(map)
-        .is_some_and(|d| matches!(d.map_type, MapType::ARRAY | MapType::PERCPU_ARRAY));
+        .is_some_and(|d| is_plain_array(d.map_type));
     let entry = |key: &[u8], value: Vec<u8>, change| RestoredEntry {
         map,
         key: key.to_vec(),
@@ -272,17 +278,9 @@ pub(super) fn restore_plan(
         if now == *want {
             continue;
         }
-        let writable = loaded.map_def(map).is_some_and(|d| {
-            matches!(
-                d.map_type,
-                MapType::ARRAY
-                    | MapType::PERCPU_ARRAY
-                    | MapType::HASH
-                    | MapType::PERCPU_HASH
-                    | MapType::LRU_HASH
-                    | MapType::LRU_PERCPU_HASH
-            )
-        });
+        let writable = loaded
+            .map_def(map)
+            .is_some_and(|d| is_plain_array(d.map_type) || d.map_type.is_iterable_hash());
         if !writable {
             return Err(format!(
                 "the run changes map {}, which a driver cannot put back",
