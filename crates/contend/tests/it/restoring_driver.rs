@@ -3,13 +3,10 @@
 //! a driver that puts back the head, the length, the bytes and those entries, every run takes
 //! the first run's path.
 
+use linerate_bpf::asm::assemble;
 use linerate_bpf::emit::{write_object, MapSpec, ObjectSpec, ProgramSpec};
 use linerate_bpf::facts::xdp::{XDP_DROP, XDP_TX};
-use linerate_bpf::helpers::id::{MAP_LOOKUP_ELEM, MAP_UPDATE_ELEM, XDP_ADJUST_HEAD};
-use linerate_bpf::insn::build::{
-    add64, alu64_reg, call_helper, exit, jmp, jmp_reg, ld_map, ldx, mov64, mov64_reg, st, stx,
-};
-use linerate_bpf::insn::{AluOp, Cond, Instruction, Size};
+use linerate_bpf::insn::Instruction;
 use linerate_bpf::MapType;
 use linerate_contend::driver::{
     pass_object, Change, Restore, RestoredEntry, Timing, TrafficDriver,
@@ -24,68 +21,52 @@ const GROW: i32 = 8;
 /// into `seen` (which must not hold it); XDP_TX if the packet is `LEN + GROW` bytes, the
 /// count 1 and the key new, else XDP_DROP.
 fn nf_program() -> Vec<Instruction> {
-    let drop = |insns: &mut Vec<Instruction>, cond: Cond, reg: u8, imm: i32| {
-        // Skips to the final XDP_DROP; patched once the length is known.
-        insns.push(jmp(cond, reg, imm, i16::MAX));
-    };
-    let mut insns = vec![
-        mov64_reg(6, 1),
-        mov64_reg(1, 6),
-        mov64(2, -GROW),
-        call_helper(XDP_ADJUST_HEAD),
-    ];
-    drop(&mut insns, Cond::Ne, 0, 0);
-    insns.extend([
-        ldx(Size::W, 2, 6, 0),
-        ldx(Size::W, 3, 6, 4),
-        mov64_reg(4, 2),
-        add64(4, 1),
-        // The verifier wants the write checked against the end.
-        jmp_reg(Cond::Gt, 4, 3, i16::MAX),
-    ]);
-    insns.extend([st(Size::B, 2, 0, 0x5a), alu64_reg(AluOp::Sub, 3, 2)]);
-    drop(&mut insns, Cond::Ne, 3, (LEN as i32) + GROW);
-    insns.extend([
-        st(Size::W, 10, -4, 0),
-        ld_map(1, 0),
-        mov64_reg(2, 10),
-        add64(2, -4),
-        call_helper(MAP_LOOKUP_ELEM),
-    ]);
-    drop(&mut insns, Cond::Eq, 0, 0);
-    insns.extend([ldx(Size::Dw, 1, 0, 0), add64(1, 1), stx(Size::Dw, 0, 0, 1)]);
-    drop(&mut insns, Cond::Ne, 1, 1);
-    insns.extend([
-        st(Size::Dw, 10, -16, 7),
-        ld_map(1, 1),
-        mov64_reg(2, 10),
-        add64(2, -4),
-        mov64_reg(3, 10),
-        add64(3, -16),
-        mov64(4, 1), // BPF_NOEXIST
-        call_helper(MAP_UPDATE_ELEM),
-    ]);
-    drop(&mut insns, Cond::Ne, 0, 0);
-    insns.extend([mov64(0, XDP_TX as i32), exit()]);
-    let drop_at = insns.len();
-    insns.extend([mov64(0, XDP_DROP as i32), exit()]);
-    // Point every placeholder jump at the drop (offsets count slots; ld_map takes two).
-    let slot_of: Vec<usize> = insns
-        .iter()
-        .scan(0, |at, i| {
-            let here = *at;
-            *at += i.slots();
-            Some(here)
-        })
-        .collect();
-    for (index, insn) in insns.iter_mut().enumerate() {
-        if let Instruction::Jump { off, .. } = insn {
-            if *off == i16::MAX {
-                *off = (slot_of[drop_at] - slot_of[index] - 1) as i16;
-            }
-        }
-    }
-    insns
+    let text = format!(
+        "
+        r6 = r1
+        r1 = r6
+        r2 = -{GROW}
+        call bpf_xdp_adjust_head
+        if r0 != 0 goto drop
+        r2 = *(u32 *)(r6 + 0)
+        r3 = *(u32 *)(r6 + 4)
+        r4 = r2
+        r4 += 1
+        ; the verifier wants the write checked against the end
+        if r4 > r3 goto drop
+        *(u8 *)(r2 + 0) = 0x5a
+        r3 -= r2
+        if r3 != {grown} goto drop
+        *(u32 *)(r10 - 4) = 0
+        r1 = count ll
+        r2 = r10
+        r2 += -4
+        call bpf_map_lookup_elem
+        if r0 == 0 goto drop
+        r1 = *(u64 *)(r0 + 0)
+        r1 += 1
+        *(u64 *)(r0 + 0) = r1
+        if r1 != 1 goto drop
+        *(u64 *)(r10 - 16) = 7
+        r1 = seen ll
+        r2 = r10
+        r2 += -4
+        r3 = r10
+        r3 += -16
+        ; BPF_NOEXIST
+        r4 = 1
+        call bpf_map_update_elem
+        if r0 != 0 goto drop
+        r0 = {XDP_TX}
+        exit
+        drop:
+        r0 = {XDP_DROP}
+        exit
+        ",
+        grown = LEN as i32 + GROW
+    );
+    let maps: &[&str] = &["count", "seen"];
+    assemble(&text, maps).expect("the NF assembles")
 }
 
 fn nf() -> LoadedObject {
