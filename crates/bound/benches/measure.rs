@@ -117,6 +117,7 @@ fn main() {
         trials: env_or("MEASURE_TRIALS", defaults.trials),
         single_runs: env_or("MEASURE_SINGLE_RUNS", defaults.single_runs),
         always_fresh: false,
+        ..defaults
     };
     let only = std::env::var("MEASURE_ONLY").unwrap_or_default();
     let model = model();

@@ -2,9 +2,13 @@
 //!
 //! The paper measured each path it reported by sending its packet at line rate through the NIC.
 //! Here the host's kernel is the device: each path's witness (packet, context, map entries) is
-//! installed and run through `BPF_PROG_TEST_RUN`, timed over `repeat` runs per trial, and the
-//! median over the trials is the measurement. What is measured must mean what the x86 model
-//! prices: the model's per-packet work is the test-run time of the empty program (`r0 =
+//! installed and run through `BPF_PROG_TEST_RUN`, timed over `repeat` runs per trial. This
+//! host's speed moves from moment to moment (a shared 2-core guest ran the empty program in 6 ns
+//! for tens of milliseconds, then in 15 ns for hundreds), so the trials of all paths of a program
+//! are taken in rounds spread over [`Options::span`], beside the empty program as a reference,
+//! and the measurement is the trials' [`SLOW_QUANTILE`]: the host's slow moments, which a
+//! calibrated x86 price holds in ([`linerate_cost::model::SLOW_QUANTILE`]); the median is kept
+//! beside it. What is measured must mean what the x86 model prices: the model's per-packet work is the test-run time of the empty program (`r0 =
 //! XDP_PASS; exit`, see `linerate_calibrate`), and a path's estimate is that plus the path's
 //! cost, so `measured_pps = 1e9 / (ns per run)` and the estimate compare directly.
 //!
@@ -26,6 +30,7 @@ use linerate_bpf::contents::MapMode;
 use linerate_bpf::Object;
 use linerate_cfg::Cfg;
 use linerate_contend::driver::TrafficDriver;
+use linerate_cost::model::SLOW_QUANTILE;
 use linerate_cost::Model;
 use linerate_kernel::drive::{DriveError, Driver};
 use linerate_kernel::{KernelError, TestRunInput};
@@ -41,8 +46,15 @@ use crate::ssp::Found;
 pub struct Options {
     /// Runs per trial (`BPF_PROG_TEST_RUN`'s `repeat`); the kernel reports their average.
     pub repeat: u32,
-    /// Trials per path; the measurement is their median.
+    /// Trials per path, taken in rounds over the paths of a program; the measurement is their
+    /// [`SLOW_QUANTILE`] (the moments a calibrated x86 price holds in), the median is shown
+    /// beside it.
     pub trials: usize,
+    /// The rounds are spread over at least this long: this host's speed moves from moment to
+    /// moment (on a shared 2-core guest, an empty program's run takes 6 ns for tens of ms, then
+    /// 15 ns for the next hundreds), and a quantile over trials taken within a few ms describes
+    /// one moment.
+    pub span: std::time::Duration,
     /// Single runs per trial of a path timed [`Method::Fresh`]; the trial's figure is their
     /// median.
     pub single_runs: usize,
@@ -55,7 +67,8 @@ impl Default for Options {
     fn default() -> Self {
         Options {
             repeat: 10_000,
-            trials: 5,
+            trials: 30,
+            span: std::time::Duration::from_secs(1),
             single_runs: 100,
             always_fresh: false,
         }
@@ -142,6 +155,10 @@ pub struct PathMeasurement {
     /// ns per run of each trial (the kernel's average, rounded down, plus 0.5 ns); empty when
     /// not timed.
     pub trials_ns: Vec<f64>,
+    /// ns per run of the empty program `r0 = XDP_PASS; exit` in the same rounds as
+    /// [`PathMeasurement::trials_ns`], one per trial (empty for paths not timed in rounds): the
+    /// model's per-packet work as this host ran it at the moments the path was timed.
+    pub reference_ns: Vec<f64>,
     /// How it was timed (`None`: not timed).
     pub method: Option<Method>,
     /// Why repeated runs could not time it (the reason for [`Method::Fresh`]).
@@ -158,14 +175,21 @@ pub struct PathMeasurement {
 }
 
 impl PathMeasurement {
-    /// Median ns per run over the trials.
+    /// Median ns per run over the trials: the path's time in this host's typical moments.
     pub fn median_ns(&self) -> Option<f64> {
         median(&self.trials_ns)
     }
 
-    /// Packets per second the kernel sustained on this path: 1e9 / median ns per run.
+    /// ns per run at [`SLOW_QUANTILE`] of the trials: the path's time in this host's slow
+    /// moments, which a calibrated x86 estimate promises to hold in.
+    pub fn slow_ns(&self) -> Option<f64> {
+        (!self.trials_ns.is_empty()).then(|| quantile(&self.trials_ns, SLOW_QUANTILE))
+    }
+
+    /// Packets per second the kernel sustained on this path in this host's slow moments: 1e9 /
+    /// [`PathMeasurement::slow_ns`].
     pub fn measured_pps(&self) -> Option<f64> {
-        self.median_ns().map(|ns| 1e9 / ns)
+        self.slow_ns().map(|ns| 1e9 / ns)
     }
 
     /// Estimate over measurement: above 1 the model promises more than the kernel delivered.
@@ -253,6 +277,45 @@ pub struct Summary {
     pub not_comparable: Vec<(usize, String)>,
 }
 
+/// This host while the paths were timed: the empty program `r0 = XDP_PASS; exit` timed in every
+/// round beside them, against the model's per-packet work (which is that program's time in the
+/// host's slow moments when the model was calibrated).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct HostNow {
+    /// The empty program's median and [`SLOW_QUANTILE`] ns per run over the rounds.
+    pub reference_median_ns: f64,
+    pub reference_slow_ns: f64,
+    /// The model's per-packet work, ns.
+    pub model_per_packet_ns: f64,
+}
+
+/// A host running the empty program this much slower than its model's per-packet work is
+/// reported as slower than calibrated (`linerate calibrate --check`'s tolerance).
+pub const HOST_DRIFT_TOLERANCE: f64 = 0.10;
+
+impl HostNow {
+    /// How much slower than the model's per-packet work the host ran the empty program in its
+    /// slow moments (0.25: 25% slower), when beyond [`HOST_DRIFT_TOLERANCE`].
+    pub fn slower_than_model(&self) -> Option<f64> {
+        let slower = self.reference_slow_ns / self.model_per_packet_ns - 1.0;
+        (slower > HOST_DRIFT_TOLERANCE).then_some(slower)
+    }
+}
+
+/// The host's state over the rounds that timed `paths` (`None` if no path was timed in rounds).
+pub fn host_now(model: &Model, paths: &[PathMeasurement]) -> Option<HostNow> {
+    let reference: Vec<f64> = paths
+        .iter()
+        .flat_map(|p| p.reference_ns.iter().copied())
+        .collect();
+    let per_packet = model.packet_rate(model.per_packet(), 0).pps;
+    (!reference.is_empty() && per_packet.is_finite() && per_packet > 0.0).then(|| HostNow {
+        reference_median_ns: median(&reference).unwrap_or(0.0),
+        reference_slow_ns: quantile(&reference, SLOW_QUANTILE),
+        model_per_packet_ns: 1e9 / per_packet,
+    })
+}
+
 /// The model's throughput of a found path: its cost plus the per-packet work, at its minimum
 /// packet size (as `linerate bound` reports it), and the limiting component.
 pub fn estimate(model: &Model, found: &Found<Box<Witness>>) -> (f64, String) {
@@ -311,10 +374,14 @@ pub fn measure(
         return Err(MeasureError::Cfg(format!("program {program}")));
     }
     let mut offset = None;
-    found
-        .iter()
+    let mut out = Vec::with_capacity(found.len());
+    for (first_rank, group) in found
+        .chunks(interleaved_paths(object))
         .enumerate()
-        .map(|(rank, f)| {
+        .map(|(i, g)| (i * interleaved_paths(object), g))
+    {
+        let mut staged = Vec::with_capacity(group.len());
+        for (i, f) in group.iter().enumerate() {
             // A witness that makes every summarised call the estimate prices does its work.
             let summarised = f.path.edges.iter().any(|&e| {
                 matches!(
@@ -324,34 +391,108 @@ pub fn measure(
             }) && f.witness.as_ref().map_or(true, |w| {
                 !prepared.makes_summarised_calls(&f.path.edges, &w.blocks)
             });
-            measure_one(
+            staged.push(stage_one(
                 object,
                 program,
                 model,
                 &cfgs,
-                rank,
+                first_rank + i,
                 f,
                 summarised,
                 options,
                 &mut offset,
-            )
-        })
-        .collect()
+            )?);
+        }
+        time_in_rounds(&mut staged, options)?;
+        out.extend(staged.into_iter().map(|(m, _)| m));
+    }
+    Ok(out)
 }
 
-/// Measures path `rank`; `offset` is the single-run overhead, measured when first needed.
+/// Declared map memory of one loaded copy of `object` that the paths of one round may hold
+/// together (each path is a loaded copy with its witness's maps).
+const INTERLEAVED_MAP_BYTES: u64 = 1 << 30;
+
+/// How many paths of `object` are timed in one set of rounds: as many as
+/// [`INTERLEAVED_MAP_BYTES`] of their maps allows (a map's declared size: a ring's bytes, or
+/// its entries at key plus value size and a 64-byte element header, values per CPU for per-CPU
+/// maps), at least one.
+fn interleaved_paths(object: &Object) -> usize {
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as u64;
+    let bytes: u64 = object
+        .maps
+        .iter()
+        .map(|m| {
+            let entries = u64::from(m.max_entries);
+            if m.map_type.is_record_output() {
+                return entries;
+            }
+            let per_cpu = if m.map_type.is_percpu() { cpus } else { 1 };
+            entries * (u64::from(m.key_size) + u64::from(m.value_size) * per_cpu + 64)
+        })
+        .sum();
+    usize::try_from(INTERLEAVED_MAP_BYTES / bytes.max(1))
+        .unwrap_or(usize::MAX)
+        .max(1)
+}
+
+/// Times every staged path that has a timer, one trial of each per round, the rounds spread
+/// over [`Options::span`]: this host's speed moves from moment to moment, and paths timed in
+/// the same rounds are compared at the same moments. A trial whose last run returns another
+/// action than the path's makes the path drift (not counted).
+fn time_in_rounds(
+    staged: &mut [(PathMeasurement, Option<timing::Timer<'_>>)],
+    options: &Options,
+) -> Result<(), MeasureError> {
+    if staged.iter().all(|(_, t)| t.is_none()) {
+        return Ok(());
+    }
+    let reference = timing::Reference::new()?;
+    let start = std::time::Instant::now();
+    for round in 0..options.trials {
+        let reference_ns = reference.trial(options.repeat)?;
+        for (out, timer) in staged.iter_mut() {
+            let Some(timer) = timer else { continue };
+            let trial = timer.trial(options.repeat)?;
+            out.trials_ns.push(trial.ns);
+            out.reference_ns.push(reference_ns);
+            if trial.retval != timer.expect() && out.check == Check::Confirmed {
+                out.check = Check::Drifts(format!(
+                    "the last run of trial {} ({}) returns {}",
+                    round + 1,
+                    match timer.method() {
+                        Method::Driven => "behind the restoring driver",
+                        _ => "repeated runs",
+                    },
+                    xdp_action_name(u64::from(trial.retval))
+                ));
+            }
+        }
+        let due = options
+            .span
+            .mul_f64((round + 1) as f64 / options.trials as f64);
+        if let Some(wait) = due.checked_sub(start.elapsed()) {
+            std::thread::sleep(wait);
+        }
+    }
+    Ok(())
+}
+
+/// Checks path `rank` and sets it up to be timed in rounds (a path timed in single runs is timed
+/// now, one that cannot be timed is returned without a timer); `offset` is the single-run
+/// overhead, measured when first needed.
 #[allow(clippy::too_many_arguments)]
-fn measure_one(
-    object: &Object,
+fn stage_one<'a>(
+    object: &'a Object,
     program: usize,
     model: &Model,
     cfgs: &[Option<Cfg>],
     rank: usize,
-    found: &Found<Box<Witness>>,
+    found: &'a Found<Box<Witness>>,
     summarised: bool,
     options: &Options,
     offset: &mut Option<f64>,
-) -> Result<PathMeasurement, MeasureError> {
+) -> Result<(PathMeasurement, Option<timing::Timer<'a>>), MeasureError> {
     let (estimate_pps, bottleneck) = estimate(model, found);
     let mut out = PathMeasurement {
         rank,
@@ -363,6 +504,7 @@ fn measure_one(
         vm_action: None,
         kernel_action: None,
         trials_ns: Vec::new(),
+        reference_ns: Vec::new(),
         method: None,
         drift: None,
         single_run_offset_ns: None,
@@ -373,7 +515,7 @@ fn measure_one(
         Ok(w) => w,
         Err(why) => {
             out.check = Check::NoWitness(why.clone());
-            return Ok(out);
+            return Ok((out, None));
         }
     };
     out.blocks = witness.blocks.clone();
@@ -391,7 +533,7 @@ fn measure_one(
     out.vm_action = Some(xdp_action_name(first.return_value));
     if !witness.unrepeatable.is_empty() {
         out.check = Check::Unrepeatable(witness.unrepeatable.clone());
-        return Ok(out);
+        return Ok((out, None));
     }
     let mut differs = Vec::new();
     if out.vm_blocks != witness.blocks {
@@ -409,7 +551,7 @@ fn measure_one(
             witness.action
         ));
     }
-    let mut drift = replay_drift(
+    let drift = replay_drift(
         &mut vm,
         program,
         cfgs,
@@ -441,71 +583,116 @@ fn measure_one(
     }
     if !differs.is_empty() {
         out.check = Check::Differs(differs.join("; "));
-        return Ok(out);
+        return Ok((out, None));
     }
     if drift.is_none() && !options.always_fresh {
-        let (trials, other) = timing::repeated(
-            loaded,
-            program,
-            &input,
-            options.repeat,
-            options.trials,
-            single.retval,
-        )?;
-        match other {
-            None => {
-                out.trials_ns = trials;
-                out.method = Some(Method::Repeated);
-                return Ok(out);
-            }
-            Some(retval) => {
-                drift = Some(format!(
-                    "the last of {} repeated runs returns {}",
-                    options.repeat,
-                    xdp_action_name(u64::from(retval))
-                ))
-            }
+        // One probe trial shows whether repeated runs end on the action; the rounds time it.
+        let timer = timing::Timer::repeated(driver, program, &input, single.retval);
+        let probe = timer.trial(options.repeat)?;
+        if probe.retval == single.retval {
+            out.method = Some(Method::Repeated);
+            return Ok((out, Some(timer)));
         }
+        let drift = Some(format!(
+            "the last of {} repeated runs returns {}",
+            options.repeat,
+            xdp_action_name(u64::from(probe.retval))
+        ));
+        return stage_unrepeated(
+            object,
+            program,
+            timer.into_driver(),
+            &input,
+            &single,
+            &initial,
+            out,
+            drift,
+            options,
+            offset,
+        );
     }
-    // Runs that do not repeat are timed in steady state behind a driver that puts back what
-    // the kernel's single run changed; failing that, in single runs.
+    stage_unrepeated(
+        object, program, driver, &input, &single, &initial, out, drift, options, offset,
+    )
+}
+
+/// Sets up path `out`, whose repeated runs stray (`drift` says how), behind the restoring
+/// driver; failing that, times it in single runs from restored maps now (`offset` is the
+/// single-run overhead, measured when first needed).
+#[allow(clippy::too_many_arguments)]
+fn stage_unrepeated<'a>(
+    object: &Object,
+    program: usize,
+    driver: Driver<'a>,
+    input: &TestRunInput,
+    single: &linerate_kernel::TestRunOutput,
+    initial: &linerate_bpf::contents::MapContents,
+    mut out: PathMeasurement,
+    mut drift: Option<String>,
+    options: &Options,
+    offset: &mut Option<f64>,
+) -> Result<(PathMeasurement, Option<timing::Timer<'a>>), MeasureError> {
+    let loaded = driver.loaded();
     if !options.always_fresh {
-        match timing::restore_plan(object, loaded, &input, &single, &initial) {
+        match timing::restore_plan(object, loaded, input, single, initial) {
             Ok(restore) => {
-                let traffic = TrafficDriver::restoring(&input, &restore, loaded, program)
+                let traffic = TrafficDriver::restoring(input, &restore, loaded, program)
                     .map_err(|e| MeasureError::Driver(e.to_string()))?;
-                let empty = traffic.pass_object()?;
-                let (trials, returned) = timing::driven(
-                    loaded,
-                    program,
-                    &traffic,
-                    &empty,
-                    options.repeat,
-                    options.trials,
-                )
-                .map_err(|e| MeasureError::Driver(e.to_string()))?;
-                // The driver's calls drained its own rings, not the program's.
-                loaded.discard_records()?;
-                match returned.iter().find(|r| **r != single.retval) {
-                    None => {
-                        out.trials_ns = trials;
-                        out.method = Some(Method::Driven);
-                        out.drift = drift;
-                        return Ok(out);
-                    }
-                    Some(other) => {
-                        drift = drift.map(|d| {
-                            format!(
-                                "{d}; behind the restoring driver a run returns {}",
-                                xdp_action_name(u64::from(*other))
-                            )
-                        })
-                    }
+                let timer = timing::Timer::driven(driver, program, traffic, single.retval)
+                    .map_err(|e| MeasureError::Driver(e.to_string()))?;
+                let probe = timer.trial(options.repeat)?;
+                if probe.retval == single.retval {
+                    out.method = Some(Method::Driven);
+                    out.drift = drift;
+                    return Ok((out, Some(timer)));
                 }
+                drift = drift.map(|d| {
+                    format!(
+                        "{d}; behind the restoring driver a run returns {}",
+                        xdp_action_name(u64::from(probe.retval))
+                    )
+                });
+                return fresh_now(
+                    program,
+                    timer.into_driver().loaded(),
+                    input,
+                    single,
+                    initial,
+                    out,
+                    drift,
+                    options,
+                    offset,
+                );
             }
             Err(why) => drift = drift.map(|d| format!("{d}; {why}")),
         }
     }
+    fresh_now(
+        program,
+        driver.loaded(),
+        input,
+        single,
+        initial,
+        out,
+        drift,
+        options,
+        offset,
+    )
+}
+
+/// Times path `out` in single runs from restored maps (the last resort, not interleaved).
+#[allow(clippy::too_many_arguments)]
+fn fresh_now<'a>(
+    program: usize,
+    loaded: &linerate_kernel::LoadedObject,
+    input: &TestRunInput,
+    single: &linerate_kernel::TestRunOutput,
+    initial: &linerate_bpf::contents::MapContents,
+    mut out: PathMeasurement,
+    drift: Option<String>,
+    options: &Options,
+    offset: &mut Option<f64>,
+) -> Result<(PathMeasurement, Option<timing::Timer<'a>>), MeasureError> {
     out.drift = drift;
     let offset = match offset {
         Some(o) => *o,
@@ -518,8 +705,8 @@ fn measure_one(
     match timing::fresh(
         loaded,
         program,
-        &input,
-        &initial,
+        input,
+        initial,
         options.single_runs,
         options.trials,
         single.retval,
@@ -532,7 +719,7 @@ fn measure_one(
         }
         timing::Fresh::Failed(why) => out.check = Check::Drifts(why),
     }
-    Ok(out)
+    Ok((out, None))
 }
 
 /// Runs the kernel's timed calls make after its single run, replayed in the interpreter: every
@@ -587,6 +774,13 @@ fn blocks(cfgs: &[Option<Cfg>], steps: &[Step]) -> Vec<BlockRef> {
 
 fn first_difference(a: &[BlockRef], b: &[BlockRef]) -> usize {
     a.iter().zip(b).take_while(|(x, y)| x == y).count()
+}
+
+/// The `q` quantile of `values` (the element at rank `floor(q × n)`, as calibration takes it).
+fn quantile(values: &[f64], q: f64) -> f64 {
+    let mut v = values.to_vec();
+    v.sort_by(f64::total_cmp);
+    v[((q * v.len() as f64) as usize).min(v.len().saturating_sub(1))]
 }
 
 fn median(values: &[f64]) -> Option<f64> {
@@ -662,6 +856,7 @@ mod tests {
             vm_action: Some("XDP_PASS"),
             kernel_action: Some("XDP_PASS"),
             trials_ns: vec![measured_ns],
+            reference_ns: Vec::new(),
             method: Some(Method::Repeated),
             drift: None,
             single_run_offset_ns: None,
@@ -689,6 +884,35 @@ mod tests {
         assert_eq!((s.over_share, s.under_share), (0.5, 0.5));
         assert!((s.largest_over - 0.25).abs() < 1e-9);
         assert!((s.median_under - 0.5).abs() < 1e-9);
+    }
+
+    #[test]
+    fn the_measurement_is_the_slow_quantile_of_the_trials() {
+        let mut p = timed(0, 30.0, 0.0);
+        p.trials_ns = (1..=20).rev().map(f64::from).collect();
+        // The 90th percentile of 20 trials is the 19th smallest; the median lies between the
+        // 10th and 11th.
+        assert_eq!(p.slow_ns(), Some(19.0));
+        assert_eq!(p.median_ns(), Some(10.5));
+        assert_eq!(p.measured_pps(), Some(1e9 / 19.0));
+        assert_eq!(p.ratio(), Some(19.0 / 30.0));
+        p.trials_ns.clear();
+        assert_eq!(p.slow_ns(), None);
+    }
+
+    #[test]
+    fn a_host_slower_than_its_model_is_named_beyond_the_tolerance() {
+        let host = |slow| HostNow {
+            reference_median_ns: 9.0,
+            reference_slow_ns: slow,
+            model_per_packet_ns: 10.0,
+        };
+        assert_eq!(host(10.9).slower_than_model(), None);
+        assert!(host(12.5)
+            .slower_than_model()
+            .is_some_and(|s| (s - 0.25).abs() < 1e-9));
+        // Faster than the model is no warning: the estimate holds with room.
+        assert_eq!(host(6.0).slower_than_model(), None);
     }
 
     #[test]

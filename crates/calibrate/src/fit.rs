@@ -330,8 +330,8 @@ pub const FAST_QUANTILE: f64 = 0.05;
 
 /// The quantile of a program's runs the contention factor compares with its fastest: a
 /// guarantee must hold while this shared host is slow, and it is slower than this a tenth of the
-/// time.
-pub const SLOW_QUANTILE: f64 = 0.9;
+/// time (the model's meaning, [`linerate_cost::model::SLOW_QUANTILE`]).
+pub use linerate_cost::model::SLOW_QUANTILE;
 
 /// Programs with fewer runs than this do not take part in the contention factor. `--quick`'s
 /// looped programs run 6 times, so their 90th percentile is their slowest run: a rougher, higher

@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 use anyhow::{anyhow, bail, Result};
 use clap::Args;
 use linerate_bound::enumerate::Metric;
-use linerate_bound::measure::{self, Check, Method, PathMeasurement, Summary};
+use linerate_bound::measure::{self, Check, HostNow, Method, PathMeasurement, Summary};
 use linerate_bpf::Object;
 use serde_json::{json, Value};
 
@@ -34,7 +34,9 @@ pub struct MeasureArgs {
     /// Runs per trial (BPF_PROG_TEST_RUN's repeat; the kernel reports their average).
     #[arg(long, default_value_t = measure::Options::default().repeat, value_name = "R")]
     pub repeat: u32,
-    /// Trials per path; the measurement is their median.
+    /// Trials per path, in rounds over the paths spread over a second or more; the measurement
+    /// is their 90th percentile (this host's slow moments, which x86 estimates hold in), the
+    /// median is shown beside it.
     #[arg(long, default_value_t = measure::Options::default().trials, value_name = "T")]
     pub trials: usize,
     /// Single runs per trial of a path that repeated runs do not repeat (it rewrites the packet
@@ -96,16 +98,20 @@ pub fn measure(args: &MeasureArgs) -> Result<()> {
             trials: args.trials,
             single_runs: args.single_runs,
             always_fresh: args.fresh,
+            ..measure::Options::default()
         },
     )
     .map_err(|e| anyhow!("{}: {e}", args.input.object.display()))?;
     let summary = measure::summarize(&measured);
+    let host = measure::host_now(model, &measured);
     let text = if args.json {
-        let mut document = to_json(&object, model, &measured, &summary, args);
+        let mut document = to_json(&object, model, &measured, &summary, host, args);
         device.annotate_json(&mut document);
         serde_json::to_string_pretty(&document)? + "\n"
     } else {
-        device.annotate_text(to_text(&object, program, model, &measured, &summary, args))
+        device.annotate_text(to_text(
+            &object, program, model, &measured, &summary, host, args,
+        ))
     };
     emit(&text)
 }
@@ -141,6 +147,7 @@ fn to_json(
     model: &linerate_cost::Model,
     measured: &[PathMeasurement],
     summary: &Summary,
+    host: Option<HostNow>,
     args: &MeasureArgs,
 ) -> Value {
     let blocks = |b: &[linerate_smt::BlockRef]| -> Vec<Value> {
@@ -161,8 +168,10 @@ fn to_json(
                 "estimate_pps": p.estimate_pps,
                 "bottleneck": p.bottleneck,
                 "measured_pps": p.measured_pps(),
+                "slow_ns": p.slow_ns(),
                 "median_ns": p.median_ns(),
                 "trials_ns": p.trials_ns,
+                "reference_ns": p.reference_ns,
                 "ratio": p.ratio(),
                 "method": p.method.map(method_name),
                 "drift": p.drift,
@@ -182,6 +191,12 @@ fn to_json(
         "target": model.target(),
         "repeat": args.repeat,
         "trials": args.trials,
+        "host_now": host.map(|h| json!({
+            "reference_median_ns": h.reference_median_ns,
+            "reference_slow_ns": h.reference_slow_ns,
+            "model_per_packet_ns": h.model_per_packet_ns,
+            "slower_than_model": h.slower_than_model(),
+        })),
         "paths": paths,
         "summary": {
             "paths": summary.paths,
@@ -220,34 +235,41 @@ fn to_text(
     model: &linerate_cost::Model,
     measured: &[PathMeasurement],
     summary: &Summary,
+    host: Option<HostNow>,
     args: &MeasureArgs,
 ) -> String {
     let mut out = String::new();
     let name = &object.programs[program].name;
     let _ = writeln!(
         out,
-        "{name} on {} against BPF_PROG_TEST_RUN: {} slowest satisfiable paths, {} runs x {} \
-         trials each (median)",
+        "{name} on {} against BPF_PROG_TEST_RUN: {} slowest satisfiable paths, {} trials of {} \
+         runs each, in rounds over the paths; measured: the {}th percentile of the trials (this \
+         host's slow moments, which the estimate holds in), median beside it",
         model.target(),
         measured.len(),
+        args.trials,
         args.repeat,
-        args.trials
+        linerate_cost::model::SLOW_QUANTILE * 100.0,
     );
     let _ = writeln!(
         out,
-        "  {:>4} {:>6} {:<12} {:>14} {:>14} {:>10} {:>9} {:<8}  check",
-        "path", "blocks", "action", "estimate", "measured", "ns/run", "est/meas", "timed"
+        "  {:>4} {:>6} {:<12} {:>14} {:>14} {:>15} {:>9} {:<8}  check",
+        "path", "blocks", "action", "estimate", "measured", "ns/run p90/p50", "est/meas", "timed"
     );
     for p in measured {
         let _ = writeln!(
             out,
-            "  {:>4} {:>6} {:<12} {:>14} {:>14} {:>10} {:>9} {:<8}  {}",
+            "  {:>4} {:>6} {:<12} {:>14} {:>14} {:>15} {:>9} {:<8}  {}",
             p.rank + 1,
             p.blocks.len(),
             p.action.unwrap_or("-"),
             mpps(p.estimate_pps),
             p.measured_pps().map_or("-".into(), mpps),
-            p.median_ns().map_or("-".into(), |ns| format!("{ns:.1}")),
+            p.slow_ns()
+                .zip(p.median_ns())
+                .map_or("-".into(), |(slow, median)| format!(
+                    "{slow:.1} / {median:.1}"
+                )),
             p.ratio().map_or("-".into(), |r| format!("{r:.3}")),
             p.method.map_or("-", method_name),
             check_name(&p.check)
@@ -316,5 +338,25 @@ fn to_text(
             _ => "not known (the SSP was not measured)".to_string(),
         }
     );
+    if let Some(h) = host {
+        let _ = writeln!(
+            out,
+            "  this host meanwhile: the empty program took {:.1} ns per run (p{:.0}; median \
+             {:.1}), the model's per-packet work is {:.1} ns",
+            h.reference_slow_ns,
+            linerate_cost::model::SLOW_QUANTILE * 100.0,
+            h.reference_median_ns,
+            h.model_per_packet_ns
+        );
+        if let Some(slower) = h.slower_than_model() {
+            let _ = writeln!(
+                out,
+                "  warning: this host runs {} slower than when its model was calibrated; the \
+                 estimates describe the host as it was (`linerate calibrate --check` says what \
+                 moved, `linerate calibrate` measures it again)",
+                pct(slower)
+            );
+        }
+    }
     out
 }

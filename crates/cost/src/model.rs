@@ -23,6 +23,13 @@ pub const FORMAT: &str = "linerate-cost-model";
 /// The schema version this build reads and writes.
 pub const VERSION: u32 = 1;
 
+/// The share of this host's moments a calibrated x86 price holds in: a shared host runs the same
+/// program at different speeds from moment to moment, and a price is the item's uncontended time
+/// times how much slower than uncontended its family ran at this quantile of the calibration's
+/// runs (`linerate_calibrate`); `linerate measure` compares an estimate with the path's time at
+/// this quantile of trials spread over time.
+pub const SLOW_QUANTILE: f64 = 0.9;
+
 /// A cost vector as written in files: component name to amount.
 pub type CostMap = BTreeMap<String, f64>;
 

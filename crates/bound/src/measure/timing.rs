@@ -1,4 +1,5 @@
-//! Timing one path in the kernel, two ways.
+//! Timing one path in the kernel, three ways.
+//!
 //!
 //! * **Repeated** (the default): one `BPF_PROG_TEST_RUN` with `repeat` runs per trial; the
 //!   kernel reports their average (rounded down to whole ns). This is how the x86 model's
@@ -19,84 +20,187 @@
 //!   (`linerate_contend::driver`), which puts back before every run what the kernel's single
 //!   run changed ([`restore_plan`]: the rewritten bytes, the head, length and metadata, the map
 //!   entries) and then tail-calls it, so every run starts where the first did. A trial is
-//!   `repeat` driven runs less `repeat` runs of the same driver with a program behind it that
-//!   only returns, plus that program's own repeated time: what a repeated run of the path takes,
-//!   with warm caches, as the model was calibrated. The driver does the same work either way:
+//!   [`DRIVEN_TURNS`] turns, each of `repeat / DRIVEN_TURNS` driven runs less as many runs of the
+//!   same driver with a program behind it that only returns, plus that program's own repeated
+//!   time, and the trial's figure is the turns' median: what a repeated run of the path takes,
+//!   with warm caches, as the model was calibrated. The turns are short so that the driver alone
+//!   and the driver with the program see the same moments of the host. The driver does the same work either way:
 //!   its helpers run whatever changed, and it puts entries back in ways that cost it the same
 //!   whatever ran before (`linerate_contend::driver::Change`). Fresh timing is the last
 //!   resort: for maps a program cannot write back (ring buffers, program arrays) or more than
 //!   [`MAX_RESTORED_ENTRIES`] changed entries.
+//!
+//! Repeated and driven timing give a [`Timer`], of which the caller takes one trial per round
+//! beside the [`Reference`]; fresh timing gives its figures at once.
 
 use linerate_bpf::contents::{Entries, MapContents};
-use linerate_bpf::facts::xdp::XDP_PASS;
 use linerate_bpf::helpers::id::{XDP_ADJUST_HEAD, XDP_ADJUST_META, XDP_ADJUST_TAIL};
 use linerate_bpf::insn::{CallTarget, Instruction};
 use linerate_bpf::{MapType, Object};
 use linerate_contend::driver::{
     pass_object, Change, DriverError, Restore, RestoredEntry, TrafficDriver,
 };
+use linerate_kernel::drive::Driver;
 use linerate_kernel::{KernelError, LoadedObject, TestRunInput, TestRunOutput};
 
-use super::median;
+use super::{median, MeasureError, Method};
 
 /// ns per run of a test run: the kernel's average rounded down, plus the expected half.
 fn ns(duration_ns: u32) -> f64 {
     f64::from(duration_ns) + 0.5
 }
 
-/// Trials of `repeat` runs each: their ns per run, and a return value of the last repeated run
-/// other than `expect` if a trial ended on one.
-pub(super) fn repeated(
-    loaded: &LoadedObject,
+/// A path set up to be timed, one trial per round ([`super::measure`] interleaves the trials of
+/// every path of a program, so that all of them sample the same moments of this host).
+pub(super) struct Timer<'a> {
+    driver: Driver<'a>,
     program: usize,
-    input: &TestRunInput,
-    repeat: u32,
-    trials: usize,
+    /// The action every run must return.
     expect: u32,
-) -> Result<(Vec<f64>, Option<u32>), KernelError> {
-    let input = TestRunInput {
-        repeat,
-        ..input.clone()
-    };
-    let mut out = Vec::with_capacity(trials);
-    let mut other = None;
-    for _ in 0..trials {
-        let run = loaded.test_run(program, &input)?;
-        out.push(ns(run.duration_ns));
-        if run.retval != expect {
-            other = Some(run.retval);
-        }
-    }
-    Ok((out, other))
+    how: How,
 }
 
-/// Trials of `repeat` driven runs of `program` (see the module comment): their ns per run, and a
-/// return value other than `expect` if a trial ended on one.
-pub(super) fn driven(
-    loaded: &LoadedObject,
-    program: usize,
-    traffic: &TrafficDriver,
-    empty: &LoadedObject,
-    repeat: u32,
-    trials: usize,
-) -> Result<(Vec<f64>, Vec<u32>), DriverError> {
-    let empty_input = TestRunInput {
-        packet: vec![0; 64],
-        repeat,
-        ..TestRunInput::default()
-    };
-    let mut out = Vec::with_capacity(trials);
-    let mut returned = Vec::with_capacity(trials);
-    for _ in 0..trials {
-        traffic.attach(empty, 0)?;
-        let driver_alone = ns(traffic.run(repeat)?.duration_ns);
-        traffic.attach(loaded, program)?;
-        let run = traffic.run(repeat)?;
-        let empty_alone = ns(empty.test_run(0, &empty_input)?.duration_ns);
-        out.push(ns(run.duration_ns) - driver_alone + empty_alone);
-        returned.push(run.retval);
+/// What one trial runs.
+enum How {
+    /// `repeat` runs of the witness's input on one buffer.
+    Repeated(TestRunInput),
+    /// `repeat` runs behind the restoring driver, less the driver with an empty program behind
+    /// it, plus that program's own repeated time.
+    Driven(Box<(TrafficDriver, LoadedObject)>),
+}
+
+/// One trial: ns per run, and the action of its last run.
+pub(super) struct Trial {
+    pub ns: f64,
+    pub retval: u32,
+}
+
+impl<'a> Timer<'a> {
+    /// Repeated runs of `input` through `driver`'s program `program`.
+    pub fn repeated(driver: Driver<'a>, program: usize, input: &TestRunInput, expect: u32) -> Self {
+        Timer {
+            driver,
+            program,
+            expect,
+            how: How::Repeated(input.clone()),
+        }
     }
-    Ok((out, returned))
+
+    /// Runs behind `traffic`, the restoring driver of `driver`'s program `program`.
+    pub fn driven(
+        driver: Driver<'a>,
+        program: usize,
+        traffic: TrafficDriver,
+        expect: u32,
+    ) -> Result<Self, DriverError> {
+        let empty = traffic.pass_object()?;
+        Ok(Timer {
+            driver,
+            program,
+            expect,
+            how: How::Driven(Box::new((traffic, empty))),
+        })
+    }
+
+    /// The loaded object back, for another way of timing.
+    pub fn into_driver(self) -> Driver<'a> {
+        self.driver
+    }
+
+    /// The action every run must return.
+    pub fn expect(&self) -> u32 {
+        self.expect
+    }
+
+    /// How the trials run.
+    pub fn method(&self) -> Method {
+        match self.how {
+            How::Repeated(_) => Method::Repeated,
+            How::Driven(_) => Method::Driven,
+        }
+    }
+
+    /// One trial of `repeat` runs.
+    pub fn trial(&self, repeat: u32) -> Result<Trial, MeasureError> {
+        let loaded = self.driver.loaded();
+        match &self.how {
+            How::Repeated(input) => {
+                let input = TestRunInput {
+                    repeat,
+                    ..input.clone()
+                };
+                let run = loaded.test_run(self.program, &input)?;
+                Ok(Trial {
+                    ns: ns(run.duration_ns),
+                    retval: run.retval,
+                })
+            }
+            How::Driven(driven) => {
+                let (traffic, empty) = &**driven;
+                // The driver alone and the driver with the program behind it run in turns, in
+                // short stretches: their difference is the program's time only if both saw the
+                // same moments of this host, whose speed can halve from one millisecond to the
+                // next.
+                let driver_error = |e: DriverError| MeasureError::Driver(e.to_string());
+                let part = (repeat / DRIVEN_TURNS).max(1);
+                let empty_input = TestRunInput {
+                    packet: vec![0; 64],
+                    repeat: part,
+                    ..TestRunInput::default()
+                };
+                let mut differences = Vec::with_capacity(DRIVEN_TURNS as usize);
+                let mut retval = self.expect;
+                for _ in 0..DRIVEN_TURNS {
+                    traffic.attach(empty, 0).map_err(driver_error)?;
+                    let driver_alone = ns(traffic.run(part).map_err(driver_error)?.duration_ns);
+                    traffic.attach(loaded, self.program).map_err(driver_error)?;
+                    let run = traffic.run(part).map_err(driver_error)?;
+                    let empty_alone = ns(empty.test_run(0, &empty_input)?.duration_ns);
+                    differences.push(ns(run.duration_ns) - driver_alone + empty_alone);
+                    if run.retval != self.expect {
+                        retval = run.retval;
+                    }
+                }
+                // The driver's calls drained its own rings, not the program's.
+                loaded.discard_records()?;
+                Ok(Trial {
+                    ns: median(&differences).unwrap_or(0.0),
+                    retval,
+                })
+            }
+        }
+    }
+}
+
+/// Turns of the driver alone and the driver with the program in one driven trial.
+const DRIVEN_TURNS: u32 = 8;
+
+/// The empty program `r0 = XDP_PASS; exit`, timed in every round beside the paths: what the
+/// model's per-packet work takes at that moment.
+pub(super) struct Reference {
+    loaded: LoadedObject,
+    input: TestRunInput,
+}
+
+impl Reference {
+    pub fn new() -> Result<Reference, KernelError> {
+        Ok(Reference {
+            loaded: pass_object()?,
+            input: TestRunInput {
+                packet: vec![0; 64],
+                ..TestRunInput::default()
+            },
+        })
+    }
+
+    /// ns per run over `repeat` runs.
+    pub fn trial(&self, repeat: u32) -> Result<f64, KernelError> {
+        let input = TestRunInput {
+            repeat,
+            ..self.input.clone()
+        };
+        Ok(ns(self.loaded.test_run(0, &input)?.duration_ns))
+    }
 }
 
 /// Why fresh timing could not time the path.
@@ -314,7 +418,13 @@ pub(super) fn single_run_offset(
         packet: vec![0; 64],
         ..TestRunInput::default()
     };
-    let (repeated, _) = repeated(&loaded, 0, &input, repeat, trials, XDP_PASS as u32)?;
+    let many = TestRunInput {
+        repeat,
+        ..input.clone()
+    };
+    let repeated: Vec<f64> = (0..trials)
+        .map(|_| loaded.test_run(0, &many).map(|r| ns(r.duration_ns)))
+        .collect::<Result<_, _>>()?;
     let single: Vec<f64> = (0..runs * trials)
         .map(|_| loaded.test_run(0, &input).map(|r| ns(r.duration_ns)))
         .collect::<Result<_, _>>()?;

@@ -1,7 +1,8 @@
 //! `linerate measure`: every reported path's witness follows its block sequence in the
 //! interpreter and returns the same action there and in the kernel, and the figures are what
-//! they claim (measured = 1e9 / median ns, ratio = estimate / measured); the refusals (a target
-//! without hardware here, a missing file) are one-line errors.
+//! they claim (measured = 1e9 / the trials' 90th percentile, ratio = estimate / measured, every
+//! path timed in the same rounds beside the empty program); the refusals (a target without
+//! hardware here, a missing file) are one-line errors.
 
 use crate::common;
 
@@ -31,6 +32,27 @@ fn measure(name: &str, paths: usize) -> Value {
 fn check_paths(name: &str, out: &Value, paths: usize) {
     let reported = out["paths"].as_array().expect("paths");
     assert_eq!(reported.len(), paths, "{name}: {out:#}");
+    let numbers = |v: &Value| -> Vec<f64> {
+        v.as_array()
+            .expect("an array")
+            .iter()
+            .map(|x| x.as_f64().expect("a number"))
+            .collect()
+    };
+    // Repeated and driven paths are timed in the same rounds, each beside the empty program:
+    // every one has the same reference figures, one per trial.
+    let reference = numbers(&reported[0]["reference_ns"]);
+    assert_eq!(reference.len(), 3, "{name}: {out:#}");
+    let host = &out["host_now"];
+    let reference_slow = host["reference_slow_ns"].as_f64().expect("host_now");
+    assert_eq!(
+        reference_slow,
+        reference.iter().copied().fold(0.0, f64::max),
+        "the 90th percentile of three figures is the largest: {out:#}"
+    );
+    assert!(host["model_per_packet_ns"]
+        .as_f64()
+        .is_some_and(|ns| ns > 0.0));
     for p in reported {
         let rank = &p["rank"];
         assert_eq!(p["check"], "confirmed", "{name} path {rank}: {p:#}");
@@ -39,13 +61,17 @@ fn check_paths(name: &str, out: &Value, paths: usize) {
         assert!(p["action"].as_str().is_some_and(|a| a.starts_with("XDP_")));
         assert_eq!(p["vm_action"], p["action"], "{name} path {rank}");
         assert_eq!(p["kernel_action"], p["action"], "{name} path {rank}");
-        let trials = p["trials_ns"].as_array().expect("trials");
+        let trials = numbers(&p["trials_ns"]);
         assert_eq!(trials.len(), 3);
+        assert_eq!(numbers(&p["reference_ns"]), reference, "{name} path {rank}");
+        let slow = p["slow_ns"].as_f64().expect("timed");
+        assert_eq!(slow, trials.iter().copied().fold(0.0, f64::max));
         let median = p["median_ns"].as_f64().expect("timed");
+        assert!(median <= slow, "{name} path {rank}: {p:#}");
         let measured = p["measured_pps"].as_f64().expect("measured");
         let estimate = p["estimate_pps"].as_f64().expect("estimate");
         assert!(median > 0.0 && estimate > 0.0);
-        assert!((measured - 1e9 / median).abs() < 1e-6 * measured);
+        assert!((measured - 1e9 / slow).abs() < 1e-6 * measured);
         let ratio = p["ratio"].as_f64().expect("ratio");
         assert!((ratio - estimate / measured).abs() < 1e-9 * ratio);
     }
