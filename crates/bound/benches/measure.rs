@@ -133,6 +133,9 @@ fn main() {
     let started = Instant::now();
     let mut skipped = Vec::new();
     let mut all: Vec<PathMeasurement> = Vec::new();
+    let mut adjusted: Vec<PathMeasurement> = Vec::new();
+    // Per program: the empty program's slow-moment time over the model's per-packet work.
+    let mut drifts: Vec<f64> = Vec::new();
     let (mut ssp_examples, mut ssp_slowest, mut ssp_slowest_resolution) = (0, 0, 0);
     let mut targets: Vec<Target> = load_all()
         .expect("example corpus")
@@ -234,6 +237,20 @@ fn main() {
             },
             why.join(", ")
         );
+        // The same paths with the model's per-packet work replaced by the empty program's time
+        // in the rounds that timed them: what the per-instruction prices account for, this
+        // host's drift since calibration aside.
+        if let Some(host) = measure::host_now(&model, &measured) {
+            drifts.push(host.reference_slow_ns / host.model_per_packet_ns);
+            adjusted.extend(measured.iter().map(|p| {
+                let estimate_ns =
+                    1e9 / p.estimate_pps - host.model_per_packet_ns + host.reference_slow_ns;
+                PathMeasurement {
+                    estimate_pps: 1e9 / estimate_ns,
+                    ..p.clone()
+                }
+            }));
+        }
         all.extend(measured);
     }
     // Over all examples: the per-path figures pooled.
@@ -304,6 +321,29 @@ fn main() {
         measure::RESOLUTION_NS,
         pct(share),
     );
+    drifts.sort_by(f64::total_cmp);
+    if let (Some(lo), Some(hi)) = (drifts.first(), drifts.last()) {
+        let adjusted_total = measure::summarize(&adjusted);
+        let adjusted_above_3 = adjusted
+            .iter()
+            .filter(|p| p.counts())
+            .filter_map(PathMeasurement::ratio)
+            .filter(|r| *r > 1.03)
+            .count();
+        println!(
+            "\nthis host meanwhile: the empty program's p90 over the model's per-packet work \
+             {lo:.2}..{hi:.2} (median {:.2}) across the programs' rounds",
+            drifts[drifts.len() / 2]
+        );
+        println!(
+            "with the per-packet work taken from those rounds (the per-instruction prices alone, \
+             drift aside): over-estimated {}, largest {} ({adjusted_above_3} paths above 3%); \
+             median under-estimate {}",
+            pct(adjusted_total.over_share),
+            pct(adjusted_total.largest_over),
+            pct(adjusted_total.median_under)
+        );
+    }
     let fresh: Vec<f64> = all
         .iter()
         .filter(|p| p.check == Check::Confirmed && p.method == Some(measure::Method::Fresh))

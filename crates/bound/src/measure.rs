@@ -48,7 +48,9 @@ pub struct Options {
     pub repeat: u32,
     /// Trials per path, taken in rounds over the paths of a program; the measurement is their
     /// [`SLOW_QUANTILE`] (the moments a calibrated x86 price holds in), the median is shown
-    /// beside it.
+    /// beside it. A call with `repeat > 1` takes about 55 ms whatever the repeat (the kernel
+    /// adds the program to the XDP dispatcher and removes it, waiting for RCU grace periods), so
+    /// a round of ten paths takes over half a second.
     pub trials: usize,
     /// The rounds are spread over at least this long: this host's speed moves from moment to
     /// moment (on a shared 2-core guest, an empty program's run takes 6 ns for tens of ms, then
@@ -67,7 +69,7 @@ impl Default for Options {
     fn default() -> Self {
         Options {
             repeat: 10_000,
-            trials: 30,
+            trials: 10,
             span: std::time::Duration::from_secs(1),
             single_runs: 100,
             always_fresh: false,
@@ -152,9 +154,12 @@ pub struct PathMeasurement {
     pub vm_action: Option<&'static str>,
     /// The kernel's action on a single run.
     pub kernel_action: Option<&'static str>,
-    /// ns per run of each trial (the kernel's average, rounded down, plus 0.5 ns); empty when
-    /// not timed.
+    /// ns per run of each trial (the kernel's average, rounded down, plus 0.5 ns; for a driven
+    /// path the driven runs, driver included); empty when not timed.
     pub trials_ns: Vec<f64>,
+    /// For a driven path, ns per run of the driver alone (an empty program behind it) in each
+    /// trial, just before the driven runs; empty otherwise.
+    pub driver_ns: Vec<f64>,
     /// ns per run of the empty program `r0 = XDP_PASS; exit` in the same rounds as
     /// [`PathMeasurement::trials_ns`], one per trial (empty for paths not timed in rounds): the
     /// model's per-packet work as this host ran it at the moments the path was timed.
@@ -175,15 +180,29 @@ pub struct PathMeasurement {
 }
 
 impl PathMeasurement {
-    /// Median ns per run over the trials: the path's time in this host's typical moments.
-    pub fn median_ns(&self) -> Option<f64> {
-        median(&self.trials_ns)
+    /// ns per run of the path at quantile `q` of its trials. A driven path's is its driven runs'
+    /// less the driver's plus the empty program's, each at `q`: the three are timed in separate
+    /// calls, and a difference per trial would mix moments.
+    pub fn ns_at(&self, q: f64) -> Option<f64> {
+        let at = |xs: &[f64]| quantile(xs, q);
+        match (self.trials_ns.is_empty(), self.method) {
+            (true, _) => None,
+            (false, Some(Method::Driven)) if !self.driver_ns.is_empty() => Some(
+                at(&self.trials_ns)? - at(&self.driver_ns)? + at(&self.reference_ns).unwrap_or(0.0),
+            ),
+            (false, _) => at(&self.trials_ns),
+        }
     }
 
-    /// ns per run at [`SLOW_QUANTILE`] of the trials: the path's time in this host's slow
-    /// moments, which a calibrated x86 estimate promises to hold in.
+    /// Median ns per run: the path's time in this host's typical moments.
+    pub fn median_ns(&self) -> Option<f64> {
+        self.ns_at(0.5)
+    }
+
+    /// ns per run at [`SLOW_QUANTILE`]: the path's time in this host's slow moments, which a
+    /// calibrated x86 estimate promises to hold in.
     pub fn slow_ns(&self) -> Option<f64> {
-        (!self.trials_ns.is_empty()).then(|| quantile(&self.trials_ns, SLOW_QUANTILE))
+        self.ns_at(SLOW_QUANTILE)
     }
 
     /// Packets per second the kernel sustained on this path in this host's slow moments: 1e9 /
@@ -304,14 +323,21 @@ impl HostNow {
 
 /// The host's state over the rounds that timed `paths` (`None` if no path was timed in rounds).
 pub fn host_now(model: &Model, paths: &[PathMeasurement]) -> Option<HostNow> {
-    let reference: Vec<f64> = paths
-        .iter()
-        .flat_map(|p| p.reference_ns.iter().copied())
-        .collect();
+    // The paths timed in the same rounds share their reference figures: each round counts once.
+    let mut rounds: Vec<&[f64]> = Vec::new();
+    for p in paths.iter().filter(|p| !p.reference_ns.is_empty()) {
+        if !rounds.contains(&p.reference_ns.as_slice()) {
+            rounds.push(&p.reference_ns);
+        }
+    }
+    let reference: Vec<f64> = rounds.concat();
     let per_packet = model.packet_rate(model.per_packet(), 0).pps;
-    (!reference.is_empty() && per_packet.is_finite() && per_packet > 0.0).then(|| HostNow {
-        reference_median_ns: median(&reference).unwrap_or(0.0),
-        reference_slow_ns: quantile(&reference, SLOW_QUANTILE),
+    if !(per_packet.is_finite() && per_packet > 0.0) {
+        return None;
+    }
+    Some(HostNow {
+        reference_median_ns: quantile(&reference, 0.5)?,
+        reference_slow_ns: quantile(&reference, SLOW_QUANTILE)?,
         model_per_packet_ns: 1e9 / per_packet,
     })
 }
@@ -455,6 +481,7 @@ fn time_in_rounds(
             let Some(timer) = timer else { continue };
             let trial = timer.trial(options.repeat)?;
             out.trials_ns.push(trial.ns);
+            out.driver_ns.extend(trial.driver_ns);
             out.reference_ns.push(reference_ns);
             if trial.retval != timer.expect() && out.check == Check::Confirmed {
                 out.check = Check::Drifts(format!(
@@ -504,6 +531,7 @@ fn stage_one<'a>(
         vm_action: None,
         kernel_action: None,
         trials_ns: Vec::new(),
+        driver_ns: Vec::new(),
         reference_ns: Vec::new(),
         method: None,
         drift: None,
@@ -776,22 +804,20 @@ fn first_difference(a: &[BlockRef], b: &[BlockRef]) -> usize {
     a.iter().zip(b).take_while(|(x, y)| x == y).count()
 }
 
-/// The `q` quantile of `values` (the element at rank `floor(q × n)`, as calibration takes it).
-fn quantile(values: &[f64], q: f64) -> f64 {
+/// The `q` quantile of `values`, interpolated between the two nearest ranks (rank `q × (n − 1)`
+/// counting from 0): with ten trials the 90th percentile lies between the two slowest.
+fn quantile(values: &[f64], q: f64) -> Option<f64> {
     let mut v = values.to_vec();
     v.sort_by(f64::total_cmp);
-    v[((q * v.len() as f64) as usize).min(v.len().saturating_sub(1))]
+    let last = v.len().checked_sub(1)?;
+    let rank = q.clamp(0.0, 1.0) * last as f64;
+    let below = rank.floor() as usize;
+    let above = (below + 1).min(last);
+    Some(v[below] + (v[above] - v[below]) * (rank - below as f64))
 }
 
 fn median(values: &[f64]) -> Option<f64> {
-    let mut v = values.to_vec();
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    match n {
-        0 => None,
-        _ if n % 2 == 1 => Some(v[n / 2]),
-        _ => Some((v[n / 2 - 1] + v[n / 2]) / 2.0),
-    }
+    quantile(values, 0.5)
 }
 
 /// The summary figures over `paths` (in rank order).
@@ -856,6 +882,7 @@ mod tests {
             vm_action: Some("XDP_PASS"),
             kernel_action: Some("XDP_PASS"),
             trials_ns: vec![measured_ns],
+            driver_ns: Vec::new(),
             reference_ns: Vec::new(),
             method: Some(Method::Repeated),
             drift: None,
@@ -890,12 +917,19 @@ mod tests {
     fn the_measurement_is_the_slow_quantile_of_the_trials() {
         let mut p = timed(0, 30.0, 0.0);
         p.trials_ns = (1..=20).rev().map(f64::from).collect();
-        // The 90th percentile of 20 trials is the 19th smallest; the median lies between the
-        // 10th and 11th.
-        assert_eq!(p.slow_ns(), Some(19.0));
-        assert_eq!(p.median_ns(), Some(10.5));
-        assert_eq!(p.measured_pps(), Some(1e9 / 19.0));
-        assert_eq!(p.ratio(), Some(19.0 / 30.0));
+        // The 90th percentile of 1..=20 lies at rank 17.1 from 0: between 18 and 19; the median
+        // between 10 and 11.
+        let close = |a: Option<f64>, b: f64| a.is_some_and(|a| (a - b).abs() < 1e-9);
+        assert!(close(p.slow_ns(), 18.1));
+        assert!(close(p.median_ns(), 10.5));
+        assert!(close(p.measured_pps(), 1e9 / 18.1));
+        assert!(close(p.ratio(), 18.1 / 30.0));
+        // Driven: the driven runs less the driver plus the empty program, each at the quantile.
+        p.method = Some(Method::Driven);
+        p.driver_ns = (1..=20).map(|x| f64::from(x) / 2.0).collect();
+        p.reference_ns = vec![5.0; 20];
+        assert!(close(p.slow_ns(), 18.1 - 9.05 + 5.0));
+        assert!(close(p.median_ns(), 10.5 - 5.25 + 5.0));
         p.trials_ns.clear();
         assert_eq!(p.slow_ns(), None);
     }

@@ -34,9 +34,9 @@ pub struct MeasureArgs {
     /// Runs per trial (BPF_PROG_TEST_RUN's repeat; the kernel reports their average).
     #[arg(long, default_value_t = measure::Options::default().repeat, value_name = "R")]
     pub repeat: u32,
-    /// Trials per path, in rounds over the paths spread over a second or more; the measurement
-    /// is their 90th percentile (this host's slow moments, which x86 estimates hold in), the
-    /// median is shown beside it.
+    /// Trials per path, in rounds over the paths (a trial takes about 55 ms of the kernel's
+    /// whatever the repeat); the measurement is their 90th percentile (this host's slow
+    /// moments, which x86 estimates hold in), the median is shown beside it.
     #[arg(long, default_value_t = measure::Options::default().trials, value_name = "T")]
     pub trials: usize,
     /// Single runs per trial of a path that repeated runs do not repeat (it rewrites the packet
@@ -171,6 +171,7 @@ fn to_json(
                 "slow_ns": p.slow_ns(),
                 "median_ns": p.median_ns(),
                 "trials_ns": p.trials_ns,
+                "driver_ns": p.driver_ns,
                 "reference_ns": p.reference_ns,
                 "ratio": p.ratio(),
                 "method": p.method.map(method_name),

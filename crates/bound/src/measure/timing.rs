@@ -20,11 +20,13 @@
 //!   (`linerate_contend::driver`), which puts back before every run what the kernel's single
 //!   run changed ([`restore_plan`]: the rewritten bytes, the head, length and metadata, the map
 //!   entries) and then tail-calls it, so every run starts where the first did. A trial is
-//!   [`DRIVEN_TURNS`] turns, each of `repeat / DRIVEN_TURNS` driven runs less as many runs of the
-//!   same driver with a program behind it that only returns, plus that program's own repeated
-//!   time, and the trial's figure is the turns' median: what a repeated run of the path takes,
-//!   with warm caches, as the model was calibrated. The turns are short so that the driver alone
-//!   and the driver with the program see the same moments of the host. The driver does the same work either way:
+//!   `repeat` runs of the same driver with a program behind it that only returns, then `repeat`
+//!   driven runs; the path's time is the driven runs' less the driver's plus the empty
+//!   program's own repeated time (the [`Reference`] of the rounds), each at the same quantile
+//!   of its trials: what a repeated run of the path takes, with warm caches, as the model was
+//!   calibrated. Quantiles, not per-trial differences: every `BPF_PROG_TEST_RUN` with `repeat
+//!   > 1` waits about 55 ms for the kernel to add the program to the XDP dispatcher and remove
+//!   it, long enough for this host's speed to change between the two calls of a trial. The driver does the same work either way:
 //!   its helpers run whatever changed, and it puts entries back in ways that cost it the same
 //!   whatever ran before (`linerate_contend::driver::Change`). Fresh timing is the last
 //!   resort: for maps a program cannot write back (ring buffers, program arrays) or more than
@@ -64,8 +66,8 @@ pub(super) struct Timer<'a> {
 enum How {
     /// `repeat` runs of the witness's input on one buffer.
     Repeated(TestRunInput),
-    /// `repeat` runs behind the restoring driver, less the driver with an empty program behind
-    /// it, plus that program's own repeated time.
+    /// `repeat` runs behind the restoring driver, and as many of the driver with an empty
+    /// program behind it.
     Driven(Box<(TrafficDriver, LoadedObject)>),
 }
 
@@ -73,6 +75,8 @@ enum How {
 pub(super) struct Trial {
     pub ns: f64,
     pub retval: u32,
+    /// Driven: ns per run of the driver with the empty program behind it, timed just before.
+    pub driver_ns: Option<f64>,
 }
 
 impl<'a> Timer<'a> {
@@ -133,47 +137,27 @@ impl<'a> Timer<'a> {
                 Ok(Trial {
                     ns: ns(run.duration_ns),
                     retval: run.retval,
+                    driver_ns: None,
                 })
             }
             How::Driven(driven) => {
                 let (traffic, empty) = &**driven;
-                // The driver alone and the driver with the program behind it run in turns, in
-                // short stretches: their difference is the program's time only if both saw the
-                // same moments of this host, whose speed can halve from one millisecond to the
-                // next.
                 let driver_error = |e: DriverError| MeasureError::Driver(e.to_string());
-                let part = (repeat / DRIVEN_TURNS).max(1);
-                let empty_input = TestRunInput {
-                    packet: vec![0; 64],
-                    repeat: part,
-                    ..TestRunInput::default()
-                };
-                let mut differences = Vec::with_capacity(DRIVEN_TURNS as usize);
-                let mut retval = self.expect;
-                for _ in 0..DRIVEN_TURNS {
-                    traffic.attach(empty, 0).map_err(driver_error)?;
-                    let driver_alone = ns(traffic.run(part).map_err(driver_error)?.duration_ns);
-                    traffic.attach(loaded, self.program).map_err(driver_error)?;
-                    let run = traffic.run(part).map_err(driver_error)?;
-                    let empty_alone = ns(empty.test_run(0, &empty_input)?.duration_ns);
-                    differences.push(ns(run.duration_ns) - driver_alone + empty_alone);
-                    if run.retval != self.expect {
-                        retval = run.retval;
-                    }
-                }
+                traffic.attach(empty, 0).map_err(driver_error)?;
+                let driver_alone = ns(traffic.run(repeat).map_err(driver_error)?.duration_ns);
+                traffic.attach(loaded, self.program).map_err(driver_error)?;
+                let run = traffic.run(repeat).map_err(driver_error)?;
                 // The driver's calls drained its own rings, not the program's.
                 loaded.discard_records()?;
                 Ok(Trial {
-                    ns: median(&differences).unwrap_or(0.0),
-                    retval,
+                    ns: ns(run.duration_ns),
+                    retval: run.retval,
+                    driver_ns: Some(driver_alone),
                 })
             }
         }
     }
 }
-
-/// Turns of the driver alone and the driver with the program in one driven trial.
-const DRIVEN_TURNS: u32 = 8;
 
 /// The empty program `r0 = XDP_PASS; exit`, timed in every round beside the paths: what the
 /// model's per-packet work takes at that moment.

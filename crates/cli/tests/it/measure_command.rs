@@ -1,7 +1,8 @@
 //! `linerate measure`: every reported path's witness follows its block sequence in the
 //! interpreter and returns the same action there and in the kernel, and the figures are what
-//! they claim (measured = 1e9 / the trials' 90th percentile, ratio = estimate / measured, every
-//! path timed in the same rounds beside the empty program); the refusals (a target without
+//! they claim (measured = 1e9 / the trials' 90th percentile, for a driven path less the driver's,
+//! ratio = estimate / measured, every path timed in the same rounds beside the empty program);
+//! the refusals (a target without
 //! hardware here, a missing file) are one-line errors.
 
 use crate::common;
@@ -43,13 +44,17 @@ fn check_paths(name: &str, out: &Value, paths: usize) {
     // every one has the same reference figures, one per trial.
     let reference = numbers(&reported[0]["reference_ns"]);
     assert_eq!(reference.len(), 3, "{name}: {out:#}");
+    // The 90th percentile of three figures lies at rank 1.8 (from 0): 0.8 of the way from the
+    // middle one to the largest.
+    let p90 = |xs: &[f64]| {
+        let mut v = xs.to_vec();
+        v.sort_by(f64::total_cmp);
+        v[1] + 0.8 * (v[2] - v[1])
+    };
+    let close = |a: f64, b: f64| (a - b).abs() < 1e-9 * b.abs().max(1.0);
     let host = &out["host_now"];
     let reference_slow = host["reference_slow_ns"].as_f64().expect("host_now");
-    assert_eq!(
-        reference_slow,
-        reference.iter().copied().fold(0.0, f64::max),
-        "the 90th percentile of three figures is the largest: {out:#}"
-    );
+    assert!(close(reference_slow, p90(&reference)), "{out:#}");
     assert!(host["model_per_packet_ns"]
         .as_f64()
         .is_some_and(|ns| ns > 0.0));
@@ -65,9 +70,13 @@ fn check_paths(name: &str, out: &Value, paths: usize) {
         assert_eq!(trials.len(), 3);
         assert_eq!(numbers(&p["reference_ns"]), reference, "{name} path {rank}");
         let slow = p["slow_ns"].as_f64().expect("timed");
-        assert_eq!(slow, trials.iter().copied().fold(0.0, f64::max));
+        let expected = match p["method"].as_str() {
+            // The driven runs less the driver alone plus the empty program, each at the quantile.
+            Some("driven") => p90(&trials) - p90(&numbers(&p["driver_ns"])) + p90(&reference),
+            _ => p90(&trials),
+        };
+        assert!(close(slow, expected), "{name} path {rank}: {p:#}");
         let median = p["median_ns"].as_f64().expect("timed");
-        assert!(median <= slow, "{name} path {rank}: {p:#}");
         let measured = p["measured_pps"].as_f64().expect("measured");
         let estimate = p["estimate_pps"].as_f64().expect("estimate");
         assert!(median > 0.0 && estimate > 0.0);
