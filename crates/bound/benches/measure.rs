@@ -10,8 +10,11 @@
 //! `MEASURE_SINGLE_RUNS`, `MEASURE_ONLY` (a substring of the example names to keep),
 //! `MEASURE_MODEL` (a model file instead of this host's, e.g. crates/cost/models/x86.json),
 //! `MEASURE_OBJECTS` (more objects, `:`-separated, measured after the examples on their first XDP
-//! program: the public programs a user brings).
+//! program: the public programs a user brings), `MEASURE_JSON` (a file to write every measured
+//! path to, one JSON object a line: program, rank, estimate, trials, driver and reference
+//! figures, for analyses the table does not make).
 
+use std::io::Write as _;
 use std::time::{Duration, Instant};
 
 use linerate_bound::enumerate::Metric;
@@ -120,6 +123,8 @@ fn main() {
         ..defaults
     };
     let only = std::env::var("MEASURE_ONLY").unwrap_or_default();
+    let mut paths_json = std::env::var_os("MEASURE_JSON")
+        .map(|path| std::fs::File::create(path).expect("MEASURE_JSON can be created"));
     let model = model();
     println!(
         "x86 model against BPF_PROG_TEST_RUN: {paths} slowest satisfiable paths per example, \
@@ -237,6 +242,24 @@ fn main() {
             },
             why.join(", ")
         );
+        if let Some(file) = &mut paths_json {
+            for p in &measured {
+                let line = serde_json::json!({
+                    "program": name,
+                    "rank": p.rank,
+                    "counted": p.counts(),
+                    "method": p.method.map(|m| format!("{m:?}")),
+                    "estimate_ns": 1e9 / p.estimate_pps,
+                    "slow_ns": p.slow_ns(),
+                    "median_ns": p.median_ns(),
+                    "trials_ns": p.trials_ns,
+                    "driver_ns": p.driver_ns,
+                    "reference_ns": p.reference_ns,
+                    "model_per_packet_ns": 1e9 / model.packet_rate(model.per_packet(), 0).pps,
+                });
+                writeln!(file, "{line}").expect("MEASURE_JSON is writable");
+            }
+        }
         // The same paths with the model's per-packet work replaced by the empty program's time
         // in the rounds that timed them: what the per-instruction prices account for, this
         // host's drift since calibration aside.

@@ -155,10 +155,11 @@ pub struct PathMeasurement {
     /// The kernel's action on a single run.
     pub kernel_action: Option<&'static str>,
     /// ns per run of each trial (the kernel's average, rounded down, plus 0.5 ns; for a driven
-    /// path the driven runs, driver included); empty when not timed.
+    /// path its side of the alternating driver less the empty side, plus the round's
+    /// reference); empty when not timed.
     pub trials_ns: Vec<f64>,
-    /// For a driven path, ns per run of the driver alone (an empty program behind it) in each
-    /// trial, just before the driven runs; empty otherwise.
+    /// For a driven path, ns per run of the alternating driver's empty side (driver and
+    /// harness) in each trial; empty otherwise.
     pub driver_ns: Vec<f64>,
     /// ns per run of the empty program `r0 = XDP_PASS; exit` in the same rounds as
     /// [`PathMeasurement::trials_ns`], one per trial (empty for paths not timed in rounds): the
@@ -180,18 +181,9 @@ pub struct PathMeasurement {
 }
 
 impl PathMeasurement {
-    /// ns per run of the path at quantile `q` of its trials. A driven path's is its driven runs'
-    /// less the driver's plus the empty program's, each at `q`: the three are timed in separate
-    /// calls, and a difference per trial would mix moments.
+    /// ns per run of the path at quantile `q` of its trials.
     pub fn ns_at(&self, q: f64) -> Option<f64> {
-        let at = |xs: &[f64]| quantile(xs, q);
-        match (self.trials_ns.is_empty(), self.method) {
-            (true, _) => None,
-            (false, Some(Method::Driven)) if !self.driver_ns.is_empty() => Some(
-                at(&self.trials_ns)? - at(&self.driver_ns)? + at(&self.reference_ns).unwrap_or(0.0),
-            ),
-            (false, _) => at(&self.trials_ns),
-        }
+        quantile(&self.trials_ns, q)
     }
 
     /// Median ns per run: the path's time in this host's typical moments.
@@ -479,7 +471,7 @@ fn time_in_rounds(
         let reference_ns = reference.trial(options.repeat)?;
         for (out, timer) in staged.iter_mut() {
             let Some(timer) = timer else { continue };
-            let trial = timer.trial(options.repeat)?;
+            let trial = timer.trial(options.repeat, reference_ns)?;
             out.trials_ns.push(trial.ns);
             out.driver_ns.extend(trial.driver_ns);
             out.reference_ns.push(reference_ns);
@@ -616,7 +608,7 @@ fn stage_one<'a>(
     if drift.is_none() && !options.always_fresh {
         // One probe trial shows whether repeated runs end on the action; the rounds time it.
         let timer = timing::Timer::repeated(driver, program, &input, single.retval);
-        let probe = timer.trial(options.repeat)?;
+        let probe = timer.trial(options.repeat, 0.0)?;
         if probe.retval == single.retval {
             out.method = Some(Method::Repeated);
             return Ok((out, Some(timer)));
@@ -664,11 +656,14 @@ fn stage_unrepeated<'a>(
     if !options.always_fresh {
         match timing::restore_plan(object, loaded, input, single, initial) {
             Ok(restore) => {
-                let traffic = TrafficDriver::restoring(input, &restore, loaded, program)
-                    .map_err(|e| MeasureError::Driver(e.to_string()))?;
-                let timer = timing::Timer::driven(driver, program, traffic, single.retval)
-                    .map_err(|e| MeasureError::Driver(e.to_string()))?;
-                let probe = timer.trial(options.repeat)?;
+                // A gap between two runs longer than a hundred single runs (at least 100 µs) is
+                // the CPU taken away, not a run.
+                let limit_ns = single.duration_ns.saturating_mul(100).max(100_000);
+                let traffic =
+                    TrafficDriver::alternating(input, &restore, loaded, program, limit_ns)
+                        .map_err(|e| MeasureError::Driver(e.to_string()))?;
+                let timer = timing::Timer::driven(driver, program, traffic, single.retval);
+                let probe = timer.trial(options.repeat, 0.0)?;
                 if probe.retval == single.retval {
                     out.method = Some(Method::Driven);
                     out.drift = drift;
@@ -924,12 +919,6 @@ mod tests {
         assert!(close(p.median_ns(), 10.5));
         assert!(close(p.measured_pps(), 1e9 / 18.1));
         assert!(close(p.ratio(), 18.1 / 30.0));
-        // Driven: the driven runs less the driver plus the empty program, each at the quantile.
-        p.method = Some(Method::Driven);
-        p.driver_ns = (1..=20).map(|x| f64::from(x) / 2.0).collect();
-        p.reference_ns = vec![5.0; 20];
-        assert!(close(p.slow_ns(), 18.1 - 9.05 + 5.0));
-        assert!(close(p.median_ns(), 10.5 - 5.25 + 5.0));
         p.trials_ns.clear();
         assert_eq!(p.slow_ns(), None);
     }

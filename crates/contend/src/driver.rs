@@ -22,6 +22,14 @@
 //!
 //! Timings take the slope between two repeat counts, which cancels what a test-run call costs
 //! once (the first run is cold: several µs here).
+//!
+//! An *alternating* driver ([`TrafficDriver::alternating`]) times an NF against the empty
+//! program within one call instead: its runs tail-call the NF and a program that only returns
+//! by turns, and each run adds the time since the previous run began (`bpf_ktime_get_ns`) to
+//! the previous run's side. Both sides see the same moments of this host, whose speed can
+//! change between two calls (each call with `repeat > 1` waits about 55 ms for the kernel to
+//! add the driver to the XDP dispatcher and remove it); their difference is the NF's time over
+//! the empty program ([`TrafficDriver::run_alternating`]).
 
 use std::ops::Range;
 use std::os::fd::BorrowedFd;
@@ -30,11 +38,12 @@ use linerate_bpf::emit::{write_object, MapSpec, ObjectSpec, ProgramSpec};
 use linerate_bpf::facts::xdp::XDP_PASS;
 use linerate_bpf::facts::xdp_md;
 use linerate_bpf::helpers::id::{
-    MAP_DELETE_ELEM, MAP_LOOKUP_ELEM, MAP_UPDATE_ELEM, TAIL_CALL, XDP_ADJUST_HEAD, XDP_ADJUST_META,
-    XDP_ADJUST_TAIL,
+    KTIME_GET_NS, MAP_DELETE_ELEM, MAP_LOOKUP_ELEM, MAP_UPDATE_ELEM, TAIL_CALL, XDP_ADJUST_HEAD,
+    XDP_ADJUST_META, XDP_ADJUST_TAIL,
 };
 use linerate_bpf::insn::build::{
-    add64, alu64_reg, call_helper, exit, jmp, jump, ld_map, ldx, mov64, mov64_reg, st, stx,
+    add64, alu64, alu64_reg, call_helper, exit, ja, jmp, jump, ld_map, ldx, mov64, mov64_reg, st,
+    stx,
 };
 use linerate_bpf::insn::{AluOp, Cond, Instruction, Operand, Size};
 use linerate_bpf::{MapType, Object, Program};
@@ -79,7 +88,19 @@ const NF: u32 = 2;
 const STATE: u32 = 3;
 /// The metadata bytes and the map entries the driver writes back, in one value.
 const SAVED: u32 = 4;
-const SHARED: u32 = 5;
+/// An alternating driver's clock (see [`CLOCK`]).
+const CLOCK: u32 = 5;
+const SHARED: u32 = 6;
+
+/// Bytes of [`CLOCK`]'s value, u64 words: when the previous run began (0: no run yet in this
+/// call), the slot it tail-called, the ns summed on each slot's side, the runs summed on each
+/// side, and the runs left out (a gap longer than the driver's limit: the test run yielded the
+/// CPU, or the host took it away).
+const CLOCK_SIZE: usize = 56;
+
+/// The slots of an alternating driver's program array.
+const NF_SLOT: u32 = 0;
+const EMPTY_SLOT: u32 = 1;
 
 /// Bytes of [`STATE`]'s value: whether the call's first run was seen, the head it found, and
 /// the head now (a packet pointer becomes a number by a round trip through a map value).
@@ -97,6 +118,8 @@ pub struct TrafficDriver {
     /// The driver program's section, which programs behind it must match in whether they take
     /// multi-buffer packets.
     section: String,
+    /// An alternating driver's empty program, in its [`EMPTY_SLOT`].
+    empty: Option<LoadedObject>,
 }
 
 /// The section of a driver and of programs behind it that take multi-buffer packets.
@@ -301,15 +324,60 @@ fn geometry_steps(len: usize, meta_len: usize) -> Vec<Step> {
     steps
 }
 
+/// The steps of an alternating driver before its tail call (see [`CLOCK`]): the time since the
+/// previous run began goes to that run's side, unless it exceeds `limit_ns`; then `r3` is the
+/// slot to call, the other one.
+fn clock_steps(limit_ns: u32) -> Vec<Step> {
+    use Step::Insn;
+    let limit = i32::try_from(limit_ns).unwrap_or(i32::MAX);
+    let mut steps: Vec<Step> = lookup_first(CLOCK).into();
+    steps.extend([
+        Insn(mov64_reg(9, 0)),
+        Insn(call_helper(KTIME_GET_NS)),
+        Insn(ldx(Size::Dw, 1, 9, 0)),
+        // The call's first run has no previous run to account for.
+        Insn(jmp(Cond::Eq, 1, 0, 18)),
+        Insn(mov64_reg(2, 0)),
+        Insn(alu64_reg(AluOp::Sub, 2, 1)),
+        Insn(jmp(Cond::Gt, 2, limit, 12)),
+        // sum[slot] += now - previous; runs[slot] += 1
+        Insn(ldx(Size::Dw, 3, 9, 8)),
+        Insn(alu64(AluOp::And, 3, 1)),
+        Insn(alu64(AluOp::Lsh, 3, 3)),
+        Insn(mov64_reg(4, 9)),
+        Insn(alu64_reg(AluOp::Add, 4, 3)),
+        Insn(ldx(Size::Dw, 5, 4, 16)),
+        Insn(alu64_reg(AluOp::Add, 5, 2)),
+        Insn(stx(Size::Dw, 4, 16, 5)),
+        Insn(ldx(Size::Dw, 5, 4, 32)),
+        Insn(add64(5, 1)),
+        Insn(stx(Size::Dw, 4, 32, 5)),
+        Insn(ja(3)),
+        // A gap beyond the limit: left out, counted.
+        Insn(ldx(Size::Dw, 5, 9, 48)),
+        Insn(add64(5, 1)),
+        Insn(stx(Size::Dw, 9, 48, 5)),
+        // previous = now; slot ^= 1
+        Insn(stx(Size::Dw, 9, 0, 0)),
+        Insn(ldx(Size::Dw, 3, 9, 8)),
+        Insn(alu64(AluOp::Xor, 3, 1)),
+        Insn(alu64(AluOp::And, 3, 1)),
+        Insn(stx(Size::Dw, 9, 8, 3)),
+    ]);
+    steps
+}
+
 /// The driver's instructions for a set of `packets` packets of `len` bytes with `meta_len`
-/// bytes of metadata, restoring `restore` before it tail-calls the NF. `offsets` are where
-/// [`saved_value`] put the metadata and each entry's key and value.
+/// bytes of metadata, restoring `restore` before it tail-calls the NF (alternating with the
+/// empty program and timing both when `alternate` gives a limit, see [`clock_steps`]).
+/// `offsets` are where [`saved_value`] put the metadata and each entry's key and value.
 fn driver_program(
     packets: u32,
     len: usize,
     meta_len: usize,
     restore: &Restore,
     offsets: &[(usize, usize)],
+    alternate: Option<u32>,
 ) -> Vec<Instruction> {
     use Step::Insn;
     let mut steps = vec![Insn(mov64_reg(6, 1))];
@@ -371,10 +439,13 @@ fn driver_program(
             Change::Added => steps.extend(call(MAP_DELETE_ELEM)),
         }
     }
+    match alternate {
+        Some(limit) => steps.extend(clock_steps(limit)),
+        None => steps.push(Insn(mov64(3, NF_SLOT as i32))),
+    }
     steps.extend([
         Insn(mov64_reg(1, 6)),
         Insn(ld_map(2, NF)),
-        Insn(mov64(3, 0)),
         Insn(call_helper(TAIL_CALL)),
     ]);
     lay_out(&steps)
@@ -434,7 +505,7 @@ impl TrafficDriver {
     /// writes each run's headers ([`Restore::headers`]).
     pub fn new(set: &[Vec<u8>]) -> Result<TrafficDriver, DriverError> {
         let len = set.first().ok_or(DriverError::EmptySet)?.len();
-        TrafficDriver::build(set, &[], &Restore::headers(len), None)
+        TrafficDriver::build(set, &[], &Restore::headers(len), None, None)
     }
 
     /// Builds and loads a driver for program `program` of `nf` over the one packet of `input`
@@ -447,7 +518,7 @@ impl TrafficDriver {
         program: usize,
     ) -> Result<TrafficDriver, DriverError> {
         let set = std::slice::from_ref(&input.packet);
-        let driver = TrafficDriver::build(set, &input.meta, restore, Some((nf, program)))?;
+        let driver = TrafficDriver::build(set, &input.meta, restore, Some((nf, program)), None)?;
         Ok(driver.with_context(
             input.meta.clone(),
             input.ingress_ifindex,
@@ -455,11 +526,43 @@ impl TrafficDriver {
         ))
     }
 
+    /// [`TrafficDriver::restoring`], alternating: its runs tail-call program `program` of `nf`
+    /// and a program that only returns by turns, timing each side ([`CLOCK`]); a gap between
+    /// two runs' beginnings longer than `limit_ns` (the CPU was taken away) is left out. Time it
+    /// with [`TrafficDriver::run_alternating`]; both programs are in place.
+    pub fn alternating(
+        input: &TestRunInput,
+        restore: &Restore,
+        nf: &LoadedObject,
+        program: usize,
+        limit_ns: u32,
+    ) -> Result<TrafficDriver, DriverError> {
+        let set = std::slice::from_ref(&input.packet);
+        let mut driver = TrafficDriver::build(
+            set,
+            &input.meta,
+            restore,
+            Some((nf, program)),
+            Some(limit_ns),
+        )?
+        .with_context(
+            input.meta.clone(),
+            input.ingress_ifindex,
+            input.rx_queue_index,
+        );
+        let empty = driver.pass_object()?;
+        driver.attach_at(EMPTY_SLOT, &empty, 0)?;
+        driver.empty = Some(empty);
+        driver.attach(nf, program)?;
+        Ok(driver)
+    }
+
     fn build(
         set: &[Vec<u8>],
         meta: &[u8],
         restore: &Restore,
         nf: Option<(&LoadedObject, usize)>,
+        alternate: Option<u32>,
     ) -> Result<TrafficDriver, DriverError> {
         let first = set.first().ok_or(DriverError::EmptySet)?;
         let len = first.len();
@@ -480,9 +583,10 @@ impl TrafficDriver {
         let mut maps = vec![
             MapSpec::new("cursor", MapType::ARRAY, 4, 8, 1),
             MapSpec::new("packets", MapType::ARRAY, 4, copy.max(8) as u32, packets),
-            MapSpec::new("nf", MapType::PROG_ARRAY, 4, 4, 1),
+            MapSpec::new("nf", MapType::PROG_ARRAY, 4, 4, EMPTY_SLOT + 1),
             MapSpec::new("state", MapType::ARRAY, 4, STATE_SIZE as u32, 1),
             MapSpec::new("saved", MapType::ARRAY, 4, saved.len() as u32, 1),
+            MapSpec::new("clock", MapType::ARRAY, 4, CLOCK_SIZE as u32, 1),
         ];
         let mut shared = Vec::new();
         for (k, map) in restore.maps().into_iter().enumerate() {
@@ -504,7 +608,7 @@ impl TrafficDriver {
         };
         let mut program = ProgramSpec::xdp(
             "driver",
-            driver_program(packets, len, meta.len(), &restore, &offsets),
+            driver_program(packets, len, meta.len(), &restore, &offsets, alternate),
         );
         // A tail call needs caller and callee alike in whether they take multi-buffer packets.
         if nf
@@ -534,6 +638,7 @@ impl TrafficDriver {
             copy,
             geometry: restore.geometry,
             section,
+            empty: None,
         })
     }
 
@@ -570,12 +675,42 @@ impl TrafficDriver {
 
     /// Puts program `program` of `nf` behind the driver (loading it if needed).
     pub fn attach(&self, nf: &LoadedObject, program: usize) -> Result<(), DriverError> {
+        self.attach_at(NF_SLOT, nf, program)
+    }
+
+    fn attach_at(&self, slot: u32, nf: &LoadedObject, program: usize) -> Result<(), DriverError> {
         nf.load_program(program)?;
         let fd: BorrowedFd<'_> = nf
             .program_fd(program)
             .ok_or(DriverError::NoProgram(program))?;
-        self.loaded.set_foreign_program(NF as usize, 0, fd)?;
+        self.loaded.set_foreign_program(NF as usize, slot, fd)?;
         Ok(())
+    }
+
+    /// One test-run call of an alternating driver ([`TrafficDriver::alternating`]): `repeat`
+    /// runs (rounded up to even, so that the last is the NF's and the call returns its
+    /// action), half of them the NF's.
+    pub fn run_alternating(&self, repeat: u32) -> Result<Alternated, DriverError> {
+        self.loaded
+            .update(CLOCK as usize, &0u32.to_le_bytes(), &[0; CLOCK_SIZE])?;
+        let run = self.run(repeat.max(2).saturating_add(repeat % 2))?;
+        let clock = self.loaded.lookup(CLOCK as usize, &0u32.to_le_bytes())?;
+        let word = |i: usize| {
+            clock
+                .as_deref()
+                .and_then(|c| c.get(8 * i..8 * i + 8))
+                .map_or(0, |b| u64::from_le_bytes(b.try_into().unwrap_or([0; 8])))
+        };
+        let mean = |slot: usize| {
+            let runs = word(4 + slot);
+            (runs > 0).then(|| word(2 + slot) as f64 / runs as f64)
+        };
+        Ok(Alternated {
+            nf_ns: mean(NF_SLOT as usize),
+            empty_ns: mean(EMPTY_SLOT as usize),
+            left_out: word(6),
+            retval: run.retval,
+        })
     }
 
     /// One test-run call of `repeat` runs (each on the next packet of the set).
@@ -689,6 +824,27 @@ impl TrafficDriver {
 fn median(mut values: Vec<f64>) -> f64 {
     values.sort_by(f64::total_cmp);
     values.get(values.len() / 2).copied().unwrap_or(f64::NAN)
+}
+
+/// One call of an alternating driver: ns per run on each side, driver and harness included
+/// (`None` for a side no run was counted on).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Alternated {
+    /// Runs that tail-called the NF.
+    pub nf_ns: Option<f64>,
+    /// Runs that tail-called the program that only returns.
+    pub empty_ns: Option<f64>,
+    /// Gaps between runs longer than the driver's limit, left out.
+    pub left_out: u64,
+    /// The action of the call's last run, the NF's.
+    pub retval: u32,
+}
+
+impl Alternated {
+    /// The NF's time over the empty program's, ns per run.
+    pub fn nf_over_empty(&self) -> Option<f64> {
+        Some(self.nf_ns? - self.empty_ns?)
+    }
 }
 
 /// How to time: trials, and the two repeat counts whose slope is the cost of a run.

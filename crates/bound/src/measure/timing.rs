@@ -19,14 +19,15 @@
 //!   tail, counts or inserts in a map): the program runs behind linerate's traffic driver
 //!   (`linerate_contend::driver`), which puts back before every run what the kernel's single
 //!   run changed ([`restore_plan`]: the rewritten bytes, the head, length and metadata, the map
-//!   entries) and then tail-calls it, so every run starts where the first did. A trial is
-//!   `repeat` runs of the same driver with a program behind it that only returns, then `repeat`
-//!   driven runs; the path's time is the driven runs' less the driver's plus the empty
-//!   program's own repeated time (the [`Reference`] of the rounds), each at the same quantile
-//!   of its trials: what a repeated run of the path takes, with warm caches, as the model was
-//!   calibrated. Quantiles, not per-trial differences: every `BPF_PROG_TEST_RUN` with `repeat
-//!   > 1` waits about 55 ms for the kernel to add the program to the XDP dispatcher and remove
-//!   it, long enough for this host's speed to change between the two calls of a trial. The driver does the same work either way:
+//!   entries) and then tail-calls it, so every run starts where the first did. The driver
+//!   alternates ([`TrafficDriver::alternating`]): by turns it tail-calls the program and a
+//!   program that only returns, and times both sides within the one call, so both see the same
+//!   moments of this host (every `BPF_PROG_TEST_RUN` with `repeat > 1` waits about 55 ms for
+//!   the kernel to add the program to the XDP dispatcher and remove it, long enough for this
+//!   host's speed to change between two calls). A trial's figure is the program's side less
+//!   the empty side plus the empty program's own repeated time in the round (the
+//!   [`Reference`]): what a repeated run of the path takes, with warm caches, as the model was
+//!   calibrated. The driver does the same work either way:
 //!   its helpers run whatever changed, and it puts entries back in ways that cost it the same
 //!   whatever ran before (`linerate_contend::driver::Change`). Fresh timing is the last
 //!   resort: for maps a program cannot write back (ring buffers, program arrays) or more than
@@ -39,9 +40,7 @@ use linerate_bpf::contents::{Entries, MapContents};
 use linerate_bpf::helpers::id::{XDP_ADJUST_HEAD, XDP_ADJUST_META, XDP_ADJUST_TAIL};
 use linerate_bpf::insn::{CallTarget, Instruction};
 use linerate_bpf::{MapType, Object};
-use linerate_contend::driver::{
-    pass_object, Change, DriverError, Restore, RestoredEntry, TrafficDriver,
-};
+use linerate_contend::driver::{pass_object, Change, Restore, RestoredEntry, TrafficDriver};
 use linerate_kernel::drive::Driver;
 use linerate_kernel::{KernelError, LoadedObject, TestRunInput, TestRunOutput};
 
@@ -66,16 +65,17 @@ pub(super) struct Timer<'a> {
 enum How {
     /// `repeat` runs of the witness's input on one buffer.
     Repeated(TestRunInput),
-    /// `repeat` runs behind the restoring driver, and as many of the driver with an empty
-    /// program behind it.
-    Driven(Box<(TrafficDriver, LoadedObject)>),
+    /// `repeat` runs behind the alternating restoring driver, by turns the program and the
+    /// empty program.
+    Driven(Box<TrafficDriver>),
 }
 
 /// One trial: ns per run, and the action of its last run.
 pub(super) struct Trial {
     pub ns: f64,
     pub retval: u32,
-    /// Driven: ns per run of the driver with the empty program behind it, timed just before.
+    /// Driven: ns per run of the driver's runs with the empty program behind it, in the same
+    /// call.
     pub driver_ns: Option<f64>,
 }
 
@@ -90,20 +90,15 @@ impl<'a> Timer<'a> {
         }
     }
 
-    /// Runs behind `traffic`, the restoring driver of `driver`'s program `program`.
-    pub fn driven(
-        driver: Driver<'a>,
-        program: usize,
-        traffic: TrafficDriver,
-        expect: u32,
-    ) -> Result<Self, DriverError> {
-        let empty = traffic.pass_object()?;
-        Ok(Timer {
+    /// Runs behind `traffic`, the alternating restoring driver of `driver`'s program `program`
+    /// ([`TrafficDriver::alternating`]).
+    pub fn driven(driver: Driver<'a>, program: usize, traffic: TrafficDriver, expect: u32) -> Self {
+        Timer {
             driver,
             program,
             expect,
-            how: How::Driven(Box::new((traffic, empty))),
-        })
+            how: How::Driven(Box::new(traffic)),
+        }
     }
 
     /// The loaded object back, for another way of timing.
@@ -124,8 +119,10 @@ impl<'a> Timer<'a> {
         }
     }
 
-    /// One trial of `repeat` runs.
-    pub fn trial(&self, repeat: u32) -> Result<Trial, MeasureError> {
+    /// One trial of `repeat` runs; `reference_ns` is the empty program's repeated time in this
+    /// round (a driven trial times the program over the empty program behind the driver, and
+    /// adds it).
+    pub fn trial(&self, repeat: u32, reference_ns: f64) -> Result<Trial, MeasureError> {
         let loaded = self.driver.loaded();
         match &self.how {
             How::Repeated(input) => {
@@ -140,19 +137,19 @@ impl<'a> Timer<'a> {
                     driver_ns: None,
                 })
             }
-            How::Driven(driven) => {
-                let (traffic, empty) = &**driven;
-                let driver_error = |e: DriverError| MeasureError::Driver(e.to_string());
-                traffic.attach(empty, 0).map_err(driver_error)?;
-                let driver_alone = ns(traffic.run(repeat).map_err(driver_error)?.duration_ns);
-                traffic.attach(loaded, self.program).map_err(driver_error)?;
-                let run = traffic.run(repeat).map_err(driver_error)?;
+            How::Driven(traffic) => {
+                let alternated = traffic
+                    .run_alternating(repeat)
+                    .map_err(|e| MeasureError::Driver(e.to_string()))?;
                 // The driver's calls drained its own rings, not the program's.
                 loaded.discard_records()?;
+                let over = alternated.nf_over_empty().ok_or_else(|| {
+                    MeasureError::Driver("a driven call timed no run on one side".into())
+                })?;
                 Ok(Trial {
-                    ns: ns(run.duration_ns),
-                    retval: run.retval,
-                    driver_ns: Some(driver_alone),
+                    ns: over + reference_ns,
+                    retval: alternated.retval,
+                    driver_ns: alternated.empty_ns,
                 })
             }
         }

@@ -188,3 +188,32 @@ fn the_nf_time_behind_the_restoring_driver_is_its_own() {
     assert!(time.nf() > 0.0, "{time:?}");
     assert!(time.driver > 0.0 && time.driver < 2_000.0, "{time:?}");
 }
+
+#[test]
+fn the_alternating_driver_times_both_sides_in_one_call() {
+    let _alone = crate::timing_alone();
+    if !usable_or_skip("contend restoring_driver") {
+        return;
+    }
+    let nf = nf();
+    let driver = TrafficDriver::alternating(&input(), &everything(), &nf, 0, 1_000_000)
+        .expect("driver loads");
+    // An odd repeat is rounded up, so the call's last run is the NF's and returns its action.
+    let timed = driver.run_alternating(10_001).expect("runs");
+    assert_eq!(u64::from(timed.retval), XDP_TX, "{timed:?}");
+    let (nf_ns, empty_ns) = (
+        timed.nf_ns.expect("NF side"),
+        timed.empty_ns.expect("empty side"),
+    );
+    // Every run restores the same entries whichever program ran before, so the two sides
+    // differ by the NF's own work: a helper call, a lookup and an insert, tens of ns at least.
+    assert!(nf_ns > empty_ns + 5.0, "{timed:?}");
+    assert!(empty_ns > 0.0 && empty_ns < 5_000.0, "{timed:?}");
+    // The NF ran on every other run, each from the restored state: one count.
+    let count = nf.lookup(0, &0u32.to_le_bytes()).expect("lookup");
+    assert_eq!(count, Some(1u64.to_le_bytes().to_vec()));
+    // With a limit below any run, every gap is left out and neither side is timed.
+    let strict = TrafficDriver::alternating(&input(), &everything(), &nf, 0, 1).expect("loads");
+    let none = strict.run_alternating(100).expect("runs");
+    assert_eq!((none.nf_ns, none.empty_ns, none.left_out), (None, None, 99));
+}
