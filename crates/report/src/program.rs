@@ -605,7 +605,8 @@ fn measured_section(run: &ProgramRun) -> String {
             &svg,
             &format!(
                 "Green: the host was at least as fast as estimated; red: slower ({}, {}).",
-                "bars per path rank", "median of the trials"
+                "bars per path rank",
+                "the trials' 90th percentile: this host's slow moments, which the estimate holds in"
             ),
         )),
         Err(e) => out.push_str(&missing(&e.to_string())),

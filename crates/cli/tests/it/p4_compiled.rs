@@ -123,9 +123,11 @@ fn measure_times_the_compiled_firewall_in_the_kernel() {
         assert_eq!(p["counted"], true, "{p:#}");
         assert_eq!(p["kernel_action"], p["action"], "{p:#}");
         assert_eq!(p["vm_action"], p["action"], "{p:#}");
-        let median = p["median_ns"].as_f64().expect("timed");
+        // The measurement is the path's time in this host's slow moments, its trials' 90th
+        // percentile.
+        let slow = p["slow_ns"].as_f64().expect("timed");
         let measured = p["measured_pps"].as_f64().expect("measured");
-        assert!(median > 0.0 && (measured - 1e9 / median).abs() < 1e-6 * measured);
+        assert!(slow > 0.0 && (measured - 1e9 / slow).abs() < 1e-6 * measured);
     }
 }
 
