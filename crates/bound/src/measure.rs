@@ -652,44 +652,42 @@ fn stage_unrepeated<'a>(
     options: &Options,
     offset: &mut Option<f64>,
 ) -> Result<(PathMeasurement, Option<timing::Timer<'a>>), MeasureError> {
-    let loaded = driver.loaded();
-    if !options.always_fresh {
-        match timing::restore_plan(object, loaded, input, single, initial) {
-            Ok(restore) => {
-                // A gap between two runs longer than a hundred single runs (at least 100 µs) is
-                // the CPU taken away, not a run.
-                let limit_ns = single.duration_ns.saturating_mul(100).max(100_000);
-                let traffic =
-                    TrafficDriver::alternating(input, &restore, loaded, program, limit_ns)
-                        .map_err(|e| MeasureError::Driver(e.to_string()))?;
-                let timer = timing::Timer::driven(driver, program, traffic, single.retval);
-                let probe = timer.trial(options.repeat, 0.0)?;
-                if probe.retval == single.retval {
-                    out.method = Some(Method::Driven);
-                    out.drift = drift;
-                    return Ok((out, Some(timer)));
-                }
-                drift = drift.map(|d| {
-                    format!(
-                        "{d}; behind the restoring driver a run returns {}",
-                        xdp_action_name(u64::from(probe.retval))
-                    )
-                });
-                return fresh_now(
-                    program,
-                    timer.into_driver().loaded(),
-                    input,
-                    single,
-                    initial,
-                    out,
-                    drift,
-                    options,
-                    offset,
-                );
-            }
-            Err(why) => drift = drift.map(|d| format!("{d}; {why}")),
+    let plan = match options.always_fresh {
+        true => Err(None),
+        false => {
+            timing::restore_plan(object, driver.loaded(), input, single, initial).map_err(Some)
         }
-    }
+    };
+    let driver = match plan {
+        Ok(restore) => {
+            // A gap between two runs longer than a hundred single runs (at least 100 µs) is the
+            // CPU taken away, not a run.
+            let limit_ns = single.duration_ns.saturating_mul(100).max(100_000);
+            let traffic =
+                TrafficDriver::alternating(input, &restore, driver.loaded(), program, limit_ns)
+                    .map_err(|e| MeasureError::Driver(e.to_string()))?;
+            let timer = timing::Timer::driven(driver, program, traffic, single.retval);
+            let probe = timer.trial(options.repeat, 0.0)?;
+            if probe.retval == single.retval {
+                out.method = Some(Method::Driven);
+                out.drift = drift;
+                return Ok((out, Some(timer)));
+            }
+            drift = drift.map(|d| {
+                format!(
+                    "{d}; behind the restoring driver a run returns {}",
+                    xdp_action_name(u64::from(probe.retval))
+                )
+            });
+            timer.into_driver()
+        }
+        Err(why) => {
+            if let Some(why) = why {
+                drift = drift.map(|d| format!("{d}; {why}"));
+            }
+            driver
+        }
+    };
     fresh_now(
         program,
         driver.loaded(),
