@@ -771,12 +771,27 @@ fn replay_drift(
                 return Ok(None);
             }
             replayed += 1;
-            let next = vm.run(program, &packet, &meta)?;
+            let (run, trial) = (run + 1, trial + 1);
+            let next = match vm.run(program, &packet, &meta) {
+                Ok(next) => next,
+                Err(e) => {
+                    return Ok(Some(format!(
+                        "repeated run {run} of trial {trial} fails in the interpreter ({e})"
+                    )))
+                }
+            };
             if blocks(cfgs, &next.steps) != path || next.return_value != first.return_value {
                 return Ok(Some(format!(
-                    "repeated run {} of trial {} takes other blocks",
-                    run + 1,
-                    trial + 1
+                    "repeated run {run} of trial {trial} takes other blocks"
+                )));
+            }
+            // Repeated runs share one buffer: a head, tail or metadata a run moves stays moved,
+            // and the headroom a pushed header used is gone for the next run (the interpreter
+            // gives every run a fresh buffer, so it cannot replay that).
+            if next.packet.len() != packet.len() || next.meta.len() != meta.len() {
+                return Ok(Some(format!(
+                    "repeated run {run} of trial {trial} moves the packet's head, tail or \
+                     metadata, which stays moved for the next run"
                 )));
             }
             (packet, meta) = (next.packet, next.meta);
