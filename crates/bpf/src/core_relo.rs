@@ -133,6 +133,7 @@ fn local_path(local: &Btf, root: TypeId, access: &[u32]) -> Result<(u32, Vec<Ste
     let (&first, rest) = access.split_first().ok_or("empty access string")?;
     let mut steps = Vec::with_capacity(rest.len());
     let mut cur = root;
+    let mut ends_anonymous = false;
     for &i in rest {
         let (_, ty) = local
             .skip_mods_and_typedefs(cur)
@@ -144,18 +145,24 @@ fn local_path(local: &Btf, root: TypeId, access: &[u32]) -> Result<(u32, Vec<Ste
                     .get(i as usize)
                     .ok_or_else(|| format!("member index {i} out of range"))?;
                 let name = local.str_at(m.name_off).map_err(|e| e.to_string())?;
-                if name.is_empty() {
-                    return Err("access through an anonymous member is not supported".into());
+                // An anonymous member is no step of its own, as in libbpf's spec: the named
+                // member inside it is looked up through the target's anonymous members.
+                ends_anonymous = name.is_empty();
+                if !ends_anonymous {
+                    steps.push(Step::Member(name.to_string()));
                 }
-                steps.push(Step::Member(name.to_string()));
                 cur = m.type_id;
             }
             Kind::Array { elem, .. } => {
+                ends_anonymous = false;
                 steps.push(Step::Index(i));
                 cur = *elem;
             }
             _ => return Err(format!("access index {i} into a {}", ty.kind_name())),
         }
+    }
+    if ends_anonymous {
+        return Err("the access ends at an anonymous member, which has no name to match".into());
     }
     Ok((first, steps))
 }

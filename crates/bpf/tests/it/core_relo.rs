@@ -145,6 +145,32 @@ fn the_object_reads_relocated_against_the_kernel_or_a_given_target() {
     assert_eq!(imm_at(p, 65), 0);
 }
 
+/// The fixture's loads of `iph->daddr` (slot 6) and `iph->saddr` (slot 7), which reach the
+/// fields through an anonymous union and an anonymous struct.
+fn address_load_offsets(target: Option<&Btf>) -> (i16, i16) {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/core_anonymous.o");
+    let object = read_object_file_with(&path, target).unwrap();
+    let p = &object.programs[0];
+    (p.insns[6].off, p.insns[7].off)
+}
+
+#[test]
+fn accesses_through_anonymous_members_are_relocated() {
+    // The local type has four bytes of padding before the union: its own BTF keeps the
+    // compiler's offsets, the kernel's iphdr moves them to the wire format's.
+    let own = read_object_file(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/core_anonymous.o"),
+    )
+    .unwrap()
+    .btf
+    .unwrap()
+    .btf;
+    assert_eq!(address_load_offsets(Some(&own)), (20, 16));
+    if kernel_btf().is_some() {
+        assert_eq!(address_load_offsets(None), (16, 12));
+    }
+}
+
 #[test]
 fn vmlinux_parses_and_indexes() {
     let Some(_) = kernel_btf() else { return };
