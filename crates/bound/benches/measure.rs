@@ -12,7 +12,9 @@
 //! `MEASURE_OBJECTS` (more objects, `:`-separated, measured after the examples on their first XDP
 //! program: the public programs a user brings), `MEASURE_JSON` (a file to write every measured
 //! path to, one JSON object a line: program, rank, estimate, trials, driver and reference
-//! figures, for analyses the table does not make).
+//! figures, for analyses the table does not make), `MEASURE_COMPARE` (such a file from an
+//! earlier run: how far apart the two runs measured the same paths, which says whether this
+//! host repeats its measurements closely enough to judge the 3% target).
 
 use std::io::Write as _;
 use std::time::{Duration, Instant};
@@ -123,6 +125,8 @@ fn main() {
         ..defaults
     };
     let only = std::env::var("MEASURE_ONLY").unwrap_or_default();
+    let earlier = std::env::var_os("MEASURE_COMPARE").map(|path| earlier_run(path.as_ref()));
+    let mut this_run: Vec<RunPath> = Vec::new();
     let mut paths_json = std::env::var_os("MEASURE_JSON")
         .map(|path| std::fs::File::create(path).expect("MEASURE_JSON can be created"));
     let model = model();
@@ -242,6 +246,15 @@ fn main() {
             },
             why.join(", ")
         );
+        this_run.extend(measured.iter().filter(|p| p.counts()).filter_map(|p| {
+            Some(RunPath {
+                program: name.to_string(),
+                rank: p.rank,
+                estimate_ns: 1e9 / p.estimate_pps,
+                slow_ns: p.slow_ns()?,
+                fastest_ns: p.trials_ns.iter().copied().reduce(f64::min)?,
+            })
+        }));
         if let Some(file) = &mut paths_json {
             for p in &measured {
                 let line = serde_json::json!({
@@ -381,7 +394,81 @@ fn main() {
             fresh.iter().copied().fold(0.0, f64::max)
         );
     }
+    if let Some(earlier) = earlier {
+        print_run_to_run(&earlier, &this_run);
+    }
     if !skipped.is_empty() {
         println!("\nnot measured:\n  {}", skipped.join("\n  "));
     }
+}
+
+/// A counted path's figures, as this run measured them or as `MEASURE_JSON` kept them.
+struct RunPath {
+    program: String,
+    rank: usize,
+    estimate_ns: f64,
+    slow_ns: f64,
+    fastest_ns: f64,
+}
+
+/// The counted paths of an earlier run's `MEASURE_JSON`.
+fn earlier_run(path: &std::path::Path) -> Vec<RunPath> {
+    let text = std::fs::read_to_string(path).expect("MEASURE_COMPARE is readable");
+    text.lines()
+        .filter_map(|line| {
+            let v: serde_json::Value = serde_json::from_str(line).ok()?;
+            if v["counted"] != true {
+                return None;
+            }
+            let trials = v["trials_ns"].as_array()?.iter().filter_map(|t| t.as_f64());
+            Some(RunPath {
+                program: v["program"].as_str()?.to_string(),
+                rank: usize::try_from(v["rank"].as_u64()?).ok()?,
+                estimate_ns: v["estimate_ns"].as_f64()?,
+                slow_ns: v["slow_ns"].as_f64()?,
+                fastest_ns: trials.reduce(f64::min)?,
+            })
+        })
+        .collect()
+}
+
+/// How far apart two runs measured the paths both counted (the same program, rank and estimate
+/// within 1%, so the same path): the measurement's 90th percentile and its fastest trial.
+fn print_run_to_run(earlier: &[RunPath], now: &[RunPath]) {
+    let pairs: Vec<(&RunPath, &RunPath)> = now
+        .iter()
+        .filter_map(|n| {
+            let e = earlier.iter().find(|e| {
+                e.program == n.program
+                    && e.rank == n.rank
+                    && (e.estimate_ns / n.estimate_ns - 1.0).abs() < 0.01
+            })?;
+            Some((e, n))
+        })
+        .collect();
+    if pairs.is_empty() {
+        println!("\nrun to run: no path of this run was counted in the earlier one");
+        return;
+    }
+    let apart = |figure: fn(&RunPath) -> f64| {
+        let mut gaps: Vec<f64> = pairs
+            .iter()
+            .map(|(e, n)| (figure(n) / figure(e) - 1.0).abs())
+            .collect();
+        gaps.sort_by(f64::total_cmp);
+        let over_3 = gaps.iter().filter(|g| **g > 0.03).count();
+        format!(
+            "median {} apart, 90th percentile {}, {} of {} paths more than 3%",
+            pct(gaps[gaps.len() / 2]),
+            pct(gaps[gaps.len() * 9 / 10]),
+            over_3,
+            gaps.len()
+        )
+    };
+    println!(
+        "\nrun to run, the paths both runs counted: measurement (90th percentile) {}; fastest \
+         trial {}",
+        apart(|p| p.slow_ns),
+        apart(|p| p.fastest_ns)
+    );
 }
