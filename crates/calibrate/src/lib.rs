@@ -83,9 +83,11 @@
 //!   map's pair costs over twice a populated one's. Arrays
 //!   refuse deletes with `-EINVAL`, which is what their delete price measures. Probes check that
 //!   every lookup hits and every update and delete succeeds. Device maps
-//!   ([`linerate_cost::item::LOOKUP_ONLY_MAP_TYPES`]: devmap, devmap_hash) are only looked up (the
-//!   verifier allows programs nothing else but `redirect_map` on them), key size 4, 1024 entries
-//!   holding ifindex 1 (lo).
+//!   ([`linerate_cost::item::LOOKUP_ONLY_MAP_TYPES`]: devmap, devmap_hash, xskmap) are only
+//!   looked up (the verifier allows programs nothing else but `redirect_map` on them), key size
+//!   4, 1024 entries holding ifindex 1 (lo); an AF_XDP socket map stays empty (its slots hold
+//!   sockets, which calibration does not open), which its lookup does not notice: the verifier
+//!   inlines it as a bounds check and one load of the slot.
 //! * **Calls.** `call.local` is a call of `r0 = 0; exit` including its return; `exit` is priced 0
 //!   (a callee's return is in `call.local`, the program's own in `per_packet`). `tail_call` is the
 //!   slower of a direct (constant slot) and an indirect (slot from `ctx->rx_queue_index`) tail

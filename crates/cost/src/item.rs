@@ -167,9 +167,11 @@ pub const COSTED_MAP_TYPES: [MapType; 7] = [
 
 /// Map types programs may only look up (and redirect to), whose lookups models price: the
 /// verifier (`check_map_func_compatibility` in kernel/bpf/verifier.c) allows no helper but
-/// `map_lookup_elem` and `redirect_map` on device maps. CPU maps are absent: the verifier allows
-/// only `redirect_map` on them ("Restrict bpf side of cpumap"), so a program cannot look them up.
-pub const LOOKUP_ONLY_MAP_TYPES: [MapType; 2] = [MapType::DEVMAP, MapType::DEVMAP_HASH];
+/// `map_lookup_elem` and `redirect_map` on device maps and AF_XDP socket maps. CPU maps are
+/// absent: the verifier allows only `redirect_map` on them ("Restrict bpf side of cpumap"), so a
+/// program cannot look them up.
+pub const LOOKUP_ONLY_MAP_TYPES: [MapType; 3] =
+    [MapType::DEVMAP, MapType::DEVMAP_HASH, MapType::XSKMAP];
 
 /// The map type whose prices operations on a map of `map_type` take: a map of maps is priced as
 /// its storage, because a program can only look it up (the verifier refuses the other map

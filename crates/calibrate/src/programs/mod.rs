@@ -344,11 +344,19 @@ fn check_packet(a: &mut Asm, [data, end, past]: [Reg; 3], bytes: i32, fail: Labe
 }
 
 /// Emits `r0` checks after a call: `if r0 != expect goto fail` (or `if r0 == 0` for lookups).
+/// A pointer that should have been null goes to `fail` as the scalar 1: the failure block adds
+/// to `r0`, which the verifier refuses on pointers to sockets.
 fn check_r0(a: &mut Asm, expect: Expect, fail: Label) {
     match expect {
         Expect::Eq(v) => a.jcc(true, Cond::Ne, R0, Operand::Imm(v), fail),
         Expect::NonNull => a.jcc(true, Cond::Eq, R0, Operand::Imm(0), fail),
-        Expect::Null => a.jcc(true, Cond::Ne, R0, Operand::Imm(0), fail),
+        Expect::Null => {
+            let null = a.label();
+            a.jcc(true, Cond::Eq, R0, Operand::Imm(0), null);
+            a.push(mov64(R0, 1));
+            a.ja(fail);
+            a.bind(null);
+        }
     }
 }
 
