@@ -52,6 +52,16 @@ impl LoadedObject {
             map: entry.map,
             maps: self.num_maps(),
         })?;
+        if def.map_type == MapType::XSKMAP {
+            return Err(SeedError::Failed {
+                map: def.name.clone(),
+                entry: entry.entry,
+                key: entry.key.clone(),
+                reason: "an AF_XDP socket map holds sockets that user space opens, which a seed \
+                         cannot give (the interpreter replays such an entry)"
+                    .into(),
+            });
+        }
         self.update(entry.map, &entry.key, &entry.value)
             .map_err(|e| match e.errno() {
                 Some(errno) => entry.refused(def, -i64::from(errno.0)),

@@ -217,6 +217,7 @@ impl SymMap {
                 | MapType::DEVMAP
                 | MapType::DEVMAP_HASH
                 | MapType::CPUMAP
+                | MapType::XSKMAP
                 | MapType::ARRAY_OF_MAPS
                 | MapType::HASH_OF_MAPS
                 | MapType::LPM_TRIE

@@ -8,7 +8,7 @@
 
 use linerate_bpf::contents::MapSeed;
 use linerate_bpf::facts::test_run_buffer::HEADROOM;
-use linerate_bpf::Object;
+use linerate_bpf::{MapType, Object};
 use z3::ast::{Bool, BV};
 use z3::Model;
 
@@ -110,6 +110,25 @@ pub(crate) fn unrepeatable(env: &Env, state: &State, model: &Model) -> Vec<Strin
         }
     }
     for (map, def) in state.maps.iter().zip(&env.object.maps) {
+        // An AF_XDP socket map's slot holds a socket, which user space creates: a replay in the
+        // kernel gets no such entry from a seed (its update refuses anything but a socket fd).
+        if def.map_type == MapType::XSKMAP {
+            let slots: Vec<String> = map
+                .witness(def, model)
+                .into_iter()
+                .filter_map(|(key, _)| {
+                    let index: [u8; 4] = key.get(..4)?.try_into().ok()?;
+                    Some(u32::from_le_bytes(index).to_string())
+                })
+                .collect();
+            if !slots.is_empty() {
+                out.push(format!(
+                    "an AF_XDP socket in slot {} of map `{}`, which only user space can put there",
+                    slots.join(", "),
+                    def.name
+                ));
+            }
+        }
         if let Some(why) = map
             .ring
             .as_ref()

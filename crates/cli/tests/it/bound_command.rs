@@ -317,3 +317,45 @@ fn replays_in_both_engines(dir: &TempDir, object: &str, w: &Value, kernel: bool)
         assert_eq!(out["action"], w["action"], "kernel: {in_kernel}");
     }
 }
+
+/// An AF_XDP steering program (`tests/fixtures/xdp_socket_steering.c`): its socket map lookup is
+/// priced, its slowest path redirects to a socket the witness puts in the map, which the
+/// interpreter replays and the kernel cannot be given (said in the witness and, one line, by
+/// `run --kernel`).
+#[test]
+fn socket_steering_is_bounded_and_its_witness_says_what_the_kernel_lacks() {
+    let object = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/xdp_socket_steering.o");
+    let object = object.to_str().unwrap();
+    let model = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../cost/models/x86.json");
+    let j = bound_json(&[object, "--model", model.to_str().unwrap()]);
+    assert_eq!(j["complete"], true, "{j}");
+    let w = &j["ssp"]["witness"];
+    assert_eq!(w["action"], "XDP_REDIRECT", "{j}");
+    let unrepeatable = w["unrepeatable"].to_string();
+    assert!(
+        unrepeatable.contains("AF_XDP socket in slot 0 of map `sockets`"),
+        "{unrepeatable}"
+    );
+    let dir = TempDir::new("bound-socket-steering");
+    let maps = dir.write("maps.json", w["maps"].to_string());
+    let packet = w["packet"].as_str().unwrap();
+    let args = [
+        "run",
+        object,
+        "--packet",
+        packet,
+        "--maps",
+        maps.to_str().unwrap(),
+    ];
+    let out = run(args.iter().chain(&["--json"]).copied().collect::<Vec<_>>()).json();
+    assert_eq!(out["action"], "XDP_REDIRECT", "{out}");
+    if linerate_kernel::usable_or_skip("the steering witness in the kernel") {
+        let out = run(args
+            .iter()
+            .chain(&["--kernel"])
+            .copied()
+            .collect::<Vec<_>>());
+        expect_error(&out, &["map `sockets`", "AF_XDP socket map holds sockets"]);
+    }
+}
