@@ -36,7 +36,7 @@ use linerate_kernel::drive::{DriveError, Driver};
 use linerate_kernel::{KernelError, TestRunInput};
 use linerate_smt::{BlockRef, Witness};
 use linerate_vm::trace::Step;
-use linerate_vm::{xdp_action_name, Vm, VmError, VmOptions};
+use linerate_vm::{xdp_action_name, FibRoute, Vm, VmError, VmOptions};
 
 use crate::dag::Step as PathStep;
 use crate::ssp::Found;
@@ -347,8 +347,38 @@ pub fn replay_options(witness: &Witness) -> VmOptions {
         ingress_ifindex: witness.ingress_ifindex,
         rx_queue_index: witness.rx_queue_index,
         record_steps: true,
+        fib: witness_fib(witness),
         ..VmOptions::default()
     }
+}
+
+/// The routes the witness needs, as the interpreter's routing table (`run --fib`): host routes.
+pub fn witness_fib(witness: &Witness) -> Vec<FibRoute> {
+    witness
+        .routes
+        .iter()
+        .map(|r| {
+            let mut prefix = [0u8; 16];
+            let (ipv6, prefix_len) = match r.destination {
+                std::net::IpAddr::V4(v4) => {
+                    prefix[..4].copy_from_slice(&v4.octets());
+                    (false, 32)
+                }
+                std::net::IpAddr::V6(v6) => {
+                    prefix = v6.octets();
+                    (true, 128)
+                }
+            };
+            FibRoute {
+                ipv6,
+                prefix,
+                prefix_len,
+                ifindex: r.ifindex,
+                smac: r.smac,
+                dmac: r.dmac,
+            }
+        })
+        .collect()
 }
 
 /// One `BPF_PROG_TEST_RUN` of `witness`: its packet, metadata, device and queue.

@@ -45,6 +45,10 @@ pub struct BoundArgs {
     /// Write a JSON array whose element i holds path i's map entries (the `run --maps` shape).
     #[arg(long, value_name = "FILE.json")]
     pub witness_maps: Option<PathBuf>,
+    /// Write a JSON array whose element i holds the routes `bpf_fib_lookup` must find for path i
+    /// (the `run --fib` shape).
+    #[arg(long, value_name = "FILE.json")]
+    pub witness_fib: Option<PathBuf>,
     /// Machine-readable output.
     #[arg(long)]
     pub json: bool,
@@ -127,7 +131,7 @@ fn report<'a>(model: &Model, found: &'a Found<Box<Witness>>) -> Reported<'a> {
     }
 }
 
-/// Writes `--witness` and `--witness-maps`, each atomically.
+/// Writes `--witness`, `--witness-maps` and `--witness-fib`, each atomically.
 fn write_witnesses(args: &BoundArgs, object: &Object, reported: &[Reported]) -> Result<()> {
     let witnesses: Vec<&Witness> = reported
         .iter()
@@ -147,7 +151,18 @@ fn write_witnesses(args: &BoundArgs, object: &Object, reported: &[Reported]) -> 
         linerate_io::write_atomically(path, text.as_bytes())
             .with_context(|| format!("cannot write {}", path.display()))?;
     }
+    if let Some(path) = &args.witness_fib {
+        let all: Vec<Value> = witnesses.iter().map(|w| fib_json(w)).collect();
+        let text = serde_json::to_string_pretty(&all)? + "\n";
+        linerate_io::write_atomically(path, text.as_bytes())
+            .with_context(|| format!("cannot write {}", path.display()))?;
+    }
     Ok(())
+}
+
+/// The routes a witness needs, in the `run --fib` shape.
+fn fib_json(witness: &Witness) -> Value {
+    linerate_io::encode_fib(&linerate_bound::measure::witness_fib(witness))
 }
 
 /// A witness's map entries in the `run --maps` shape.
@@ -272,6 +287,7 @@ fn to_json(
                 "action": w.action,
                 "minimal": w.minimal,
                 "unrepeatable": w.unrepeatable,
+                "routes": fib_json(w),
             }),
             Err(why) => json!({"unconfirmed": why}),
         };
@@ -425,6 +441,12 @@ fn to_text(
                 }
                 for u in &w.unrepeatable {
                     out.push_str(&format!("      relies on {u}\n"));
+                }
+                if !w.routes.is_empty() {
+                    out.push_str(&format!(
+                        "      routes for the interpreter: {} (--witness-fib writes them)\n",
+                        w.routes.len()
+                    ));
                 }
             }
             Err(why) => out.push_str(&format!("    not confirmed: {why}\n")),

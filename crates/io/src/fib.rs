@@ -97,6 +97,27 @@ fn fib_route(r: &FibJson) -> Result<FibRoute, RouteError> {
     })
 }
 
+/// Routes as `run --fib` reads them (the inverse of [`parse_fib`]), MAC addresses in plain hex.
+pub fn encode_fib(routes: &[FibRoute]) -> serde_json::Value {
+    let routes: Vec<serde_json::Value> = routes
+        .iter()
+        .map(|r| {
+            let address = if r.ipv6 {
+                IpAddr::from(r.prefix)
+            } else {
+                IpAddr::from([r.prefix[0], r.prefix[1], r.prefix[2], r.prefix[3]])
+            };
+            serde_json::json!({
+                "prefix": format!("{address}/{}", r.prefix_len),
+                "ifindex": r.ifindex,
+                "smac": crate::hex::to_hex(&r.smac),
+                "dmac": crate::hex::to_hex(&r.dmac),
+            })
+        })
+        .collect();
+    serde_json::Value::Array(routes)
+}
+
 /// Reads a FIB file.
 pub fn read_fib_file(path: &Path) -> Result<Vec<FibRoute>, Error> {
     let text = read_text(path, FileKind::Fib)?;
@@ -122,6 +143,8 @@ mod tests {
         assert_eq!(&routes[0].prefix[..4], &[10, 0, 0, 0]);
         assert_eq!(routes[0].dmac, [2, 0, 0, 0, 0, 2]);
         assert!(routes[1].ipv6);
+        let again = parse_fib(&encode_fib(&routes).to_string()).unwrap();
+        assert_eq!(again, routes, "encode_fib writes what parse_fib reads");
         let err =
             parse_fib(r#"[{"prefix": "10.0.0.0/33", "ifindex": 2, "smac": "02", "dmac": "02"}]"#)
                 .unwrap_err();

@@ -24,7 +24,7 @@ pub mod records;
 mod write;
 
 pub use error::{Error, FileKind, JsonError};
-pub use fib::read_fib_file;
+pub use fib::{encode_fib, read_fib_file};
 pub use hex::{parse_hex, to_hex, HexError};
 pub use maps::{decode_maps, encode_maps, inner_map_name, read_maps_file, HexEntry, MapsJson};
 pub use object::{load_object, load_object_with, parse_object_with};

@@ -97,6 +97,20 @@ pub struct Witness {
     /// the CPU), which a kernel run cannot be made to repeat: `"bpf_get_prandom_u32 at insn 7
     /// = 5"`. Empty where the packet, context and maps alone decide the path.
     pub unrepeatable: Vec<String>,
+    /// The routes `bpf_fib_lookup` must find for the path (`run --fib` takes them): a host route
+    /// to each destination a lookup finds a route to. Empty where no lookup needs one, or where
+    /// the path's lookups need answers no routing table gives (`unrepeatable` says which).
+    pub routes: Vec<WitnessRoute>,
+}
+
+/// A route a witness needs: packets to `destination` leave through `ifindex` with these MAC
+/// addresses.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WitnessRoute {
+    pub destination: std::net::IpAddr,
+    pub ifindex: u32,
+    pub smac: [u8; 6],
+    pub dmac: [u8; 6],
 }
 
 impl Witness {
@@ -583,6 +597,7 @@ impl PathChecker {
                 .map(|&(program, slot)| BlockRef { program, slot })
                 .collect(),
             unrepeatable,
+            routes: crate::replay::routes(state, model).unwrap_or_default(),
         }
     }
 }

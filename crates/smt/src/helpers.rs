@@ -601,8 +601,8 @@ impl HelperMachine for Exec<'_> {
     fn fib_route(
         &mut self,
         pc: usize,
-        _ipv6: bool,
-        _dst: &[SymValue],
+        ipv6: bool,
+        dst: &[SymValue],
     ) -> Result<FibAnswer<SymValue, Bool>, SmtError> {
         let found = self.fresh(pc, "bpf_fib_lookup (route found)", 1);
         let ifindex = self.fresh(pc, "bpf_fib_lookup (egress ifindex)", 32);
@@ -611,6 +611,16 @@ impl HelperMachine for Exec<'_> {
         };
         let smac = mac(self);
         let dmac = mac(self);
+        let bvs = |values: &[SymValue]| values.iter().map(|v| v.bits.bv()).collect();
+        self.s.fib_lookups.push(crate::machine::FibLookup {
+            pc,
+            ipv6,
+            dst: bvs(dst),
+            found: found.clone(),
+            ifindex: ifindex.clone(),
+            smac: bvs(&smac),
+            dmac: bvs(&dmac),
+        });
         Ok(FibAnswer {
             found: found.eq(BV::from_u64(1, 64)),
             ifindex: SymValue::symbolic(ifindex),

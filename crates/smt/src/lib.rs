@@ -83,7 +83,9 @@ mod streams;
 mod value;
 mod window;
 
-pub use checker::{check, BlockRef, Options, PathChecker, PrefixVerdict, Verdict, Witness};
+pub use checker::{
+    check, BlockRef, Options, PathChecker, PrefixVerdict, Verdict, Witness, WitnessRoute,
+};
 pub use equivalence::{
     check_equivalence, Equivalence, EquivalenceCounterexample, EquivalenceOptions,
 };

@@ -77,6 +77,20 @@ pub(crate) struct SourceVar {
     pub bv: BV,
 }
 
+/// One `bpf_fib_lookup` along the path: the destination it asked about and the answer the path
+/// needs, for the routes a witness comes with ([`crate::replay::routes`]).
+#[derive(Clone, Debug)]
+pub(crate) struct FibLookup {
+    pub pc: usize,
+    pub ipv6: bool,
+    /// The destination address's bytes (4 or 16).
+    pub dst: Vec<BV>,
+    pub found: BV,
+    pub ifindex: BV,
+    pub smac: Vec<BV>,
+    pub dmac: Vec<BV>,
+}
+
 /// The inputs of the formula (the packet's bytes are the initial contents of
 /// [`State::packet`]).
 #[derive(Clone, Debug)]
@@ -107,6 +121,8 @@ pub(crate) struct State {
     /// `(program, slot)` of every block entered, in order.
     pub blocks: Vec<(usize, usize)>,
     pub sources: Vec<SourceVar>,
+    /// The routing lookups the path made, in order.
+    pub fib_lookups: Vec<FibLookup>,
     /// Assumption literals of outcomes chosen inside helpers ([`HelperMachine::decide`]).
     pub choices: Vec<Bool>,
     /// For each choice, its outcome and the number of decisions taken before it.
@@ -197,6 +213,7 @@ impl State {
             tail_calls: 0,
             blocks: Vec::new(),
             sources: Vec::new(),
+            fib_lookups: Vec::new(),
             choices: Vec::new(),
             chosen: Vec::new(),
             steering: Vec::new(),

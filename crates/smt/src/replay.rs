@@ -12,6 +12,7 @@ use linerate_bpf::{MapType, Object};
 use z3::ast::{Bool, BV};
 use z3::Model;
 
+use crate::checker::WitnessRoute;
 use crate::machine::{Env, State};
 
 /// Name of the CPU source (`HelperMachine::source`), which replays run as CPU 0.
@@ -83,14 +84,82 @@ pub(crate) fn replay_input(object: &Object, state: &State, model: &Model) -> Rep
     }
 }
 
+/// What one routing lookup of the path needs under `model`: the destination and, if the lookup
+/// finds a route, where the route leads.
+struct LookupAnswer {
+    pc: usize,
+    destination: std::net::IpAddr,
+    route: Option<(u32, [u8; 6], [u8; 6])>,
+}
+
+fn lookup_answers(state: &State, model: &Model) -> Vec<LookupAnswer> {
+    let value = |bv: &BV| model_u64(model, bv);
+    let bytes = |bvs: &[BV]| bvs.iter().map(|b| value(b) as u8).collect::<Vec<u8>>();
+    let mac = |bvs: &[BV]| -> [u8; 6] { bytes(bvs).try_into().unwrap_or([0; 6]) };
+    state
+        .fib_lookups
+        .iter()
+        .map(|l| {
+            let dst = bytes(&l.dst);
+            let destination = match (
+                l.ipv6,
+                <[u8; 16]>::try_from(&dst[..]),
+                <[u8; 4]>::try_from(&dst[..]),
+            ) {
+                (true, Ok(v6), _) => std::net::IpAddr::from(v6),
+                (_, _, Ok(v4)) => std::net::IpAddr::from(v4),
+                _ => std::net::IpAddr::from([0u8; 4]),
+            };
+            LookupAnswer {
+                pc: l.pc,
+                destination,
+                route: (value(&l.found) == 1)
+                    .then(|| (value(&l.ifindex) as u32, mac(&l.smac), mac(&l.dmac))),
+            }
+        })
+        .collect()
+}
+
+/// The routes a replay needs for the path's routing lookups under `model`: a host route to each
+/// destination a lookup finds a route to, leading where the path needs it. `Err` names two
+/// lookups of one destination that need different answers, which no routing table gives.
+pub(crate) fn routes(state: &State, model: &Model) -> Result<Vec<WitnessRoute>, String> {
+    let answers = lookup_answers(state, model);
+    let mut out = Vec::new();
+    for (i, a) in answers.iter().enumerate() {
+        if let Some(earlier) = answers[..i].iter().find(|e| e.destination == a.destination) {
+            if earlier.route != a.route {
+                return Err(format!(
+                    "bpf_fib_lookup at insns {} and {} answering differently for {}, which no \
+                     routing table does",
+                    earlier.pc, a.pc, a.destination
+                ));
+            }
+            continue;
+        }
+        if let Some((ifindex, smac, dmac)) = a.route {
+            out.push(WitnessRoute {
+                destination: a.destination,
+                ifindex,
+                smac,
+                dmac,
+            });
+        }
+    }
+    Ok(out)
+}
+
 /// The values from outside the program the path relies on under `model` that a replay does not
-/// give: `"bpf_get_prandom_u32 at insn 7 = 5"`.
+/// give: `"bpf_get_prandom_u32 at insn 7 = 5"`. Routing lookups are told one line each, with the
+/// route they need, when one routing table can answer them all ([`routes`]).
 pub(crate) fn unrepeatable(env: &Env, state: &State, model: &Model) -> Vec<String> {
     let value = |bv: &BV| model_u64(model, bv);
+    let routable = routes(state, model);
     let mut out: Vec<String> = state
         .sources
         .iter()
         .filter(|s| !device_property(s.what))
+        .filter(|s| routable.is_err() || !s.what.starts_with("bpf_fib_lookup"))
         .filter(|s| match s.what {
             PROCESSOR_ID => value(&s.bv) != 0,
             DEVICE_AS_REPLAYED => value(&s.bv) != 1,
@@ -104,6 +173,23 @@ pub(crate) fn unrepeatable(env: &Env, state: &State, model: &Model) -> Vec<Strin
             _ => format!("{} at insn {} = {}", s.what, s.pc, value(&s.bv)),
         })
         .collect();
+    match routable {
+        Ok(_) => out.extend(lookup_answers(state, model).iter().map(|a| match a.route {
+            Some((ifindex, smac, dmac)) => format!(
+                "bpf_fib_lookup at insn {}: a route to {} via ifindex {ifindex}, source MAC {}, \
+                 destination MAC {}",
+                a.pc,
+                a.destination,
+                hex(&smac),
+                hex(&dmac)
+            ),
+            None => format!(
+                "bpf_fib_lookup at insn {}: no route to {}",
+                a.pc, a.destination
+            ),
+        })),
+        Err(why) => out.push(why),
+    }
     for (differs, why) in state.maps.iter().flat_map(|m| &m.placement) {
         if model.eval(differs, true).and_then(|b| b.as_bool()) == Some(true) {
             out.push(why.clone());
@@ -138,4 +224,8 @@ pub(crate) fn unrepeatable(env: &Env, state: &State, model: &Model) -> Vec<Strin
         }
     }
     out
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }

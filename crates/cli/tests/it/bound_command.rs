@@ -359,3 +359,42 @@ fn socket_steering_is_bounded_and_its_witness_says_what_the_kernel_lacks() {
         expect_error(&out, &["map `sockets`", "AF_XDP socket map holds sockets"]);
     }
 }
+
+/// A router (`tests/fixtures/xdp_fib_forward.c`): its slowest path needs a route, which its
+/// witness comes with (`--witness-fib` and the JSON's `routes`, the `run --fib` shape). The
+/// interpreter takes the path with those routes and leaves it without them.
+#[test]
+fn a_witness_needing_a_route_comes_with_it() {
+    let fixture =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/xdp_fib_forward.o");
+    let object = fixture.to_str().unwrap();
+    let model = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../cost/models/x86.json");
+    let dir = TempDir::new("bound-fib");
+    let fib = dir.path().join("fib.json");
+    let j = bound_json(&[
+        object,
+        "--model",
+        model.to_str().unwrap(),
+        "--witness-fib",
+        fib.to_str().unwrap(),
+    ]);
+    let w = &j["ssp"]["witness"];
+    assert_eq!(w["action"], "XDP_REDIRECT", "{j}");
+    let written: Value = serde_json::from_str(&std::fs::read_to_string(&fib).unwrap()).unwrap();
+    assert_eq!(written[0], w["routes"], "{written}");
+    assert_eq!(w["routes"].as_array().map(Vec::len), Some(1), "{j}");
+    let routes = dir.write("routes.json", w["routes"].to_string());
+    let maps = dir.write("maps.json", w["maps"].to_string());
+    let packet = w["packet"].as_str().unwrap();
+    let action = |with_routes: bool| {
+        let mut args = vec!["run", object, "--packet", packet, "--maps"];
+        args.push(maps.to_str().unwrap());
+        if with_routes {
+            args.extend(["--fib", routes.to_str().unwrap()]);
+        }
+        args.push("--json");
+        run(args).json()["action"].clone()
+    };
+    assert_eq!(action(true), "XDP_REDIRECT");
+    assert_eq!(action(false), "XDP_PASS");
+}
