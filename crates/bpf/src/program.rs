@@ -407,12 +407,13 @@ impl Program {
     }
 
     /// The source line that slot `index` was compiled from: the last `line_info` record at or
-    /// before it within its function.
+    /// before it within its function. `None` also where that record says line 0, which compilers
+    /// give code of no one line (merged tails, spills).
     pub fn line_at(&self, index: usize) -> Option<&SourceLine> {
         let start = self.function_at(index).map_or(0, |f| f.start);
         let pos = self.line_info.partition_point(|l| l.slot <= index);
         let line = self.line_info.get(pos.checked_sub(1)?)?;
-        (line.slot >= start).then_some(&line.source)
+        (line.slot >= start && line.source.line != 0).then_some(&line.source)
     }
 
     /// The function containing slot `index`.
@@ -643,5 +644,24 @@ mod tests {
                 ..object
             }
         );
+    }
+
+    #[test]
+    fn line_zero_is_no_source_line() {
+        let mut program = Program::from_instructions("pass", "xdp", &[mov64(0, 2), exit()]);
+        let at = |slot, line| LineInfo {
+            slot,
+            source: SourceLine {
+                file_name_off: 0,
+                line_off: 0,
+                file: "pass.c".into(),
+                text: String::new(),
+                line,
+                column: 0,
+            },
+        };
+        program.line_info = vec![at(0, 7), at(1, 0)];
+        assert_eq!(program.line_at(0).map(|l| l.line), Some(7));
+        assert_eq!(program.line_at(1), None);
     }
 }
