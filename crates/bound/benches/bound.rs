@@ -13,6 +13,13 @@
 //! Run with `bench/bound` (or `cargo bench -p linerate-bound --bench bound -- [OPTIONS]`).
 //! Options: `--only NAME[,NAME…]` (examples by file stem), `--ssp-only` (naive bound and SSP
 //! only), `--tsv` (one tab-separated line per row, for scripts comparing builds).
+//! `BOUND_OBJECTS` (files, `:`-separated) adds the objects a user brings, each on its first XDP
+//! program and the x86 model, SSP only, with the conflicts learned, and a summary against issue
+//! 31's targets: every one complete, median at most 2 s, each at most 60 s, peak memory at most
+//! 2 GiB.
+
+#[path = "common/user_objects.rs"]
+mod user_objects;
 
 use std::time::{Duration, Instant};
 
@@ -139,9 +146,15 @@ struct Case<'a> {
     target: &'a str,
     model: &'a Model,
     prepared: &'a Prepared,
+    /// One of the user's objects (the row adds the conflicts learned).
+    user: bool,
 }
 
-fn search(case: &Case, exhaustive: bool, cap: Duration) -> (Outcome<Box<Witness>>, u64) {
+fn search(
+    case: &Case,
+    exhaustive: bool,
+    cap: Duration,
+) -> Result<(Outcome<Box<Witness>>, u64), String> {
     let options = GuaranteeOptions {
         search: ssp::Options {
             timeout: Some(cap),
@@ -159,12 +172,20 @@ fn search(case: &Case, exhaustive: bool, cap: Duration) -> (Outcome<Box<Witness>
         &options,
         |_| {},
     ) {
-        Ok(g) => (g.outcome, g.solver_checks),
-        Err(e) => panic!("{} {}: {e}", case.name, case.target),
+        Ok(g) => Ok((g.outcome, g.solver_checks)),
+        Err(e) => Err(format!("{} {}: {e}", case.name, case.target)),
     }
 }
 
-fn row(case: &Case, args: &Args, notes: &mut Vec<String>) {
+/// What the summary over the user's objects takes of one row.
+struct Searched {
+    complete: bool,
+    secs: f64,
+    mib: f64,
+}
+
+/// Prints one row; `None` (with a note) where the search fails.
+fn row(case: &Case, args: &Args, notes: &mut Vec<String>) -> Option<Searched> {
     let dag = &case.prepared.dag;
     let paths = path_count(dag);
     let naive_start = Instant::now();
@@ -177,11 +198,18 @@ fn row(case: &Case, args: &Args, notes: &mut Vec<String>) {
     } else {
         SSP_CAP
     };
-    let ((ssp, ssp_checks), ssp_run) = measure(cap, || {
-        let (outcome, checks) = search(case, false, cap);
-        let complete = outcome.complete;
-        ((outcome, checks), complete)
+    let (searched, ssp_run) = measure(cap, || {
+        let searched = search(case, false, cap);
+        let complete = searched.as_ref().is_ok_and(|(outcome, _)| outcome.complete);
+        (searched, complete)
     });
+    let (ssp, ssp_checks) = match searched {
+        Ok(searched) => searched,
+        Err(e) => {
+            notes.push(format!("not bounded: {e}"));
+            return None;
+        }
+    };
     let ssp_path = ssp.found.first();
     let bottleneck = ssp_path
         .map(|f| dag.components[f.path.component].clone())
@@ -218,7 +246,9 @@ fn row(case: &Case, args: &Args, notes: &mut Vec<String>) {
             ));
         } else {
             let ((exh, exh_checks), exh_run) = measure(baseline_cap, || {
-                let (outcome, checks) = search(case, true, baseline_cap);
+                let (outcome, checks) = search(case, true, baseline_cap).unwrap_or_else(|e| {
+                    panic!("the exhaustive baseline failed where the search did not: {e}")
+                });
                 let complete = outcome.complete;
                 ((outcome, checks), complete)
             });
@@ -282,7 +312,87 @@ fn row(case: &Case, args: &Args, notes: &mut Vec<String>) {
             agrees.into(),
         ]);
     }
+    if case.user {
+        cells.push(ssp.learned.to_string());
+    }
     print_row(&cells, args.tsv);
+    Some(Searched {
+        complete: ssp_run.complete,
+        secs: ssp_run.secs,
+        mib: ssp_run.mib,
+    })
+}
+
+/// The user's objects (`BOUND_OBJECTS`) on x86, SSP only, then the summary against the targets.
+fn user_rows(args: &Args, notes: &mut Vec<String>) {
+    let objects = user_objects::user_objects("BOUND_OBJECTS", notes);
+    if objects.is_empty() {
+        return;
+    }
+    let model = Model::builtin("x86").expect("shipped model");
+    let ssp_only = Args {
+        only: None,
+        ssp_only: true,
+        tsv: args.tsv,
+    };
+    if !args.tsv {
+        println!("\nthe objects BOUND_OBJECTS names, x86, SSP only:");
+    }
+    let mut header: Vec<String> = HEADER[..SSP_COLUMNS]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    header.push("learned".into());
+    print_row(&header, args.tsv);
+    let mut searched = Vec::new();
+    for u in &objects {
+        let prepared = match prepare(&u.object, u.entry, &model, &PrepareOptions::default()) {
+            Ok(p) => p,
+            Err(e) => {
+                notes.push(format!("{} x86: not bounded: {e}", u.name));
+                searched.push(None);
+                continue;
+            }
+        };
+        let case = Case {
+            name: &u.name,
+            object: &u.object,
+            program: u.entry,
+            target: "x86",
+            model: &model,
+            prepared: &prepared,
+            user: true,
+        };
+        searched.push(row(&case, &ssp_only, notes));
+    }
+    let complete: Vec<&Searched> = searched.iter().flatten().filter(|s| s.complete).collect();
+    let mut secs: Vec<f64> = complete.iter().map(|s| s.secs).collect();
+    secs.sort_by(f64::total_cmp);
+    let median = secs.get(secs.len() / 2).copied().unwrap_or(f64::NAN);
+    let slowest = secs.last().copied().unwrap_or(f64::NAN);
+    let peak = searched.iter().flatten().map(|s| s.mib).fold(0.0, f64::max);
+    let met = |ok: bool| if ok { "met" } else { "MISSED" };
+    println!(
+        "\ntarget: every object complete: {} of {} -> {}",
+        complete.len(),
+        searched.len(),
+        met(complete.len() == searched.len())
+    );
+    println!(
+        "target: median time to the SSP at most 2 s: {median:.2} s (of the complete ones) -> {}",
+        met(complete.len() == searched.len() && median <= 2.0)
+    );
+    println!(
+        "target: every one at most 60 s: slowest complete {slowest:.2} s, {} stopped at the \
+         {} s cap -> {}",
+        searched.iter().flatten().filter(|s| !s.complete).count(),
+        SSP_CAP.as_secs(),
+        met(complete.len() == searched.len() && slowest <= 60.0)
+    );
+    println!(
+        "target: peak memory at most 2 GiB: {peak:.0} MiB -> {}",
+        met(peak <= 2048.0)
+    );
 }
 
 const HEADER: [&str; 20] = [
@@ -310,6 +420,8 @@ const HEADER: [&str; 20] = [
 const WIDTHS: [usize; 20] = [
     25, 4, 9, 8, 10, 9, 10, 6, 7, 7, 7, 6, 16, 7, 7, 6, 16, 7, 7, 7,
 ];
+/// Columns of the naive bound and the SSP (`--ssp-only`).
+const SSP_COLUMNS: usize = 11;
 
 fn print_row(cells: &[String], tsv: bool) {
     if tsv {
@@ -333,7 +445,11 @@ fn print_row(cells: &[String], tsv: bool) {
 
 fn main() {
     let args = args();
-    let columns = if args.ssp_only { 11 } else { HEADER.len() };
+    let columns = if args.ssp_only {
+        SSP_COLUMNS
+    } else {
+        HEADER.len()
+    };
     if !args.tsv {
         println!(
             "{} · {} threads for the SSP and exhaustive searches, 1 for the check-at-every-branch \
@@ -381,10 +497,12 @@ fn main() {
                 target,
                 model: &model,
                 prepared: &prepared,
+                user: false,
             };
             row(&case, &args, &mut notes);
         }
     }
+    user_rows(&args, &mut notes);
     if !args.tsv {
         for note in notes {
             println!("note: {note}");

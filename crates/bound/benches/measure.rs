@@ -16,6 +16,9 @@
 //! earlier run: how far apart the two runs measured the same paths, which says whether this
 //! host repeats its measurements closely enough to judge the 3% target).
 
+#[path = "common/user_objects.rs"]
+mod user_objects;
+
 use std::io::Write as _;
 use std::time::{Duration, Instant};
 
@@ -26,6 +29,7 @@ use linerate_bound::solve::{guarantee, GuaranteeOptions};
 use linerate_bound::ssp;
 use linerate_conformance::examples::load_all;
 use linerate_cost::Model;
+use user_objects::user_objects;
 
 /// Time the search for one example's paths may take.
 const SEARCH_TIMEOUT: Duration = Duration::from_secs(20);
@@ -81,36 +85,6 @@ struct Target {
     refused: bool,
 }
 
-/// The objects `MEASURE_OBJECTS` names, each on its first XDP program; what cannot be read goes
-/// to `skipped`.
-fn extra_objects(skipped: &mut Vec<String>) -> Vec<Target> {
-    let list = std::env::var("MEASURE_OBJECTS").unwrap_or_default();
-    let mut out = Vec::new();
-    for path in list.split(':').filter(|p| !p.is_empty()) {
-        let path = std::path::Path::new(path);
-        let name = path.file_name().map_or(path.display().to_string(), |n| {
-            n.to_string_lossy().into_owned()
-        });
-        match linerate_io::load_object(path) {
-            Ok(object) => match object
-                .programs
-                .iter()
-                .position(|p| p.require_xdp("measure", "").is_ok())
-            {
-                Some(entry) => out.push(Target {
-                    name,
-                    object,
-                    entry,
-                    refused: false,
-                }),
-                None => skipped.push(format!("{name}: no XDP program")),
-            },
-            Err(e) => skipped.push(format!("{name}: {e}")),
-        }
-    }
-    out
-}
-
 fn main() {
     if !linerate_kernel::usable_or_skip("bench/measure") {
         return;
@@ -156,7 +130,16 @@ fn main() {
             object: e.object,
         })
         .collect();
-    targets.extend(extra_objects(&mut skipped));
+    targets.extend(
+        user_objects("MEASURE_OBJECTS", &mut skipped)
+            .into_iter()
+            .map(|u| Target {
+                name: u.name,
+                object: u.object,
+                entry: u.entry,
+                refused: false,
+            }),
+    );
     for target in &targets {
         let name = &target.name;
         if !name.contains(&only) {
