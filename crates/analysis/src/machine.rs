@@ -760,7 +760,9 @@ impl HelperMachine for AbsMachine<'_> {
 
     fn source(&mut self, _pc: usize, source: Source) -> Result<AbsValue, Stop> {
         Ok(match source {
-            Source::Random32 | Source::ProcessorId => self.domain.bits(32),
+            Source::Random32 | Source::ProcessorId | Source::SynCookie => self.domain.bits(32),
+            Source::SynCookieMss => self.domain.bits(2),
+            Source::SynCookieValid => self.domain.bits(1),
             Source::MonotonicNs | Source::BootNs => self.domain.bits(64),
         })
     }

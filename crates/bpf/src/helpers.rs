@@ -255,6 +255,11 @@ pub mod id {
     pub const RINGBUF_DISCARD: u32 = 133;
     pub const RINGBUF_QUERY: u32 = 134;
     pub const CHECK_MTU: u32 = 163;
+    // SYN cookies from raw headers (net/core/filter.c, `bpf_tcp_raw_*_syncookie_*`).
+    pub const TCP_RAW_GEN_SYNCOOKIE_IPV4: u32 = 204;
+    pub const TCP_RAW_GEN_SYNCOOKIE_IPV6: u32 = 205;
+    pub const TCP_RAW_CHECK_SYNCOOKIE_IPV4: u32 = 206;
+    pub const TCP_RAW_CHECK_SYNCOOKIE_IPV6: u32 = 207;
 }
 
 /// Map helpers the verifier binds to one map type's operation where a single map reaches the call

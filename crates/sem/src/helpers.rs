@@ -28,6 +28,7 @@ use crate::domain::{BinOp, CmpOp, Domain};
 use crate::exec::{enter_function, Bool, HelperOutcome, Machine, Ops, SemError, Val};
 
 mod records;
+mod syncookies;
 pub use records::Device;
 
 /// Helpers [`call`] gives a meaning to, by number.
@@ -65,6 +66,10 @@ pub const SUPPORTED: &[u32] = &[
     id::SPIN_UNLOCK,
     id::FOR_EACH_MAP_ELEM,
     id::LOOP,
+    id::TCP_RAW_GEN_SYNCOOKIE_IPV4,
+    id::TCP_RAW_GEN_SYNCOOKIE_IPV6,
+    id::TCP_RAW_CHECK_SYNCOOKIE_IPV4,
+    id::TCP_RAW_CHECK_SYNCOOKIE_IPV6,
 ];
 
 /// Where a helper takes its map argument: r1 for the map helpers, r2 for `bpf_tail_call` and
@@ -98,6 +103,14 @@ pub enum Source {
     Random32,
     /// `bpf_get_smp_processor_id`.
     ProcessorId,
+    /// The 32-bit SYN cookie of `bpf_tcp_raw_gen_syncookie_*`: a hash of the addresses, ports
+    /// and sequence number under the kernel's secret and the minute, which no machine knows.
+    SynCookie,
+    /// Which of the 4 MSS values of the kernel's table (0..=3) the cookie encodes: the largest
+    /// not above the MSS option of the SYN (536 without one).
+    SynCookieMss,
+    /// Whether `bpf_tcp_raw_check_syncookie_*` accepts the ACK's cookie (1) or not (0).
+    SynCookieValid,
 }
 
 /// The packet buffer's bounds: byte offsets into the buffer of `BPF_PROG_TEST_RUN`'s frame (see
@@ -508,6 +521,14 @@ pub fn call<M: HelperMachine>(
             records::take(m, pc, helper, map, &r2)?
         }
         id::CHECK_MTU => records::check_mtu(m, pc, [&r2, &r3, &r4, &r5])?,
+        id::TCP_RAW_GEN_SYNCOOKIE_IPV4 | id::TCP_RAW_GEN_SYNCOOKIE_IPV6 => {
+            let ipv6 = helper == id::TCP_RAW_GEN_SYNCOOKIE_IPV6;
+            syncookies::generate(m, pc, ipv6, &r1, &r2, &r3)?
+        }
+        id::TCP_RAW_CHECK_SYNCOOKIE_IPV4 | id::TCP_RAW_CHECK_SYNCOOKIE_IPV6 => {
+            let ipv6 = helper == id::TCP_RAW_CHECK_SYNCOOKIE_IPV6;
+            syncookies::check(m, pc, ipv6, &r1, &r2)?
+        }
         // A program runs alone (one packet at a time on one CPU) and the verifier keeps it from
         // touching the lock word, holding two locks, or exiting with one held: taking and
         // releasing the lock has no effect the program or its maps can show. Both return 0.

@@ -543,6 +543,9 @@ impl HelperMachine for Exec<'_> {
                 v
             }
             Source::Random32 => self.fresh(pc, "bpf_get_prandom_u32", 32),
+            Source::SynCookie => self.fresh(pc, "a SYN cookie", 32),
+            Source::SynCookieMss => self.fresh(pc, "the MSS table index of a SYN cookie", 2),
+            Source::SynCookieValid => self.fresh(pc, "a SYN cookie check's verdict", 1),
             Source::ProcessorId => {
                 let v = self.fresh(pc, crate::replay::PROCESSOR_ID, 64);
                 let cpus = self.env.cpus;

@@ -224,6 +224,12 @@ impl HelperMachine for Execution<'_> {
             // BPF_PROG_TEST_RUN runs the program on the CPU it is called from; the kernel runner
             // pins itself to CPU 0.
             Source::ProcessorId => 0,
+            // The kernel's cookies hash under a boot-time secret: the interpreter draws them
+            // from its generator. A SYN without an MSS option of 1300 or more encodes 536, the
+            // table's first entry, as in the kernel; and no ACK carries a cookie the
+            // interpreter issued, so checks fail, as the kernel's do for any other ACK.
+            Source::SynCookie => self.vm.next_prandom() as u64,
+            Source::SynCookieMss | Source::SynCookieValid => 0,
         })
     }
 

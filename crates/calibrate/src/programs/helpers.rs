@@ -9,6 +9,12 @@ const FIB_PARAMS: i16 = -64;
 const PRINTK_FMT: i16 = -88;
 const PRINTK_FORMAT: &[u8; 16] = b"lr %d %u %llx\n\0\0";
 const BUFFER: i16 = -192;
+/// The SYN cookie helpers' headers: a TCP header of the longest kind at the byte buffer (`doff`
+/// 15, its 40 bytes of options all NOPs, the most steps the kernel's walk for an MSS option
+/// takes), and a zero IP header between the buffer and the `trace_printk` format.
+const TCP_HEADER: i16 = BUFFER;
+const TCP_HEADER_BYTES: i32 = 60;
+const IP_HEADER: i16 = -128;
 
 fn helper_setup(a: &mut Asm, _fail: Label) {
     a.extend([mov64_reg(R6, R1), mov64(R7, 0)]);
@@ -28,6 +34,10 @@ fn helper_setup(a: &mut Asm, _fail: Label) {
         ),
         st(Size::W, R10, FIB_PARAMS + 32, i32::from_ne_bytes(FIB_DST)),
     ]);
+    a.push(st(Size::B, R10, TCP_HEADER + 12, 15 << 4));
+    for option in (20..TCP_HEADER_BYTES as i16).step_by(4) {
+        a.push(st(Size::W, R10, TCP_HEADER + option, 0x0101_0101));
+    }
     for (i, word) in PRINTK_FORMAT.chunks(4).enumerate() {
         let word = i32::from_ne_bytes(word.try_into().expect("4 bytes"));
         a.push(st(Size::W, R10, PRINTK_FMT + 4 * i as i16, word));
@@ -95,6 +105,17 @@ fn helper_call_insns(id: u32, step: u32) -> Vec<Instruction> {
             call_helper(id),
         ],
         helper::XDP_GET_BUFF_LEN => vec![ctx, call_helper(id)],
+        helper::TCP_RAW_GEN_SYNCOOKIE_IPV4
+        | helper::TCP_RAW_GEN_SYNCOOKIE_IPV6
+        | helper::TCP_RAW_CHECK_SYNCOOKIE_IPV4
+        | helper::TCP_RAW_CHECK_SYNCOOKIE_IPV6 => vec![
+            mov64_reg(R1, R10),
+            add64(R1, IP_HEADER as i32),
+            mov64_reg(R2, R10),
+            add64(R2, TCP_HEADER as i32),
+            mov64(R3, TCP_HEADER_BYTES),
+            call_helper(id),
+        ],
         helper::XDP_LOAD_BYTES | helper::XDP_STORE_BYTES => vec![
             ctx,
             mov64(R2, 0),
@@ -184,6 +205,29 @@ fn helper_case(id: u32) -> HelperCase {
             c.units = 500;
             c.minus = vec![("alu64.mov.reg", 1.0)];
             c.note = "`xdp_get_buff_len`, minus argument setup".into();
+        }
+        helper::TCP_RAW_GEN_SYNCOOKIE_IPV4 | helper::TCP_RAW_GEN_SYNCOOKIE_IPV6 => {
+            c.minus = vec![
+                ("alu64.mov.reg", 2.0),
+                ("alu64.add.imm", 2.0),
+                ("alu64.mov.imm", 1.0),
+            ];
+            c.note = format!(
+                "`{name}` of a 60-byte TCP header whose options are 40 NOPs (the longest walk \
+                 for an MSS option, then the cookie's hash), minus argument setup"
+            );
+        }
+        helper::TCP_RAW_CHECK_SYNCOOKIE_IPV4 | helper::TCP_RAW_CHECK_SYNCOOKIE_IPV6 => {
+            c.expect = Some(-(EACCES as i32) as u32);
+            c.minus = vec![
+                ("alu64.mov.reg", 2.0),
+                ("alu64.add.imm", 2.0),
+                ("alu64.mov.imm", 1.0),
+            ];
+            c.note = format!(
+                "`{name}` of an ACK whose cookie the kernel did not issue (-EACCES: the hash is \
+                 computed and compared either way), minus argument setup"
+            );
         }
         helper::XDP_LOAD_BYTES | helper::XDP_STORE_BYTES => {
             c.expect = Some(0);

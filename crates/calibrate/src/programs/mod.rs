@@ -7,7 +7,7 @@
 //! [`helpers`], [`dispatch`], [`records`], [`maps`]), which takes the builder and the kernel facts imported here through
 //! `use super::*`.
 
-use linerate_bpf::facts::errno::{EEXIST, EINVAL, ENOENT};
+use linerate_bpf::facts::errno::{EACCES, EEXIST, EINVAL, ENOENT};
 use linerate_bpf::facts::helper;
 use linerate_bpf::facts::limits::{FIB_LOOKUP_PARAMS, MAX_TAIL_CALLS};
 use linerate_bpf::facts::update;

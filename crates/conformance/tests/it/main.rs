@@ -17,3 +17,4 @@ mod random_vs_kernel;
 mod records;
 mod repeat_vs_kernel;
 mod support_doc;
+mod syncookies_vs_kernel;
