@@ -287,7 +287,7 @@ pub fn normalize_entries(def: &MapDef, mut entries: Entries) -> Entries {
 }
 
 /// Lower-case hex, for messages.
-fn hex(bytes: &[u8]) -> String {
+pub fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 

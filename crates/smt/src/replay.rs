@@ -6,7 +6,7 @@
 //! replay has ([`preferences`]); what the path still needs otherwise is listed in the witness
 //! ([`unrepeatable`]), which the tests then check in the interpreter only, or not at all.
 
-use linerate_bpf::contents::MapSeed;
+use linerate_bpf::contents::{hex, MapSeed};
 use linerate_bpf::facts::test_run_buffer::HEADROOM;
 use linerate_bpf::{MapType, Object};
 use z3::ast::{Bool, BV};
@@ -124,7 +124,11 @@ fn lookup_answers(state: &State, model: &Model) -> Vec<LookupAnswer> {
 /// destination a lookup finds a route to, leading where the path needs it. `Err` names two
 /// lookups of one destination that need different answers, which no routing table gives.
 pub(crate) fn routes(state: &State, model: &Model) -> Result<Vec<WitnessRoute>, String> {
-    let answers = lookup_answers(state, model);
+    routes_answering(&lookup_answers(state, model))
+}
+
+/// [`routes`] for the lookups' answers.
+fn routes_answering(answers: &[LookupAnswer]) -> Result<Vec<WitnessRoute>, String> {
     let mut out = Vec::new();
     for (i, a) in answers.iter().enumerate() {
         if let Some(earlier) = answers[..i].iter().find(|e| e.destination == a.destination) {
@@ -154,7 +158,8 @@ pub(crate) fn routes(state: &State, model: &Model) -> Result<Vec<WitnessRoute>, 
 /// route they need, when one routing table can answer them all ([`routes`]).
 pub(crate) fn unrepeatable(env: &Env, state: &State, model: &Model) -> Vec<String> {
     let value = |bv: &BV| model_u64(model, bv);
-    let routable = routes(state, model);
+    let answers = lookup_answers(state, model);
+    let routable = routes_answering(&answers);
     let mut out: Vec<String> = state
         .sources
         .iter()
@@ -174,7 +179,7 @@ pub(crate) fn unrepeatable(env: &Env, state: &State, model: &Model) -> Vec<Strin
         })
         .collect();
     match routable {
-        Ok(_) => out.extend(lookup_answers(state, model).iter().map(|a| match a.route {
+        Ok(_) => out.extend(answers.iter().map(|a| match a.route {
             Some((ifindex, smac, dmac)) => format!(
                 "bpf_fib_lookup at insn {}: a route to {} via ifindex {ifindex}, source MAC {}, \
                  destination MAC {}",
@@ -224,8 +229,4 @@ pub(crate) fn unrepeatable(env: &Env, state: &State, model: &Model) -> Vec<Strin
         }
     }
     out
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
