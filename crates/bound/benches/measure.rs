@@ -166,6 +166,7 @@ fn main() {
                 timeout: Some(SEARCH_TIMEOUT),
                 max_memory: 1 << 30,
                 threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
+                record_claims: false,
             },
             exhaustive: false,
             check_timeout: Some(Duration::from_secs(10)),

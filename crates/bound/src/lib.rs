@@ -19,6 +19,7 @@
 //! - [`dfs`]: the baseline the search is measured against: depth-first symbolic execution with
 //!   a solver check at every branch, visiting every satisfiable path.
 
+pub mod attack;
 pub mod dag;
 pub mod dfs;
 pub mod enumerate;

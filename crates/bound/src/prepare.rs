@@ -59,6 +59,7 @@
 mod contexts;
 mod expand;
 mod finish;
+mod follow;
 
 use std::collections::HashMap;
 

@@ -103,6 +103,9 @@ pub struct Options {
     pub max_memory: usize,
     /// Worker threads checking paths.
     pub threads: usize,
+    /// Keep every claim the search makes that some paths are impossible ([`Outcome::claims`]),
+    /// for checking them against runs (`crate::attack`).
+    pub record_claims: bool,
 }
 
 impl Default for Options {
@@ -113,6 +116,7 @@ impl Default for Options {
             timeout: None,
             max_memory: 1 << 30,
             threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            record_claims: false,
         }
     }
 }
@@ -164,6 +168,44 @@ pub struct Outcome<W> {
     pub peak_memory: usize,
     /// Conflicts learned as edge sets (each pruning every path holding its edges).
     pub learned: u64,
+    /// With [`Options::record_claims`]: every set of edges the search took no run to hold all
+    /// of, in the order it concluded them.
+    pub claims: Vec<Claim>,
+}
+
+/// A conclusion of the search: no run takes every edge of `edges`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Claim {
+    pub edges: Vec<EdgeId>,
+    pub why: ClaimReason,
+    /// The decisions of the path whose check concluded it (empty for the analysis's).
+    pub path: Vec<Decision>,
+}
+
+/// What a [`Claim`] rests on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ClaimReason {
+    /// A pair of edges the analysis found no run takes both of ([`Prepared::conflicts`]).
+    Analysis,
+    /// A whole path the checker found unsatisfiable.
+    Refuted,
+    /// The prefix of a refuted path up to its core's last decision.
+    CorePrefix,
+    /// A conflict over the inputs learned from a refuted path (the edges of its decisions'
+    /// windows).
+    Learned,
+}
+
+impl ClaimReason {
+    /// How a report names it.
+    pub fn name(self) -> &'static str {
+        match self {
+            ClaimReason::Analysis => "analysis",
+            ClaimReason::Refuted => "refuted path",
+            ClaimReason::CorePrefix => "core prefix",
+            ClaimReason::Learned => "learned conflict",
+        }
+    }
 }
 
 /// Progress the search reports as it goes.
@@ -285,6 +327,7 @@ fn empty_outcome<W>(naive: Option<RankedPath>) -> Outcome<W> {
         elapsed: Duration::ZERO,
         peak_memory: 0,
         learned: 0,
+        claims: Vec::new(),
     }
 }
 
@@ -315,8 +358,16 @@ pub fn search_learning<C: PathChecker + 'static>(
     let started = Instant::now();
     let naive = Enumerator::with_model(&prepared.dag, model, options.metric)?.next_path();
     let mut enumerator = Enumerator::with_model(&prepared.dag, model, options.metric)?;
+    let mut claims = Vec::new();
     for set in &prepared.conflicts {
         enumerator.forbid(set.clone())?;
+        if options.record_claims {
+            claims.push(Claim {
+                edges: set.clone(),
+                why: ClaimReason::Analysis,
+                path: Vec::new(),
+            });
+        }
     }
     let threads = options.threads.max(1);
     with_workers(threads, make_checker, |jobs, verdicts| {
@@ -333,7 +384,10 @@ pub fn search_learning<C: PathChecker + 'static>(
             next_seq: 0,
             next_final: 0,
             exhausted: false,
-            outcome: empty_outcome(naive),
+            outcome: Outcome {
+                claims,
+                ..empty_outcome(naive)
+            },
         };
         let result = driver.run(jobs, verdicts, threads, &mut progress);
         let mut outcome = driver.outcome;
@@ -535,8 +589,10 @@ impl<W> Driver<'_, '_, W> {
                             Some(e) => vec![e],
                             None => edges,
                         };
+                        self.claim(&edges, ClaimReason::Learned, &decisions);
                         self.enumerator.forbid(edges)?;
                     }
+                    self.claim(&path.edges, ClaimReason::Refuted, &decisions);
                     if !covered {
                         self.prune(&path, &decisions, core)?;
                     }
@@ -571,6 +627,17 @@ impl<W> Driver<'_, '_, W> {
             .collect()
     }
 
+    /// Keeps a claim when the options ask for them.
+    fn claim(&mut self, edges: &[EdgeId], why: ClaimReason, decisions: &[(Decision, EdgeId)]) {
+        if self.options.record_claims {
+            self.outcome.claims.push(Claim {
+                edges: edges.to_vec(),
+                why,
+                path: decisions.iter().map(|(d, _)| *d).collect(),
+            });
+        }
+    }
+
     /// Time or memory cap reached.
     fn limit_reached(&self) -> Option<Stop> {
         if self
@@ -592,18 +659,16 @@ impl<W> Driver<'_, '_, W> {
         decisions: &[(Decision, EdgeId)],
         core: &[usize],
     ) -> Result<(), EnumerateError> {
-        let Some(last) = core
+        // One past the core's last decision edge; the whole path where the core names none.
+        let end = core
             .iter()
             .filter_map(|&i| decisions.get(i))
-            .map(|d| d.1)
-            .max_by_key(|edge| path.edges.iter().position(|e| e == edge))
-        else {
-            return self.enumerator.forbid(path.edges.clone());
-        };
-        let Some(end) = path.edges.iter().position(|&e| e == last) else {
-            return self.enumerator.forbid(path.edges.clone());
-        };
-        self.enumerator.forbid(path.edges[..=end].to_vec())
+            .filter_map(|d| path.edges.iter().position(|&e| e == d.1))
+            .max()
+            .map_or(path.edges.len(), |last| last + 1);
+        let prefix = path.edges[..end].to_vec();
+        self.claim(&prefix, ClaimReason::CorePrefix, decisions);
+        self.enumerator.forbid(prefix)
     }
 
     /// Makes verdicts final in order; true when the paths asked for are found.

@@ -146,6 +146,7 @@ impl SearchArgs {
                 threads: self
                     .threads
                     .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())),
+                record_claims: false,
             },
             exhaustive,
             check_timeout: Some(check_timeout),

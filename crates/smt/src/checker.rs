@@ -24,6 +24,7 @@ use z3::Model;
 
 use crate::error::SmtError;
 use crate::machine::{Env, Exec, State};
+use crate::replay::{replay_input, ReplayInput};
 use crate::session::{Answer, Session};
 
 /// Outcomes inside helpers tried the other way before a path counts as impossible.
@@ -159,7 +160,22 @@ pub enum PrefixVerdict {
 #[derive(Debug, PartialEq, Eq)]
 enum Checked {
     Verdict(Verdict),
-    Holds { exited: bool },
+    /// The prefix holds; with [`Mode::Reach`], an input that takes it.
+    Holds {
+        exited: bool,
+        input: Option<Box<ReplayInput>>,
+    },
+}
+
+/// What a check in a session is of.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Mode {
+    /// A whole path, with a witness where it is satisfiable.
+    Path,
+    /// The decisions given, the execution stopping where it needs the next one.
+    Prefix,
+    /// As `Prefix`, with an input that takes the decisions where they hold.
+    Reach,
 }
 
 /// A session checking paths through one program of an object.
@@ -213,7 +229,7 @@ impl PathChecker {
 
     /// Checks the path `decisions` (in execution order).
     pub fn check(&mut self, decisions: &[Decision]) -> Result<Verdict, SmtError> {
-        match self.check_retrying(decisions, false)? {
+        match self.check_retrying(decisions, Mode::Path)? {
             Checked::Verdict(verdict) => Ok(verdict),
             // Only a prefix check stops short of the witness.
             Checked::Holds { .. } => Ok(Verdict::Unknown),
@@ -226,21 +242,29 @@ impl PathChecker {
     /// asks this at each branch); the session's prefix reuse works as for [`Self::check`], so
     /// checking a prefix and then its extensions in depth-first order redoes little.
     pub fn check_prefix(&mut self, decisions: &[Decision]) -> Result<PrefixVerdict, SmtError> {
-        Ok(match self.check_retrying(decisions, true)? {
-            Checked::Holds { exited } => PrefixVerdict::Holds { exited },
+        Ok(match self.check_retrying(decisions, Mode::Prefix)? {
+            Checked::Holds { exited, .. } => PrefixVerdict::Holds { exited },
             Checked::Verdict(Verdict::Unsat { core }) => PrefixVerdict::Unsat { core },
             Checked::Verdict(_) => PrefixVerdict::Unknown,
         })
     }
 
+    /// An input that takes the first decisions of a path ([`Self::check_prefix`] with the
+    /// model's packet, map contents and context made concrete); `None` where they cannot all
+    /// hold or the solver gives no answer. Values the engine keeps open (time, random numbers,
+    /// helper outcomes) are not part of it: a run of the input need not take the decisions, it
+    /// is only a start close to them.
+    pub fn reach(&mut self, decisions: &[Decision]) -> Result<Option<ReplayInput>, SmtError> {
+        Ok(match self.check_retrying(decisions, Mode::Reach)? {
+            Checked::Holds { input, .. } => input.map(|i| *i),
+            Checked::Verdict(_) => None,
+        })
+    }
+
     /// A check in the session, retried once in a fresh one with the general solver where it
     /// gives no verdict.
-    fn check_retrying(
-        &mut self,
-        decisions: &[Decision],
-        prefix: bool,
-    ) -> Result<Checked, SmtError> {
-        let verdict = self.check_in_session(decisions, prefix)?;
+    fn check_retrying(&mut self, decisions: &[Decision], mode: Mode) -> Result<Checked, SmtError> {
+        let verdict = self.check_in_session(decisions, mode)?;
         if verdict != Checked::Verdict(Verdict::Unknown) {
             return Ok(verdict);
         }
@@ -252,7 +276,7 @@ impl PathChecker {
         self.session.executed += executed;
         self.previous.clear();
         self.restarts += 1;
-        let verdict = self.check_in_session(decisions, prefix);
+        let verdict = self.check_in_session(decisions, mode);
         let (checks, executed) = (self.session.checks, self.session.executed);
         self.session = fresh_session(&self.env, self.program, &self.options, false);
         self.session.checks += checks;
@@ -261,13 +285,13 @@ impl PathChecker {
         verdict
     }
 
-    /// One check in the current session: of the whole path, or (`prefix`) of the decisions
-    /// given, the execution stopping where it needs the next one.
+    /// One check in the current session, of what `mode` says.
     fn check_in_session(
         &mut self,
         decisions: &[Decision],
-        prefix: bool,
+        mode: Mode,
     ) -> Result<Checked, SmtError> {
+        let prefix = mode != Mode::Path;
         if self.session.literals_made() > MAX_LITERALS {
             let (checks, executed) = (self.session.checks, self.session.executed);
             self.session = fresh_session(&self.env, self.program, &self.options, false);
@@ -327,7 +351,9 @@ impl PathChecker {
                         Some(finished) if !prefix => finished,
                         stopped => {
                             let exited = stopped.is_some();
-                            return Ok(Checked::Holds { exited });
+                            let input = (mode == Mode::Reach)
+                                .then(|| Box::new(replay_input(&self.env.object, &state, &model)));
+                            return Ok(Checked::Holds { exited, input });
                         }
                     };
                     let (model, minimal) = self.shortest(&assumptions, &state, model);
@@ -566,7 +592,7 @@ impl PathChecker {
 
     fn witness(&self, state: &State, r0: &crate::value::SymValue, model: &Model) -> Witness {
         let value = |bv: &BV| crate::replay::model_u64(model, bv);
-        let input = crate::replay::replay_input(&self.env.object, state, model);
+        let input = replay_input(&self.env.object, state, model);
         let mut memory = state.packet.clone();
         let (data, end) = (
             value(&state.bounds.data.bits.bv()),

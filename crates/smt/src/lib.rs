@@ -91,6 +91,7 @@ pub use equivalence::{
 };
 pub use error::SmtError;
 pub use linerate_cfg::Decision;
+pub use replay::ReplayInput;
 pub use window::{
     region_base, registers_used, EntryValue, WindowChecker, WindowCounterexample, WindowQuery,
     WindowRegion, WindowStats, WindowVerdict, CONTEXT_POINTER_FIELDS, MAX_OFFSET, STACK_BYTES,

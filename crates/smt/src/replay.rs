@@ -56,7 +56,8 @@ pub(crate) fn model_u64(model: &Model, bv: &BV) -> u64 {
 
 /// The input a replay gives a run: what `model` makes of the run's symbolic packet, initial map
 /// contents and context fields.
-pub(crate) struct ReplayInput {
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ReplayInput {
     pub packet: Vec<u8>,
     pub maps: MapSeed,
     pub ingress_ifindex: u32,

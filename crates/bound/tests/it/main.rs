@@ -11,6 +11,7 @@ mod enumerate_examples;
 mod learn;
 mod prepare_examples;
 mod prepare_programs;
+mod refutation_attack;
 mod ssp;
 mod summarised_witnesses;
 mod windows;

@@ -1,7 +1,8 @@
 //! Prefix checks (`PathChecker::check_prefix`, what a check-at-every-branch search asks): a
 //! prefix holds exactly when some input takes its decisions, whatever comes after; a prefix that
 //! ends in a contradiction is unsatisfiable with the contradicting decisions as its core; a whole
-//! path checked as a prefix says it exits. On the examples, every prefix of a path the
+//! path checked as a prefix says it exits; an input the solver builds for a prefix takes it. On
+//! the examples, every prefix of a path the
 //! interpreter took holds, checked in one session in depth-first order.
 
 // The shared helpers include one this test does not use (the blocks of a run).
@@ -66,6 +67,28 @@ fn prefixes_hold_until_a_contradiction() {
         checker.check_prefix(&[branch(5, true)]).unwrap(),
         PrefixVerdict::Holds { exited: true }
     );
+}
+
+/// An input that reaches a prefix (`PathChecker::reach`) takes its decisions in the
+/// interpreter; an impossible prefix has none.
+#[test]
+fn an_input_reaching_a_prefix_takes_its_decisions() {
+    let object = program();
+    let mut checker = PathChecker::new(&object, 0, Options::default()).unwrap();
+    let outer = [branch(5, false), branch(7, false)];
+    let input = checker.reach(&outer).unwrap().expect("the prefix holds");
+    let mut vm = Vm::new(
+        &object,
+        VmOptions {
+            record_steps: true,
+            ..VmOptions::default()
+        },
+    )
+    .unwrap();
+    let run = vm.run(0, &input.packet, &[]).unwrap();
+    assert_eq!(common::decisions(&object, &run.steps)[..2], outer);
+    let contradiction = [branch(5, false), branch(7, false), branch(9, false)];
+    assert_eq!(checker.reach(&contradiction).unwrap(), None);
 }
 
 #[test]

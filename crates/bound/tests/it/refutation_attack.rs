@@ -1,0 +1,179 @@
+//! The refutation attack (`linerate_bound::attack`): on every example and on generated
+//! programs, no run of the interpreter takes a path, a prefix or an edge set the search called
+//! impossible, nor leaves the prepared graph; and a false claim is caught, with the input that
+//! breaks it. The long run is `bench/refute`.
+
+use std::time::Duration;
+
+use linerate_bound::attack::{self, attack, campaign, Campaign, Guide};
+use linerate_bound::prepare::{prepare, Options};
+use linerate_bound::solve::{guarantee, GuaranteeOptions};
+use linerate_bound::ssp::{self, Claim, ClaimReason};
+use linerate_conformance::examples::load_all;
+use linerate_conformance::random_program::paths::{generate, GenOptions};
+use linerate_cost::Model;
+
+fn x86() -> Model {
+    Model::builtin("x86").expect("shipped model")
+}
+
+/// A short campaign: a search of a few seconds asking for several paths (more refutations and
+/// witnesses than the SSP alone), a few reached prefixes, `runs` runs.
+fn short(runs: u64) -> Campaign {
+    Campaign {
+        search: ssp::Options {
+            paths: 8,
+            timeout: Some(Duration::from_secs(3)),
+            threads: 2,
+            ..ssp::Options::default()
+        },
+        check_timeout: Duration::from_secs(5),
+        reached: 8,
+        reach_budget: Duration::from_secs(3),
+        baseline: false,
+        attack: attack::Options {
+            runs,
+            seed: 7,
+            timeout: Some(Duration::from_secs(20)),
+        },
+    }
+}
+
+fn describe(report: &attack::Report) -> String {
+    report
+        .findings
+        .iter()
+        .map(|f| {
+            format!(
+                "{} — packet {} — run {:?} — claim {:?}",
+                f.what,
+                linerate_bpf::contents::hex(&f.packet),
+                f.decisions,
+                f.claim.as_ref().map(|c| (&c.path, &c.edges))
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[test]
+fn no_run_of_an_example_takes_what_the_search_refuted() {
+    let model = x86();
+    let mut claims = 0;
+    let mut approached = 0;
+    for example in load_all().expect("examples") {
+        let Ok(prepared) = prepare(&example.object, example.entry, &model, &Options::default())
+        else {
+            continue;
+        };
+        let done = campaign(
+            &example.object,
+            example.entry,
+            &prepared,
+            &model,
+            &short(600),
+        )
+        .expect("campaign");
+        let report = &done.attack;
+        assert!(
+            report.findings.is_empty(),
+            "{}: {} findings\n{}",
+            example.name(),
+            report.findings.len(),
+            describe(report)
+        );
+        claims += report.claims;
+        approached += report.approached;
+    }
+    assert!(claims > 100, "only {claims} claims over the examples");
+    assert!(approached > 0, "no run came near a refuted path");
+}
+
+/// On loop-free generated programs every path is searched (`paths` beyond their count), so
+/// every refutation is made and attacked.
+#[test]
+fn no_run_of_a_generated_program_takes_what_the_search_refuted() {
+    let model = x86();
+    let mut claims = 0;
+    for seed in 0..24 {
+        let options = GenOptions {
+            branches: 8,
+            max_paths: 256,
+            ..GenOptions::default()
+        };
+        let generated = generate(seed, &options);
+        let object = &generated.object;
+        let Ok(prepared) = prepare(object, 0, &model, &Options::default()) else {
+            continue;
+        };
+        let mut plan = short(400);
+        plan.search.paths = 1000;
+        let done = campaign(object, 0, &prepared, &model, &plan).expect("campaign");
+        assert!(
+            done.attack.findings.is_empty(),
+            "seed {seed} ({}): {}",
+            generated.description,
+            describe(&done.attack)
+        );
+        claims += done.attack.claims;
+    }
+    assert!(
+        claims > 50,
+        "only {claims} claims over the generated programs"
+    );
+}
+
+/// A claim that a satisfiable path is impossible is caught by the run of its own witness, and
+/// the finding carries that witness's packet.
+#[test]
+fn a_false_claim_is_caught_with_the_input_that_breaks_it() {
+    let model = x86();
+    let examples = load_all().expect("examples");
+    let example = examples
+        .iter()
+        .find(|e| e.name() == "xdp_firewall.o")
+        .expect("xdp_firewall");
+    let prepared =
+        prepare(&example.object, example.entry, &model, &Options::default()).expect("prepares");
+    let options = GuaranteeOptions {
+        search: ssp::Options {
+            threads: 2,
+            ..ssp::Options::default()
+        },
+        exhaustive: false,
+        check_timeout: Some(Duration::from_secs(20)),
+        learn: true,
+    };
+    let found = guarantee(
+        &example.object,
+        example.entry,
+        &prepared,
+        &model,
+        &options,
+        |_| {},
+    )
+    .expect("search");
+    let ssp = found.outcome.found.first().expect("an SSP");
+    let witness = ssp.witness.as_ref().expect("a witness");
+    let false_claim = Claim {
+        edges: ssp.path.edges.clone(),
+        why: ClaimReason::Refuted,
+        path: ssp.decisions.clone(),
+    };
+    let report = attack(
+        &example.object,
+        example.entry,
+        &prepared,
+        std::slice::from_ref(&false_claim),
+        &[Guide::from_witness(witness)],
+        &attack::Options {
+            runs: 20,
+            ..attack::Options::default()
+        },
+    );
+    assert_eq!(report.findings.len(), 1, "{}", describe(&report));
+    let finding = &report.findings[0];
+    assert_eq!(finding.claim.as_ref(), Some(&false_claim));
+    assert_eq!(finding.packet, witness.packet);
+    assert_eq!(finding.decisions, ssp.decisions);
+}
