@@ -365,15 +365,17 @@ impl PathChecker {
                     return Ok(Checked::Verdict(Verdict::Sat(Box::new(witness))));
                 }
                 Answer::Unsat { core, segment } => {
-                    // An outcome chosen inside a callback before the core's last decision may
-                    // have steered what the execution computed for the core's conditions, even
-                    // where the core does not name the choice; other outcomes chosen inside
-                    // helpers count where the core names them. Try the other outcome of the
+                    // An outcome chosen inside a helper before the core's last decision may have
+                    // made what the execution computed for the core's conditions, even where the
+                    // core does not name the choice: a callback's steered it, and any other
+                    // whose other outcome was possible is baked into the state (a buffer a
+                    // failed load left as it was makes a comparison with it a constant). Such
+                    // choices count, as do those the core names. Try the other outcome of the
                     // latest such choice not tried both ways yet.
                     let last = core.iter().filter(|&&i| i < decided).max().copied();
                     let involved = |j: usize| {
                         core.contains(&(decided + j))
-                            || (state.steering.contains(&j)
+                            || ((state.steering.contains(&j) || state.open.contains(&j))
                                 && last.is_some_and(|last| state.chosen[j].1 <= last))
                     };
                     let choice = (0..state.chosen.len())
@@ -383,7 +385,6 @@ impl PathChecker {
                     if choice.is_some() && state.called_back && !refuted {
                         refuted = true;
                         if let Some(core) = self.refute(decisions) {
-                            self.forget_forced(&forced);
                             return Ok(Checked::Verdict(Verdict::Unsat { core }));
                         }
                     }
@@ -400,7 +401,6 @@ impl PathChecker {
                         continue;
                     }
                     let Some(j) = choice else {
-                        self.forget_forced(&forced);
                         let core = if (0..state.chosen.len()).any(involved) {
                             // Every outcome of the choices involved was tried: the path, not
                             // its decisions alone, is impossible.
@@ -420,7 +420,6 @@ impl PathChecker {
         }
         // Out of tries before every combination of the outcomes involved was refuted: one not
         // tried may take the path.
-        self.forget_forced(&forced);
         Err(SmtError::OutcomesUntried { tries: MAX_FLIPS })
     }
 
@@ -444,16 +443,6 @@ impl PathChecker {
         match verdict {
             Ok(PrefixVerdict::Unsat { core }) => Some(core),
             _ => None,
-        }
-    }
-
-    /// After a check that forced helper outcomes, makes the next check start from the entry:
-    /// building on the snapshots of a forced run made a later check of a satisfiable path
-    /// answer unsatisfiable (tests/it/session_reuse.rs; why is not understood yet), which would
-    /// refute a possible path and prune others with it.
-    fn forget_forced(&mut self, forced: &[bool]) {
-        if !forced.is_empty() {
-            self.previous.clear();
         }
     }
 

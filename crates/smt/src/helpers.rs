@@ -288,11 +288,16 @@ impl Exec<'_> {
     ) -> Result<bool, SmtError> {
         let index = self.s.choices.len();
         let prefer = prefer.unwrap_or(true);
-        let holds = match self.forced.get(index) {
-            Some(&forced) => forced,
+        let (holds, open) = match self.forced.get(index) {
+            Some(&forced) => (forced, true),
             None => {
                 let preferred = if prefer { cond.clone() } else { cond.not() };
-                self.session.possible(&preferred, &self.s.choices) == prefer
+                let other = if prefer { cond.not() } else { cond.clone() };
+                if self.session.possible(&preferred, &self.s.choices) {
+                    (prefer, self.session.possible(&other, &self.s.choices))
+                } else {
+                    (!prefer, false)
+                }
             }
         };
         let chosen = if holds { cond.clone() } else { cond.not() };
@@ -303,6 +308,9 @@ impl Exec<'_> {
         self.s.choices.push(literal);
         if self.steers(pc) {
             self.s.steering.push(self.s.chosen.len());
+        }
+        if open {
+            self.s.open.push(self.s.chosen.len());
         }
         self.s.chosen.push((holds, self.s.next));
         Ok(holds)

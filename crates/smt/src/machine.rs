@@ -130,6 +130,12 @@ pub(crate) struct State {
     /// Indices of the choices that steer control flow (made inside callbacks or about another
     /// call of one: [`crate::callbacks`]).
     pub steering: Vec<usize>,
+    /// Indices of the choices whose other outcome the path up to them may allow (both were
+    /// possible when chosen, or the checker forced the outcome). A helper's outcome is baked into
+    /// the state (`bpf_xdp_load_bytes` fills its buffer only when it succeeds), so a later
+    /// condition may be a constant of it, and a core that does not name such a choice still
+    /// rests on it.
+    pub open: Vec<usize>,
     /// Whether the path called a helper that calls a callback ([`crate::callbacks`]).
     pub called_back: bool,
     /// Choices made so far of whether a callback helper calls (again).
@@ -217,6 +223,7 @@ impl State {
             choices: Vec::new(),
             chosen: Vec::new(),
             steering: Vec::new(),
+            open: Vec::new(),
             called_back: false,
             callback_calls: 0,
             packet_ends: Vec::new(),

@@ -6,6 +6,7 @@ mod common;
 mod agreement;
 mod equivalence;
 mod examples_witness;
+mod helper_choices;
 mod prefix;
 mod session_reuse;
 mod unsat_core;

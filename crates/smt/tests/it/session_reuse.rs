@@ -1,7 +1,12 @@
 //! A session stays right after a path whose check tried helper outcomes both ways: on
 //! xdp_jumbo, checking an impossible path that flips a helper's outcome and then a possible path
 //! sharing ten decisions with it gave Unsat (a core of one decision the possible path shares),
-//! while a fresh session finds the second path satisfiable.
+//! while a fresh session finds the second path satisfiable. The cause: the second check resumed
+//! from a snapshot holding the first check's last, forced outcome of `bpf_xdp_load_bytes`
+//! (failed, its buffer left as it was), which made a later comparison with the buffer a
+//! constant; the core named that comparison alone, so the checker never tried the other outcome.
+//! Choices whose other outcome was possible now count for every core after them
+//! (`helper_choices.rs` has the smallest program).
 
 use linerate_conformance::examples::load_all;
 use linerate_smt::{Decision, Options, PathChecker, Verdict};

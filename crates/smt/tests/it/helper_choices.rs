@@ -1,0 +1,81 @@
+//! Outcomes chosen inside helpers and the cores built after them: a helper's chosen outcome is
+//! baked into the machine state (`bpf_xdp_load_bytes` fills its buffer only when it succeeds),
+//! so a later decision's condition can be a constant of that choice, and a core naming only that
+//! decision says nothing about the other outcome. A path that the other outcome takes must not
+//! be refuted, and no core may claim a prefix that some input takes.
+
+use linerate_bpf::facts::helper;
+use linerate_bpf::insn::build::{add64, call_helper, exit, jmp, ldx, mov64, mov64_reg, st};
+use linerate_bpf::insn::{Cond, Size};
+use linerate_bpf::Object;
+use linerate_smt::{Decision, Options, PathChecker, PrefixVerdict, Verdict};
+
+/// `buf = 0; ret = bpf_xdp_load_bytes(ctx, 20, &buf, 4); if (buf == 0x01020304) {..};
+/// if (ret != 0) DROP; PASS`: the load fails exactly on packets shorter than 24 bytes.
+fn program() -> Object {
+    let insns = [
+        st(Size::W, 10, -4, 0),              // 0: buf = 0
+        mov64_reg(2, 10),                    // 1
+        add64(2, -4),                        // 2: r2 = &buf ... as the third argument below
+        mov64_reg(3, 2),                     // 3: r3 = &buf
+        mov64(2, 20),                        // 4: r2 = offset 20
+        mov64(4, 4),                         // 5: r4 = 4 bytes
+        call_helper(helper::XDP_LOAD_BYTES), // 6: r0 = load_bytes(ctx, 20, &buf, 4)
+        ldx(Size::W, 6, 10, -4),             // 7: r6 = buf
+        jmp(Cond::Ne, 6, 0x0102_0304, 1),    // 8: if buf != 0x01020304 goto 10
+        mov64(7, 1),                         // 9
+        mov64(1, 2),                         // 10: r1 = XDP_PASS
+        jmp(Cond::Eq, 0, 0, 2),              // 11: if ret == 0 goto 14
+        mov64(0, 1),                         // 12: r0 = XDP_DROP
+        exit(),                              // 13
+        mov64_reg(0, 1),                     // 14: r0 = XDP_PASS
+        exit(),                              // 15
+    ];
+    Object::single("choices", &insns, Vec::new())
+}
+
+fn path(decisions: &[(usize, bool)]) -> Vec<Decision> {
+    decisions
+        .iter()
+        .map(|&(pc, taken)| Decision::Branch { pc, taken })
+        .collect()
+}
+
+/// Every path of the program: each is possible (the load succeeds or fails on packets of the
+/// right length, and the buffer holds the value or not) except a failed load's buffer holding
+/// it. Each verdict is the one a fresh checker gives, and a core's prefix is impossible in a
+/// fresh checker too.
+#[test]
+fn a_decision_on_a_helper_outcome_is_not_refuted_for_the_other_outcome() {
+    let object = program();
+    let cases = [
+        // (buf != value, ret == 0): possible?
+        ((8, true), (11, true), true),    // loaded other bytes
+        ((8, true), (11, false), true),   // failed: buf stays 0
+        ((8, false), (11, true), true),   // loaded the value
+        ((8, false), (11, false), false), // failed, yet buf holds the value
+    ];
+    let mut reused = PathChecker::new(&object, 0, Options::default()).unwrap();
+    for (first, second, possible) in cases {
+        let p = path(&[first, second]);
+        let mut fresh = PathChecker::new(&object, 0, Options::default()).unwrap();
+        for (which, checker) in [("fresh", &mut fresh), ("reused", &mut reused)] {
+            let verdict = checker.check(&p).unwrap();
+            match (&verdict, possible) {
+                (Verdict::Sat(_), true) => {}
+                (Verdict::Unsat { core }, false) => {
+                    let last = core.iter().max().copied().unwrap_or(p.len() - 1);
+                    let mut judge = PathChecker::new(&object, 0, Options::default()).unwrap();
+                    assert!(
+                        matches!(
+                            judge.check_prefix(&p[..=last]).unwrap(),
+                            PrefixVerdict::Unsat { .. }
+                        ),
+                        "{which} checker: the core {core:?} of {p:?} claims a possible prefix"
+                    );
+                }
+                _ => panic!("{which} checker: {p:?} is {verdict:?}, possible: {possible}"),
+            }
+        }
+    }
+}
