@@ -122,11 +122,16 @@ fn row(name: &str, object: &Object, entry: usize, totals: &mut Totals, notes: &m
     let random = guided.random_only.clone().unwrap_or_default();
     let findings = a.findings.len() + random.findings.len();
     for f in a.findings.iter().chain(&random.findings) {
+        let shown = &f.packet[..f.packet.len().min(64)];
+        let ellipsis = if f.packet.len() > 64 { "…" } else { "" };
+        let tail = &f.decisions[f.decisions.len().saturating_sub(3)..];
         notes.push(format!(
-            "{name}: FINDING {} — packet {} — run {:?}",
+            "{name}: FINDING {} — a {}-byte packet {}{ellipsis} — {} decisions, the last {:?}",
             f.what,
-            linerate_bpf::contents::hex(&f.packet),
-            f.decisions
+            f.packet.len(),
+            linerate_bpf::contents::hex(shown),
+            f.decisions.len(),
+            tail
         ));
     }
     if a.guides_refused > 0 {

@@ -562,6 +562,15 @@ impl<W> Driver<'_, '_, W> {
             self.outcome.paths_checked += 1;
             if let Some((path, decisions)) = self.in_flight.remove(&seq) {
                 let windows = self.windows.remove(&seq).unwrap_or_default();
+                let (verdict, learned) = match verdict {
+                    Verdict::Unsat { core } => {
+                        match self.summarised_before_core(&path, &decisions, &core) {
+                            Some(why) => (Verdict::Unknown(why), Vec::new()),
+                            None => (Verdict::Unsat { core }, learned),
+                        }
+                    }
+                    other => (other, learned),
+                };
                 if let Verdict::Unsat { core } = &verdict {
                     // A learned set within the core prunes all the core's prefix would.
                     let mut covered = false;
@@ -625,6 +634,36 @@ impl<W> Driver<'_, '_, W> {
                 starts.get(&end).map(|&start| (start, end))
             })
             .collect()
+    }
+
+    /// Why an unsatisfiable verdict on `path` proves nothing, if it does not: the path crosses a
+    /// summarised loop's middle iterations ([`crate::dag::Step::Loop`]) before the core's last
+    /// decision. The checker gets no decisions for the middle iterations and runs the last
+    /// iteration's decisions right after the first, so it checks a run of two iterations only;
+    /// that no such run takes the decisions after the summary says nothing of runs that iterate
+    /// longer (a loop that ends by its counter needs every iteration). The path then counts as
+    /// satisfiable without a witness, and nothing is pruned or learned from it.
+    fn summarised_before_core(
+        &self,
+        path: &RankedPath,
+        decisions: &[(Decision, EdgeId)],
+        core: &[usize],
+    ) -> Option<String> {
+        let last = core
+            .iter()
+            .filter_map(|&i| decisions.get(i))
+            .filter_map(|d| path.edges.iter().position(|&e| e == d.1))
+            .max()
+            .unwrap_or(path.edges.len());
+        path.edges[..last.min(path.edges.len())]
+            .iter()
+            .find_map(|&e| match self.prepared.dag.edges[e].step {
+                crate::dag::Step::Loop { header, .. } => Some(format!(
+                    "not refuted: the path runs the middle iterations of the loop at insn \
+                     {header}, which the checker does not follow"
+                )),
+                _ => None,
+            })
     }
 
     /// Keeps a claim when the options ask for them.

@@ -44,11 +44,14 @@ fn describe(report: &attack::Report) -> String {
         .findings
         .iter()
         .map(|f| {
+            let shown = &f.packet[..f.packet.len().min(64)];
             format!(
-                "{} — packet {} — run {:?} — claim {:?}",
+                "{} — a {}-byte packet {}… — {} decisions, the last {:?} — claim {:?}",
                 f.what,
-                linerate_bpf::contents::hex(&f.packet),
-                f.decisions,
+                f.packet.len(),
+                linerate_bpf::contents::hex(shown),
+                f.decisions.len(),
+                &f.decisions[f.decisions.len().saturating_sub(3)..],
                 f.claim.as_ref().map(|c| (&c.path, &c.edges))
             )
         })
@@ -176,4 +179,88 @@ fn a_false_claim_is_caught_with_the_input_that_breaks_it() {
     assert_eq!(finding.claim.as_ref(), Some(&false_claim));
     assert_eq!(finding.packet, witness.packet);
     assert_eq!(finding.decisions, ssp.decisions);
+}
+
+/// A loop too long to unroll (1,100 iterations, summarised) that ends by its counter only on
+/// packets of more than 1,114 bytes, as xdp-tutorial's `experiment01-tailgrow` walks to the
+/// packet's end. The checker gets no decisions for a summary's middle iterations, so it checks a
+/// path through them as a run of two iterations; that no such run ends by the counter proves
+/// nothing, and the search must not refute (or prune by) the path. A 1,200-byte packet takes it.
+#[test]
+fn a_path_through_a_summarised_loop_is_not_refuted_for_its_two_iteration_run() {
+    use linerate_bpf::insn::build::{
+        add64, add64_reg, exit, ja, jmp, jmp_reg, ldx, mov64, mov64_reg,
+    };
+    use linerate_bpf::insn::{Cond, Size};
+    let insns = [
+        mov64(3, 0),                // 0: i = 0
+        ldx(Size::W, 2, 1, 0),      // 1: r2 = data
+        ldx(Size::W, 1, 1, 4),      // 2: r1 = data_end
+        mov64_reg(4, 2),            // 3: loop: r4 = data
+        add64_reg(4, 3),            // 4: r4 += i
+        add64(4, 14),               // 5
+        mov64(0, 2),                // 6: r0 = XDP_PASS
+        jmp_reg(Cond::Gt, 4, 1, 4), // 7: if data + i + 14 > data_end goto 12
+        add64(3, 1),                // 8: i++
+        jmp(Cond::Eq, 3, 1100, 1),  // 9: if i == 1100 goto 11
+        ja(-8),                     // 10: goto 3
+        mov64(0, 1),                // 11: r0 = XDP_DROP
+        exit(),                     // 12
+    ];
+    let object = linerate_bpf::Object::single("long_loop", &insns, Vec::new());
+    let model = x86();
+    let prepared = prepare(&object, 0, &model, &Options::default()).expect("prepares");
+    assert!(
+        prepared
+            .dag
+            .edges
+            .iter()
+            .any(|e| matches!(e.step, linerate_bound::dag::Step::Loop { .. })),
+        "the loop is summarised"
+    );
+    let mut plan = short(10);
+    plan.search.paths = 100;
+    let done = campaign(&object, 0, &prepared, &model, &plan).expect("campaign");
+    assert!(
+        done.attack.findings.is_empty(),
+        "{}",
+        describe(&done.attack)
+    );
+    let options = GuaranteeOptions {
+        search: ssp::Options {
+            paths: 100,
+            threads: 2,
+            record_claims: true,
+            ..ssp::Options::default()
+        },
+        exhaustive: false,
+        check_timeout: Some(Duration::from_secs(20)),
+        learn: true,
+    };
+    let found = guarantee(&object, 0, &prepared, &model, &options, |_| {}).expect("search");
+    let long = Guide {
+        input: linerate_smt::ReplayInput {
+            packet: vec![0; 1200],
+            maps: linerate_bpf::contents::MapSeed::new(),
+            ingress_ifindex: 1,
+            rx_queue_index: 0,
+        },
+        fib: Vec::new(),
+    };
+    let report = attack(
+        &object,
+        0,
+        &prepared,
+        &found.outcome.claims,
+        &[long],
+        &attack::Options {
+            runs: 2,
+            ..attack::Options::default()
+        },
+    );
+    assert!(report.findings.is_empty(), "{}", describe(&report));
+    assert_eq!(
+        report.distinct_paths, 2,
+        "the long packet's path and a random one"
+    );
 }
