@@ -39,6 +39,21 @@ fn short(runs: u64) -> Campaign {
     }
 }
 
+/// The search for the `paths` slowest satisfiable paths, its claims recorded.
+fn search_options(paths: usize) -> GuaranteeOptions {
+    GuaranteeOptions {
+        search: ssp::Options {
+            paths,
+            threads: 2,
+            record_claims: true,
+            ..ssp::Options::default()
+        },
+        exhaustive: false,
+        check_timeout: Some(Duration::from_secs(20)),
+        learn: true,
+    }
+}
+
 fn describe(report: &attack::Report) -> String {
     report
         .findings
@@ -138,21 +153,12 @@ fn a_false_claim_is_caught_with_the_input_that_breaks_it() {
         .expect("xdp_firewall");
     let prepared =
         prepare(&example.object, example.entry, &model, &Options::default()).expect("prepares");
-    let options = GuaranteeOptions {
-        search: ssp::Options {
-            threads: 2,
-            ..ssp::Options::default()
-        },
-        exhaustive: false,
-        check_timeout: Some(Duration::from_secs(20)),
-        learn: true,
-    };
     let found = guarantee(
         &example.object,
         example.entry,
         &prepared,
         &model,
-        &options,
+        &search_options(1),
         |_| {},
     )
     .expect("search");
@@ -226,18 +232,8 @@ fn a_path_through_a_summarised_loop_is_not_refuted_for_its_two_iteration_run() {
         "{}",
         describe(&done.attack)
     );
-    let options = GuaranteeOptions {
-        search: ssp::Options {
-            paths: 100,
-            threads: 2,
-            record_claims: true,
-            ..ssp::Options::default()
-        },
-        exhaustive: false,
-        check_timeout: Some(Duration::from_secs(20)),
-        learn: true,
-    };
-    let found = guarantee(&object, 0, &prepared, &model, &options, |_| {}).expect("search");
+    let found =
+        guarantee(&object, 0, &prepared, &model, &search_options(100), |_| {}).expect("search");
     let long = Guide {
         input: linerate_smt::ReplayInput {
             packet: vec![0; 1200],

@@ -8,7 +8,7 @@ use linerate_bpf::facts::helper;
 use linerate_bpf::insn::build::{add64, call_helper, exit, jmp, ldx, mov64, mov64_reg, st};
 use linerate_bpf::insn::{Cond, Size};
 use linerate_bpf::Object;
-use linerate_smt::{Decision, Options, PathChecker, PrefixVerdict, Verdict};
+use linerate_smt::{Options, PathChecker, PrefixVerdict, Verdict};
 
 /// `buf = 0; ret = bpf_xdp_load_bytes(ctx, 20, &buf, 4); if (buf == 0x01020304) {..};
 /// if (ret != 0) DROP; PASS`: the load fails exactly on packets shorter than 24 bytes.
@@ -34,12 +34,7 @@ fn program() -> Object {
     Object::single("choices", &insns, Vec::new())
 }
 
-fn path(decisions: &[(usize, bool)]) -> Vec<Decision> {
-    decisions
-        .iter()
-        .map(|&(pc, taken)| Decision::Branch { pc, taken })
-        .collect()
-}
+use crate::common::branches as path;
 
 /// Every path of the program: each is possible (the load succeeds or fails on packets of the
 /// right length, and the buffer holds the value or not) except a failed load's buffer holding

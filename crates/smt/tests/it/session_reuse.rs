@@ -9,14 +9,9 @@
 //! (`helper_choices.rs` has the smallest program).
 
 use linerate_conformance::examples::load_all;
-use linerate_smt::{Decision, Options, PathChecker, Verdict};
+use linerate_smt::{Options, PathChecker, Verdict};
 
-fn path(decisions: &[(usize, bool)]) -> Vec<Decision> {
-    decisions
-        .iter()
-        .map(|&(pc, taken)| Decision::Branch { pc, taken })
-        .collect()
-}
+use crate::common::branches as path;
 
 #[test]
 fn a_possible_path_after_a_forced_impossible_one_is_satisfiable() {

@@ -11,6 +11,15 @@ pub fn decisions(object: &Object, steps: &[Step]) -> Vec<Decision> {
     DecisionReader::new(object).decisions(steps)
 }
 
+/// A path of branch decisions, each `(slot, taken)`.
+#[allow(dead_code)]
+pub fn branches(decisions: &[(usize, bool)]) -> Vec<Decision> {
+    decisions
+        .iter()
+        .map(|&(pc, taken)| Decision::Branch { pc, taken })
+        .collect()
+}
+
 /// Whether an interpreter run called a helper that calls a callback.
 #[allow(dead_code)]
 pub fn calls_back(object: &Object, steps: &[Step]) -> bool {
