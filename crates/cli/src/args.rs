@@ -69,7 +69,7 @@ const CHECK_TIMEOUT_S: f64 = 10.0;
 const MAX_MEMORY_MIB: usize = 1024;
 
 /// How `bound` and `measure` search for the slowest satisfiable paths.
-#[derive(Args)]
+#[derive(Args, Clone)]
 pub struct SearchArgs {
     /// Stop after this many seconds with the best bound found so far, marked incomplete.
     #[arg(long, value_name = "SECONDS")]
@@ -87,6 +87,9 @@ pub struct SearchArgs {
     /// Threads checking paths (default: the number of cores).
     #[arg(long)]
     pub threads: Option<usize>,
+    /// Keep the search's claims that paths are impossible (`bound --attack` checks them).
+    #[arg(skip)]
+    pub record_claims: bool,
 }
 
 impl SearchArgs {
@@ -99,6 +102,7 @@ impl SearchArgs {
             max_memory: MAX_MEMORY_MIB,
             max_unroll: None,
             threads: None,
+            record_claims: false,
         }
     }
 
@@ -146,7 +150,7 @@ impl SearchArgs {
                 threads: self
                     .threads
                     .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())),
-                record_claims: false,
+                record_claims: self.record_claims,
             },
             exhaustive,
             check_timeout: Some(check_timeout),

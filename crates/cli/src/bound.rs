@@ -49,6 +49,11 @@ pub struct BoundArgs {
     /// (the `run --fib` shape).
     #[arg(long, value_name = "FILE.json")]
     pub witness_fib: Option<PathBuf>,
+    /// After the search, attack its claims that paths are impossible with RUNS runs of the
+    /// interpreter (random packets and mutations of solver-built inputs): a run that takes such
+    /// a path means the guarantee rests on a wrong refutation, and the command fails.
+    #[arg(long, value_name = "RUNS")]
+    pub attack: Option<u64>,
     /// Machine-readable output.
     #[arg(long)]
     pub json: bool,
@@ -86,7 +91,11 @@ pub fn bound(args: &BoundArgs) -> Result<()> {
             );
         }
     };
-    let (prepared, result) = args.search.search(
+    let search = crate::args::SearchArgs {
+        record_claims: args.attack.is_some(),
+        ..args.search.clone()
+    };
+    let (prepared, result) = search.search(
         &args.input.object,
         &object,
         program,
@@ -107,18 +116,136 @@ pub fn bound(args: &BoundArgs) -> Result<()> {
         .map(|found| report(model, found))
         .collect();
     write_witnesses(args, &object, &reported)?;
+    let attacked = args
+        .attack
+        .map(|runs| attack(&object, program, &prepared, &result, runs, show_progress));
     let text = if args.json {
         let mut document = to_json(
             &object, program, &prepared, model, &result, &reported, metric,
         );
+        if let Some(report) = &attacked {
+            document["attack"] = attack_json(report);
+        }
         device.annotate_json(&mut document);
         serde_json::to_string_pretty(&document)? + "\n"
     } else {
-        device.annotate_text(to_text(
+        let mut text = to_text(
             &object, program, &prepared, model, &result, &reported, metric,
-        ))
+        );
+        if let Some(report) = &attacked {
+            text.push_str(&attack_text(report));
+        }
+        device.annotate_text(text)
     };
-    emit(&text)
+    emit(&text)?;
+    match attacked.as_ref().and_then(|r| r.findings.first()) {
+        Some(f) => Err(anyhow::anyhow!(
+            "the refutation attack found a run the search called impossible: {} (a {}-byte \
+             packet); the guarantee is not to be trusted",
+            f.what,
+            f.packet.len()
+        )),
+        None => Ok(()),
+    }
+}
+
+/// Solver-built inputs reaching refuted prefixes, at most this many, within this long.
+const ATTACK_GUIDES: usize = 64;
+const ATTACK_GUIDE_BUDGET: std::time::Duration = std::time::Duration::from_secs(20);
+
+/// `--attack RUNS`: the search's claims attacked with runs of the interpreter, guided by the
+/// witnesses found and by inputs the solver builds up to refuted decisions.
+fn attack(
+    object: &Object,
+    program: usize,
+    prepared: &Prepared,
+    result: &Guarantee,
+    runs: u64,
+    show_progress: bool,
+) -> linerate_bound::attack::Report {
+    use linerate_bound::attack::{self, Guide};
+    if show_progress {
+        eprint!("\rattack: building inputs   ");
+    }
+    linerate_bound::ssp::wait_for_workers(ATTACK_GUIDE_BUDGET);
+    let outcome = &result.outcome;
+    let mut guides: Vec<Guide> = outcome
+        .found
+        .iter()
+        .filter_map(|f| f.witness.as_ref().ok())
+        .map(|w| Guide::from_witness(w))
+        .collect();
+    guides.extend(attack::guides(
+        object,
+        program,
+        prepared,
+        &outcome.claims,
+        ATTACK_GUIDES,
+        ATTACK_GUIDE_BUDGET,
+        std::time::Duration::from_secs(10),
+    ));
+    if show_progress {
+        eprint!("\rattack: {runs} runs   ");
+    }
+    let options = attack::Options {
+        runs,
+        ..attack::Options::default()
+    };
+    let report = attack::attack(
+        object,
+        program,
+        prepared,
+        &outcome.claims,
+        &guides,
+        &options,
+    );
+    if show_progress {
+        eprint!("\r\x1b[2K");
+    }
+    report
+}
+
+fn attack_text(report: &linerate_bound::attack::Report) -> String {
+    let mut out = format!(
+        "  attack: {} runs ({} guides), {} distinct paths, {} claims of impossibility \
+         ({} refuted paths and prefixes, {} of them approached within an edge): ",
+        report.runs,
+        report.guides,
+        report.distinct_paths,
+        report.claims,
+        report.prefix_claims,
+        report.approached
+    );
+    if report.findings.is_empty() {
+        out.push_str("no run takes what the search called impossible\n");
+    } else {
+        out.push_str(&format!("{} FOUND\n", report.findings.len()));
+        for f in &report.findings {
+            out.push_str(&format!(
+                "    {}: packet {}\n",
+                f.what,
+                linerate_bpf::contents::hex(&f.packet)
+            ));
+        }
+    }
+    out
+}
+
+fn attack_json(report: &linerate_bound::attack::Report) -> Value {
+    json!({
+        "runs": report.runs,
+        "failed_runs": report.failed,
+        "guides": report.guides,
+        "distinct_paths": report.distinct_paths,
+        "claims": report.claims,
+        "prefix_claims": report.prefix_claims,
+        "approached": report.approached,
+        "findings": report.findings.iter().map(|f| json!({
+            "what": f.what,
+            "packet": linerate_bpf::contents::hex(&f.packet),
+            "claim": f.claim.as_ref().map(|c| c.why.name()),
+        })).collect::<Vec<_>>(),
+    })
 }
 
 fn report<'a>(model: &Model, found: &'a Found<Box<Witness>>) -> Reported<'a> {

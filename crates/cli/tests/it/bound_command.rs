@@ -398,3 +398,22 @@ fn a_witness_needing_a_route_comes_with_it() {
     assert_eq!(action(true), "XDP_REDIRECT");
     assert_eq!(action(false), "XDP_PASS");
 }
+
+/// `--attack RUNS` attacks the search's claims with interpreter runs: the report counts the
+/// runs, the claims and the paths the runs took, and finds nothing on an example.
+#[test]
+fn attack_checks_the_claims_with_runs() {
+    let firewall = example("xdp_firewall.o");
+    let j = bound_json(&[firewall.to_str().unwrap(), "--attack", "800"]);
+    let attack = &j["attack"];
+    assert_eq!(attack["runs"], 800, "{attack}");
+    assert!(attack["claims"].as_u64().unwrap() > 10, "{attack}");
+    assert!(attack["distinct_paths"].as_u64().unwrap() > 3, "{attack}");
+    assert!(attack["guides"].as_u64().unwrap() >= 1, "{attack}");
+    assert_eq!(attack["findings"], serde_json::json!([]), "{attack}");
+    let text = run(vec!["bound", firewall.to_str().unwrap(), "--attack", "100"]).stdout;
+    assert!(
+        text.contains("no run takes what the search called impossible"),
+        "{text}"
+    );
+}
