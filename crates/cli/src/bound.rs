@@ -68,6 +68,9 @@ struct Reported<'a> {
 }
 
 pub fn bound(args: &BoundArgs) -> Result<()> {
+    if args.attack == Some(0) {
+        anyhow::bail!("--attack must be at least 1 run");
+    }
     let object = args.input.load()?;
     let program = crate::select_program(&object, args.prog.as_deref())?;
     object.programs[program].require_xdp("bound", "bounds XDP programs")?;

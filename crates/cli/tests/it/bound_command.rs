@@ -416,4 +416,6 @@ fn attack_checks_the_claims_with_runs() {
         text.contains("no run takes what the search called impossible"),
         "{text}"
     );
+    let refused = run(vec!["bound", firewall.to_str().unwrap(), "--attack", "0"]);
+    expect_error(&refused, &["--attack must be at least 1"]);
 }
