@@ -5,8 +5,9 @@
 //! by layer (Ethernet, up to two VLAN tags, IPv4 or IPv6, TCP, UDP or ICMP, a payload), each
 //! field usually well-formed and sometimes drawn from the program's own constants or left random.
 //! A mutation changes a few bytes of a guide's packet (bit flips, random bytes, a constant of the
-//! program written at a random place in either byte order, a shorter or longer packet) and, now
-//! and then, a byte of one of its map values.
+//! program written at a random place in either byte order, a shorter or longer packet, now and
+//! then one padded with zeros to a random length up to what a test-run buffer holds) and, now and
+//! then, a byte of one of its map values.
 
 use linerate_bpf::contents::MapSeed;
 use linerate_bpf::insn::{Instruction, Operand};
@@ -17,8 +18,9 @@ use rand::Rng;
 
 /// Shortest packet `BPF_PROG_TEST_RUN` (and the interpreter) accepts.
 const ETH_HLEN: usize = 14;
-/// Longest packet generated: a full Ethernet frame.
-const MAX_PACKET: usize = 1514;
+/// Longest packet generated: the most a single test-run buffer holds (a walk to the packet's end
+/// may need more than an Ethernet frame to run its loop out).
+const MAX_PACKET: usize = linerate_bpf::facts::test_run_buffer::MAX_DATA as usize;
 
 /// Values worth writing into packets: the program's comparison and store immediates, and the
 /// protocol numbers parsers test.
@@ -152,6 +154,10 @@ pub fn mutate_packet(rng: &mut StdRng, dict: &Dictionary, packet: &[u8]) -> Vec<
                 }
             }
             4 => p.truncate(at.max(ETH_HLEN)),
+            5 if rng.gen_range(0..8) == 0 => {
+                let len = rng.gen_range(p.len()..=MAX_PACKET);
+                p.resize(len, 0);
+            }
             _ => {
                 let more = rng.gen_range(1..=64);
                 p.extend((0..more).map(|_| rng.gen::<u8>()));
