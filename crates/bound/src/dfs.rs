@@ -119,6 +119,10 @@ pub fn check_every_branch(
             decisions.push(*decision);
             outcome.checks += 1;
             match checker.check_prefix(&decisions) {
+                // Past a summarised loop the check is of a two-iteration run only.
+                Verdict::Unsat { .. } if prepared.summarised_loop_in(&edges).is_some() => {
+                    unconfirmed = true
+                }
                 Verdict::Unsat { .. } => continue,
                 Verdict::Sat(()) => {}
                 Verdict::Unknown(_) => unconfirmed = true,

@@ -266,6 +266,17 @@ impl Prepared {
             .collect()
     }
 
+    /// The header slot of the first summarised loop whose middle iterations `edges` cross
+    /// ([`Step::Loop`]), if any. The checker gets no decisions for them and runs the last
+    /// iteration's right after the first: it checks such a path as a run of two iterations, so
+    /// a refutation of what comes after the summary proves nothing.
+    pub fn summarised_loop_in(&self, edges: &[EdgeId]) -> Option<usize> {
+        edges.iter().find_map(|&e| match self.dag.edges[e].step {
+            Step::Loop { header, .. } => Some(header),
+            _ => None,
+        })
+    }
+
     /// Whether a run that entered `blocks` did the work `path`'s summaries price: at every
     /// callback summary it crosses, the summary's most calls (its callback's first block entered
     /// `max_calls` times per crossing, and no more often). False where `path` crosses a loop's

@@ -450,7 +450,10 @@ pub fn exhaustive<C: PathChecker + 'static>(
                 continue;
             };
             let witness = match verdict {
-                Verdict::Unsat { .. } => continue,
+                Verdict::Unsat { .. } => match prepared.summarised_loop_in(&path.edges) {
+                    Some(header) => Err(not_refuted_through(header)),
+                    None => continue,
+                },
                 Verdict::Sat(w) => Ok(w),
                 Verdict::Unknown(why) => Err(why),
             };
@@ -471,6 +474,15 @@ pub fn exhaustive<C: PathChecker + 'static>(
         outcome.elapsed = started.elapsed();
         Ok(outcome)
     })
+}
+
+/// The reason given for a path not refuted because it crosses the middle iterations of the loop
+/// at slot `header`.
+fn not_refuted_through(header: usize) -> String {
+    format!(
+        "not refuted: the path runs the middle iterations of the loop at insn {header}, which \
+         the checker does not follow"
+    )
 }
 
 /// The search's state on the calling thread.
@@ -637,12 +649,11 @@ impl<W> Driver<'_, '_, W> {
     }
 
     /// Why an unsatisfiable verdict on `path` proves nothing, if it does not: the path crosses a
-    /// summarised loop's middle iterations ([`crate::dag::Step::Loop`]) before the core's last
-    /// decision. The checker gets no decisions for the middle iterations and runs the last
-    /// iteration's decisions right after the first, so it checks a run of two iterations only;
-    /// that no such run takes the decisions after the summary says nothing of runs that iterate
-    /// longer (a loop that ends by its counter needs every iteration). The path then counts as
-    /// satisfiable without a witness, and nothing is pruned or learned from it.
+    /// summarised loop's middle iterations before the core's last decision
+    /// ([`Prepared::summarised_loop_in`]); that no run of two iterations takes the decisions
+    /// after the summary says nothing of runs that iterate longer (a loop that ends by its
+    /// counter needs every iteration). The path then counts as satisfiable without a witness,
+    /// and nothing is pruned or learned from it.
     fn summarised_before_core(
         &self,
         path: &RankedPath,
@@ -655,15 +666,10 @@ impl<W> Driver<'_, '_, W> {
             .filter_map(|d| path.edges.iter().position(|&e| e == d.1))
             .max()
             .unwrap_or(path.edges.len());
-        path.edges[..last.min(path.edges.len())]
-            .iter()
-            .find_map(|&e| match self.prepared.dag.edges[e].step {
-                crate::dag::Step::Loop { header, .. } => Some(format!(
-                    "not refuted: the path runs the middle iterations of the loop at insn \
-                     {header}, which the checker does not follow"
-                )),
-                _ => None,
-            })
+        let header = self
+            .prepared
+            .summarised_loop_in(&path.edges[..last.min(path.edges.len())])?;
+        Some(not_refuted_through(header))
     }
 
     /// Keeps a claim when the options ask for them.
