@@ -154,7 +154,7 @@ pub fn mutate_packet(rng: &mut StdRng, dict: &Dictionary, packet: &[u8]) -> Vec<
                 }
             }
             4 => p.truncate(at.max(ETH_HLEN)),
-            5 if rng.gen_range(0..8) == 0 => {
+            5 if p.len() < MAX_PACKET && rng.gen_range(0..8) == 0 => {
                 let len = rng.gen_range(p.len()..=MAX_PACKET);
                 p.resize(len, 0);
             }
@@ -218,4 +218,38 @@ pub fn mutate_maps(
         out.push(e.map, e.key.clone(), value);
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::SeedableRng;
+
+    /// Packets, generated or mutated again and again from any length up to the largest, stay
+    /// between the shortest and the largest a test run takes.
+    #[test]
+    fn packets_stay_within_what_a_test_run_takes() {
+        let dict = Dictionary {
+            values: PROTOCOL_VALUES.to_vec(),
+        };
+        let mut rng = StdRng::seed_from_u64(5);
+        for start in [0, 1, ETH_HLEN, 1514, MAX_PACKET - 1, MAX_PACKET] {
+            let first = vec![0u8; start];
+            let mut p = first.clone();
+            for _ in 0..5_000 {
+                let once = mutate_packet(&mut rng, &dict, &first);
+                assert!(
+                    (ETH_HLEN..=MAX_PACKET).contains(&once.len()),
+                    "{}",
+                    once.len()
+                );
+                p = mutate_packet(&mut rng, &dict, &p);
+                assert!((ETH_HLEN..=MAX_PACKET).contains(&p.len()), "{}", p.len());
+            }
+        }
+        for _ in 0..2_000 {
+            let p = random_packet(&mut rng, &dict);
+            assert!((ETH_HLEN..=MAX_PACKET).contains(&p.len()), "{}", p.len());
+        }
+    }
 }
