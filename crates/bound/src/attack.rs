@@ -271,9 +271,14 @@ pub fn attack(
     // Each guide's corpus: its packet, then the mutations that took new paths.
     let mut corpora: Vec<Vec<Vec<u8>>> = all.iter().map(|g| vec![g.input.packet.clone()]).collect();
     let mut refused = vec![false; all.len()];
-    let per_guide = (options.runs / all.len() as u64).max(1);
+    // The runs shared out evenly, the first guides taking one more where they do not divide.
+    let guides_count = all.len() as u64;
+    let quota = |g: usize| {
+        options.runs / guides_count + u64::from((g as u64) < options.runs % guides_count)
+    };
     'guides: for (g, guide) in all.iter().enumerate() {
         let mut done = 0u64;
+        let per_guide = quota(g);
         while done < per_guide {
             let maps = if done == 0 {
                 guide.input.maps.clone()
