@@ -453,6 +453,10 @@ pub fn campaign(
     let searched = Instant::now();
     let found = crate::solve::guarantee(object, program, prepared, model, &options, |_| {})?;
     let search_time = searched.elapsed();
+    // A search stopped by its time limit leaves its workers in the checks they are in: let them
+    // end first (each within a check's time), so that the guides and runs have the cores, and
+    // no solver thread outlives the caller's process teardown.
+    crate::ssp::wait_for_workers(2 * campaign.check_timeout);
     let outcome = found.outcome;
     let guided = Instant::now();
     let mut all: Vec<Guide> = outcome
