@@ -45,9 +45,11 @@ fn plan() -> Campaign {
             timeout: Some(Duration::from_secs(env_u64("REFUTE_SEARCH_S", 10))),
             ..ssp::Options::default()
         },
-        check_timeout: Duration::from_secs(10),
-        reached: 64,
-        reach_budget: Duration::from_secs(20),
+        reach: attack::Reach {
+            limit: 64,
+            budget: Duration::from_secs(20),
+            check_timeout: Duration::from_secs(10),
+        },
         baseline: true,
         attack: attack::Options {
             runs: env_u64("REFUTE_RUNS", 20_000),

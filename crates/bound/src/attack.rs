@@ -33,7 +33,7 @@ use rand::{Rng, SeedableRng};
 
 use crate::dag::EdgeId;
 use crate::prepare::Prepared;
-use crate::ssp::{Claim, ClaimReason};
+use crate::ssp::{Claim, ClaimReason, Outcome};
 
 use inputs::Dictionary;
 
@@ -73,31 +73,55 @@ impl Guide {
     }
 }
 
-/// Inputs that take the decisions of refuted paths up to their cores' last one (for the claims
-/// the checker concluded from a path's core: [`ClaimReason::CorePrefix`]), at most `limit` of
-/// them and within `budget`, each built by the solver ([`linerate_smt::PathChecker::reach`]) on
-/// program `program` of `object` with one check limited to `check_timeout`.
+/// How many inputs reaching refuted prefixes to ask the solver for ([`guides`]).
+#[derive(Clone, Copy, Debug)]
+pub struct Reach {
+    /// At most this many.
+    pub limit: usize,
+    /// Within this long.
+    pub budget: Duration,
+    /// Time one solver check may take (the search's too: its workers get twice this to end).
+    pub check_timeout: Duration,
+}
+
+/// The guides a search's `outcome` gives (its claims recorded): the witnesses of its paths, then
+/// inputs that take the decisions of its refuted paths up to their cores' last one (for the
+/// claims the checker concluded from a path's core: [`ClaimReason::CorePrefix`]), each built by
+/// the solver ([`linerate_smt::PathChecker::reach`]) on program `program` of `object`.
+///
+/// A search stopped by its time limit leaves its workers in the checks they are in: they end
+/// first (each within a check's time), so that the solver here and the runs after have the
+/// cores, and no solver thread outlives the caller's process teardown.
 pub fn guides(
     object: &Object,
     program: usize,
     prepared: &Prepared,
-    claims: &[Claim],
-    limit: usize,
-    budget: Duration,
-    check_timeout: Duration,
+    outcome: &Outcome<Box<Witness>>,
+    reach: &Reach,
 ) -> Vec<Guide> {
+    crate::ssp::wait_for_workers(2 * reach.check_timeout);
+    let mut out: Vec<Guide> = outcome
+        .found
+        .iter()
+        .filter_map(|f| f.witness.as_ref().ok())
+        .map(|w| Guide::from_witness(w))
+        .collect();
     let started = Instant::now();
     let options = linerate_smt::Options {
-        timeout: Some(check_timeout),
+        timeout: Some(reach.check_timeout),
         ..linerate_smt::Options::default()
     };
     let Ok(mut checker) = linerate_smt::PathChecker::new(object, program, options) else {
-        return Vec::new();
+        return out;
     };
     let mut asked = HashSet::new();
-    let mut out = Vec::new();
-    for claim in claims.iter().filter(|c| c.why == ClaimReason::CorePrefix) {
-        if out.len() >= limit || started.elapsed() >= budget {
+    let mut reached = 0;
+    for claim in outcome
+        .claims
+        .iter()
+        .filter(|c| c.why == ClaimReason::CorePrefix)
+    {
+        if reached >= reach.limit || started.elapsed() >= reach.budget {
             break;
         }
         // The claim's prefix ends at its last decision: reach the one before it.
@@ -107,6 +131,7 @@ pub fn guides(
             continue;
         }
         if let Ok(Some(input)) = checker.reach(before) {
+            reached += 1;
             out.push(Guide {
                 input,
                 fib: Vec::new(),
@@ -270,7 +295,6 @@ pub fn attack(
     all.extend(guides.iter().cloned());
     // Each guide's corpus: its packet, then the mutations that took new paths.
     let mut corpora: Vec<Vec<Vec<u8>>> = all.iter().map(|g| vec![g.input.packet.clone()]).collect();
-    let mut refused = vec![false; all.len()];
     // The runs shared out evenly, the first guides taking one more where they do not divide.
     let guides_count = all.len() as u64;
     let quota = |g: usize| {
@@ -293,7 +317,8 @@ pub fn attack(
                 ..VmOptions::default()
             };
             let Ok(mut driver) = Driver::new(object, &maps, vm_options, MapMode::Fresh) else {
-                refused[g] = true;
+                // The random guide seeds nothing: only a given guide's maps can be refused.
+                report.guides_refused += 1;
                 break;
             };
             for _ in 0..RUNS_PER_MAPS.min(per_guide - done) {
@@ -321,16 +346,9 @@ pub fn attack(
                         continue;
                     }
                     Err(why) => {
-                        if !report
-                            .findings
-                            .iter()
-                            .any(|f| f.claim.is_none() && f.what == why)
-                        {
-                            let decisions = reader.decisions(&run.steps);
-                            report
-                                .findings
-                                .push(finding(None, why, &packet, &maps, guide, decisions));
-                        }
+                        report.add_once(why, |what| {
+                            finding(None, what, &packet, &maps, guide, &reader, &run)
+                        });
                         continue;
                     }
                 };
@@ -341,53 +359,56 @@ pub fn attack(
                          least {least} bytes",
                         packet.len()
                     );
-                    if !report.findings.iter().any(|f| f.what == what) {
-                        let decisions = reader.decisions(&run.steps);
-                        report
-                            .findings
-                            .push(finding(None, what, &packet, &maps, guide, decisions));
-                    }
+                    report.add_once(what, |what| {
+                        finding(None, what, &packet, &maps, guide, &reader, &run)
+                    });
                 }
                 if seen.contains(&edges) {
                     continue;
                 }
-                let broken = index.check(&edges);
-                let decisions = (!broken.is_empty()).then(|| reader.decisions(&run.steps));
-                for i in broken {
+                for i in index.check(&edges) {
                     let claim = &claims[i];
                     let what = format!(
                         "a run takes every edge of a {} ({} edges)",
                         claim.why.name(),
                         claim.edges.len()
                     );
-                    report.findings.push(finding(
-                        Some(claim.clone()),
-                        what,
-                        &packet,
-                        &maps,
-                        guide,
-                        decisions.clone().unwrap_or_default(),
-                    ));
+                    let claim = Some(claim.clone());
+                    report
+                        .findings
+                        .push(finding(claim, what, &packet, &maps, guide, &reader, &run));
                 }
                 seen.insert(edges);
                 corpora[g].push(packet);
             }
         }
     }
-    report.guides_refused = refused.iter().skip(1).filter(|&&r| r).count();
     report.distinct_paths = seen.len();
     report.approached = index.approached.iter().filter(|&&a| a).count();
     report.elapsed = started.elapsed();
     report
 }
 
+impl Report {
+    /// Adds the finding `found` makes of `what` unless one says `what` already: a run leaving
+    /// the graph, or too short for its path, is said once per cause (a claim is broken once
+    /// anyway, as [`Index::check`] keeps).
+    fn add_once(&mut self, what: String, found: impl FnOnce(String) -> Finding) {
+        if !self.findings.iter().any(|f| f.what == what) {
+            self.findings.push(found(what));
+        }
+    }
+}
+
+/// The finding `what` about `run`, a run of `packet` on `maps` with `guide`'s context.
 fn finding(
     claim: Option<Claim>,
     what: String,
     packet: &[u8],
     maps: &MapSeed,
     guide: &Guide,
-    decisions: Vec<Decision>,
+    reader: &DecisionReader,
+    run: &linerate_vm::RunOutcome,
 ) -> Finding {
     Finding {
         claim,
@@ -396,7 +417,7 @@ fn finding(
         maps: maps.clone(),
         ingress_ifindex: guide.input.ingress_ifindex,
         rx_queue_index: guide.input.rx_queue_index,
-        decisions,
+        decisions: reader.decisions(&run.steps),
     }
 }
 
@@ -404,13 +425,11 @@ fn finding(
 /// witnesses and from its refuted paths' prefixes, then the runs.
 #[derive(Clone, Debug)]
 pub struct Campaign {
-    /// Model the search orders paths by (its claims hold whatever the model).
+    /// The search (its claims are recorded whatever these say).
     pub search: crate::ssp::Options,
-    /// Time one solver check may take (the search's and the guides').
-    pub check_timeout: Duration,
-    /// Inputs reaching refuted prefixes to ask the solver for, at most, and within how long.
-    pub reached: usize,
-    pub reach_budget: Duration,
+    /// Inputs reaching refuted prefixes to ask the solver for; its check timeout is the
+    /// search's too.
+    pub reach: Reach,
     /// Also attack the same claims with random packets only, as many runs (the baseline the
     /// guides are measured against).
     pub baseline: bool,
@@ -447,34 +466,16 @@ pub fn campaign(
             ..campaign.search.clone()
         },
         exhaustive: false,
-        check_timeout: Some(campaign.check_timeout),
+        check_timeout: Some(campaign.reach.check_timeout),
         learn: true,
     };
     let searched = Instant::now();
     let found = crate::solve::guarantee(object, program, prepared, model, &options, |_| {})?;
     let search_time = searched.elapsed();
-    // A search stopped by its time limit leaves its workers in the checks they are in: let them
-    // end first (each within a check's time), so that the guides and runs have the cores, and
-    // no solver thread outlives the caller's process teardown.
-    crate::ssp::wait_for_workers(2 * campaign.check_timeout);
     let outcome = found.outcome;
     let guided = Instant::now();
-    let mut all: Vec<Guide> = outcome
-        .found
-        .iter()
-        .filter_map(|f| f.witness.as_ref().ok())
-        .map(|w| Guide::from_witness(w))
-        .collect();
-    let witness_guides = all.len();
-    all.extend(guides(
-        object,
-        program,
-        prepared,
-        &outcome.claims,
-        campaign.reached,
-        campaign.reach_budget,
-        campaign.check_timeout,
-    ));
+    let all = guides(object, program, prepared, &outcome, &campaign.reach);
+    let witness_guides = outcome.found.iter().filter(|f| f.witness.is_ok()).count();
     let reached_guides = all.len() - witness_guides;
     let guide_time = guided.elapsed();
     let report = attack(

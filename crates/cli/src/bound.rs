@@ -166,27 +166,17 @@ fn attack(
     runs: u64,
     show_progress: bool,
 ) -> linerate_bound::attack::Report {
-    use linerate_bound::attack::{self, Guide};
+    use linerate_bound::attack;
     if show_progress {
         eprint!("\rattack: building inputs   ");
     }
-    linerate_bound::ssp::wait_for_workers(ATTACK_GUIDE_BUDGET);
     let outcome = &result.outcome;
-    let mut guides: Vec<Guide> = outcome
-        .found
-        .iter()
-        .filter_map(|f| f.witness.as_ref().ok())
-        .map(|w| Guide::from_witness(w))
-        .collect();
-    guides.extend(attack::guides(
-        object,
-        program,
-        prepared,
-        &outcome.claims,
-        ATTACK_GUIDES,
-        ATTACK_GUIDE_BUDGET,
-        std::time::Duration::from_secs(10),
-    ));
+    let reach = attack::Reach {
+        limit: ATTACK_GUIDES,
+        budget: ATTACK_GUIDE_BUDGET,
+        check_timeout: std::time::Duration::from_secs(10),
+    };
+    let guides = attack::guides(object, program, prepared, outcome, &reach);
     if show_progress {
         eprint!("\rattack: {runs} runs   ");
     }

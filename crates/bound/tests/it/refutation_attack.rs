@@ -27,9 +27,11 @@ fn short(runs: u64) -> Campaign {
             threads: 2,
             ..ssp::Options::default()
         },
-        check_timeout: Duration::from_secs(5),
-        reached: 8,
-        reach_budget: Duration::from_secs(3),
+        reach: attack::Reach {
+            limit: 8,
+            budget: Duration::from_secs(3),
+            check_timeout: Duration::from_secs(5),
+        },
         baseline: false,
         attack: attack::Options {
             runs,
