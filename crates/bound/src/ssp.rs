@@ -485,6 +485,17 @@ fn not_refuted_through(header: usize) -> String {
     )
 }
 
+/// One past the position in `path` of the edge of `core`'s last decision (indices into
+/// `decisions`, each decision with its edge): the prefix the core claims impossible; the whole
+/// path where the core names none.
+fn core_end(path: &RankedPath, decisions: &[(Decision, EdgeId)], core: &[usize]) -> usize {
+    core.iter()
+        .filter_map(|&i| decisions.get(i))
+        .filter_map(|d| path.edges.iter().position(|&e| e == d.1))
+        .max()
+        .map_or(path.edges.len(), |last| last + 1)
+}
+
 /// The search's state on the calling thread.
 struct Driver<'a, 'd, W> {
     prepared: &'a Prepared,
@@ -660,15 +671,8 @@ impl<W> Driver<'_, '_, W> {
         decisions: &[(Decision, EdgeId)],
         core: &[usize],
     ) -> Option<String> {
-        let last = core
-            .iter()
-            .filter_map(|&i| decisions.get(i))
-            .filter_map(|d| path.edges.iter().position(|&e| e == d.1))
-            .max()
-            .unwrap_or(path.edges.len());
-        let header = self
-            .prepared
-            .summarised_loop_in(&path.edges[..last.min(path.edges.len())])?;
+        let end = core_end(path, decisions, core);
+        let header = self.prepared.summarised_loop_in(&path.edges[..end])?;
         Some(not_refuted_through(header))
     }
 
@@ -704,14 +708,7 @@ impl<W> Driver<'_, '_, W> {
         decisions: &[(Decision, EdgeId)],
         core: &[usize],
     ) -> Result<(), EnumerateError> {
-        // One past the core's last decision edge; the whole path where the core names none.
-        let end = core
-            .iter()
-            .filter_map(|&i| decisions.get(i))
-            .filter_map(|d| path.edges.iter().position(|&e| e == d.1))
-            .max()
-            .map_or(path.edges.len(), |last| last + 1);
-        let prefix = path.edges[..end].to_vec();
+        let prefix = path.edges[..core_end(path, decisions, core)].to_vec();
         self.claim(&prefix, ClaimReason::CorePrefix, decisions);
         self.enumerator.forbid(prefix)
     }
