@@ -375,7 +375,7 @@ impl PathChecker {
                     let last = core.iter().filter(|&&i| i < decided).max().copied();
                     let involved = |j: usize| {
                         core.contains(&(decided + j))
-                            || ((state.steering.contains(&j) || state.open.contains(&j))
+                            || (state.implicit.contains(&j)
                                 && last.is_some_and(|last| state.chosen[j].1 <= last))
                     };
                     let choice = (0..state.chosen.len())

@@ -711,8 +711,7 @@ fn candidate_entry(entry: &State, original: &State, object: &Object) -> Result<S
     s.next = original.next;
     s.choices = original.choices.clone();
     s.chosen = original.chosen.clone();
-    s.steering = original.steering.clone();
-    s.open = original.open.clone();
+    s.implicit = original.implicit.clone();
     s.blocks = Vec::new();
     Ok(s)
 }

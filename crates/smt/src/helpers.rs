@@ -288,15 +288,22 @@ impl Exec<'_> {
     ) -> Result<bool, SmtError> {
         let index = self.s.choices.len();
         let prefer = prefer.unwrap_or(true);
-        let (holds, open) = match self.forced.get(index) {
+        let steers = self.steers(pc);
+        // Whether a later core may rest on the choice without naming it (`State::implicit`):
+        // one that steers does; another where its other outcome was possible too, or the
+        // checker forced it.
+        let (holds, implicit) = match self.forced.get(index) {
             Some(&forced) => (forced, true),
             None => {
                 let preferred = if prefer { cond.clone() } else { cond.not() };
                 let other = if prefer { cond.not() } else { cond.clone() };
                 if self.session.possible(&preferred, &self.s.choices) {
-                    (prefer, self.session.possible(&other, &self.s.choices))
+                    (
+                        prefer,
+                        steers || self.session.possible(&other, &self.s.choices),
+                    )
                 } else {
-                    (!prefer, false)
+                    (!prefer, steers)
                 }
             }
         };
@@ -306,11 +313,8 @@ impl Exec<'_> {
         let literal = self.session.literal("choice");
         self.session.assert(&literal.implies(&chosen));
         self.s.choices.push(literal);
-        if self.steers(pc) {
-            self.s.steering.push(self.s.chosen.len());
-        }
-        if open {
-            self.s.open.push(self.s.chosen.len());
+        if implicit {
+            self.s.implicit.push(self.s.chosen.len());
         }
         self.s.chosen.push((holds, self.s.next));
         Ok(holds)

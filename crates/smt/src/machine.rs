@@ -127,15 +127,13 @@ pub(crate) struct State {
     pub choices: Vec<Bool>,
     /// For each choice, its outcome and the number of decisions taken before it.
     pub chosen: Vec<(bool, usize)>,
-    /// Indices of the choices that steer control flow (made inside callbacks or about another
-    /// call of one: [`crate::callbacks`]).
-    pub steering: Vec<usize>,
-    /// Indices of the choices whose other outcome the path up to them may allow (both were
-    /// possible when chosen, or the checker forced the outcome). A helper's outcome is baked into
-    /// the state (`bpf_xdp_load_bytes` fills its buffer only when it succeeds), so a later
-    /// condition may be a constant of it, and a core that does not name such a choice still
-    /// rests on it.
-    pub open: Vec<usize>,
+    /// Indices of the choices a core after them may rest on without naming them: those that
+    /// steer control flow (made inside callbacks or about another call of one:
+    /// [`crate::callbacks`]), and those whose other outcome the path up to them allowed (both
+    /// were possible when chosen, or the checker forced the outcome). A helper's outcome is baked
+    /// into the state (`bpf_xdp_load_bytes` fills its buffer only when it succeeds), so a later
+    /// condition may be a constant of it.
+    pub implicit: Vec<usize>,
     /// Whether the path called a helper that calls a callback ([`crate::callbacks`]).
     pub called_back: bool,
     /// Choices made so far of whether a callback helper calls (again).
@@ -222,8 +220,7 @@ impl State {
             fib_lookups: Vec::new(),
             choices: Vec::new(),
             chosen: Vec::new(),
-            steering: Vec::new(),
-            open: Vec::new(),
+            implicit: Vec::new(),
             called_back: false,
             callback_calls: 0,
             packet_ends: Vec::new(),
