@@ -335,8 +335,14 @@ impl SymMap {
         };
         let mut slot = Bits::Const(fresh_slot);
         let mut present = initially_present.clone();
-        // An earlier access of a small array by a symbolic index took the slot of its value,
-        // which is this slot where the indices are equal.
+        // The key resolves to the slot of the oldest earlier access with an equal key, whose
+        // slot is the one it introduced (keys are equal transitively): one constant per earlier
+        // access. Nesting the earlier accesses' own slots instead would choose among as many
+        // constants as the path has subsets of accesses, 2^14 at count-min's 15th row, which
+        // memory then cannot read as a choice among constants. Presence is the current one of
+        // that access, which updates and deletes keep equal among equal keys. (An earlier access
+        // of a small array by a symbolic index took the slot of its value, which is this slot
+        // where the indices are equal.)
         for r in self
             .records
             .iter()
@@ -344,7 +350,7 @@ impl SymMap {
             .filter(|r| r.fresh_slot != SMALL_ARRAY_SLOT)
         {
             let eq = key_equal(r, &bv, &consts);
-            slot = bits_ite(&eq, &r.slot, &slot);
+            slot = bits_ite(&eq, &Bits::Const(r.fresh_slot), &slot);
             present = bool_ite(&eq, &r.present, &present);
         }
         if self.initial {
@@ -705,4 +711,31 @@ fn bytes_of(v: &BV, n: u32) -> Vec<u8> {
     (0..n)
         .map(|i| v.extract(8 * i + 7, 8 * i).simplify().as_u64().unwrap_or(0) as u8)
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A key unknown to the formula: four bytes, each a variable.
+    fn unknown_key(name: &str) -> Vec<SymValue> {
+        (0..4)
+            .map(|b| SymValue::scalar(Bits::Sym(BV::new_const(format!("{name}_{b}"), 64))))
+            .collect()
+    }
+
+    /// The `n`th lookup of an array by an unknown index chooses its slot among `n` constants
+    /// (the slot of each earlier lookup's own, and its own), which memory reads as a choice
+    /// among constant offsets: count-min's rows, whose slots once chose among 2^(n-1).
+    #[test]
+    fn a_key_chooses_among_one_slot_per_earlier_access() {
+        let def = MapDef::new("counters", MapType::ARRAY, 4, 4, 1 << 16);
+        let mut map = SymMap::new(0, &def);
+        for n in 1..=20 {
+            let pointer = map.lookup(&def, &unknown_key(&format!("row{n}")));
+            let choice = crate::memory::leaves(&pointer.bits.bv())
+                .unwrap_or_else(|| panic!("lookup {n}: its slot is no choice among constants"));
+            assert_eq!(choice.len(), n, "lookup {n}");
+        }
+    }
 }

@@ -572,7 +572,7 @@ const MAX_LEAVES: usize = 32;
 /// The offset as `(condition, constant)` pairs whose conditions are exhaustive and exclusive,
 /// where it is an if-then-else tree of constants (through additions, ors and shifts by
 /// constants); `None` otherwise.
-fn leaves(bv: &BV) -> Option<Vec<(Bool, u64)>> {
+pub(crate) fn leaves(bv: &BV) -> Option<Vec<(Bool, u64)>> {
     if let Some(v) = bv.as_u64() {
         return Some(vec![(Bool::from_bool(true), v)]);
     }
