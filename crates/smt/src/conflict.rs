@@ -45,7 +45,9 @@ impl PathChecker {
     /// formula on every path through their edges). `core` comes first where it qualifies; then
     /// further conflicts of the path, found by dropping one decision of each conflict found and
     /// asking again, each shrunk until no decision can go. Empty where the checker no longer
-    /// holds that path's conditions (it restarted after an unknown answer).
+    /// holds that path's conditions (it restarted after an unknown answer). An execution that
+    /// failed partway (a fault only the impossible path reaches) holds conditions for the
+    /// decisions before the failure only; those after it are no candidates.
     pub fn input_conflicts(
         &mut self,
         decisions: &[Decision],
@@ -54,7 +56,7 @@ impl PathChecker {
     ) -> Vec<Vec<usize>> {
         let session = &self.session;
         let mut found = Vec::new();
-        if self.previous != decisions || session.conds.len() != decisions.len() {
+        if self.previous != decisions || session.conds.len() > decisions.len() {
             return found;
         }
         if !session.axioms.iter().all(inputs_only) {

@@ -26,9 +26,11 @@
 //!   frame pointer keeps it a frame pointer at a known offset, which is how stack slots are named;
 //! - context and packet loads: as in the global analysis (no path to here may have written the
 //!   packet), their node and their address's;
-//! - stack loads at a known offset that a store of the same width on the path wrote (since the
-//!   last helper that may write through its arguments, or store at an unknown stack address):
-//!   their node and the stored value's;
+//! - stack loads at a known offset within what one store on the path wrote (since the last
+//!   helper that may write through its arguments, or store at an unknown stack address): their
+//!   node and the stored value's (a narrower load reads fixed bytes of the stored formula, and
+//!   a later store over some of its bytes leaves the others as they were: a flag byte of a
+//!   zeroed struct);
 //! - `bpf_map_lookup_elem` on an array (`BPF_MAP_TYPE_ARRAY`, `PERCPU_ARRAY`) whose key is a
 //!   constant the path stored on the stack: the pointer and its null-ness are a function of the
 //!   index alone (`linerate_smt`'s maps resolve an array's constant index to its own slot, present
@@ -96,18 +98,48 @@ impl Walk {
         }
     }
 
-    /// Forgets every slot overlapping `width` bytes at `off` of frame `frame`.
+    /// Forgets the `width` bytes at `off` of frame `frame`: a slot they overlap keeps its other
+    /// bytes, each a slot of its own holding that byte of the value (a flag byte stored into a
+    /// zeroed struct leaves the struct's other bytes as they were).
     fn forget(&mut self, frame: usize, off: i64, width: u32) {
-        if let Some(f) = self.frames.get_mut(frame) {
-            let end = off + i64::from(width);
-            f.slots
-                .retain(|&o, &mut (w, _)| o + i64::from(w) <= off || o >= end);
+        let Some(f) = self.frames.get_mut(frame) else {
+            return;
+        };
+        let end = off + i64::from(width);
+        let overlapping: Vec<(i64, u32, Val)> = f
+            .slots
+            .range(..end)
+            .filter(|&(&o, &(w, _))| o + i64::from(w) > off)
+            .map(|(&o, &(w, v))| (o, w, v))
+            .collect();
+        for (o, w, v) in overlapping {
+            f.slots.remove(&o);
+            for byte in o..o + i64::from(w) {
+                if (off..end).contains(&byte) {
+                    continue;
+                }
+                f.slots.insert(byte, (1, byte_of(v, (byte - o) as u32)));
+            }
         }
     }
 
+    /// The value a load of `width` bytes at `off` reads: that of a store of the same width there,
+    /// or the bytes of a wider store holding them.
     fn slot(&self, frame: usize, off: i64, width: u32) -> Option<Val> {
-        let (w, v) = self.frames.get(frame)?.slots.get(&off)?;
-        (*w == width).then_some(*v)
+        let slots = &self.frames.get(frame)?.slots;
+        let (&o, &(w, v)) = slots.range(..=off).next_back()?;
+        if o == off && w == width {
+            return Some(v);
+        }
+        let inside = off + i64::from(width) <= o + i64::from(w);
+        inside.then(|| {
+            let shift = 8 * (off - o) as u32;
+            Val {
+                since: v.since,
+                konst: v.konst.map(|k| mask(width, k >> shift)),
+                fp: None,
+            }
+        })
     }
 
     fn reg(&self, r: u8) -> Val {
@@ -124,6 +156,16 @@ impl Walk {
         for r in 0..=5 {
             self.regs[r] = UNKNOWN;
         }
+    }
+}
+
+/// Byte `k` (little-endian) of a stored value: a function of the value, so it depends on what
+/// the value depends on.
+fn byte_of(v: Val, k: u32) -> Val {
+    Val {
+        since: v.since,
+        konst: v.konst.map(|c| (c >> (8 * k)) & 0xff),
+        fp: None,
     }
 }
 

@@ -106,6 +106,58 @@ fn windows_start_where_the_compared_values_were_made() {
         .all(|(_, w)| w.is_none()));
 }
 
+/// A flag byte of a struct one arm zeroes and the other sets, with a byte beside it stored later
+/// on some paths, is loaded back and tested: its window starts at the arm that wrote the struct,
+/// whichever way the store beside it went. (The walk once followed a load only out of a slot a
+/// store of the same width wrote, and a narrower store forgot the whole slot: Katran's
+/// `pckt.flags` tests, a byte of a zeroed struct, got no window and nothing was learned.)
+#[test]
+fn a_byte_loaded_out_of_a_wider_store_has_the_stores_window() {
+    let body = vec![
+        ldx(Size::B, 6, 2, 0),   // 6
+        jmp(Cond::Eq, 6, 1, 2),  // 7: -> 10
+        st(Size::Dw, 10, -8, 0), // 8: the struct zeroed
+        ja(1),                   // 9: -> 11
+        st(Size::Dw, 10, -8, 1), // 10: the struct with its flag set
+        ldx(Size::B, 6, 2, 1),   // 11
+        jmp(Cond::Eq, 6, 2, 1),  // 12: -> 14
+        st(Size::B, 10, -7, 4),  // 13: the byte beside the flag
+        ldx(Size::B, 7, 10, -8), // 14: the flag
+        jmp(Cond::Ne, 7, 0, 1),  // 15: the flag test -> 17
+        mov64(0, 1),             // 16
+    ];
+    let exit_slot = 6 + body.iter().map(Instruction::slots).sum::<usize>();
+    let mut insns = vec![
+        mov64(0, 2),
+        ldx(Size::W, 2, 1, 0),
+        ldx(Size::W, 3, 1, 4),
+        mov64_reg(4, 2),
+        add64(4, 20),
+        jmp_reg(Cond::Gt, 4, 3, (exit_slot - 6) as i16),
+    ];
+    insns.extend(body);
+    insns.push(exit());
+    let object = Object::single("prog", &insns, Vec::new());
+    let prepared = prepare(&object, 0, &x86(), &Options::default()).expect("prepares");
+    let invariance = Invariance::analyse(&object, &prepared);
+
+    let at_15 = windows_at(&invariance, &prepared, 15);
+    assert_eq!(
+        at_15.len(),
+        8,
+        "both arms, both ways beside the flag, both flag outcomes"
+    );
+    for (path, window) in &at_15 {
+        let (start, end) = window.unwrap_or_else(|| panic!("no window at 15 on {path:?}"));
+        let arm = prepared.dag.edges[path[start]].from;
+        let slot = prepared.dag.nodes[arm].slot;
+        assert!(
+            slot == 8 || slot == 10,
+            "window {start}..={end} starts at slot {slot}"
+        );
+    }
+}
+
 /// The events example: its slowest paths take the null arms of array lookups (impossible), nine
 /// ring buffer records in a row (impossible in a 4 KiB ring) and contradicting tests of the same
 /// payload byte reloaded from the stack, in many combinations with the branches before. Learning

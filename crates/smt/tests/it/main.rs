@@ -7,6 +7,7 @@ mod agreement;
 mod equivalence;
 mod examples_witness;
 mod helper_choices;
+mod input_conflicts;
 mod map_aliasing;
 mod prefix;
 mod session_reuse;
