@@ -309,6 +309,8 @@ impl PathChecker {
         let mut start = common.min(self.session.depth());
         let (mut forced, mut flipped): (Vec<bool>, Vec<bool>) = (Vec::new(), Vec::new());
         let (mut refuted, mut prefer_calls) = (false, true);
+        // The furthest decision the refutations of the outcome combinations tried reach.
+        let mut reach: Option<usize> = None;
         for _ in 0..MAX_FLIPS {
             let state = self.session.rewind(start);
             let mut exec = Exec {
@@ -371,13 +373,17 @@ impl PathChecker {
                     // whose other outcome was possible is baked into the state (a buffer a
                     // failed load left as it was makes a comparison with it a constant). Such
                     // choices count, as do those the core names. Try the other outcome of the
-                    // latest such choice not tried both ways yet.
+                    // latest such choice not tried both ways yet. A choice made before decision
+                    // `k` acts on the decisions from `k` on and on what the execution asserts
+                    // from segment `k` on: it counts where the core needs either.
                     let last = core.iter().filter(|&&i| i < decided).max().copied();
+                    let influenced = last.max(segment);
                     let involved = |j: usize| {
                         core.contains(&(decided + j))
                             || (state.implicit.contains(&j)
-                                && last.is_some_and(|last| state.chosen[j].1 <= last))
+                                && influenced.is_some_and(|end| state.chosen[j].1 <= end))
                     };
+                    reach = reach.max(claim_end(&core, decided, segment, &state.chosen));
                     let choice = (0..state.chosen.len())
                         .filter(|&j| involved(j))
                         .filter(|&j| !flipped.get(j).copied().unwrap_or(false))
@@ -402,9 +408,17 @@ impl PathChecker {
                     }
                     let Some(j) = choice else {
                         let core = if (0..state.chosen.len()).any(involved) {
-                            // Every outcome of the choices involved was tried: the path, not
-                            // its decisions alone, is impossible.
-                            (0..decisions.len()).collect()
+                            // Every outcome of the choices involved was tried, each refuted
+                            // through decision `reach` at the latest: every path that takes the
+                            // decisions up to there is impossible (it makes the same choices
+                            // there, and each combination of their outcomes was refuted), not
+                            // the decisions alone (the core names choices, or rests on them).
+                            match reach {
+                                Some(end) => {
+                                    (0..=end.min(decisions.len().saturating_sub(1))).collect()
+                                }
+                                None => (0..decisions.len()).collect(),
+                            }
                         } else {
                             self.core(&assumptions, decided, decisions.len(), core, segment)
                         };
@@ -615,6 +629,27 @@ impl PathChecker {
             routes: crate::replay::routes(state, model).unwrap_or_default(),
         }
     }
+}
+
+/// The last decision the claim of an unsatisfiable answer reaches (`None`: none, the entry's
+/// execution alone): the last decision of `core`, the one before the last segment it needs
+/// (segment `k` is what the execution asserted after decision `k - 1`), and the one before each
+/// choice it names (a choice made before decision `k`). `core` holds indices into the
+/// assumptions: the `decided` decisions, then the choices.
+fn claim_end(
+    core: &[usize],
+    decided: usize,
+    segment: Option<usize>,
+    chosen: &[(bool, usize)],
+) -> Option<usize> {
+    let decisions = core.iter().filter(|&&i| i < decided).copied();
+    let choices = core
+        .iter()
+        .filter_map(|&i| i.checked_sub(decided))
+        .filter_map(|j| chosen.get(j))
+        .filter_map(|&(_, before)| before.checked_sub(1));
+    let segment = segment.and_then(|k| k.checked_sub(1));
+    decisions.chain(choices).chain(segment).max()
 }
 
 /// A solver session at the entry of `program`, its inputs constrained.
