@@ -61,7 +61,10 @@ const VARYING: Def = u32::MAX;
 /// The context pointer `r1` at the program's entry.
 const CONTEXT: Def = 0;
 
+mod gap;
 mod window;
+
+pub use window::Window;
 
 /// The branch edges of a prepared graph whose conditions are invariant.
 #[derive(Clone, Debug, Default)]

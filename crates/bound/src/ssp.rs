@@ -49,7 +49,7 @@ use crate::enumerate::{
     rank, EnumerateError, Enumerator, Exhaustive, Metric, ModelRates, Paused, RankedPath,
 };
 use crate::implied::single_edge;
-use crate::invariant::Invariance;
+use crate::invariant::{Invariance, Window};
 use crate::prepare::Prepared;
 
 /// Forbidden paths the enumeration may skip before the search checks its time and memory limits
@@ -507,10 +507,10 @@ struct Driver<'a, 'd, W> {
     enumerator: &'a mut Enumerator<'d, crate::enumerate::ModelRates<'a>>,
     /// Paths handed out and not yet answered, by sequence number.
     in_flight: BTreeMap<u64, Candidate>,
-    /// For each path in flight, each decision's window (`Invariance::windows`): the first and
-    /// last position in the path of the edges its condition is the same formula on every path
-    /// holding; `None` where not known.
-    windows: BTreeMap<u64, Vec<Option<(usize, usize)>>>,
+    /// For each path in flight, each decision's window (`Invariance::windows`) and the position
+    /// of its edge in the path: the stretches of the path its condition is the same formula on
+    /// every path holding; `None` where not known.
+    windows: BTreeMap<u64, Vec<Option<(Window, usize)>>>,
     /// Answered paths waiting for every earlier one.
     done: BTreeMap<u64, (Candidate, Verdict<W>)>,
     next_seq: u64,
@@ -598,20 +598,18 @@ impl<W> Driver<'_, '_, W> {
                     // A learned set within the core prunes all the core's prefix would.
                     let mut covered = false;
                     for set in &learned {
-                        // Each decision's window: the stretch of the path its condition is the
+                        // Each decision's window: the stretches of the path its condition is the
                         // same formula on every path holding.
                         let Some(stretches) = set
                             .iter()
-                            .map(|&i| windows.get(i).copied().flatten())
-                            .collect::<Option<Vec<(usize, usize)>>>()
+                            .map(|&i| windows.get(i).cloned().flatten())
+                            .collect::<Option<Vec<(Window, usize)>>>()
                         else {
                             continue;
                         };
                         let mut edges: Vec<EdgeId> = stretches
                             .iter()
-                            .filter_map(|&(s, e)| path.edges.get(s..=e))
-                            .flatten()
-                            .copied()
+                            .flat_map(|(window, end)| window.edges(&path.edges, *end))
                             .collect();
                         edges.sort_unstable();
                         edges.dedup();
@@ -645,16 +643,20 @@ impl<W> Driver<'_, '_, W> {
         &self,
         path: &RankedPath,
         decisions: &[(Decision, EdgeId)],
-    ) -> Vec<Option<(usize, usize)>> {
+    ) -> Vec<Option<(Window, usize)>> {
         let starts = self.invariant.windows(self.prepared, &path.edges);
         decisions
             .iter()
             .map(|&(_, e)| {
                 let end = path.edges.iter().position(|&p| p == e)?;
                 if self.invariant.edge(e) {
-                    return Some((end, end));
+                    let own = Window {
+                        heads: Vec::new(),
+                        start: end,
+                    };
+                    return Some((own, end));
                 }
-                starts.get(&end).map(|&start| (start, end))
+                starts.get(&end).map(|window| (window.clone(), end))
             })
             .collect()
     }

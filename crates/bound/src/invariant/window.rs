@@ -47,17 +47,140 @@ use linerate_bpf::facts::helper;
 use linerate_bpf::insn::{AluOp, CallTarget, Imm64, Instruction, Operand, Size, NUM_REGS};
 use linerate_cfg::EdgeKind;
 
-use super::{leaves_packet, off_packet, Invariance, VARYING};
+use super::{gap, leaves_packet, off_packet, Invariance, VARYING};
 use crate::dag::{EdgeId, Step};
 use crate::prepare::Prepared;
 
-/// The earliest path position (node index along the path) a value depends on; [`ANY`]: none
-/// (the same on every path); `None`: unknown.
-type Since = Option<usize>;
+/// What a value depends on ([`Dep`]); `None`: unknown.
+type Since = Option<Dep>;
 const ANY: usize = usize::MAX;
 
+/// What a value depends on: the earliest path position (node index along the path) it depends
+/// on ([`ANY`]: none, the same on every path), so that it is the same formula on every path
+/// holding the path's edges from there on; and where stack stores and loads of their bytes
+/// allow it, a window with gaps ([`Gap`]), a claim about more paths.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Dep {
+    start: usize,
+    gap: Option<Gap>,
+}
+
+/// Most stretches before a gap a window holds: a value stored on the stack, loaded back, stored
+/// again (a spill) and so on.
+const MAX_HEADS: usize = 4;
+
+/// The value is the same formula on every path holding the path's edges in each of `heads` (what
+/// made a value stored on the stack, up to the store, in order) and its edges from `tail` on
+/// (from the last load): the graph between each store and the load of its bytes leaves them
+/// alone ([`Invariance::untouched_between`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Gap {
+    heads: [(usize, usize); MAX_HEADS],
+    count: usize,
+    tail: usize,
+}
+
+impl Gap {
+    fn heads(&self) -> &[(usize, usize)] {
+        &self.heads[..self.count]
+    }
+
+    /// The gap with `stretch` (after every head) as one more head, and `tail`; `None` where it
+    /// holds [`MAX_HEADS`] already.
+    fn then(heads: &[(usize, usize)], stretch: (usize, usize), tail: usize) -> Option<Gap> {
+        let mut out = [(0, 0); MAX_HEADS];
+        let count = heads.len() + 1;
+        out.get_mut(..count)?
+            .copy_from_slice(&[heads, &[stretch]].concat());
+        Some(Gap {
+            heads: out,
+            count,
+            tail,
+        })
+    }
+
+    /// The gap with its tail from `start` on at the latest, where that is after its heads.
+    fn with_tail_from(self, start: usize) -> Option<Gap> {
+        let last = self.heads().last().map_or(0, |h| h.1);
+        (start > last).then_some(Gap {
+            tail: self.tail.min(start),
+            ..self
+        })
+    }
+}
+
+/// Depends on position `j` on.
+fn at(j: usize) -> Since {
+    Some(Dep {
+        start: j,
+        gap: None,
+    })
+}
+
+/// The same on every path.
+const INVARIANT: Since = Some(Dep {
+    start: ANY,
+    gap: None,
+});
+
+/// What a value computed from `a` and `b` depends on: both; gaps where both allow them (the same
+/// heads, and the other part within the tail).
 fn join(a: Since, b: Since) -> Since {
-    Some(a?.min(b?))
+    let (a, b) = (a?, b?);
+    let gap = match (a.gap, b.gap) {
+        _ if a.start == ANY => b.gap,
+        _ if b.start == ANY => a.gap,
+        (Some(x), Some(y)) => {
+            let tail = x.tail.min(y.tail);
+            (x.heads() == y.heads()).then_some(Gap { tail, ..x })
+        }
+        (Some(g), None) => g.with_tail_from(b.start),
+        (None, Some(g)) => g.with_tail_from(a.start),
+        (None, None) => None,
+    };
+    Some(Dep {
+        start: a.start.min(b.start),
+        gap,
+    })
+}
+
+/// The window of a branch at path position `j` whose compared values depend on `dep`.
+fn window_of(dep: Dep, j: usize) -> Window {
+    match dep.gap {
+        _ if dep.start == ANY => Window {
+            heads: Vec::new(),
+            start: j,
+        },
+        Some(g) => Window {
+            heads: g.heads().to_vec(),
+            start: g.tail,
+        },
+        None => Window {
+            heads: Vec::new(),
+            start: dep.start,
+        },
+    }
+}
+
+/// The stretches of a path that decide a branch's condition: every path holding the path's edges
+/// `start..=` the branch's, and those of each stretch of `heads`, tests the same formula there.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Window {
+    pub heads: Vec<(usize, usize)>,
+    pub start: usize,
+}
+
+impl Window {
+    /// The edges of `path` the window of the branch at position `end` holds.
+    pub fn edges(&self, path: &[EdgeId], end: usize) -> Vec<EdgeId> {
+        self.heads
+            .iter()
+            .chain([&(self.start, end)])
+            .filter_map(|&(s, e)| path.get(s..=e))
+            .flatten()
+            .copied()
+            .collect()
+    }
 }
 
 /// A register's or stack slot's value along the path.
@@ -76,11 +199,11 @@ const UNKNOWN: Val = Val {
     fp: None,
 };
 
-/// One frame: its stack slots (offset -> width and value), and the caller's registers `r6`–`r10`
-/// to restore on return.
+/// One frame: its stack slots (offset -> width, value, and the path position of the store), and
+/// the caller's registers `r6`–`r10` to restore on return.
 #[derive(Clone, Debug, Default)]
 struct Frame {
-    slots: BTreeMap<i64, (u32, Val)>,
+    slots: BTreeMap<i64, (u32, Val, usize)>,
     saved: Vec<Val>,
 }
 
@@ -106,39 +229,41 @@ impl Walk {
             return;
         };
         let end = off + i64::from(width);
-        let overlapping: Vec<(i64, u32, Val)> = f
+        let overlapping: Vec<(i64, u32, Val, usize)> = f
             .slots
             .range(..end)
-            .filter(|&(&o, &(w, _))| o + i64::from(w) > off)
-            .map(|(&o, &(w, v))| (o, w, v))
+            .filter(|&(&o, &(w, _, _))| o + i64::from(w) > off)
+            .map(|(&o, &(w, v, at))| (o, w, v, at))
             .collect();
-        for (o, w, v) in overlapping {
+        for (o, w, v, at) in overlapping {
             f.slots.remove(&o);
             for byte in o..o + i64::from(w) {
                 if (off..end).contains(&byte) {
                     continue;
                 }
-                f.slots.insert(byte, (1, byte_of(v, (byte - o) as u32)));
+                f.slots.insert(byte, (1, byte_of(v, (byte - o) as u32), at));
             }
         }
     }
 
-    /// The value a load of `width` bytes at `off` reads: that of a store of the same width there,
-    /// or the bytes of a wider store holding them.
-    fn slot(&self, frame: usize, off: i64, width: u32) -> Option<Val> {
+    /// The value a load of `width` bytes at `off` reads, and the path position of the store that
+    /// wrote it: that of a store of the same width there, or the bytes of a wider store holding
+    /// them.
+    fn slot(&self, frame: usize, off: i64, width: u32) -> Option<(Val, usize)> {
         let slots = &self.frames.get(frame)?.slots;
-        let (&o, &(w, v)) = slots.range(..=off).next_back()?;
+        let (&o, &(w, v, at)) = slots.range(..=off).next_back()?;
         if o == off && w == width {
-            return Some(v);
+            return Some((v, at));
         }
         let inside = off + i64::from(width) <= o + i64::from(w);
         inside.then(|| {
             let shift = 8 * (off - o) as u32;
-            Val {
+            let v = Val {
                 since: v.since,
                 konst: v.konst.map(|k| mask(width, k >> shift)),
                 fp: None,
-            }
+            };
+            (v, at)
         })
     }
 
@@ -179,10 +304,11 @@ fn mask(width: u32, v: u64) -> u64 {
 
 impl Invariance {
     /// For each position `j` of `path` (edges from the source) whose edge is a conditional
-    /// branch outcome, the first position `s` of the window ending there: every path holding
-    /// `path[s..=j]` tests the same formula at that branch. Positions without a known window are
-    /// absent. Empty where the graph was not analysed ([`Invariance::none`]).
-    pub fn windows(&self, prepared: &Prepared, path: &[EdgeId]) -> BTreeMap<usize, usize> {
+    /// branch outcome, the window ending there: every path holding `path[w.start..=j]` (and
+    /// `path[head.0..=head.1]` where the window has a head) tests the same formula at that
+    /// branch. Positions without a known window are absent. Empty where the graph was not
+    /// analysed ([`Invariance::none`]).
+    pub fn windows(&self, prepared: &Prepared, path: &[EdgeId]) -> BTreeMap<usize, Window> {
         let mut out = BTreeMap::new();
         let dag = &prepared.dag;
         if self.entries.len() != dag.nodes.len() {
@@ -194,7 +320,7 @@ impl Invariance {
             dirty: true,
         };
         walk.regs[10] = Val {
-            since: Some(ANY),
+            since: INVARIANT,
             konst: None,
             fp: Some((0, 0)),
         };
@@ -204,11 +330,11 @@ impl Invariance {
             let entry = &self.entries[node];
             for (r, v) in walk.regs.iter_mut().enumerate() {
                 if entry.regs[r] != VARYING {
-                    v.since = Some(ANY);
-                } else if v.since == Some(ANY) {
+                    v.since = INVARIANT;
+                } else if v.since == INVARIANT {
                     // Invariant up to the previous node's exit, no longer after the join here:
                     // the same on every path through the edge from there.
-                    v.since = Some(j.saturating_sub(1));
+                    v.since = at(j.saturating_sub(1));
                 }
             }
             walk.dirty = entry.dirty;
@@ -233,16 +359,16 @@ impl Invariance {
                 if prepared.branch_pc(node) == Some(slot)
                     && matches!(edge.step, Step::Flow(EdgeKind::Taken | EdgeKind::NotTaken))
                 {
-                    if let Some(s) = compared(&walk, insn) {
-                        out.insert(j, if s == ANY { j } else { s });
+                    if let Some(dep) = compared(&walk, insn) {
+                        out.insert(j, window_of(dep, j));
                     }
                 }
                 let fact = program.analysis.fact(slot);
-                self.transfer(&mut walk, insn, fact, j);
+                self.transfer(prepared, path, &mut walk, insn, fact, j);
                 super::transfer(&mut global, insn, fact, &mut scratch);
                 for (v, d) in walk.regs.iter_mut().zip(&global.regs) {
                     if *d != VARYING {
-                        v.since = Some(ANY);
+                        v.since = INVARIANT;
                     }
                 }
             }
@@ -251,9 +377,17 @@ impl Invariance {
         out
     }
 
-    /// Applies `insn` at path position `j` (analysis fact `fact`).
-    fn transfer(&self, w: &mut Walk, insn: &Instruction, fact: Option<Fact>, j: usize) {
-        let here = Some(j);
+    /// Applies `insn` at path position `j` of `path` (analysis fact `fact`).
+    fn transfer(
+        &self,
+        prepared: &Prepared,
+        path: &[EdgeId],
+        w: &mut Walk,
+        insn: &Instruction,
+        fact: Option<Fact>,
+        j: usize,
+    ) {
+        let here = at(j);
         match *insn {
             Instruction::Alu {
                 wide, op, dst, src, ..
@@ -336,12 +470,23 @@ impl Invariance {
                         fp: None,
                     },
                     Some(Fact::Memory(Some(Region::Stack { .. }))) if !signed => {
-                        a.fp.and_then(|(f, o)| w.slot(f, o + i64::from(off), size.bytes()))
-                            .map_or(UNKNOWN, |v| Val {
-                                since: join(here, v.since),
-                                konst: v.konst.map(|k| mask(size.bytes(), k)),
-                                fp: v.fp.filter(|_| size == Size::Dw),
-                            })
+                        a.fp.and_then(|(f, o)| {
+                            let bytes = gap::Bytes {
+                                depth: f,
+                                offset: o + i64::from(off),
+                                width: size.bytes(),
+                            };
+                            let (v, stored) = w.slot(f, bytes.offset, bytes.width)?;
+                            Some((
+                                v,
+                                self.across_gap(prepared, path, v.since, stored, j, bytes),
+                            ))
+                        })
+                        .map_or(UNKNOWN, |(v, gapped)| Val {
+                            since: join(here, gapped.or(v.since)),
+                            konst: v.konst.map(|k| mask(size.bytes(), k)),
+                            fp: v.fp.filter(|_| size == Size::Dw),
+                        })
                     }
                     _ => UNKNOWN,
                 };
@@ -355,8 +500,8 @@ impl Invariance {
             } => match fact {
                 Some(Fact::Memory(Some(Region::Stack { .. }))) => match w.reg(dst).fp {
                     Some((f, o)) => {
-                        let at = o + i64::from(off);
-                        w.forget(f, at, size.bytes());
+                        let offset = o + i64::from(off);
+                        w.forget(f, offset, size.bytes());
                         let v = match src {
                             Operand::Imm(i) => Val {
                                 since: here,
@@ -373,7 +518,7 @@ impl Invariance {
                             }
                         };
                         if let Some(frame) = w.frames.get_mut(f) {
-                            frame.slots.insert(at, (size.bytes(), v));
+                            frame.slots.insert(offset, (size.bytes(), v, j));
                         }
                     }
                     None => w.clear_stack(),
@@ -435,6 +580,37 @@ impl Invariance {
         }
     }
 
+    /// What a value stored at path position `stored` (depending on `since`) depends on when
+    /// loaded back at position `j` from `bytes`: the stretch that made it up to the store, and
+    /// the load's own from `j` on, where the graph between leaves the bytes alone; `None` where
+    /// no gap is known (the stretch from `since` on is then the window).
+    fn across_gap(
+        &self,
+        prepared: &Prepared,
+        path: &[EdgeId],
+        since: Since,
+        stored: usize,
+        j: usize,
+        bytes: gap::Bytes,
+    ) -> Since {
+        let dep = since?;
+        if dep.start == ANY || stored + 1 >= j {
+            return None;
+        }
+        // The stored value's own gaps stay; its last stretch ends at the store.
+        let gap = match dep.gap {
+            Some(g) => Gap::then(g.heads(), (g.tail, stored), j)?,
+            None => Gap::then(&[], (dep.start, stored), j)?,
+        };
+        let edge = *path.get(stored)?;
+        let load = prepared.dag.edges.get(*path.get(j)?)?.from;
+        self.untouched_between(prepared, edge, load, bytes)
+            .then_some(Dep {
+                start: dep.start,
+                gap: Some(gap),
+            })
+    }
+
     /// `r0` after `bpf_map_lookup_elem` on map `map` at path position `j`: known where the map
     /// is an array and the key (at `r2`) a constant the path stored on the stack.
     fn array_lookup(&self, w: &Walk, map: usize, j: usize) -> Val {
@@ -445,8 +621,8 @@ impl Invariance {
             return UNKNOWN;
         };
         match w.slot(f, o, *key_size) {
-            Some(key) if key.konst.is_some() => Val {
-                since: join(Some(j), key.since),
+            Some((key, _)) if key.konst.is_some() => Val {
+                since: join(at(j), key.since),
                 konst: None,
                 fp: None,
             },
@@ -482,7 +658,7 @@ fn across(w: &mut Walk, step: Step) {
                 w.regs[r] = UNKNOWN;
             }
             w.regs[10] = Val {
-                since: Some(ANY),
+                since: INVARIANT,
                 konst: None,
                 fp: Some((w.frames.len() - 1, 0)),
             };

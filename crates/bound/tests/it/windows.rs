@@ -7,7 +7,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use linerate_bound::enumerate::Exhaustive;
-use linerate_bound::invariant::Invariance;
+use linerate_bound::invariant::{Invariance, Window};
 use linerate_bound::prepare::{prepare, Options, Prepared};
 use linerate_bound::solve::{guarantee, GuaranteeOptions};
 use linerate_bound::ssp::{self, Stop};
@@ -23,11 +23,11 @@ fn x86() -> Model {
     Model::builtin("x86").expect("shipped model")
 }
 
-/// A path (edges) and the window of one of its decisions (first and last path position).
-type Windowed = (Vec<usize>, Option<(usize, usize)>);
+/// A path (edges) and the window of one of its decisions, with the decision's path position.
+type Windowed = (Vec<usize>, Option<(Window, usize)>);
 
-/// For every path of `prepared`, the window of the decision at slot `pc` (first and last path
-/// position), if the path decides there.
+/// For every path of `prepared`, the window of the decision at slot `pc` and its path position,
+/// if the path decides there.
 fn windows_at(invariance: &Invariance, prepared: &Prepared, pc: usize) -> Vec<Windowed> {
     let mut out = Vec::new();
     for path in Exhaustive::new(&prepared.dag).expect("enumerates") {
@@ -38,10 +38,27 @@ fn windows_at(invariance: &Invariance, prepared: &Prepared, pc: usize) -> Vec<Wi
         else {
             continue;
         };
-        let window = starts.get(&end).map(|&s| (s, end));
+        let window = starts.get(&end).map(|w| (w.clone(), end));
         out.push((path, window));
     }
     out
+}
+
+/// `body` (from slot 6) behind `r2 = data; r3 = data_end; if (data + 20 > data_end) exit;`, then
+/// `exit`; `r0` starts as `XDP_PASS`.
+fn with_packet_of_20(body: Vec<Instruction>) -> Object {
+    let exit_slot = 6 + body.iter().map(Instruction::slots).sum::<usize>();
+    let mut insns = vec![
+        mov64(0, 2),
+        ldx(Size::W, 2, 1, 0),
+        ldx(Size::W, 3, 1, 4),
+        mov64_reg(4, 2),
+        add64(4, 20),
+        jmp_reg(Cond::Gt, 4, 3, (exit_slot - 6) as i16),
+    ];
+    insns.extend(body);
+    insns.push(exit());
+    Object::single("prog", &insns, Vec::new())
 }
 
 /// A packet byte picks one of two constants for `r7`; the test of `r7` after the join is not the
@@ -86,7 +103,11 @@ fn windows_start_where_the_compared_values_were_made() {
     let at_12 = windows_at(&invariance, &prepared, 12);
     assert!(!at_12.is_empty());
     for (path, window) in &at_12 {
-        let (start, end) = window.unwrap_or_else(|| panic!("no window at 12 on {path:?}"));
+        let (window, end) = window
+            .clone()
+            .unwrap_or_else(|| panic!("no window at 12 on {path:?}"));
+        let start = window.start;
+        assert!(window.heads.is_empty());
         // The window holds the arm's node (after the packet test at 7), not the path's start.
         assert!(start > 0 && start < end, "{start}..={end} on {path:?}");
         let arm = prepared.dag.edges[path[start]].from;
@@ -96,8 +117,10 @@ fn windows_start_where_the_compared_values_were_made() {
     let at_19 = windows_at(&invariance, &prepared, 19);
     assert!(!at_19.is_empty());
     for (path, window) in &at_19 {
-        let (start, end) = window.unwrap_or_else(|| panic!("no window at 19 on {path:?}"));
-        assert_eq!(start, end, "the null test's own node on {path:?}");
+        let (window, end) = window
+            .clone()
+            .unwrap_or_else(|| panic!("no window at 19 on {path:?}"));
+        assert_eq!(window.start, end, "the null test's own node on {path:?}");
     }
     // Nothing known for a graph that was not analysed.
     let none = Invariance::none(prepared.dag.edges.len());
@@ -107,10 +130,12 @@ fn windows_start_where_the_compared_values_were_made() {
 }
 
 /// A flag byte of a struct one arm zeroes and the other sets, with a byte beside it stored later
-/// on some paths, is loaded back and tested: its window starts at the arm that wrote the struct,
-/// whichever way the store beside it went. (The walk once followed a load only out of a slot a
-/// store of the same width wrote, and a narrower store forgot the whole slot: Katran's
-/// `pckt.flags` tests, a byte of a zeroed struct, got no window and nothing was learned.)
+/// on some paths, is loaded back and tested: its window is the arm that wrote the struct and the
+/// load's node, whichever way the branch between went (no path between writes the flag). (The
+/// walk once followed a load only out of a slot a store of the same width wrote, and a narrower
+/// store forgot the whole slot: Katran's `pckt.flags` tests, a byte of a zeroed struct, got no
+/// window and nothing was learned; and a window was one stretch, from the arm to the test,
+/// holding every branch between.)
 #[test]
 fn a_byte_loaded_out_of_a_wider_store_has_the_stores_window() {
     let body = vec![
@@ -126,18 +151,7 @@ fn a_byte_loaded_out_of_a_wider_store_has_the_stores_window() {
         jmp(Cond::Ne, 7, 0, 1),  // 15: the flag test -> 17
         mov64(0, 1),             // 16
     ];
-    let exit_slot = 6 + body.iter().map(Instruction::slots).sum::<usize>();
-    let mut insns = vec![
-        mov64(0, 2),
-        ldx(Size::W, 2, 1, 0),
-        ldx(Size::W, 3, 1, 4),
-        mov64_reg(4, 2),
-        add64(4, 20),
-        jmp_reg(Cond::Gt, 4, 3, (exit_slot - 6) as i16),
-    ];
-    insns.extend(body);
-    insns.push(exit());
-    let object = Object::single("prog", &insns, Vec::new());
+    let object = with_packet_of_20(body);
     let prepared = prepare(&object, 0, &x86(), &Options::default()).expect("prepares");
     let invariance = Invariance::analyse(&object, &prepared);
 
@@ -147,13 +161,53 @@ fn a_byte_loaded_out_of_a_wider_store_has_the_stores_window() {
         8,
         "both arms, both ways beside the flag, both flag outcomes"
     );
+    let slot_at = |path: &[usize], position: usize| {
+        prepared.dag.nodes[prepared.dag.edges[path[position]].from].slot
+    };
     for (path, window) in &at_15 {
-        let (start, end) = window.unwrap_or_else(|| panic!("no window at 15 on {path:?}"));
-        let arm = prepared.dag.edges[path[start]].from;
-        let slot = prepared.dag.nodes[arm].slot;
+        let (window, end) = window
+            .clone()
+            .unwrap_or_else(|| panic!("no window at 15 on {path:?}"));
+        let [(first, last)] = window.heads[..] else {
+            panic!("not one gap: {window:?}");
+        };
+        assert_eq!(first, last, "the arm alone: {window:?}");
+        let arm = slot_at(path, first);
+        assert!(arm == 8 || arm == 10, "the head is at slot {arm}");
+        // The load and the test: the node that starts at 14 (after the store beside the flag,
+        // or the jump over it), not the branch at 12.
+        assert_eq!(window.start, end);
+        assert_eq!(slot_at(path, end), 14);
+    }
+}
+
+/// A store between the struct's and the load that may write the flag (some paths write it)
+/// leaves no gap: the window is the one stretch from the arm to the test.
+#[test]
+fn a_store_that_may_write_the_byte_between_leaves_no_gap() {
+    let body = vec![
+        ldx(Size::B, 6, 2, 0),   // 6
+        jmp(Cond::Eq, 6, 1, 2),  // 7: -> 10
+        st(Size::Dw, 10, -8, 0), // 8
+        ja(1),                   // 9: -> 11
+        st(Size::Dw, 10, -8, 1), // 10
+        ldx(Size::B, 6, 2, 1),   // 11
+        jmp(Cond::Eq, 6, 2, 1),  // 12: -> 14
+        st(Size::B, 10, -8, 4),  // 13: the flag itself
+        ldx(Size::B, 7, 10, -8), // 14
+        jmp(Cond::Ne, 7, 0, 1),  // 15 -> 17
+        mov64(0, 1),             // 16
+    ];
+    let object = with_packet_of_20(body);
+    let prepared = prepare(&object, 0, &x86(), &Options::default()).expect("prepares");
+    let invariance = Invariance::analyse(&object, &prepared);
+    let at_15 = windows_at(&invariance, &prepared, 15);
+    assert!(!at_15.is_empty());
+    for (path, window) in &at_15 {
+        let Some((window, _)) = window else { continue };
         assert!(
-            slot == 8 || slot == 10,
-            "window {start}..={end} starts at slot {slot}"
+            window.heads.is_empty(),
+            "a gap across a store of the flag on {path:?}"
         );
     }
 }
