@@ -1,15 +1,18 @@
-//! Whether stack bytes keep what one point of the graph stored there until another point, on
-//! every path between them: what lets a window skip the stretch between a store and the load of
-//! the same bytes ([`super::window`]).
+//! Whether stack bytes, or a callee-saved register, keep what one point of the graph put there
+//! until another point, on every path between them: what lets a window skip the stretch between
+//! a store and the load of the same bytes, or between a register's definition and its use
+//! ([`super::window`]).
 //!
-//! A path holding the store's edge and the load's node runs, in between, some path of the graph
-//! from the one to the other. The bytes are untouched there when no node in between (reachable
-//! from the store's edge, reaching the load's node) may write them: a store or atomic at the
-//! frame pointer plus an offset overlapping them in their frame, a store through another pointer
-//! that may be into that frame's stack, a helper that may write through its arguments, a kfunc;
-//! nor leaves the frame (a return) or runs what the walk does not follow (a tail call, a
-//! summarised callback or loop). The store's node after the store and the load's node before
-//! the load are the same instructions on every such path, which the walk itself follows.
+//! A path holding the defining node's edge and the using node runs, in between, some path of
+//! the graph from the one to the other. The bytes are untouched there when no node in between
+//! (reachable from the defining edge, reaching the using node) may write them: a store or atomic
+//! at the frame pointer plus an offset overlapping them in their frame, a store through another
+//! pointer that may be into that frame's stack, a helper that may write through its arguments, a
+//! kfunc. A register `r6`-`r9` is untouched when no node in between at its frame's depth writes
+//! it (a callee's are its own: the caller's come back on return). Neither may leave the frame (a
+//! node at a shallower depth) or run what the walk does not follow (a tail call, a summarised
+//! callback or loop). The defining node after the definition and the using node before the use
+//! are the same instructions on every such path, which the walk itself follows.
 
 use std::collections::VecDeque;
 
@@ -29,20 +32,43 @@ pub(super) struct Bytes {
     pub width: u32,
 }
 
+/// What must stay as it was between two points of the graph.
+#[derive(Clone, Copy, Debug)]
+pub(super) enum Kept {
+    Bytes(Bytes),
+    /// Register `r6`-`r9` of the frame at call depth `depth`.
+    Register {
+        reg: u8,
+        depth: usize,
+    },
+}
+
+impl Kept {
+    fn depth(self) -> usize {
+        match self {
+            Kept::Bytes(b) => b.depth,
+            Kept::Register { depth, .. } => depth,
+        }
+    }
+}
+
 impl Invariance {
-    /// Whether `bytes` keep their contents on every path of the graph from edge `stored` (leaving
-    /// the node that stored them) to node `load`.
-    pub(super) fn untouched_between(
+    /// Whether `kept` keeps its contents on every path of the graph from edge `made` (leaving the
+    /// node that put them there) to node `load` (which uses them).
+    pub(super) fn kept_between(
         &self,
         prepared: &Prepared,
-        stored: EdgeId,
+        made: EdgeId,
         load: usize,
-        bytes: Bytes,
+        kept: Kept,
     ) -> bool {
         let dag = &prepared.dag;
-        let Some(first) = dag.edges.get(stored).map(|e| e.to) else {
+        let Some(first) = dag.edges.get(made).map(|e| e.to) else {
             return false;
         };
+        if dag.nodes.get(load).map(|n| n.calls.len()) != Some(kept.depth()) {
+            return false;
+        }
         if first == load {
             return true;
         }
@@ -86,22 +112,22 @@ impl Invariance {
         }
         (0..dag.nodes.len())
             .filter(|&n| reaches[n] && n != load)
-            .all(|n| self.leaves_alone(prepared, n, load, &reaches, bytes))
+            .all(|n| self.leaves_alone(prepared, n, load, &reaches, kept))
     }
 
-    /// Whether node `node`, and its edges toward `load` (within `between`), leave `bytes` alone.
+    /// Whether node `node`, and its edges toward `load` (within `between`), leave `kept` alone.
     fn leaves_alone(
         &self,
         prepared: &Prepared,
         node: usize,
         load: usize,
         between: &[bool],
-        bytes: Bytes,
+        kept: Kept,
     ) -> bool {
         let dag = &prepared.dag;
         let n = &dag.nodes[node];
         let depth = n.calls.len();
-        if depth < bytes.depth {
+        if depth < kept.depth() {
             // The frame holding the bytes was left.
             return false;
         }
@@ -126,15 +152,28 @@ impl Invariance {
             return false;
         };
         let end = prepared.ends.get(node).copied().unwrap_or(n.slot);
-        (n.slot..end).all(|slot| match program.slots.get(slot) {
-            Some(Some(insn)) => writes_elsewhere(
-                insn,
-                program.analysis.fact(slot),
-                depth == bytes.depth,
-                bytes,
-            ),
+        let same_frame = depth == kept.depth();
+        (n.slot..end).all(|slot| match (program.slots.get(slot), kept) {
+            (Some(Some(insn)), Kept::Bytes(bytes)) => {
+                writes_elsewhere(insn, program.analysis.fact(slot), same_frame, bytes)
+            }
+            (Some(Some(insn)), Kept::Register { reg, .. }) => {
+                !same_frame || !writes_register(insn, reg)
+            }
             _ => true,
         })
+    }
+}
+
+/// Whether `insn` may write register `reg` (one of `r6`-`r9`, which calls preserve).
+fn writes_register(insn: &Instruction, reg: u8) -> bool {
+    match *insn {
+        Instruction::Alu { dst, .. }
+        | Instruction::Endian { dst, .. }
+        | Instruction::Load { dst, .. }
+        | Instruction::LoadImm64 { dst, .. } => dst == reg,
+        Instruction::Atomic { src, fetch, .. } => fetch && src == reg,
+        _ => false,
     }
 }
 

@@ -39,6 +39,13 @@
 //! BPF-to-BPF calls push a frame (the callee sees the caller's arguments, not its `r0` or
 //! `r6`–`r9`), returns pop it (restoring the caller's `r6`–`r9` and frame pointer, `r0` the
 //! callee's); tail calls, summarised callbacks and loops make everything unknown.
+//!
+//! A window need not be one stretch. A value stored on the stack and loaded back further on, or
+//! held in a callee-saved register from an earlier node to its use, is the same formula on every
+//! path holding what made it (up to the store or the definition) and the stretch from the load
+//! or use on, where no path of the graph between may write those bytes or that register
+//! ([`super::gap`]): the stretch between, with the branches that differ from path to path, drops
+//! out of the window ([`Window::heads`], at most [`MAX_HEADS`] such pieces before the last).
 
 use std::collections::BTreeMap;
 
@@ -72,7 +79,8 @@ const MAX_HEADS: usize = 4;
 /// The value is the same formula on every path holding the path's edges in each of `heads` (what
 /// made a value stored on the stack, up to the store, in order) and its edges from `tail` on
 /// (from the last load): the graph between each store and the load of its bytes leaves them
-/// alone ([`Invariance::untouched_between`]).
+/// alone ([`Invariance::kept_between`]), and so does it between a callee-saved register's
+/// definition and its use.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Gap {
     heads: [(usize, usize); MAX_HEADS],
@@ -200,16 +208,20 @@ const UNKNOWN: Val = Val {
 };
 
 /// One frame: its stack slots (offset -> width, value, and the path position of the store), and
-/// the caller's registers `r6`–`r10` to restore on return.
+/// the caller's registers `r6`–`r10` to restore on return, with where each was set.
 #[derive(Clone, Debug, Default)]
 struct Frame {
     slots: BTreeMap<i64, (u32, Val, usize)>,
-    saved: Vec<Val>,
+    saved: Vec<(Val, usize)>,
 }
 
 /// The walk's state.
 struct Walk {
     regs: [Val; NUM_REGS],
+    /// For each register, the path position of the node that set it.
+    set_at: [usize; NUM_REGS],
+    /// The path position of the node the walk is in.
+    position: usize,
     frames: Vec<Frame>,
     dirty: bool,
 }
@@ -274,6 +286,7 @@ impl Walk {
     fn set(&mut self, r: u8, v: Val) {
         if let Some(slot) = self.regs.get_mut(r as usize) {
             *slot = v;
+            self.set_at[r as usize] = self.position;
         }
     }
 
@@ -314,11 +327,7 @@ impl Invariance {
         if self.entries.len() != dag.nodes.len() {
             return out;
         }
-        let mut walk = Walk {
-            regs: [UNKNOWN; NUM_REGS],
-            frames: vec![Frame::default()],
-            dirty: true,
-        };
+        let mut walk = unknown_walk();
         walk.regs[10] = Val {
             since: INVARIANT,
             konst: None,
@@ -328,6 +337,7 @@ impl Invariance {
             let Some(edge) = dag.edges.get(e) else { break };
             let node = edge.from;
             let entry = &self.entries[node];
+            walk.position = j;
             for (r, v) in walk.regs.iter_mut().enumerate() {
                 if entry.regs[r] != VARYING {
                     v.since = INVARIANT;
@@ -335,6 +345,7 @@ impl Invariance {
                     // Invariant up to the previous node's exit, no longer after the join here:
                     // the same on every path through the edge from there.
                     v.since = at(j.saturating_sub(1));
+                    walk.set_at[r] = j.saturating_sub(1);
                 }
             }
             walk.dirty = entry.dirty;
@@ -359,7 +370,7 @@ impl Invariance {
                 if prepared.branch_pc(node) == Some(slot)
                     && matches!(edge.step, Step::Flow(EdgeKind::Taken | EdgeKind::NotTaken))
                 {
-                    if let Some(dep) = compared(&walk, insn) {
+                    if let Some(dep) = self.compared(prepared, path, &walk, insn, j) {
                         out.insert(j, window_of(dep, j));
                     }
                 }
@@ -398,9 +409,9 @@ impl Invariance {
                         konst: Some(i as i64 as u64),
                         fp: None,
                     },
-                    Operand::Reg(r) => w.reg(r),
+                    Operand::Reg(r) => self.read(prepared, path, w, r, j),
                 };
-                let d = w.reg(dst);
+                let d = self.read(prepared, path, w, dst, j);
                 let v = match op {
                     AluOp::Mov => Val {
                         since: join(here, s.since),
@@ -434,7 +445,7 @@ impl Invariance {
                 w.set(dst, v);
             }
             Instruction::Endian { dst, .. } => {
-                let d = w.reg(dst);
+                let d = self.read(prepared, path, w, dst, j);
                 w.set(
                     dst,
                     Val {
@@ -462,7 +473,7 @@ impl Invariance {
                 src,
                 off,
             } => {
-                let a = w.reg(src);
+                let a = self.read(prepared, path, w, src, j);
                 let v = match fact {
                     Some(Fact::Memory(Some(Region::Ctx | Region::Packet))) if !w.dirty => Val {
                         since: join(here, a.since),
@@ -509,7 +520,7 @@ impl Invariance {
                                 fp: None,
                             },
                             Operand::Reg(r) => {
-                                let v = w.reg(r);
+                                let v = self.read(prepared, path, w, r, j);
                                 Val {
                                     since: join(here, v.since),
                                     konst: v.konst.map(|k| mask(size.bytes(), k)),
@@ -580,6 +591,65 @@ impl Invariance {
         }
     }
 
+    /// What the registers a conditional jump at path position `j` compares depend on.
+    fn compared(
+        &self,
+        prepared: &Prepared,
+        path: &[EdgeId],
+        w: &Walk,
+        insn: &Instruction,
+        j: usize,
+    ) -> Since {
+        let Instruction::Jump { dst, src, .. } = *insn else {
+            return None;
+        };
+        let d = self.read(prepared, path, w, dst, j).since;
+        match src {
+            Operand::Imm(_) => d,
+            Operand::Reg(s) => join(d, self.read(prepared, path, w, s, j).since),
+        }
+    }
+
+    /// Register `r` as an instruction at path position `j` reads it: where it is a callee-saved
+    /// one set at an earlier node and no path between may set it, what made it and the stretch
+    /// from here on, with the gap between.
+    fn read(&self, prepared: &Prepared, path: &[EdgeId], w: &Walk, r: u8, j: usize) -> Val {
+        let v = w.reg(r);
+        if !(6..=9).contains(&r) {
+            return v;
+        }
+        let (Some(dep), Some(&set)) = (v.since, w.set_at.get(r as usize)) else {
+            return v;
+        };
+        if dep.start == ANY || set + 1 >= j || set < dep.start {
+            return v;
+        }
+        let gap = match dep.gap {
+            Some(g) if g.tail <= set => Gap::then(g.heads(), (g.tail, set), j),
+            Some(_) => None,
+            None => Gap::then(&[], (dep.start, set), j),
+        };
+        let (Some(gap), Some(&made), Some(depth)) =
+            (gap, path.get(set), w.frames.len().checked_sub(1))
+        else {
+            return v;
+        };
+        let Some(used) = path.get(j).and_then(|&e| prepared.dag.edges.get(e)) else {
+            return v;
+        };
+        let kept = gap::Kept::Register { reg: r, depth };
+        if !self.kept_between(prepared, made, used.from, kept) {
+            return v;
+        }
+        Val {
+            since: Some(Dep {
+                start: dep.start,
+                gap: Some(gap),
+            }),
+            ..v
+        }
+    }
+
     /// What a value stored at path position `stored` (depending on `since`) depends on when
     /// loaded back at position `j` from `bytes`: the stretch that made it up to the store, and
     /// the load's own from `j` on, where the graph between leaves the bytes alone; `None` where
@@ -604,7 +674,7 @@ impl Invariance {
         };
         let edge = *path.get(stored)?;
         let load = prepared.dag.edges.get(*path.get(j)?)?.from;
-        self.untouched_between(prepared, edge, load, bytes)
+        self.kept_between(prepared, edge, load, gap::Kept::Bytes(bytes))
             .then_some(Dep {
                 start: dep.start,
                 gap: Some(gap),
@@ -631,24 +701,12 @@ impl Invariance {
     }
 }
 
-/// The earliest path position the registers a conditional jump compares depend on.
-fn compared(w: &Walk, insn: &Instruction) -> Since {
-    let Instruction::Jump { dst, src, .. } = *insn else {
-        return None;
-    };
-    let d = w.reg(dst).since;
-    match src {
-        Operand::Imm(_) => d,
-        Operand::Reg(s) => join(d, w.reg(s).since),
-    }
-}
-
 /// Follows an edge of kind `step`.
 fn across(w: &mut Walk, step: Step) {
     match step {
         Step::Flow(_) | Step::Exit => {}
         Step::Call { .. } => {
-            let saved = w.regs[6..=10].to_vec();
+            let saved = (6..=10).map(|r| (w.regs[r], w.set_at[r])).collect();
             w.frames.push(Frame {
                 slots: BTreeMap::new(),
                 saved,
@@ -671,7 +729,10 @@ fn across(w: &mut Walk, step: Step) {
             };
             match frame {
                 Some(f) if f.saved.len() == 5 => {
-                    w.regs[6..=10].copy_from_slice(&f.saved);
+                    for (r, &(v, set)) in (6..=10).zip(&f.saved) {
+                        w.regs[r] = v;
+                        w.set_at[r] = set;
+                    }
                     for r in 1..=5 {
                         w.regs[r] = UNKNOWN;
                     }
@@ -688,6 +749,8 @@ fn across(w: &mut Walk, step: Step) {
 fn unknown_walk() -> Walk {
     Walk {
         regs: [UNKNOWN; NUM_REGS],
+        set_at: [0; NUM_REGS],
+        position: 0,
         frames: vec![Frame::default()],
         dirty: true,
     }

@@ -63,7 +63,7 @@ fn with_packet_of_20(body: Vec<Instruction>) -> Object {
 
 /// A packet byte picks one of two constants for `r7`; the test of `r7` after the join is not the
 /// same formula on every path, but it is on every path through the arm that set it: its window
-/// starts at that arm, after the packet test. The null test of an array lookup with a constant
+/// begins at that arm, after the packet test. The null test of an array lookup with a constant
 /// key stored just before is a window of its own node.
 #[test]
 fn windows_start_where_the_compared_values_were_made() {
@@ -106,9 +106,14 @@ fn windows_start_where_the_compared_values_were_made() {
         let (window, end) = window
             .clone()
             .unwrap_or_else(|| panic!("no window at 12 on {path:?}"));
-        let start = window.start;
-        assert!(window.heads.is_empty());
-        // The window holds the arm's node (after the packet test at 7), not the path's start.
+        // The window begins with the arm's node (after the packet test at 7), not the path's
+        // start: its stretch from there to the test, or the arm and the test's node (`r7` is set
+        // in the arm and nowhere between).
+        let start = match window.heads[..] {
+            [] => window.start,
+            [(first, last)] if first == last => first,
+            _ => panic!("{window:?}"),
+        };
         assert!(start > 0 && start < end, "{start}..={end} on {path:?}");
         let arm = prepared.dag.edges[path[start]].from;
         let slot = prepared.dag.nodes[arm].slot;
@@ -209,6 +214,56 @@ fn a_store_that_may_write_the_byte_between_leaves_no_gap() {
             window.heads.is_empty(),
             "a gap across a store of the flag on {path:?}"
         );
+    }
+}
+
+/// A callee-saved register set in one of two arms and tested after a branch that sets another
+/// register on some paths: its window is the arm and the test's node. Where that branch sets the
+/// tested register itself on some paths, no gap: the one stretch from the arm to the test.
+#[test]
+fn a_register_kept_from_its_arm_to_its_test_has_a_gap_unless_set_between() {
+    let program = |between: u8| {
+        with_packet_of_20(vec![
+            ldx(Size::B, 6, 2, 0),  // 6
+            jmp(Cond::Eq, 6, 1, 2), // 7: -> 10
+            mov64(7, 5),            // 8
+            ja(1),                  // 9: -> 11
+            mov64(7, 7),            // 10
+            ldx(Size::B, 6, 2, 1),  // 11
+            jmp(Cond::Eq, 6, 2, 1), // 12: -> 14
+            mov64(between, 4),      // 13
+            jmp(Cond::Ne, 7, 5, 1), // 14: the test -> 16
+            mov64(0, 1),            // 15
+        ])
+    };
+    for (between, gap) in [(8, true), (7, false)] {
+        let object = program(between);
+        let prepared = prepare(&object, 0, &x86(), &Options::default()).expect("prepares");
+        let invariance = Invariance::analyse(&object, &prepared);
+        let at_14 = windows_at(&invariance, &prepared, 14);
+        assert!(!at_14.is_empty());
+        for (path, window) in &at_14 {
+            let (window, end) = window
+                .clone()
+                .unwrap_or_else(|| panic!("no window on {path:?}"));
+            let arm = |position: usize| {
+                let slot = prepared.dag.nodes[prepared.dag.edges[path[position]].from].slot;
+                slot == 8 || slot == 10
+            };
+            let passed_13 = path
+                .iter()
+                .any(|&e| prepared.dag.nodes[prepared.dag.edges[e].from].slot == 13);
+            match window.heads[..] {
+                [(first, last)] => {
+                    assert!(gap, "a gap across `r{between} = 4`: {window:?} on {path:?}");
+                    assert!(first == last && arm(first), "{window:?}");
+                    assert_eq!(window.start, end);
+                }
+                [] if !gap && passed_13 => {}
+                [] if !gap => assert!(arm(window.start), "{window:?}"),
+                _ => panic!("r{between} between: {window:?} on {path:?}"),
+            }
+        }
     }
 }
 
