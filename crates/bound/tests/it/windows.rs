@@ -46,7 +46,7 @@ fn windows_at(invariance: &Invariance, prepared: &Prepared, pc: usize) -> Vec<Wi
 
 /// `body` (from slot 6) behind `r2 = data; r3 = data_end; if (data + 20 > data_end) exit;`, then
 /// `exit`; `r0` starts as `XDP_PASS`.
-fn with_packet_of_20(body: Vec<Instruction>) -> Object {
+fn with_packet_of_20(body: Vec<Instruction>, maps: Vec<MapDef>) -> Object {
     let exit_slot = 6 + body.iter().map(Instruction::slots).sum::<usize>();
     let mut insns = vec![
         mov64(0, 2),
@@ -58,7 +58,7 @@ fn with_packet_of_20(body: Vec<Instruction>) -> Object {
     ];
     insns.extend(body);
     insns.push(exit());
-    Object::single("prog", &insns, Vec::new())
+    Object::single("prog", &insns, maps)
 }
 
 /// A packet byte picks one of two constants for `r7`; the test of `r7` after the join is not the
@@ -84,19 +84,8 @@ fn windows_start_where_the_compared_values_were_made() {
         jmp(Cond::Eq, 0, 0, 0),               // 19: the null test
         mov64(0, 2),                          // 20
     ];
-    let exit_slot = 6 + body.iter().map(Instruction::slots).sum::<usize>();
-    let mut insns = vec![
-        mov64(0, 2),
-        ldx(Size::W, 2, 1, 0),
-        ldx(Size::W, 3, 1, 4),
-        mov64_reg(4, 2),
-        add64(4, 20),
-        jmp_reg(Cond::Gt, 4, 3, (exit_slot - 6) as i16),
-    ];
-    insns.extend(body);
-    insns.push(exit());
     let maps = vec![MapDef::new("counts", MapType::ARRAY, 4, 8, 4)];
-    let object = Object::single("prog", &insns, maps);
+    let object = with_packet_of_20(body, maps);
     let prepared = prepare(&object, 0, &x86(), &Options::default()).expect("prepares");
     let invariance = Invariance::analyse(&object, &prepared);
 
@@ -156,7 +145,7 @@ fn a_byte_loaded_out_of_a_wider_store_has_the_stores_window() {
         jmp(Cond::Ne, 7, 0, 1),  // 15: the flag test -> 17
         mov64(0, 1),             // 16
     ];
-    let object = with_packet_of_20(body);
+    let object = with_packet_of_20(body, Vec::new());
     let prepared = prepare(&object, 0, &x86(), &Options::default()).expect("prepares");
     let invariance = Invariance::analyse(&object, &prepared);
 
@@ -203,7 +192,7 @@ fn a_store_that_may_write_the_byte_between_leaves_no_gap() {
         jmp(Cond::Ne, 7, 0, 1),  // 15 -> 17
         mov64(0, 1),             // 16
     ];
-    let object = with_packet_of_20(body);
+    let object = with_packet_of_20(body, Vec::new());
     let prepared = prepare(&object, 0, &x86(), &Options::default()).expect("prepares");
     let invariance = Invariance::analyse(&object, &prepared);
     let at_15 = windows_at(&invariance, &prepared, 15);
@@ -223,7 +212,7 @@ fn a_store_that_may_write_the_byte_between_leaves_no_gap() {
 #[test]
 fn a_register_kept_from_its_arm_to_its_test_has_a_gap_unless_set_between() {
     let program = |between: u8| {
-        with_packet_of_20(vec![
+        let body = vec![
             ldx(Size::B, 6, 2, 0),  // 6
             jmp(Cond::Eq, 6, 1, 2), // 7: -> 10
             mov64(7, 5),            // 8
@@ -234,7 +223,8 @@ fn a_register_kept_from_its_arm_to_its_test_has_a_gap_unless_set_between() {
             mov64(between, 4),      // 13
             jmp(Cond::Ne, 7, 5, 1), // 14: the test -> 16
             mov64(0, 1),            // 15
-        ])
+        ];
+        with_packet_of_20(body, Vec::new())
     };
     for (between, gap) in [(8, true), (7, false)] {
         let object = program(between);
