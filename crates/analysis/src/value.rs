@@ -189,6 +189,14 @@ impl AbsValue {
         }
     }
 
+    /// `k` where this is the constant `2^k - 1`, `0 < k < 64`.
+    fn constant_interval_mask(&self) -> Option<u32> {
+        match self.shape {
+            Shape::Scalar(i) => low_mask(i),
+            _ => None,
+        }
+    }
+
     /// The region this value points into, if it is a pointer.
     pub fn region(&self) -> Option<Region> {
         match self.shape {
@@ -438,15 +446,25 @@ fn scalar_op(op: BinOp, x: Interval, y: Interval) -> Interval {
     }
     let all = Interval::UNSIGNED;
     match op {
-        BinOp::Add => x.add(y, all),
-        BinOp::Sub => x.add(y.negate(), all),
+        BinOp::Add => wrapped(Interval {
+            lo: x.lo + y.lo,
+            hi: x.hi + y.hi,
+        }),
+        BinOp::Sub => wrapped(Interval {
+            lo: x.lo - y.hi,
+            hi: x.hi - y.lo,
+        }),
         BinOp::Mul if x.hi <= u32::MAX as i128 && y.hi <= u32::MAX as i128 => Interval {
             lo: x.lo * y.lo,
             hi: x.hi * y.hi,
         },
-        BinOp::And => Interval {
-            lo: 0,
-            hi: x.hi.min(y.hi),
+        BinOp::And => match (low_mask(x), low_mask(y)) {
+            (_, Some(bits)) => masked(x, bits),
+            (Some(bits), _) => masked(y, bits),
+            _ => Interval {
+                lo: 0,
+                hi: x.hi.min(y.hi),
+            },
         },
         BinOp::Or | BinOp::Xor => {
             let top = x.hi.max(y.hi);
@@ -493,6 +511,50 @@ fn scalar_op(op: BinOp, x: Interval, y: Interval) -> Interval {
     }
 }
 
+/// The exact sum or difference `r` of two unsigned intervals taken modulo 2^64: where every
+/// value of `r` wraps the same way (all above 2^64 - 1, or all below 0) it is shifted back, as a
+/// subtraction written as the addition of a two's complement (`w3 += -1`) needs; where `r`
+/// straddles a wrap, every value.
+fn wrapped(r: Interval) -> Interval {
+    let modulus = 1i128 << 64;
+    if r.lo >= 0 && r.hi <= U64_MAX {
+        r
+    } else if r.lo > U64_MAX && r.hi - modulus <= U64_MAX {
+        Interval {
+            lo: r.lo - modulus,
+            hi: r.hi - modulus,
+        }
+    } else if r.hi < 0 && r.lo + modulus >= 0 {
+        Interval {
+            lo: r.lo + modulus,
+            hi: r.hi + modulus,
+        }
+    } else {
+        Interval::UNSIGNED
+    }
+}
+
+/// `k` where the interval is the one constant `2^k - 1` (a mask of the `k` low bits), `0 < k <
+/// 64`.
+fn low_mask(i: Interval) -> Option<u32> {
+    let m = i.constant()?;
+    (m > 0 && m < U64_MAX && (m + 1) & m == 0).then(|| (m + 1).trailing_zeros())
+}
+
+/// The `bits` low bits of the values of `x`: exact where every value has the same higher bits
+/// (they then keep their order), else every `bits`-bit value.
+fn masked(x: Interval, bits: u32) -> Interval {
+    let m = (1i128 << bits) - 1;
+    if x.lo >> bits == x.hi >> bits {
+        Interval {
+            lo: x.lo & m,
+            hi: x.hi & m,
+        }
+    } else {
+        Interval { lo: 0, hi: m }
+    }
+}
+
 impl Domain for AbsDomain {
     type Value = AbsValue;
     type Bool = AbsBool;
@@ -502,6 +564,18 @@ impl Domain for AbsDomain {
     }
 
     fn binary(&mut self, op: BinOp, a: &AbsValue, b: &AbsValue) -> AbsValue {
+        // Masking a value to low bits it already fits in (the zero extension of every 32-bit
+        // operation and comparison, `w &= 0xff` of a byte) is that same value: keeping its
+        // identity lets a branch on the masked value narrow the register it came from.
+        if op == BinOp::And {
+            for (v, m) in [(a, b), (b, a)] {
+                if let (Shape::Scalar(x), Some(bits)) = (v.shape, m.constant_interval_mask()) {
+                    if x.hi < (1i128 << bits) {
+                        return *v;
+                    }
+                }
+            }
+        }
         let shape = AbsDomain::binary_shape(op, a.shape, b.shape);
         self.value(shape)
     }
@@ -576,6 +650,38 @@ mod tests {
         let big = d.constant((-0x8000_0000i64) as u64);
         let moved = d.binary(BinOp::Sub, &fp, &big);
         assert_eq!(moved.region(), Some(Region::Stack { depth: Some(0) }));
+    }
+
+    #[test]
+    fn sums_wrap_modulo_two_to_the_64_where_every_value_wraps_alike() {
+        let mut d = AbsDomain::default();
+        let x = d.scalar(Interval { lo: 63, hi: 64 });
+        // `w3 += -1`: the immediate sign-extended, then the low 32 bits kept.
+        let minus_one = d.constant(u64::MAX);
+        let sum = d.binary(BinOp::Add, &x, &minus_one);
+        assert_eq!(sum.shape, Shape::Scalar(Interval { lo: 62, hi: 63 }));
+        let minus_one_32 = d.constant(u32::MAX as u64);
+        let wide = d.binary(BinOp::Add, &x, &minus_one_32);
+        let low = d.constant(u32::MAX as u64);
+        let sum32 = d.binary(BinOp::And, &wide, &low);
+        assert_eq!(sum32.shape, Shape::Scalar(Interval { lo: 62, hi: 63 }));
+        // Straddling the wrap: every value.
+        let around = d.scalar(Interval { lo: 0, hi: 1 });
+        let straddle = d.binary(BinOp::Add, &around, &minus_one);
+        assert_eq!(straddle.shape, Shape::Scalar(Interval::UNSIGNED));
+    }
+
+    #[test]
+    fn masking_a_value_to_bits_it_fits_in_keeps_it() {
+        let mut d = AbsDomain::default();
+        let x = d.scalar(Interval { lo: 2, hi: 64 });
+        let byte = d.constant(0xff);
+        let same = d.binary(BinOp::And, &x, &byte);
+        assert_eq!((same.shape, same.id), (x.shape, x.id));
+        let nibble = d.constant(0xf);
+        let low = d.binary(BinOp::And, &x, &nibble);
+        assert_eq!(low.shape, Shape::Scalar(Interval { lo: 0, hi: 0xf }));
+        assert_ne!(low.id, x.id);
     }
 
     #[test]
