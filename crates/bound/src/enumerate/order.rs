@@ -266,20 +266,30 @@ impl<'d, R: Rates> Enumerator<'d, R> {
     pub fn next_path_within(&mut self, budget: u64) -> Result<Option<RankedPath>, Paused> {
         let mut discarded = 0u64;
         loop {
-            // The instance with the lowest figure; among equals, one whose figure is exact.
-            let mut lowest: Option<(usize, f64, bool)> = None;
+            // The instance with the lowest figure; among equals, one whose figure is exact, then
+            // the one of the larger minimum packet size. Equal rates are common where the
+            // bottleneck does not depend on the path's branches (an NFP path's DRAM reads), and
+            // the order among them decides how many impossible paths the search checks before a
+            // possible one: the analysis raises the sizes of paths it follows precisely (a
+            // header it knows was read), which impossible paths of the same rate often are not
+            // (`xdp_quic_lb_nfp_v6` on the NFP: its 68-byte slowest path behind hundreds of
+            // impossible 63-byte ones, each a second to refute, in size-ascending order).
+            let mut lowest: Option<(usize, f64, bool, u32)> = None;
             for i in 0..self.instances.len() {
                 let Some(f) = self.figure(i) else { continue };
                 let exact = self.instances[i].pending.is_some();
+                let size = self.instances[i].search.size();
                 let better = match lowest {
                     None => true,
-                    Some((_, g, g_exact)) => f < g || (f == g && exact && !g_exact),
+                    Some((_, g, g_exact, g_size)) => {
+                        f < g || (f == g && (exact, size) > (g_exact, g_size))
+                    }
                 };
                 if better {
-                    lowest = Some((i, f, exact));
+                    lowest = Some((i, f, exact, size));
                 }
             }
-            let Some((i, _, _)) = lowest else {
+            let Some((i, _, _, _)) = lowest else {
                 return Ok(None);
             };
             if let Some(path) = self.instances[i].pending.take() {
