@@ -158,22 +158,10 @@ impl Invariance {
                 writes_elsewhere(insn, program.analysis.fact(slot), same_frame, bytes)
             }
             (Some(Some(insn)), Kept::Register { reg, .. }) => {
-                !same_frame || !writes_register(insn, reg)
+                !same_frame || insn.writes() & (1 << reg) == 0
             }
             _ => true,
         })
-    }
-}
-
-/// Whether `insn` may write register `reg` (one of `r6`-`r9`, which calls preserve).
-fn writes_register(insn: &Instruction, reg: u8) -> bool {
-    match *insn {
-        Instruction::Alu { dst, .. }
-        | Instruction::Endian { dst, .. }
-        | Instruction::Load { dst, .. }
-        | Instruction::LoadImm64 { dst, .. } => dst == reg,
-        Instruction::Atomic { src, fetch, .. } => fetch && src == reg,
-        _ => false,
     }
 }
 

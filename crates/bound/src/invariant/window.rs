@@ -253,7 +253,8 @@ impl Walk {
                 if (off..end).contains(&byte) {
                     continue;
                 }
-                f.slots.insert(byte, (1, byte_of(v, (byte - o) as u32), at));
+                f.slots
+                    .insert(byte, (1, bytes_of(v, (byte - o) as u32, 1), at));
             }
         }
     }
@@ -268,15 +269,7 @@ impl Walk {
             return Some((v, at));
         }
         let inside = off + i64::from(width) <= o + i64::from(w);
-        inside.then(|| {
-            let shift = 8 * (off - o) as u32;
-            let v = Val {
-                since: v.since,
-                konst: v.konst.map(|k| mask(width, k >> shift)),
-                fp: None,
-            };
-            (v, at)
-        })
+        inside.then(|| (bytes_of(v, (off - o) as u32, width), at))
     }
 
     fn reg(&self, r: u8) -> Val {
@@ -297,12 +290,12 @@ impl Walk {
     }
 }
 
-/// Byte `k` (little-endian) of a stored value: a function of the value, so it depends on what
-/// the value depends on.
-fn byte_of(v: Val, k: u32) -> Val {
+/// The `width` bytes from byte `from` (little-endian) of a stored value: a function of the
+/// value, so they depend on what the value depends on.
+fn bytes_of(v: Val, from: u32, width: u32) -> Val {
     Val {
         since: v.since,
-        konst: v.konst.map(|c| (c >> (8 * k)) & 0xff),
+        konst: v.konst.map(|c| mask(width, c >> (8 * from))),
         fp: None,
     }
 }
@@ -317,9 +310,8 @@ fn mask(width: u32, v: u64) -> u64 {
 
 impl Invariance {
     /// For each position `j` of `path` (edges from the source) whose edge is a conditional
-    /// branch outcome, the window ending there: every path holding `path[w.start..=j]` (and
-    /// `path[head.0..=head.1]` where the window has a head) tests the same formula at that
-    /// branch. Positions without a known window are absent. Empty where the graph was not
+    /// branch outcome, the window ending there: every path holding `path[w.start..=j]` and each
+    /// of its heads' stretches tests the same formula at that branch. Positions without a known window are absent. Empty where the graph was not
     /// analysed ([`Invariance::none`]).
     pub fn windows(&self, prepared: &Prepared, path: &[EdgeId]) -> BTreeMap<usize, Window> {
         let mut out = BTreeMap::new();
@@ -411,7 +403,12 @@ impl Invariance {
                     },
                     Operand::Reg(r) => self.read(prepared, path, w, r, j),
                 };
-                let d = self.read(prepared, path, w, dst, j);
+                // A move overwrites its destination without reading it.
+                let d = if op == AluOp::Mov {
+                    w.reg(dst)
+                } else {
+                    self.read(prepared, path, w, dst, j)
+                };
                 let v = match op {
                     AluOp::Mov => Val {
                         since: join(here, s.since),
@@ -488,10 +485,8 @@ impl Invariance {
                                 width: size.bytes(),
                             };
                             let (v, stored) = w.slot(f, bytes.offset, bytes.width)?;
-                            Some((
-                                v,
-                                self.across_gap(prepared, path, v.since, stored, j, bytes),
-                            ))
+                            let kept = gap::Kept::Bytes(bytes);
+                            Some((v, self.across_gap(prepared, path, v.since, stored, j, kept)))
                         })
                         .map_or(UNKNOWN, |(v, gapped)| Val {
                             since: join(here, gapped.or(v.since)),
@@ -618,63 +613,47 @@ impl Invariance {
         if !(6..=9).contains(&r) {
             return v;
         }
-        let (Some(dep), Some(&set)) = (v.since, w.set_at.get(r as usize)) else {
-            return v;
-        };
-        if dep.start == ANY || set + 1 >= j || set < dep.start {
-            return v;
-        }
-        let gap = match dep.gap {
-            Some(g) if g.tail <= set => Gap::then(g.heads(), (g.tail, set), j),
-            Some(_) => None,
-            None => Gap::then(&[], (dep.start, set), j),
-        };
-        let (Some(gap), Some(&made), Some(depth)) =
-            (gap, path.get(set), w.frames.len().checked_sub(1))
+        let (Some(&set), Some(depth)) = (w.set_at.get(r as usize), w.frames.len().checked_sub(1))
         else {
             return v;
         };
-        let Some(used) = path.get(j).and_then(|&e| prepared.dag.edges.get(e)) else {
-            return v;
-        };
         let kept = gap::Kept::Register { reg: r, depth };
-        if !self.kept_between(prepared, made, used.from, kept) {
-            return v;
-        }
-        Val {
-            since: Some(Dep {
-                start: dep.start,
-                gap: Some(gap),
-            }),
-            ..v
+        match self.across_gap(prepared, path, v.since, set, j, kept) {
+            Some(dep) => Val {
+                since: Some(dep),
+                ..v
+            },
+            None => v,
         }
     }
 
-    /// What a value stored at path position `stored` (depending on `since`) depends on when
-    /// loaded back at position `j` from `bytes`: the stretch that made it up to the store, and
-    /// the load's own from `j` on, where the graph between leaves the bytes alone; `None` where
-    /// no gap is known (the stretch from `since` on is then the window).
+    /// What a value made at path position `made` (depending on `since`: stored on the stack, or
+    /// set in a register) depends on when read back at position `j` from `kept`: the stretches
+    /// that made it, up to `made`, and the read's own from `j` on, where the graph between leaves
+    /// `kept` alone; `None` where no gap is known (the stretch from `since` on is then the
+    /// window).
     fn across_gap(
         &self,
         prepared: &Prepared,
         path: &[EdgeId],
         since: Since,
-        stored: usize,
+        made: usize,
         j: usize,
-        bytes: gap::Bytes,
+        kept: gap::Kept,
     ) -> Since {
         let dep = since?;
-        if dep.start == ANY || stored + 1 >= j {
+        if dep.start == ANY || dep.start > made || made + 1 >= j {
             return None;
         }
-        // The stored value's own gaps stay; its last stretch ends at the store.
+        // The value's own gaps stay; its last stretch ends where it was made.
         let gap = match dep.gap {
-            Some(g) => Gap::then(g.heads(), (g.tail, stored), j)?,
-            None => Gap::then(&[], (dep.start, stored), j)?,
+            Some(g) if g.tail <= made => Gap::then(g.heads(), (g.tail, made), j)?,
+            Some(_) => return None,
+            None => Gap::then(&[], (dep.start, made), j)?,
         };
-        let edge = *path.get(stored)?;
-        let load = prepared.dag.edges.get(*path.get(j)?)?.from;
-        self.kept_between(prepared, edge, load, gap::Kept::Bytes(bytes))
+        let edge = *path.get(made)?;
+        let used = prepared.dag.edges.get(*path.get(j)?)?.from;
+        self.kept_between(prepared, edge, used, kept)
             .then_some(Dep {
                 start: dep.start,
                 gap: Some(gap),

@@ -5,6 +5,7 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use crate::common::with_packet_of_20;
 use linerate_bound::dag::Step;
 use linerate_bound::invariant::Invariance;
 use linerate_bound::prepare::{prepare, Options, Prepared};
@@ -12,10 +13,10 @@ use linerate_bound::solve::{guarantee, GuaranteeOptions};
 use linerate_bound::ssp::{self, Stop};
 use linerate_bpf::facts::helper;
 use linerate_bpf::insn::build::{
-    add64, call_helper, exit, ja, jmp, jmp_reg, ld_map, ldx, mov64, mov64_reg, st,
+    add64, call_helper, ja, jmp, jmp_reg, ld_map, ldx, mov64, mov64_reg, st,
 };
 use linerate_bpf::insn::{Cond, Instruction, Size};
-use linerate_bpf::program::{MapDef, MapType, Object};
+use linerate_bpf::program::{MapDef, MapType};
 use linerate_cfg::EdgeKind;
 use linerate_conformance::random_program::paths::{generate, GenOptions};
 use linerate_cost::Model;
@@ -24,27 +25,11 @@ fn x86() -> Model {
     Model::builtin("x86").expect("shipped model")
 }
 
-/// `r2` = data, `r3` = data_end, and a check that the packet has 20 bytes (else exit with
-/// `r0` = XDP_PASS); the program body follows at slot 6 and ends at `exit_slot`.
-fn header(exit_slot: usize) -> Vec<Instruction> {
-    vec![
-        mov64(0, 2),
-        ldx(Size::W, 2, 1, 0),
-        ldx(Size::W, 3, 1, 4),
-        mov64_reg(4, 2),
-        add64(4, 20),
-        jmp_reg(Cond::Gt, 4, 3, (exit_slot - 6) as i16),
-    ]
-}
-
-/// The program of `body` after [`header`], ending in `exit`; the prepared graph, and for each
-/// conditional jump slot whether its outcome edges are invariant (both outcomes agree).
+/// The program of `body` behind a packet length check ([`with_packet_of_20`]); the prepared
+/// graph, and for each conditional jump slot whether its outcome edges are invariant (both
+/// outcomes agree).
 fn analyse(body: &[Instruction], maps: Vec<MapDef>) -> (Prepared, Vec<(usize, bool)>) {
-    let exit_slot = 6 + body.iter().map(Instruction::slots).sum::<usize>();
-    let mut insns = header(exit_slot);
-    insns.extend_from_slice(body);
-    insns.push(exit());
-    let object = Object::single("prog", &insns, maps);
+    let object = with_packet_of_20(body, maps);
     let prepared = prepare(&object, 0, &x86(), &Options::default()).expect("prepares");
     let invariance = Invariance::analyse(&object, &prepared);
     let mut by_slot: Vec<(usize, bool)> = Vec::new();

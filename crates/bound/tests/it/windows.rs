@@ -6,17 +6,16 @@
 use std::path::Path;
 use std::time::Duration;
 
+use crate::common::with_packet_of_20;
 use linerate_bound::enumerate::Exhaustive;
 use linerate_bound::invariant::{Invariance, Window};
 use linerate_bound::prepare::{prepare, Options, Prepared};
 use linerate_bound::solve::{guarantee, GuaranteeOptions};
 use linerate_bound::ssp::{self, Stop};
 use linerate_bpf::facts::helper;
-use linerate_bpf::insn::build::{
-    add64, call_helper, exit, ja, jmp, jmp_reg, ld_map, ldx, mov64, mov64_reg, st,
-};
-use linerate_bpf::insn::{Cond, Instruction, Size};
-use linerate_bpf::program::{MapDef, MapType, Object};
+use linerate_bpf::insn::build::{add64, call_helper, ja, jmp, ld_map, ldx, mov64, mov64_reg, st};
+use linerate_bpf::insn::{Cond, Size};
+use linerate_bpf::program::{MapDef, MapType};
 use linerate_cost::Model;
 
 fn x86() -> Model {
@@ -44,23 +43,6 @@ fn windows_at(invariance: &Invariance, prepared: &Prepared, pc: usize) -> Vec<Wi
     out
 }
 
-/// `body` (from slot 6) behind `r2 = data; r3 = data_end; if (data + 20 > data_end) exit;`, then
-/// `exit`; `r0` starts as `XDP_PASS`.
-fn with_packet_of_20(body: Vec<Instruction>, maps: Vec<MapDef>) -> Object {
-    let exit_slot = 6 + body.iter().map(Instruction::slots).sum::<usize>();
-    let mut insns = vec![
-        mov64(0, 2),
-        ldx(Size::W, 2, 1, 0),
-        ldx(Size::W, 3, 1, 4),
-        mov64_reg(4, 2),
-        add64(4, 20),
-        jmp_reg(Cond::Gt, 4, 3, (exit_slot - 6) as i16),
-    ];
-    insns.extend(body);
-    insns.push(exit());
-    Object::single("prog", &insns, maps)
-}
-
 /// A packet byte picks one of two constants for `r7`; the test of `r7` after the join is not the
 /// same formula on every path, but it is on every path through the arm that set it: its window
 /// begins at that arm, after the packet test. The null test of an array lookup with a constant
@@ -85,7 +67,7 @@ fn windows_start_where_the_compared_values_were_made() {
         mov64(0, 2),                          // 20
     ];
     let maps = vec![MapDef::new("counts", MapType::ARRAY, 4, 8, 4)];
-    let object = with_packet_of_20(body, maps);
+    let object = with_packet_of_20(&body, maps);
     let prepared = prepare(&object, 0, &x86(), &Options::default()).expect("prepares");
     let invariance = Invariance::analyse(&object, &prepared);
 
@@ -145,7 +127,7 @@ fn a_byte_loaded_out_of_a_wider_store_has_the_stores_window() {
         jmp(Cond::Ne, 7, 0, 1),  // 15: the flag test -> 17
         mov64(0, 1),             // 16
     ];
-    let object = with_packet_of_20(body, Vec::new());
+    let object = with_packet_of_20(&body, Vec::new());
     let prepared = prepare(&object, 0, &x86(), &Options::default()).expect("prepares");
     let invariance = Invariance::analyse(&object, &prepared);
 
@@ -192,7 +174,7 @@ fn a_store_that_may_write_the_byte_between_leaves_no_gap() {
         jmp(Cond::Ne, 7, 0, 1),  // 15 -> 17
         mov64(0, 1),             // 16
     ];
-    let object = with_packet_of_20(body, Vec::new());
+    let object = with_packet_of_20(&body, Vec::new());
     let prepared = prepare(&object, 0, &x86(), &Options::default()).expect("prepares");
     let invariance = Invariance::analyse(&object, &prepared);
     let at_15 = windows_at(&invariance, &prepared, 15);
@@ -224,7 +206,7 @@ fn a_register_kept_from_its_arm_to_its_test_has_a_gap_unless_set_between() {
             jmp(Cond::Ne, 7, 5, 1), // 14: the test -> 16
             mov64(0, 1),            // 15
         ];
-        with_packet_of_20(body, Vec::new())
+        with_packet_of_20(&body, Vec::new())
     };
     for (between, gap) in [(8, true), (7, false)] {
         let object = program(between);

@@ -1,12 +1,33 @@
 //! What the preparation tests share: following an interpreter run through a prepared graph,
-//! pricing a run instruction by instruction, and the graph's longest paths.
+//! pricing a run instruction by instruction, the graph's longest paths, and hand-built programs
+//! behind a packet length check.
 
 #![allow(dead_code)]
 
 use linerate_bound::dag::{EdgeId, PathDag};
 use linerate_bound::prepare::Prepared;
+use linerate_bpf::insn::build::{add64, exit, jmp_reg, ldx, mov64, mov64_reg};
+use linerate_bpf::insn::{Cond, Instruction, Size};
+use linerate_bpf::program::{MapDef, Object};
 use linerate_cost::{Cost, ProgramCost};
 use linerate_vm::trace::Step as Executed;
+
+/// `body` (from slot 6) behind `r2 = data; r3 = data_end; if (data + 20 > data_end) exit;`, then
+/// `exit`; `r0` starts as `XDP_PASS`.
+pub fn with_packet_of_20(body: &[Instruction], maps: Vec<MapDef>) -> Object {
+    let exit_slot = 6 + body.iter().map(Instruction::slots).sum::<usize>();
+    let mut insns = vec![
+        mov64(0, 2),
+        ldx(Size::W, 2, 1, 0),
+        ldx(Size::W, 3, 1, 4),
+        mov64_reg(4, 2),
+        add64(4, 20),
+        jmp_reg(Cond::Gt, 4, 3, (exit_slot - 6) as i16),
+    ];
+    insns.extend_from_slice(body);
+    insns.push(exit());
+    Object::single("prog", &insns, maps)
+}
 
 /// The source-to-sink path of `prepared` that the run `steps` follows
 /// ([`Prepared::follow`]).
