@@ -20,10 +20,10 @@
 //! on the walk's slowest path; compared with the name, the sum is built once per read.
 
 use std::cell::Cell;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use linerate_sem::Concrete;
-use z3::ast::{Ast, Bool, BV};
+use z3::ast::{Ast, Bool, Dynamic, BV};
 use z3::DeclKind;
 
 use crate::value::{Bits, SymValue};
@@ -50,11 +50,11 @@ impl Byte {
         }
     }
 
-    /// The low byte of a scalar.
+    /// Byte `index` of a scalar.
     pub fn of_scalar(bits: &Bits, index: u32) -> Byte {
         match bits {
             Bits::Const(v) => Byte::Const((v >> (8 * index)) as u8),
-            Bits::Sym(bv) => Byte::Sym(bv.extract(8 * index + 7, 8 * index).simplify()),
+            Bits::Sym(bv) => Byte::Sym(byte_of(bv, 8 * index)),
         }
     }
 
@@ -66,6 +66,69 @@ impl Byte {
             Byte::Pointer { .. } => None,
         }
     }
+}
+
+/// Terms in a value beyond which a stored byte of it is not simplified ([`byte_of`]).
+const MAX_SIMPLIFIED_TERMS: usize = 256;
+
+/// Bits `lo..lo + 8` of `bv`, simplified where the value is small. Z3's simplifier pushes the
+/// extraction down through the value's operations: a walk, and a new term, as large as the value
+/// at every byte stored, which an accumulator stored at each of the path explosion's 48 stages
+/// made quadratic in the path (6–13 s of its 148-decision paths went there). A larger value gives
+/// the byte a zero extension or concatenation building it holds there, else an extraction.
+/// (Never simplifying at all sent a check of `xdp_quic_lb_nfp_v6` from 4 s to a time-out: the
+/// simplified bytes of its shifted and masked words are what the solver reasons well about.)
+fn byte_of(bv: &BV, lo: u32) -> BV {
+    if let Some(v) = bv.as_u64() {
+        return BV::from_u64((v >> lo) & 0xff, 8);
+    }
+    if bv.get_size() == 8 && lo == 0 {
+        return bv.clone();
+    }
+    if smaller_than(bv, MAX_SIMPLIFIED_TERMS) {
+        return bv.extract(lo + 7, lo).simplify();
+    }
+    if bv.is_app() {
+        let parts: Option<Vec<BV>> = bv.children().iter().map(|c| c.as_bv()).collect();
+        match (bv.decl().kind(), parts) {
+            (DeclKind::ZeroExt, Some(parts)) if parts.len() == 1 => {
+                let width = parts[0].get_size();
+                if lo >= width {
+                    return BV::from_u64(0, 8);
+                }
+                if lo + 8 <= width {
+                    return byte_of(&parts[0], lo);
+                }
+            }
+            (DeclKind::Concat, Some(parts)) => {
+                // The first part is the most significant.
+                let mut base = bv.get_size();
+                for part in &parts {
+                    base -= part.get_size();
+                    if lo >= base && lo + 8 <= base + part.get_size() {
+                        return byte_of(part, lo - base);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    bv.extract(lo + 7, lo)
+}
+
+/// Whether `bv` is made of fewer than `limit` distinct terms (counting stops there).
+fn smaller_than(bv: &BV, limit: usize) -> bool {
+    let mut seen: HashSet<Dynamic> = HashSet::new();
+    let mut todo = vec![Dynamic::from_ast(bv)];
+    while let Some(term) = todo.pop() {
+        if seen.len() >= limit {
+            return false;
+        }
+        if seen.insert(term.clone()) && term.is_app() {
+            todo.extend(term.children());
+        }
+    }
+    true
 }
 
 /// Unknown initial contents (an input of the formula) and the offsets read from them so far.
@@ -83,8 +146,10 @@ impl Byte {
 #[derive(Clone, Debug)]
 struct Input {
     name: String,
-    /// Every read at a constant offset, in order: the offset and the byte it gave.
-    reads: Vec<(u64, BV)>,
+    /// Every read at a constant offset: the byte it gave, by offset (a map value of 64 KiB is
+    /// read whole when a lookup introduces it; a list searched per read made that quadratic,
+    /// the whole of the paper artifact's path explosion's time).
+    reads: BTreeMap<u64, BV>,
     /// Every read at a symbolic offset, in order: the offset and its variable.
     symbolic: Vec<(BV, BV)>,
 }
@@ -95,11 +160,11 @@ impl Input {
     fn read(&mut self, offset: &Bits, definitions: &mut Vec<Bool>) -> BV {
         match offset {
             Bits::Const(o) => {
-                if let Some((_, byte)) = self.reads.iter().find(|(r, _)| r == o) {
+                if let Some(byte) = self.reads.get(o) {
                     return byte.clone();
                 }
                 let byte = self.lookup(*o);
-                self.reads.push((*o, byte.clone()));
+                self.reads.insert(*o, byte.clone());
                 byte
             }
             Bits::Sym(o) => {
@@ -124,7 +189,7 @@ impl Input {
     /// recording it: the byte read there, else the variable of a symbolic read at an equal
     /// offset, else a variable named after the offset (so that a witness can read it).
     fn lookup(&self, offset: u64) -> BV {
-        if let Some((_, byte)) = self.reads.iter().find(|(r, _)| *r == offset) {
+        if let Some(byte) = self.reads.get(&offset) {
             return byte.clone();
         }
         let at = BV::from_u64(offset, 64);
@@ -212,7 +277,7 @@ impl Memory {
         Memory {
             input: Some(Input {
                 name: name.to_string(),
-                reads: Vec::new(),
+                reads: BTreeMap::new(),
                 symbolic: Vec::new(),
             }),
             layers: Vec::new(),
@@ -247,7 +312,7 @@ impl Memory {
         let Bits::Sym(bv) = offset else {
             return offset.clone();
         };
-        if !self.naming || is_named(bv) || leaves(bv).is_some() {
+        if !self.naming || is_named(bv) || choices(bv).is_some() {
             return offset.clone();
         }
         if let Some(name) = self.names.get(bv) {
@@ -419,7 +484,7 @@ impl Memory {
                 None => Byte::Sym(self.below(offset)),
             },
             Bits::Sym(bv) => {
-                if let Some(byte) = leaves(bv).and_then(|l| self.byte_of_choice(&l)) {
+                if let Some(byte) = choices(bv).and_then(|l| self.byte_of_choice(&l)) {
                     return byte;
                 }
                 let offset = self.name(offset);
@@ -450,7 +515,7 @@ impl Memory {
             }
             Bits::Sym(bv) => {
                 let value = byte.bv().unwrap_or_else(|| BV::from_u64(0, 8));
-                if let Some(choice) = leaves(bv) {
+                if let Some(choice) = choices(bv) {
                     for (cond, o) in choice {
                         let at = Bits::Const(o);
                         if let Some(old) = self.byte(&at).bv() {
@@ -566,13 +631,98 @@ pub fn add(offset: &Bits, n: u64) -> Bits {
     }
 }
 
-/// Most constants a symbolic offset is split into ([`leaves`]).
+/// Most constants a symbolic offset is split into along its if-then-else tree ([`leaves`]):
+/// each leaf's condition is the conjunction of the tests above it, which grows with the tree.
 const MAX_LEAVES: usize = 32;
+
+/// Most constants a symbolic offset is split into by comparing it with each ([`choices`]).
+const MAX_CONSTANTS: usize = 1024;
 
 /// The offset as `(condition, constant)` pairs whose conditions are exhaustive and exclusive,
 /// where it is an if-then-else tree of constants (through additions, ors and shifts by
-/// constants); `None` otherwise.
-pub(crate) fn leaves(bv: &BV) -> Option<Vec<(Bool, u64)>> {
+/// constants); `None` otherwise. Small trees name their branches' tests ([`leaves`]); larger
+/// ones, up to [`MAX_CONSTANTS`] distinct values, compare the offset with each value: the slot
+/// of a map's hundred-and-fiftieth access chooses among 150 constants, which read as a symbolic
+/// offset would tie each byte read to every earlier one (a definition per pair, quadratic in
+/// the path's accesses).
+pub(crate) fn choices(bv: &BV) -> Option<Vec<(Bool, u64)>> {
+    if let Some(small) = leaves(bv) {
+        return Some(small);
+    }
+    Some(
+        constants(bv)?
+            .into_iter()
+            .map(|c| (bv.eq(BV::from_u64(c, 64)), c))
+            .collect(),
+    )
+}
+
+/// The distinct values of an if-then-else tree of constants (through additions, ors and shifts
+/// by constants), at most [`MAX_CONSTANTS`] of them; `None` otherwise. Each node is visited
+/// once per chain of operations above it, so a long chain of if-then-elses costs its length.
+fn constants(bv: &BV) -> Option<BTreeSet<u64>> {
+    use linerate_sem::BinOp;
+    // The operations above a node, outermost first: `(op, k, k_on_left)`.
+    type Above = Vec<(BinOp, u64, bool)>;
+    let mut out = BTreeSet::new();
+    let mut seen: HashSet<(BV, Above)> = HashSet::new();
+    let mut stack: Vec<(BV, Above)> = vec![(bv.clone(), Vec::new())];
+    while let Some((node, above)) = stack.pop() {
+        if !seen.insert((node.clone(), above.clone())) {
+            continue;
+        }
+        if seen.len() > 4 * MAX_CONSTANTS {
+            return None;
+        }
+        if let Some(v) = node.as_u64() {
+            let value = above.iter().rev().fold(v, |v, &(op, k, k_on_left)| {
+                if k_on_left {
+                    Concrete::eval_binary(op, k, v)
+                } else {
+                    Concrete::eval_binary(op, v, k)
+                }
+            });
+            out.insert(value);
+            if out.len() > MAX_CONSTANTS {
+                return None;
+            }
+            continue;
+        }
+        if node.get_size() != 64 || !node.is_app() {
+            return None;
+        }
+        let children = node.children();
+        match (node.decl().kind(), children.as_slice()) {
+            (DeclKind::Ite, [_, a, b]) => {
+                stack.push((a.as_bv()?, above.clone()));
+                stack.push((b.as_bv()?, above));
+            }
+            (kind @ (DeclKind::Badd | DeclKind::Bor | DeclKind::Bshl), [x, y]) => {
+                let op = match kind {
+                    DeclKind::Badd => BinOp::Add,
+                    DeclKind::Bor => BinOp::Or,
+                    _ => BinOp::Shl,
+                };
+                let (x, y) = (x.as_bv()?, y.as_bv()?);
+                let (inner, k, k_on_left) = match (x.as_u64(), y.as_u64()) {
+                    // Z3 shifts by 64 or more to zero, the interpreter's primitive modulo 64.
+                    (_, Some(k)) if op == BinOp::Shl && k >= 64 => return None,
+                    (_, Some(k)) => (x, k, false),
+                    (Some(k), None) if op != BinOp::Shl => (y, k, true),
+                    _ => return None,
+                };
+                let mut above = above;
+                above.push((op, k, k_on_left));
+                stack.push((inner, above));
+            }
+            _ => return None,
+        }
+    }
+    Some(out)
+}
+
+/// [`choices`] of a small tree: each constant with the tests of the branches that lead to it.
+fn leaves(bv: &BV) -> Option<Vec<(Bool, u64)>> {
     if let Some(v) = bv.as_u64() {
         return Some(vec![(Bool::from_bool(true), v)]);
     }
@@ -619,4 +769,78 @@ pub(crate) fn leaves(bv: &BV) -> Option<Vec<(Bool, u64)>> {
         _ => return None,
     };
     (out.len() <= MAX_LEAVES).then_some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `ite(slot == k0, 1000, ite(slot == k1, 1001, ...))` over `n` constants, as the slots of
+    /// `n` accesses to one map are (`crate::maps`), shifted into a value's offset.
+    fn chain(n: u64) -> BV {
+        let slot = BV::new_const("slot", 64);
+        let mut offset = BV::from_u64(1000 + n, 64);
+        for k in (0..n).rev() {
+            offset = slot
+                .eq(BV::from_u64(k, 64))
+                .ite(&BV::from_u64(1000 + k, 64), &offset);
+        }
+        offset.bvshl(BV::from_u64(32, 64)).bvor(BV::from_u64(3, 64))
+    }
+
+    /// A byte read at a choice among 150 constant offsets is a choice among 150 bytes, with
+    /// nothing tied to other reads: read as a symbolic offset, each such read was constrained
+    /// against every earlier read (the path explosion's execution, quadratic in its accesses).
+    #[test]
+    fn a_choice_among_many_constant_offsets_reads_each_offset() {
+        let offset = chain(149);
+        let constants: Vec<u64> = choices(&offset)
+            .expect("a choice among constants")
+            .iter()
+            .map(|(_, c)| *c)
+            .collect();
+        let expected: Vec<u64> = (1000..1150).map(|k| (k << 32) | 3).collect();
+        assert_eq!(constants, expected);
+
+        let mut memory = Memory::input("value");
+        memory.set_byte(&Bits::Const((1020 << 32) | 3), Byte::Const(0x5a));
+        let byte = memory.byte(&Bits::Sym(offset.clone()));
+        assert!(memory.take_definitions().is_empty());
+        let byte = byte.bv().expect("a scalar byte");
+        // Where the slot is 20, the byte is the one stored there.
+        let solver = z3::Solver::new();
+        solver.assert(BV::new_const("slot", 64).eq(BV::from_u64(20, 64)));
+        solver.assert(byte.eq(BV::from_u64(0x5a, 8)).not());
+        assert_eq!(solver.check(), z3::SatResult::Unsat);
+    }
+
+    /// A stored byte of a large arithmetic value (an accumulator of 100 stages) is an
+    /// extraction of the value itself, not a term rebuilt through its arithmetic; of a
+    /// zero-extended or concatenated one, the part it was.
+    #[test]
+    fn a_stored_byte_is_taken_out_of_its_value_without_rewriting_it() {
+        let mut sum = BV::new_const("x", 64);
+        for stage in 0..100 {
+            sum = sum
+                .bvmul(BV::from_u64(31, 64))
+                .bvadd(BV::new_const(format!("v{stage}"), 64));
+        }
+        assert!(!smaller_than(&sum, MAX_SIMPLIFIED_TERMS));
+        let Byte::Sym(byte) = Byte::of_scalar(&Bits::Sym(sum.clone()), 2) else {
+            panic!("a symbolic byte");
+        };
+        assert_eq!(byte.decl().kind(), DeclKind::Extract);
+        assert_eq!(byte.children()[0].as_bv(), Some(sum));
+
+        let low = BV::new_const("low", 8);
+        let high = BV::new_const("high", 8);
+        let word = high.concat(&low).zero_ext(48);
+        let byte_at = |i| match Byte::of_scalar(&Bits::Sym(word.clone()), i) {
+            Byte::Sym(b) => b,
+            other => panic!("byte {i}: {other:?}"),
+        };
+        assert_eq!(byte_at(0), low);
+        assert_eq!(byte_at(1), high);
+        assert_eq!(byte_at(5).as_u64(), Some(0));
+    }
 }

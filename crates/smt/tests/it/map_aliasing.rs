@@ -1,9 +1,10 @@
-//! Lookups of one map under keys that may be equal, end to end: a sketch of 20 rows, each
-//! incrementing a counter at an index hashed from the packet, gets a witness whose packet and
-//! map entries take its path in the interpreter. (Where each lookup's slot comes from is pinned
-//! by `maps`' unit test: once a choice among 2^(n-1) constants, it sent memory to comparisons
-//! of symbolic offsets from the sixth row on, and the solver ran out of its 10 s on the paper
-//! artifact's sketches of depth 10 to 20.)
+//! Lookups of one map under keys that may be equal, end to end: a sketch of 20 rows (the paper
+//! artifact's deepest), or of 48 (more slots to choose among than memory names by their branches'
+//! tests), each incrementing a counter at an index hashed from the packet, gets a witness whose
+//! packet and map entries take its path in the interpreter. (Where each lookup's slot comes from
+//! is pinned by `maps`' unit test: once a choice among 2^(n-1) constants, it sent memory to
+//! comparisons of symbolic offsets from the sixth row on, and the solver ran out of its 10 s on
+//! the artifact's sketches of depth 10 to 20.)
 
 use linerate_bpf::facts::helper;
 use linerate_bpf::insn::build::{
@@ -17,16 +18,13 @@ use linerate_vm::{Vm, VmOptions};
 
 use crate::common;
 
-/// Rows of the sketch: the artifact's deepest.
-const ROWS: i32 = 20;
-
-/// A count-min sketch over the packet's first word, mixed once: row `r` hashes it (shifts and
+/// A count-min sketch of `rows` rows over the packet's first word, mixed once: row `r` hashes it (shifts and
 /// two multiplications, as the artifact's rows do) into one of 4,096 counters of its own (index
 /// `r << 12 | hash`) of one array, and increments it atomically; `XDP_PASS` for a packet shorter than 4 bytes (or a failed lookup), else
 /// `XDP_DROP`.
-fn count_min() -> Object {
+fn count_min(rows: i32) -> Object {
     let row_slots = 17; // the row below, in slots (the map load takes two)
-    let rows_end = (ROWS * row_slots) as i16;
+    let rows_end = (rows * row_slots) as i16;
     let mut insns: Vec<Instruction> = vec![
         mov64_reg(6, 1),
         ldx(Size::W, 2, 6, 0),
@@ -41,7 +39,7 @@ fn count_min() -> Object {
         alu64(AluOp::Rsh, 1, 15),
         alu64(AluOp::Xor, 7, 1),
     ];
-    for row in 0..ROWS {
+    for row in 0..rows {
         let multiplier = 0x045d_9f3b_i32.wrapping_mul(2 * row + 1) | 1;
         let to_pass = (rows_end as i32 - (row + 1) * row_slots + 4) as i16;
         insns.extend([
@@ -64,13 +62,23 @@ fn count_min() -> Object {
         ]);
     }
     insns.extend([mov64(0, 1), exit(), mov64(0, 2), exit()]);
-    let counters = MapDef::new("counters", MapType::ARRAY, 4, 4, (ROWS as u32) << 12);
+    let counters = MapDef::new("counters", MapType::ARRAY, 4, 4, (rows as u32) << 12);
     Object::single("count_min", &insns, vec![counters])
 }
 
 #[test]
 fn a_deep_count_min_sketch_path_gets_a_witness_that_takes_it() {
-    let object = count_min();
+    witness_takes_the_path(20);
+}
+
+#[test]
+fn a_sketch_of_more_rows_than_named_branches_gets_a_witness_that_takes_it() {
+    witness_takes_the_path(48);
+}
+
+/// The path of a packet through the sketch of `rows` rows, checked: its witness replays it.
+fn witness_takes_the_path(rows: i32) {
+    let object = count_min(rows);
     let options = VmOptions {
         record_steps: true,
         ..VmOptions::default()
@@ -84,7 +92,7 @@ fn a_deep_count_min_sketch_path_gets_a_witness_that_takes_it() {
     let path = common::decisions(&object, &run.steps);
     assert_eq!(
         path.len(),
-        1 + ROWS as usize,
+        1 + rows as usize,
         "the bounds check and each row's NULL check"
     );
 
