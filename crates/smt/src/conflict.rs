@@ -110,6 +110,11 @@ impl PathChecker {
         if !sorted_core.is_empty() && sorted_core.iter().all(|i| usable.contains(i)) {
             first = unsat_core(&sorted_core, &mut checks).map(|_| sorted_core.clone());
         }
+        // The decision dropped after the last conflict found, and that conflict's first one:
+        // where dropping its latest decision leaves no conflict, the path's conflicts may all
+        // share it (a test that the packet's word is zero, against each test of one of its
+        // bits: the paper artifact's path explosion); they are found by dropping the first.
+        let mut dropped: Option<(usize, usize)> = None;
         loop {
             let conflict = match first.take() {
                 Some(c) => c,
@@ -117,9 +122,19 @@ impl PathChecker {
                     if checks >= MAX_CHECKS {
                         break;
                     }
-                    let Some(mut c) = unsat_core(&remaining, &mut checks) else {
-                        break;
+                    let c = match unsat_core(&remaining, &mut checks) {
+                        Some(c) => c,
+                        None => {
+                            let Some((last, first)) = dropped.take() else {
+                                break;
+                            };
+                            remaining.push(last);
+                            remaining.sort_unstable();
+                            remaining.retain(|&i| i != first);
+                            continue;
+                        }
                     };
+                    let mut c = c;
                     // Shrink: drop each decision the rest still conflicts without.
                     let mut k = 0;
                     while k < c.len() && checks < MAX_CHECKS {
@@ -139,8 +154,11 @@ impl PathChecker {
             };
             // An empty conflict would mean the axioms alone are unsatisfiable: no path is
             // possible, which the search finds by itself; it is not a set to prune by.
-            let Some(&drop) = conflict.last() else { break };
-            remaining.retain(|&i| i != drop);
+            let (Some(&last), Some(&earliest)) = (conflict.last(), conflict.first()) else {
+                break;
+            };
+            remaining.retain(|&i| i != last);
+            dropped = (earliest != last).then_some((last, earliest));
             found.push(conflict);
         }
         self.session.checks += checks as u64;

@@ -48,3 +48,46 @@ fn decisions_before_a_failure_conflict_on_their_own() {
     // The decision after the failure has no condition to conflict with.
     assert!(learned.iter().all(|set| !set.contains(&3)));
 }
+
+/// `if (w & 1) ...; if (w & 2) ...; if (w & 4) ...; if (w == 0) ...` over the packet's first
+/// byte `w`: the path taking every bit and then the zero test holds one conflict per bit, each
+/// sharing the zero test (the CoNEXT'21 artifact's path explosion, over 64 bits).
+fn bits_then_zero() -> Object {
+    let insns = [
+        ldx(Size::W, 2, 1, 0),      // 0
+        ldx(Size::W, 3, 1, 4),      // 1
+        mov64_reg(4, 2),            // 2
+        add64(4, 1),                // 3
+        mov64(0, 2),                // 4: XDP_PASS
+        jmp_reg(Cond::Gt, 4, 3, 9), // 5: -> 15
+        ldx(Size::B, 5, 2, 0),      // 6
+        jmp(Cond::Set, 5, 1, 1),    // 7: -> 9
+        mov64(7, 0),                // 8
+        jmp(Cond::Set, 5, 2, 1),    // 9: -> 11
+        mov64(7, 0),                // 10
+        jmp(Cond::Set, 5, 4, 1),    // 11: -> 13
+        mov64(7, 0),                // 12
+        jmp(Cond::Ne, 5, 0, 1),     // 13: -> 15
+        mov64(0, 1),                // 14
+        exit(),                     // 15
+    ];
+    Object::single("bits_then_zero", &insns, Vec::new())
+}
+
+#[test]
+fn conflicts_sharing_their_last_decision_are_each_found() {
+    let object = bits_then_zero();
+    let decisions = path(&[(5, false), (7, true), (9, true), (11, true), (13, false)]);
+    let mut checker = PathChecker::new(&object, 0, Options::default()).unwrap();
+    let core = match checker.check(&decisions).unwrap() {
+        Verdict::Unsat { core } => core,
+        other => panic!("a set bit and a zero byte: {other:?}"),
+    };
+    let mut learned = checker.input_conflicts(&decisions, &[0, 1, 2, 3, 4], &core);
+    learned.sort();
+    assert_eq!(
+        learned,
+        vec![vec![1, 4], vec![2, 4], vec![3, 4]],
+        "core {core:?}"
+    );
+}
