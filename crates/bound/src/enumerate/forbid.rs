@@ -70,33 +70,62 @@ impl Forbidden {
         self.single[edge]
     }
 
+    /// Whether a path whose edges so far were given to [`Forbidden::walk_onto`] would hold a
+    /// whole forbidden set if it took `edge` next.
+    pub(crate) fn completes(&self, edge: EdgeId) -> bool {
+        self.everything
+            || self.single[edge]
+            || self.by_edge[edge]
+                .iter()
+                .any(|&s| self.hits[s as usize] as usize + 1 == self.sets[s as usize].len())
+    }
+
+    /// Whether some set lacks only one edge of the path walked so far (which
+    /// [`Forbidden::completes`] then names).
+    pub(crate) fn one_short(&self) -> bool {
+        self.touched
+            .iter()
+            .any(|&s| self.hits[s as usize] as usize + 1 == self.sets[s as usize].len())
+    }
+
+    /// Whether a set of `edge`'s lacks only one edge of the path walked so far.
+    pub(crate) fn one_short_with(&self, edge: EdgeId) -> bool {
+        self.by_edge[edge]
+            .iter()
+            .any(|&s| self.hits[s as usize] as usize + 1 == self.sets[s as usize].len())
+    }
+
+    /// Counts `edge` as taken by the path being walked (edge by edge, each at most once, until
+    /// [`Forbidden::end_walk`]).
+    pub(crate) fn walk_onto(&mut self, edge: EdgeId) {
+        for &s in &self.by_edge[edge] {
+            let hits = &mut self.hits[s as usize];
+            if *hits == 0 {
+                self.touched.push(s);
+            }
+            *hits += 1;
+        }
+    }
+
+    /// Forgets the path walked.
+    pub(crate) fn end_walk(&mut self) {
+        for s in self.touched.drain(..) {
+            self.hits[s as usize] = 0;
+        }
+    }
+
     /// The first position `i` such that `path[..=i]` contains a whole forbidden set: every path
     /// starting with that prefix is forbidden. `None` when `path` is allowed.
     pub fn first_violation(&mut self, path: &[EdgeId]) -> Option<usize> {
         if self.everything {
             return Some(0);
         }
-        let mut found = None;
-        'path: for (i, &e) in path.iter().enumerate() {
-            if self.single[e] {
-                found = Some(i);
-                break;
-            }
-            for &s in &self.by_edge[e] {
-                let hits = &mut self.hits[s as usize];
-                if *hits == 0 {
-                    self.touched.push(s);
-                }
-                *hits += 1;
-                if *hits as usize == self.sets[s as usize].len() {
-                    found = Some(i);
-                    break 'path;
-                }
-            }
-        }
-        for s in self.touched.drain(..) {
-            self.hits[s as usize] = 0;
-        }
+        let found = path.iter().position(|&e| {
+            let completes = self.completes(e);
+            self.walk_onto(e);
+            completes
+        });
+        self.end_walk();
         found
     }
 

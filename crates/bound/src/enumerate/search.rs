@@ -14,8 +14,10 @@
 //! with more than one out-edge (the edges in between are the only way on). Forbidding a single
 //! edge removes it and repairs `best` upward from it, so the bounds stay exact and the search
 //! never walks into it again; queue entries keep their older, larger keys (still upper bounds)
-//! and get their exact key when they reach the top. Larger forbidden sets are checked on every
-//! walked path: the shortest forbidden prefix is cut off with everything below it.
+//! and get their exact key when they reach the top. Larger forbidden sets are followed along
+//! every walk: an edge that would complete one is not taken (every path through it from there
+//! holds the set), and a walk that had to leave its costliest edge for that queues its path whole,
+//! at its own cost, rather than giving it out of order.
 
 use std::cmp::Ordering;
 use std::collections::{BTreeSet, BinaryHeap};
@@ -25,6 +27,9 @@ use crate::dag::{EdgeId, NodeId, PathDag};
 
 /// Marks "no record" (the empty prefix) and "no edge" (the entry at the source).
 const NONE: u32 = u32::MAX;
+
+/// Marks an entry that is one whole path (its record holds every choice), at its exact cost.
+const COMPLETE: u32 = u32::MAX - 1;
 
 /// What [`Search::next_path`] found.
 #[derive(Debug, PartialEq)]
@@ -64,6 +69,9 @@ pub struct Search {
     /// Scratch: the path being built, and the deviations found on its walk.
     path: Vec<EdgeId>,
     found: Vec<(usize, Deviation)>,
+    /// Scratch: suffix bounds for the walk under way that leave out the edges completing a
+    /// forbidden set with its prefix (empty when none does).
+    avoiding: Vec<f64>,
     /// Work done: queue pops plus edges of walked paths.
     work: u64,
 }
@@ -76,7 +84,8 @@ struct Record {
 }
 
 /// A queued set of paths: the prefix `record`, then `edge`, then any way to the sink (or, with
-/// `edge` = [`NONE`], every path from the source). `key` bounds their costs from above.
+/// `edge` = [`NONE`], every path from the source; with [`COMPLETE`], the one path `record`
+/// holds). `key` bounds their costs from above.
 #[derive(Clone, Copy, Debug)]
 struct Deviation {
     key: f64,
@@ -183,6 +192,7 @@ impl Search {
             records: Vec::new(),
             path: Vec::new(),
             found: Vec::new(),
+            avoiding: Vec::new(),
             work: 0,
         };
         search.best[sink] = 0.0;
@@ -236,12 +246,13 @@ impl Search {
             .fold(f64::NEG_INFINITY, f64::max)
     }
 
-    /// The exact key of `d` under the current bounds.
+    /// The key of `d` under the current bounds: never above its own, which a walk may have
+    /// tightened with what its prefix forbids ([`Search::bound_avoiding`]).
     fn fresh_key(&self, d: &Deviation) -> f64 {
-        if d.edge == NONE {
-            self.best[PathDag::SOURCE]
-        } else {
-            d.prefix + self.through(d.edge)
+        match d.edge {
+            NONE => self.best[PathDag::SOURCE].min(d.key),
+            COMPLETE => d.key,
+            edge => (d.prefix + self.through(edge)).min(d.key),
         }
     }
 
@@ -306,11 +317,28 @@ impl Search {
         Next::Paused
     }
 
-    /// Walks the costliest path of `d`'s set, queues the deviations along the walk that no
-    /// forbidden set cuts off, and returns the path unless it is forbidden.
+    /// Walks the costliest allowed path of `d`'s set, queues the deviations along the walk, and
+    /// returns the path if it is the costliest of the set (else queues it with its own cost).
+    ///
+    /// The walk takes, at each node, the costliest out-edge that completes no forbidden set with
+    /// the edges before it; an edge that does is dropped with every path through it (they all
+    /// hold that set). A learned set whose edges lie far apart (a test of a byte early, a
+    /// contradicting test late) would otherwise be walked into by every combination of the
+    /// choices between, each walk cut at its last edge: the paper artifact's path explosion
+    /// spent its time there, and Katran's sets filled the queue with such deviations. Where the
+    /// walk had to leave the costliest edge, its path costs less than the set's key: it goes back
+    /// to the queue as a whole path, so that paths still come out in order.
     fn expand(&mut self, d: Deviation, forbidden: &mut Forbidden) -> Option<Vec<EdgeId>> {
         self.path.clear();
         self.found.clear();
+        if d.edge == COMPLETE {
+            self.rebuild_prefix(d.record, self.sink);
+            self.work += self.path.len() as u64;
+            // Edges removed and sets forbidden since it was queued.
+            let allowed = self.path.iter().all(|&e| self.alive[e])
+                && forbidden.first_violation(&self.path).is_none();
+            return allowed.then(|| self.path.clone());
+        }
         let start = if d.edge == NONE {
             PathDag::SOURCE
         } else {
@@ -325,24 +353,52 @@ impl Search {
             self.path.push(e);
             (self.ends[e].1 as usize, d.prefix + self.weight[e])
         };
-        while node != self.sink {
+        // The prefix (and the deviation's edge) against the sets forbidden since it was queued.
+        let mut allowed = true;
+        for &e in &self.path {
+            if forbidden.completes(e) {
+                allowed = false;
+                break;
+            }
+            forbidden.walk_onto(e);
+        }
+        // Where a set lacks one edge of the prefix, that edge is out of every path of the set:
+        // bounds without it (the others' keys, and the walk's choices) are tighter, and still
+        // bounds. Without them, every combination of the choices between a set's early edge and
+        // its late one has a key as if the late one were possible. They are made again wherever
+        // the walk brings a set to one edge short.
+        if allowed && forbidden.one_short() {
+            self.bound_avoiding(node, forbidden);
+        } else {
+            self.avoiding.clear();
+        }
+        let mut left_costliest = false;
+        while allowed && node != self.sink {
             let (lo, hi) = (
                 self.out_start[node] as usize,
                 self.out_start[node + 1] as usize,
             );
-            let mut chosen = self.out_edges[lo];
-            let mut chosen_cost = self.through(chosen);
-            for &e in &self.out_edges[lo + 1..hi] {
-                let c = self.through(e);
-                if c > chosen_cost {
-                    chosen = e;
-                    chosen_cost = c;
+            let mut costliest = f64::NEG_INFINITY;
+            let mut chosen: Option<(u32, f64)> = None;
+            for &e in &self.out_edges[lo..hi] {
+                let c = self.through_avoiding(e);
+                costliest = costliest.max(c);
+                if c > f64::NEG_INFINITY
+                    && !forbidden.completes(e as usize)
+                    && chosen.is_none_or(|(_, best)| c > best)
+                {
+                    chosen = Some((e, c));
                 }
             }
+            let Some((chosen, chosen_cost)) = chosen else {
+                allowed = false;
+                break;
+            };
+            left_costliest |= chosen_cost < costliest;
             let at = self.path.len();
             for &e in &self.out_edges[lo..hi] {
-                let c = self.through(e);
-                if e != chosen && c > f64::NEG_INFINITY {
+                let c = self.through_avoiding(e);
+                if e != chosen && c > f64::NEG_INFINITY && !forbidden.completes(e as usize) {
                     self.found.push((
                         at,
                         Deviation {
@@ -354,16 +410,22 @@ impl Search {
                     ));
                 }
             }
+            forbidden.walk_onto(chosen as usize);
             self.path.push(chosen as usize);
             cost += self.weight[chosen as usize];
             node = self.ends[chosen as usize].1 as usize;
+            if forbidden.one_short_with(chosen as usize) {
+                self.bound_avoiding(node, forbidden);
+            }
         }
+        forbidden.end_walk();
         self.work += self.path.len() as u64;
-        let cut = forbidden.first_violation(&self.path);
-        // A deviation at position i keeps path[..i], allowed when i <= cut. Record the choices
-        // before each queued deviation (the prefix it shares), and no further.
-        let mut found = std::mem::take(&mut self.found);
-        found.retain(|(at, _)| cut.is_none_or(|c| *at <= c));
+        // The path's cost and its set's key, summed along different ways, differ by rounding.
+        let below_key = cost < d.key - 1e-9 * d.key.abs().max(1.0);
+        let whole_path_queued = allowed && (left_costliest || below_key);
+        // Record the choices before each queued deviation (the prefix it shares), and no further
+        // unless the whole path is queued.
+        let found = std::mem::take(&mut self.found);
         let mut record = d.record;
         let mut next = 0;
         for i in first..self.path.len() {
@@ -371,7 +433,7 @@ impl Search {
                 self.queue.push(Deviation { record, ..*dev });
                 next += 1;
             }
-            if next == found.len() {
+            if next == found.len() && !whole_path_queued {
                 break;
             }
             let e = self.path[i];
@@ -380,11 +442,46 @@ impl Search {
                 record = self.push_record(record, e as u32);
             }
         }
-        found.clear();
         self.found = found;
-        match cut {
-            Some(_) => None,
-            None => Some(self.path.clone()),
+        self.found.clear();
+        if whole_path_queued {
+            self.queue.push(Deviation {
+                key: cost,
+                prefix: cost,
+                record,
+                edge: COMPLETE,
+            });
+            return None;
+        }
+        allowed.then(|| self.path.clone())
+    }
+
+    /// Fills [`Search::avoiding`]: the largest cost from each node from `from` on to the sink
+    /// without the edges that complete a forbidden set with the path walked so far.
+    fn bound_avoiding(&mut self, from: NodeId, forbidden: &Forbidden) {
+        self.avoiding.clear();
+        self.avoiding.extend_from_slice(&self.best);
+        for v in (from..self.sink).rev() {
+            let mut best = f64::NEG_INFINITY;
+            for &e in self.out(v) {
+                let e = e as usize;
+                if self.alive[e] && !forbidden.completes(e) {
+                    best = best.max(self.weight[e] + self.avoiding[self.ends[e].1 as usize]);
+                }
+            }
+            self.avoiding[v] = best;
+        }
+    }
+
+    /// [`Search::through`] under the bounds of [`Search::bound_avoiding`] where they are set.
+    fn through_avoiding(&self, e: u32) -> f64 {
+        if self.avoiding.is_empty() {
+            return self.through(e);
+        }
+        if self.alive[e as usize] {
+            self.weight[e as usize] + self.avoiding[self.ends[e as usize].1 as usize]
+        } else {
+            f64::NEG_INFINITY
         }
     }
 
@@ -433,5 +530,6 @@ impl Search {
             + self.records.capacity() * size_of::<Record>()
             + self.path.capacity() * size_of::<EdgeId>()
             + self.found.capacity() * size_of::<(usize, Deviation)>()
+            + self.avoiding.capacity() * size_of::<f64>()
     }
 }

@@ -320,6 +320,42 @@ fn edge_set_forbid_prunes() {
     );
 }
 
+/// Pairs whose edges lie far apart — each stage's costly arm against one costly edge at the end
+/// (a test of each bit of a word, then a test that the word is zero: the CoNEXT'21 artifact's
+/// path explosion) — prune every path holding a pair without walking them: the next path comes
+/// after work linear in the stages, not after the 2^30 combinations of the arms, each walked into
+/// the late edge and cut there.
+#[test]
+fn far_apart_pairs_prune_without_walking_their_combinations() {
+    let stages = 30;
+    let mut edges = Vec::new();
+    for s in 0..stages {
+        edges.push((s, s + 1, vec![10.0], 60));
+        edges.push((s, s + 1, vec![0.0], 60));
+    }
+    // The late edge is worth every arm together.
+    edges.push((stages, stages + 1, vec![1000.0], 60));
+    edges.push((stages, stages + 1, vec![0.0], 60));
+    let late = edges.len() - 2;
+    let dag = graph(1, stages + 2, &edges);
+    let rates = Simple {
+        capacity: vec![1e6],
+        per_packet: vec![1.0],
+        per_byte: false,
+        limit: None,
+    };
+    let mut enumerator = Enumerator::new(&dag, rates).unwrap();
+    for s in 0..stages {
+        enumerator.forbid(vec![2 * s, late]).unwrap();
+    }
+    let first = enumerator.next_path_within(100_000).unwrap().unwrap();
+    assert_eq!(first.cost.0[0], 1000.0, "the late edge with no arm");
+    let second = enumerator.next_path_within(100_000).unwrap().unwrap();
+    assert_eq!(second.cost.0[0], 300.0, "every arm, without the late edge");
+    let work = enumerator.stats().work;
+    assert!(work < 100 * (stages as u64 + 2), "{work} steps for 2 paths");
+}
+
 /// Forbidding the empty set (every path contains it) ends the enumeration; naming an edge that
 /// does not exist is an error.
 #[test]
