@@ -495,31 +495,81 @@ impl PathChecker {
                 core.push(needed);
             }
         }
-        // A single decision is as small as a core gets (dropping it would ask whether the path's
-        // other constraints alone conflict, a satisfiable and costly check). The latest decisions
-        // go first: a core that ends earlier prunes more paths.
         if self.options.minimise_cores {
-            let mut i = core.len();
-            let mut checks = 0;
-            while i > 0 && core.len() > 1 && checks < MAX_SHRINK_CHECKS {
-                i -= 1;
-                checks += 1;
-                let trial: Vec<usize> = core
-                    .iter()
-                    .enumerate()
-                    .filter(|&(j, _)| j != i)
-                    .map(|(_, &d)| d)
-                    .collect();
-                let Some(&through) = trial.last() else {
-                    break;
-                };
-                let literals: Vec<Bool> = trial.iter().map(|&d| assumptions[d].clone()).collect();
-                if let Answer::Unsat { .. } = self.session.check_through(&literals, through) {
-                    core = trial;
+            core = self.shrink(assumptions, core);
+        }
+        core
+    }
+
+    /// A smaller core within `core` (decision indices, ascending, impossible through the last
+    /// one), found by deletion: the latest decisions are tried for removal first (a core that
+    /// ends earlier prunes more paths). A single decision is as small as a core gets (dropping it
+    /// would ask whether the path's other constraints alone conflict, a satisfiable and costly
+    /// check).
+    ///
+    /// Two things spare checks, each of which can take a second on a long path:
+    /// - A refuted trial gives its own core, which can leave out more than the decision tried.
+    /// - Once a decision is known to be needed (the rest without it is possible), the needed
+    ///   ones are tried alone: a core is often a decision or two late on the path, whose
+    ///   earlier candidates would otherwise each take a check to drop.
+    ///
+    /// The candidates and needed decisions together are always a set shown impossible through
+    /// its last decision, with the segments up to there ([`Session::check_through`]); a trial
+    /// replaces them only where it is.
+    fn shrink(&mut self, assumptions: &[Bool], core: Vec<usize>) -> Vec<usize> {
+        // Decisions not yet tried, and those known to be needed (both ascending).
+        let (mut candidates, mut needed) = (core, Vec::<usize>::new());
+        let mut checks = 0;
+        while checks < MAX_SHRINK_CHECKS && candidates.len() + needed.len() > 1 {
+            let Some(tried) = candidates.pop() else {
+                break;
+            };
+            let mut trial: Vec<usize> = candidates.iter().chain(&needed).copied().collect();
+            trial.sort_unstable();
+            checks += 1;
+            match self.refuted_through(assumptions, &trial) {
+                // The needed decisions stay whatever the solver's core says: a superset of a
+                // core is still one.
+                Some(refined) => {
+                    candidates = refined
+                        .into_iter()
+                        .filter(|d| !needed.contains(d))
+                        .collect()
+                }
+                None => {
+                    let at = needed.partition_point(|&d| d < tried);
+                    needed.insert(at, tried);
+                    if candidates.is_empty() || checks >= MAX_SHRINK_CHECKS {
+                        continue;
+                    }
+                    checks += 1;
+                    if self.refuted_through(assumptions, &needed).is_some() {
+                        candidates.clear();
+                    }
                 }
             }
         }
-        core
+        candidates.extend(needed);
+        candidates.sort_unstable();
+        candidates
+    }
+
+    /// Whether the decisions `trial` (ascending) are impossible through the last of them; if so,
+    /// the subset the solver's core names, extended to the decision before the latest segment it
+    /// needs (a claim through an earlier decision would not have asserted that segment).
+    fn refuted_through(&mut self, assumptions: &[Bool], trial: &[usize]) -> Option<Vec<usize>> {
+        let &through = trial.last()?;
+        let literals: Vec<Bool> = trial.iter().map(|&d| assumptions[d].clone()).collect();
+        let Answer::Unsat { core, segment } = self.session.check_through(&literals, through) else {
+            return None;
+        };
+        let mut refined: Vec<usize> = core.iter().map(|&i| trial[i]).collect();
+        if let Some(before) = segment.and_then(|k| k.checked_sub(1)) {
+            if refined.last().is_none_or(|&last| last < before) {
+                refined.push(before);
+            }
+        }
+        Some(refined)
     }
 
     /// A model of the path whose packet is as short as possible, and whether that is proven
