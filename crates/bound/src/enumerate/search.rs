@@ -318,7 +318,8 @@ impl Search {
     }
 
     /// Walks the costliest allowed path of `d`'s set, queues the deviations along the walk, and
-    /// returns the path if it is the costliest of the set (else queues it with its own cost).
+    /// returns the path if it is the costliest of the set and avoided no forbidden set on the way
+    /// (else queues it whole, at its own cost).
     ///
     /// The walk takes, at each node, the costliest out-edge that completes no forbidden set with
     /// the edges before it; an edge that does is dropped with every path through it (they all
@@ -326,7 +327,7 @@ impl Search {
     /// contradicting test late) would otherwise be walked into by every combination of the
     /// choices between, each walk cut at its last edge: the paper artifact's path explosion
     /// spent its time there, and Katran's sets filled the queue with such deviations. Where the
-    /// walk had to leave the costliest edge, its path costs less than the set's key: it goes back
+    /// walk turned away from an edge, its path may cost less than the set's key: it goes back
     /// to the queue as a whole path, so that paths still come out in order.
     fn expand(&mut self, d: Deviation, forbidden: &mut Forbidden) -> Option<Vec<EdgeId>> {
         self.path.clear();
@@ -372,29 +373,32 @@ impl Search {
         } else {
             self.avoiding.clear();
         }
-        let mut left_costliest = false;
+        let mut avoided = false;
         while allowed && node != self.sink {
             let (lo, hi) = (
                 self.out_start[node] as usize,
                 self.out_start[node + 1] as usize,
             );
-            let mut costliest = f64::NEG_INFINITY;
+            // The costliest edge (the first of equals), and the costliest allowed one.
+            let mut costliest: Option<(u32, f64)> = None;
             let mut chosen: Option<(u32, f64)> = None;
             for &e in &self.out_edges[lo..hi] {
                 let c = self.through_avoiding(e);
-                costliest = costliest.max(c);
-                if c > f64::NEG_INFINITY
-                    && !forbidden.completes(e as usize)
-                    && chosen.is_none_or(|(_, best)| c > best)
-                {
+                if c == f64::NEG_INFINITY {
+                    continue;
+                }
+                if costliest.is_none_or(|(_, best)| c > best) {
+                    costliest = Some((e, c));
+                }
+                if !forbidden.completes(e as usize) && chosen.is_none_or(|(_, best)| c > best) {
                     chosen = Some((e, c));
                 }
             }
-            let Some((chosen, chosen_cost)) = chosen else {
+            let Some((chosen, _)) = chosen else {
                 allowed = false;
                 break;
             };
-            left_costliest |= chosen_cost < costliest;
+            avoided |= costliest.is_some_and(|(e, _)| e != chosen);
             let at = self.path.len();
             for &e in &self.out_edges[lo..hi] {
                 let c = self.through_avoiding(e);
@@ -421,8 +425,13 @@ impl Search {
         forbidden.end_walk();
         self.work += self.path.len() as u64;
         // The path's cost and its set's key, summed along different ways, differ by rounding.
+        // A walk that turned away from its costliest edge for a forbidden set queues its path
+        // whole even where it costs the key (a tie): it then comes after the other entries of that key (among equal costs,
+        // a prefix that ran into a refuted conflict is the likelier to be impossible again;
+        // taking it first sent `xdp_quic_lb_nfp_v6`'s NFP search through dozens of impossible
+        // paths of its slowest rate).
         let below_key = cost < d.key - 1e-9 * d.key.abs().max(1.0);
-        let whole_path_queued = allowed && (left_costliest || below_key);
+        let whole_path_queued = allowed && (avoided || below_key);
         // Record the choices before each queued deviation (the prefix it shares), and no further
         // unless the whole path is queued.
         let found = std::mem::take(&mut self.found);
