@@ -249,6 +249,26 @@ fn helper_case(id: u32) -> HelperCase {
 pub(crate) const REDIRECT_TARGETS: [(u32, &str); 3] =
     [(0, "devmap"), (1, "devmap_hash"), (2, "cpumap")];
 
+/// One of the benches helper `c.id` is priced at the dearest of (`fit::plan`): `call` made
+/// `c.units` times, and its probe.
+fn variant_bench(g: &mut Group, key: &str, c: &HelperCase, note: &str, call: Vec<Instruction>) {
+    let insns = program(helper_setup, c.units, |a, _, _| {
+        a.extend(call.iter().copied())
+    });
+    let mut bench = Bench::new(key, "helper base", c.units).note(note);
+    for (m, n) in &c.minus {
+        bench = bench.minus(*m, *n);
+    }
+    g.timed(format!("{key} x{}", c.units), insns, Some(bench));
+    let mut a = Asm::new();
+    let setup_fail = a.label();
+    helper_setup(&mut a, setup_fail);
+    a.extend(call);
+    a.push(exit());
+    a.tail_block(setup_fail, [mov64(R0, 1), exit()]);
+    g.probe(key, a.finish().insns, c.expect);
+}
+
 /// `redirect_map(map, 0, 0)` on the helper group's map `map`.
 fn redirect_map_insns(map: u32) -> Vec<Instruction> {
     vec![
@@ -283,24 +303,10 @@ pub(super) fn helper_group() -> Group {
         }
         if id == helper::REDIRECT_MAP {
             for (map, name) in REDIRECT_TARGETS {
-                let key = format!("aux.redirect_map.{name}");
                 let c = helper_case(id);
-                let insns = program(helper_setup, c.units, |a, _, _| {
-                    a.extend(redirect_map_insns(map))
-                });
-                let mut bench = Bench::new(&key, "helper base", c.units)
-                    .note("`redirect_map` to an occupied slot of the map, minus argument setup");
-                for (m, n) in &c.minus {
-                    bench = bench.minus(*m, *n);
-                }
-                g.timed(format!("{key} x{}", c.units), insns, Some(bench));
-                let mut a = Asm::new();
-                let setup_fail = a.label();
-                helper_setup(&mut a, setup_fail);
-                a.extend(redirect_map_insns(map));
-                a.push(exit());
-                a.tail_block(setup_fail, [mov64(R0, 1), exit()]);
-                g.probe(&key, a.finish().insns, c.expect);
+                let note = "`redirect_map` to an occupied slot of the map, minus argument setup";
+                let key = format!("aux.redirect_map.{name}");
+                variant_bench(&mut g, &key, &c, note, redirect_map_insns(map));
             }
             continue;
         }
