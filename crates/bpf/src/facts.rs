@@ -107,7 +107,21 @@ pub mod errno {
     pub const EEXIST: i64 = 17;
     pub const ENODEV: i64 = 19;
     pub const EINVAL: i64 = 22;
+    pub const ERANGE: i64 = 34;
     pub const EAFNOSUPPORT: i64 = 97;
+}
+
+/// What `bpf_probe_read_kernel(_str)` may read: the kernel's fault-tolerant copies
+/// (`copy_from_kernel_nofault`, `strncpy_from_kernel_nofault` in mm/maccess.c) first ask
+/// `copy_from_kernel_nofault_allowed` (arch/x86/mm/maccess.c), which refuses user-space addresses
+/// (below `TASK_SIZE_MAX + PAGE_SIZE`), non-canonical ones and the vsyscall page with `-ERANGE`.
+pub mod kernel_read {
+    /// Every address below this one is refused on x86-64 whatever the page tables: it is
+    /// user space or non-canonical with 4-level paging (the kernel half starts at
+    /// `0xffff_8000_0000_0000`) and with 5-level paging (at `0xff00_0000_0000_0000`). Above it,
+    /// whether an address is read, faults or is refused (non-canonical under the running
+    /// kernel's paging level, the vsyscall page) is the running kernel's business.
+    pub const LOWEST_READABLE: u64 = 0xff00_0000_0000_0000;
 }
 
 /// Names of the kernel functions (kfuncs) linerate gives a meaning to (`linerate_sem::kfuncs`).

@@ -260,6 +260,10 @@ pub mod id {
     pub const TCP_RAW_GEN_SYNCOOKIE_IPV6: u32 = 205;
     pub const TCP_RAW_CHECK_SYNCOOKIE_IPV4: u32 = 206;
     pub const TCP_RAW_CHECK_SYNCOOKIE_IPV6: u32 = 207;
+    // Reads from any kernel address (kernel/trace/bpf_trace.c), offered to programs loaded with
+    // CAP_PERFMON (`bpf_base_func_proto`, kernel/bpf/helpers.c).
+    pub const PROBE_READ_KERNEL: u32 = 113;
+    pub const PROBE_READ_KERNEL_STR: u32 = 115;
 }
 
 /// Map helpers the verifier binds to one map type's operation where a single map reaches the call
@@ -290,6 +294,7 @@ pub fn argument_count(id: u32) -> Option<usize> {
         id::MAP_POP_ELEM | id::MAP_PEEK_ELEM => 2,
         id::RINGBUF_SUBMIT | id::RINGBUF_DISCARD | id::RINGBUF_QUERY => 2,
         id::TAIL_CALL | id::REDIRECT_MAP | id::MAP_PUSH_ELEM | id::RINGBUF_RESERVE => 3,
+        id::PROBE_READ_KERNEL | id::PROBE_READ_KERNEL_STR => 3,
         id::MAP_UPDATE_ELEM | id::FIB_LOOKUP | id::RINGBUF_OUTPUT => 4,
         id::XDP_LOAD_BYTES | id::XDP_STORE_BYTES | id::LOOP | id::FOR_EACH_MAP_ELEM => 4,
         id::TRACE_PRINTK | id::PERF_EVENT_OUTPUT | id::CSUM_DIFF | id::CHECK_MTU => 5,
@@ -345,6 +350,8 @@ mod tests {
             (id::KTIME_GET_BOOT_NS, "ktime_get_boot_ns"),
             (id::XDP_GET_BUFF_LEN, "xdp_get_buff_len"),
             (id::XDP_LOAD_BYTES, "xdp_load_bytes"),
+            (id::PROBE_READ_KERNEL, "probe_read_kernel"),
+            (id::PROBE_READ_KERNEL_STR, "probe_read_kernel_str"),
             (id::XDP_STORE_BYTES, "xdp_store_bytes"),
         ] {
             assert_eq!(helper_name(n), name, "helper {n}");
