@@ -19,7 +19,7 @@ use linerate_bpf::program::{MapDef, MapOrigin, Object};
 use linerate_sem::exec::{Frame, HelperOutcome, Machine, SemError};
 use linerate_sem::helpers::{
     Callback, Device, FibAnswer, Frags, HelperMachine, PacketBounds, RedirectTo, Source,
-    WalkPosition, WalkedElement,
+    WalkPosition, WalkedElement, Whereabouts,
 };
 use linerate_sem::Domain;
 
@@ -651,6 +651,53 @@ impl HelperMachine for AbsMachine<'_> {
         Ok((0..len).map(|_| self.domain.bits(8)).collect())
     }
 
+    fn locate(
+        &mut self,
+        _pc: usize,
+        addr: &AbsValue,
+        _len: u64,
+    ) -> Result<Whereabouts<AbsValue, AbsBool>, Stop> {
+        let unknown = AbsBool {
+            known: None,
+            compare: None,
+            negated: false,
+        };
+        let known = |b: bool| AbsBool {
+            known: Some(b),
+            ..unknown
+        };
+        // Pointers into memory the machines hold may reach past it (the bounds are not
+        // tracked here); a pointer that may be NULL may be the number 0.
+        Ok(match addr.shape {
+            Shape::Unknown => Whereabouts {
+                held: unknown,
+                number: unknown,
+                value: *addr,
+            },
+            Shape::Scalar(_) => Whereabouts {
+                held: known(false),
+                number: known(true),
+                value: *addr,
+            },
+            Shape::Pointer {
+                region, maybe_null, ..
+            } => {
+                let holdable = matches!(
+                    region,
+                    Region::Stack { .. }
+                        | Region::Packet
+                        | Region::PacketMeta
+                        | Region::MapValue { .. }
+                );
+                Whereabouts {
+                    held: if holdable { unknown } else { known(false) },
+                    number: if maybe_null { unknown } else { known(false) },
+                    value: self.domain.constant(0),
+                }
+            }
+        })
+    }
+
     fn write_bytes(&mut self, _pc: usize, addr: &AbsValue, bytes: &[AbsValue]) -> Result<(), Stop> {
         // Written as unknown: the write may or may not happen (see `decide`).
         let unknown = self.domain.unknown();
@@ -761,8 +808,9 @@ impl HelperMachine for AbsMachine<'_> {
     fn source(&mut self, _pc: usize, source: Source) -> Result<AbsValue, Stop> {
         Ok(match source {
             Source::Random32 | Source::ProcessorId | Source::SynCookie => self.domain.bits(32),
-            Source::SynCookieMss => self.domain.bits(2),
+            Source::SynCookieMss | Source::KernelRead => self.domain.bits(2),
             Source::SynCookieValid => self.domain.bits(1),
+            Source::KernelByte => self.domain.bits(8),
             Source::MonotonicNs | Source::BootNs => self.domain.bits(64),
         })
     }

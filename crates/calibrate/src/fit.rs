@@ -6,8 +6,8 @@ use std::collections::{HashMap, HashSet};
 
 use crate::measure::Samples;
 use crate::programs::{
-    dispatch_bench, map_cases, Bench, DispatchCase, Role, Suite, CTX_FIELDS, JUMP_PLACEMENTS,
-    QUEUE_TARGETS, REDIRECT_TARGETS,
+    dispatch_bench, kernel_read_key, map_cases, Bench, DispatchCase, Role, Suite, CTX_FIELDS,
+    JUMP_PLACEMENTS, KERNEL_READ_SIZES, QUEUE_TARGETS, REDIRECT_TARGETS,
 };
 use crate::CalibrateError;
 use linerate_bpf::facts::helper;
@@ -125,6 +125,20 @@ pub(crate) fn plan() -> Vec<(String, Pricing)> {
                        AF_XDP socket and is not timed)"
                     .into(),
             },
+            Item::Helper(id @ (helper::PROBE_READ_KERNEL | helper::PROBE_READ_KERNEL_STR)) => {
+                Pricing::Max {
+                    of: KERNEL_READ_SIZES
+                        .iter()
+                        .map(|&bytes| kernel_read_key(id, bytes))
+                        .collect(),
+                    what: format!(
+                        "the dearer of {} bytes (the kernel copies 8 bytes at a time, a string a \
+                         byte at a time: a read of more than {} bytes costs more than this)",
+                        KERNEL_READ_SIZES.map(|b| b.to_string()).join(" and "),
+                        KERNEL_READ_SIZES[KERNEL_READ_SIZES.len() - 1]
+                    ),
+                }
+            }
             Item::Helper(helper::RINGBUF_RESERVE) => Pricing::Max {
                 of: ["submit", "discard"]
                     .iter()

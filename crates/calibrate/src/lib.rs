@@ -63,7 +63,9 @@
 //!   afterwards, unless [`Options::enable_forwarding`] is off; the note records the helper's result
 //!   code), `trace_printk` of a 3-character line (it really writes to the trace buffer), the
 //!   SYN cookie helpers on stack headers (generation over a 60-byte TCP header of NOP options, the
-//!   longest walk for an MSS option; checks of an ACK the kernel did not answer). Ring
+//!   longest walk for an MSS option; checks of an ACK the kernel did not answer),
+//!   `probe_read_kernel` and `probe_read_kernel_str` from the stack at 8 and 64 bytes (a string
+//!   as long as the size), priced at the dearer (a longer read costs more). Ring
 //!   buffers, perf event output, queues and `check_mtu` have a group of their own
 //!   (`programs/records.rs`): `ringbuf_output` of 8 bytes into a 4 MiB ring the kernel crate
 //!   drains after every run; `ringbuf_reserve` timed with its `submit` or `discard` (the dearer

@@ -27,6 +27,7 @@ use linerate_bpf::program::{MapDef, MapType};
 use crate::domain::{BinOp, CmpOp, Domain};
 use crate::exec::{enter_function, Bool, HelperOutcome, Machine, Ops, SemError, Val};
 
+mod kernel_read;
 mod records;
 mod syncookies;
 pub use records::Device;
@@ -70,6 +71,8 @@ pub const SUPPORTED: &[u32] = &[
     id::TCP_RAW_GEN_SYNCOOKIE_IPV6,
     id::TCP_RAW_CHECK_SYNCOOKIE_IPV4,
     id::TCP_RAW_CHECK_SYNCOOKIE_IPV6,
+    id::PROBE_READ_KERNEL,
+    id::PROBE_READ_KERNEL_STR,
 ];
 
 /// Where a helper takes its map argument: r1 for the map helpers, r2 for `bpf_tail_call` and
@@ -111,6 +114,28 @@ pub enum Source {
     SynCookieMss,
     /// Whether `bpf_tcp_raw_check_syncookie_*` accepts the ACK's cookie (1) or not (0).
     SynCookieValid,
+    /// How `bpf_probe_read_kernel(_str)` ends on kernel memory no machine holds (see
+    /// [`Whereabouts`]): 0 it reads it, 1 it faults (an unmapped address: `-EFAULT`), 2 or 3 the
+    /// running kernel refuses the address (non-canonical under its paging level, or the
+    /// vsyscall page: `-ERANGE`).
+    KernelRead,
+    /// One byte of kernel memory no machine holds, as `bpf_probe_read_kernel(_str)` reads it.
+    KernelByte,
+}
+
+/// Where the bytes a helper reads from any kernel address lie, as far as a machine knows
+/// ([`HelperMachine::locate`]).
+#[derive(Clone, Debug)]
+pub struct Whereabouts<V, B> {
+    /// Every byte lies in memory the machine holds, which [`HelperMachine::read_bytes`] reads:
+    /// within one stack frame, the packet between `data_meta` and `data_end`, or one map value.
+    pub held: B,
+    /// The address is a number the program made, not a pointer the machine handed it (a NULL
+    /// pointer is the number 0): an address in the kernel's own terms, which the kernel refuses
+    /// to read below [`linerate_bpf::facts::kernel_read::LOWEST_READABLE`].
+    pub number: B,
+    /// That number, where `number` holds.
+    pub value: V,
 }
 
 /// The packet buffer's bounds: byte offsets into the buffer of `BPF_PROG_TEST_RUN`'s frame (see
@@ -180,6 +205,15 @@ pub trait HelperMachine: Machine {
         addr: &Val<Self>,
         len: u64,
     ) -> Result<Vec<Val<Self>>, Self::Fault>;
+    /// Where the `len` bytes at `addr` lie, for a helper that reads from any kernel address
+    /// (`bpf_probe_read_kernel`: the verifier lets any value through as the address, so it need
+    /// not be a pointer, nor stay within what the pointer reaches).
+    fn locate(
+        &mut self,
+        pc: usize,
+        addr: &Val<Self>,
+        len: u64,
+    ) -> Result<Whereabouts<Val<Self>, Bool<Self>>, Self::Fault>;
     /// Writes one byte per value at `addr`.
     fn write_bytes(
         &mut self,
@@ -529,6 +563,8 @@ pub fn call<M: HelperMachine>(
             let ipv6 = helper == id::TCP_RAW_CHECK_SYNCOOKIE_IPV6;
             syncookies::check(m, pc, ipv6, &r1, &r2)?
         }
+        id::PROBE_READ_KERNEL => kernel_read::copy(m, pc, &r1, &r2, &r3)?,
+        id::PROBE_READ_KERNEL_STR => kernel_read::copy_string(m, pc, &r1, &r2, &r3)?,
         // A program runs alone (one packet at a time on one CPU) and the verifier keeps it from
         // touching the lock word, holding two locks, or exiting with one held: taking and
         // releasing the lock has no effect the program or its maps can show. Both return 0.

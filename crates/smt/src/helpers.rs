@@ -5,21 +5,22 @@
 //! decided by the solver ([`HelperMachine::decide`]: an outcome the path allows, the other
 //! tried by the checker if that one conflicts with the path).
 
+use linerate_bpf::facts::limits::STACK_FRAME_SIZE;
 use linerate_bpf::program::{MapDef, MapType};
 use linerate_cfg::Decision;
 use linerate_sem::exec::{HelperOutcome, SemError};
 use linerate_sem::helpers::{
     Device, FibAnswer, Frags, HelperMachine, PacketBounds, RedirectTo, Source, WalkPosition,
-    WalkedElement,
+    WalkedElement, Whereabouts,
 };
-use z3::ast::{Bool, BV};
+use z3::ast::{Ast, Bool, BV};
 
 use crate::error::SmtError;
 use crate::machine::Exec;
 use crate::maps::{value_offset, SymMap};
 use crate::memory::{add, Byte};
 use crate::streams::{Queue, Ring, MAX_QUEUE};
-use crate::value::{Bits, Region, SymValue};
+use crate::value::{Bits, Region, SymValue, Tag};
 
 impl Exec<'_> {
     /// The packet pointer `offset` bytes past `data` (helpers that take packet offsets).
@@ -32,6 +33,41 @@ impl Exec<'_> {
             offset,
         );
         SymValue::pointer(Region::Packet, sum.bits)
+    }
+
+    /// Whether the `len` bytes at offset `off` of `region` lie in memory the machine holds, as
+    /// the interpreter's `Execution::holds` says: within one stack frame, the packet between
+    /// `data_meta` and `data_end`, or one map value.
+    fn holds(&self, region: Region, off: &Bits, len: u64) -> Bool {
+        let c = |v: u64| BV::from_u64(v, 64);
+        let o = off.bv();
+        let end = o.bvadd(c(len));
+        let no_wrap = o.bvule(&end);
+        match region {
+            Region::Stack => {
+                let top = (self.s.frames.len() as u64 + 1) * STACK_FRAME_SIZE;
+                let mut within = vec![no_wrap, end.bvule(c(top))];
+                if len > 0 {
+                    // Frames are 512 bytes: the first and last byte share a frame number.
+                    let frame = |b: &BV| b.bvudiv(c(STACK_FRAME_SIZE));
+                    within.push(frame(&o).eq(frame(&end.bvsub(c(1)))));
+                }
+                Bool::and(&within).simplify()
+            }
+            Region::Packet => {
+                let lo = self.s.bounds.data_meta.bits.bv();
+                let hi = self.s.bounds.data_end.bits.bv();
+                Bool::and(&[&no_wrap, &lo.bvule(&o), &end.bvule(&hi)]).simplify()
+            }
+            Region::MapValue(map) => {
+                let size = self.s.maps[map].value_size(&self.env.object.maps[map], off);
+                let low = o.extract(31, 0).zero_ext(32);
+                low.bvadd(c(len)).bvule(c(size)).simplify()
+            }
+            Region::Ctx | Region::Function | Region::MapHandle(_) | Region::CallbackKey => {
+                Bool::from_bool(false)
+            }
+        }
     }
 
     /// Constrains the initial entries map `map`'s last operation introduced to what user space
@@ -391,6 +427,47 @@ impl HelperMachine for Exec<'_> {
         Ok(out)
     }
 
+    fn locate(
+        &mut self,
+        pc: usize,
+        addr: &SymValue,
+        len: u64,
+    ) -> Result<Whereabouts<SymValue, Bool>, SmtError> {
+        let (yes, no) = (Bool::from_bool(true), Bool::from_bool(false));
+        // A pointer is a number only where it is NULL, the number 0.
+        let zero = SymValue::constant(0);
+        Ok(match &addr.tag {
+            Tag::Scalar => Whereabouts {
+                held: no,
+                number: yes,
+                value: addr.clone(),
+            },
+            // Its high half is a kernel pointer's, in the kernel half: no number the kernel
+            // refuses, nor memory the machine holds.
+            Tag::Low32 => Whereabouts {
+                held: no.clone(),
+                number: no,
+                value: zero,
+            },
+            Tag::Invalid(why) => return Err(self.unsupported(pc, *why)),
+            Tag::Ptr { region, null } => {
+                let inside = self.holds(*region, &addr.bits, len);
+                match null {
+                    Some(null) => Whereabouts {
+                        held: Bool::and(&[&null.not(), &inside]),
+                        number: null.clone(),
+                        value: zero,
+                    },
+                    None => Whereabouts {
+                        held: inside,
+                        number: no,
+                        value: zero,
+                    },
+                }
+            }
+        })
+    }
+
     fn write_bytes(
         &mut self,
         pc: usize,
@@ -558,6 +635,10 @@ impl HelperMachine for Exec<'_> {
             Source::SynCookie => self.fresh(pc, "a SYN cookie", 32),
             Source::SynCookieMss => self.fresh(pc, "the MSS table index of a SYN cookie", 2),
             Source::SynCookieValid => self.fresh(pc, "a SYN cookie check's verdict", 1),
+            Source::KernelRead => {
+                self.fresh(pc, "how bpf_probe_read_kernel ends on kernel memory", 2)
+            }
+            Source::KernelByte => self.fresh(pc, "a byte of kernel memory", 8),
             Source::ProcessorId => {
                 let v = self.fresh(pc, crate::replay::PROCESSOR_ID, 64);
                 let cpus = self.env.cpus;

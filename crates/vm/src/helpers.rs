@@ -11,7 +11,7 @@ use linerate_bpf::program::{MapDef, MapType};
 use linerate_bpf::records::push_record;
 use linerate_sem::helpers::{
     Device, FibAnswer, Frags, HelperMachine, PacketBounds, RedirectTo, Source, WalkPosition,
-    WalkedElement,
+    WalkedElement, Whereabouts,
 };
 use linerate_sem::{HelperOutcome, Machine};
 
@@ -86,6 +86,19 @@ impl HelperMachine for Execution<'_> {
     fn read_bytes(&mut self, pc: usize, addr: &u64, len: u64) -> Result<Vec<u64>, Box<VmError>> {
         let bytes = self.read_memory(pc, *addr, len as usize)?;
         Ok(bytes.iter().map(|b| u64::from(*b)).collect())
+    }
+
+    fn locate(
+        &mut self,
+        _pc: usize,
+        addr: &u64,
+        len: u64,
+    ) -> Result<Whereabouts<u64, bool>, Box<VmError>> {
+        Ok(Whereabouts {
+            held: self.holds(*addr, len as usize),
+            number: self.is_number(*addr),
+            value: *addr,
+        })
     }
 
     fn write_bytes(&mut self, pc: usize, addr: &u64, bytes: &[u64]) -> Result<(), Box<VmError>> {
@@ -230,6 +243,11 @@ impl HelperMachine for Execution<'_> {
             // interpreter issued, so checks fail, as the kernel's do for any other ACK.
             Source::SynCookie => self.vm.next_prandom() as u64,
             Source::SynCookieMss | Source::SynCookieValid => 0,
+            // The interpreter holds no kernel memory but what it models (see `Execution::holds`):
+            // a read of any other address in the kernel half fails, as at an unmapped one
+            // (`-EFAULT`, the destination zeroed).
+            Source::KernelRead => 1,
+            Source::KernelByte => 0,
         })
     }
 

@@ -20,8 +20,8 @@ use crate::error::VmError;
 use crate::helpers::FibRoute;
 use crate::maps::MapState;
 use crate::memory::{
-    pointer, split, PacketBuffer, CALLBACK_KEY_REGION, CTX_REGION, MAP_HANDLE_REGION,
-    MAP_VALUE_REGION, PACKET_REGION, STACK_REGION,
+    pointer, split, PacketBuffer, CALLBACK_KEY_REGION, CTX_REGION, FUNCTION_REGION,
+    MAP_HANDLE_REGION, MAP_VALUE_REGION, PACKET_REGION, STACK_REGION,
 };
 use crate::slab::Loc;
 use crate::trace::{Step, StepState};
@@ -601,6 +601,46 @@ impl<'v> Execution<'v> {
             _ => None,
         };
         placed.ok_or_else(|| self.fault(pc, addr, len, write))
+    }
+
+    /// Whether all `len` bytes at `addr` lie in memory the interpreter holds, for a helper that
+    /// reads from any kernel address (`bpf_probe_read_kernel`): within one stack frame (the
+    /// kernel's are not side by side: the JIT keeps a return address and saved registers between
+    /// a frame and its caller's), the packet between `data_meta` and `data_end`, or one live
+    /// map value. Callback keys are left out: the kernel passes a copy on its own stack, whose
+    /// surroundings the interpreter does not hold.
+    pub(crate) fn holds(&self, addr: u64, len: usize) -> bool {
+        let (region, offset) = split(addr);
+        let offset = offset as usize;
+        let end = offset + len;
+        match region {
+            STACK_REGION => {
+                end <= (self.vm.scratch.frames.len() + 1) * FRAME_BYTES
+                    && (len == 0 || offset / FRAME_BYTES == (end - 1) / FRAME_BYTES)
+            }
+            PACKET_REGION => {
+                let p = &self.vm.scratch.packet;
+                offset >= p.data_meta && end <= p.data_end
+            }
+            r if r.wrapping_sub(MAP_VALUE_REGION) < self.vm.maps.len() as u64 => self.vm.maps
+                [(r - MAP_VALUE_REGION) as usize]
+                .locate_value(offset, len)
+                .is_some(),
+            _ => false,
+        }
+    }
+
+    /// Whether `addr` is a number rather than a pointer the interpreter handed out: its region
+    /// is none the interpreter numbers ([`crate::memory`]).
+    pub(crate) fn is_number(&self, addr: u64) -> bool {
+        let (region, _) = split(addr);
+        let maps = self.vm.maps.len() as u64;
+        !(matches!(
+            region,
+            CTX_REGION | PACKET_REGION | STACK_REGION | FUNCTION_REGION
+        ) || region.wrapping_sub(CALLBACK_KEY_REGION) < MAX_CALL_FRAMES as u64
+            || region.wrapping_sub(MAP_VALUE_REGION) < maps
+            || region.wrapping_sub(MAP_HANDLE_REGION) < maps)
     }
 
     /// Why [`Execution::place`] refused `len` bytes at `addr`.

@@ -15,6 +15,19 @@ const BUFFER: i16 = -192;
 const TCP_HEADER: i16 = BUFFER;
 const TCP_HEADER_BYTES: i32 = 60;
 const IP_HEADER: i16 = -128;
+/// What `probe_read_kernel(_str)` read: a run of non-NUL bytes as long as the larger size timed
+/// (a string copy stops at its first NUL, so this is its longest walk), below the loop's slots.
+const KERNEL_SOURCE: i16 = -320;
+const KERNEL_SOURCE_BYTE: u8 = b'x';
+/// Sizes `probe_read_kernel(_str)` are timed at (their price is the dearer): a word, and a
+/// cache line as `xdp_load_bytes` copies. The kernel copies 8 bytes at a time (a string a byte at
+/// a time), so a call costs more the more it reads.
+pub(crate) const KERNEL_READ_SIZES: [i32; 2] = [8, 64];
+
+/// The bench key of `probe_read_kernel(_str)` (`id`) reading `bytes` bytes.
+pub(crate) fn kernel_read_key(id: u32, bytes: i32) -> String {
+    format!("aux.{}.b{bytes}", linerate_bpf::helpers::helper_name(id))
+}
 
 fn helper_setup(a: &mut Asm, _fail: Label) {
     a.extend([mov64_reg(R6, R1), mov64(R7, 0)]);
@@ -42,6 +55,23 @@ fn helper_setup(a: &mut Asm, _fail: Label) {
         let word = i32::from_ne_bytes(word.try_into().expect("4 bytes"));
         a.push(st(Size::W, R10, PRINTK_FMT + 4 * i as i16, word));
     }
+    let source_word = i32::from_ne_bytes([KERNEL_SOURCE_BYTE; 4]);
+    let largest = KERNEL_READ_SIZES[KERNEL_READ_SIZES.len() - 1];
+    for offset in (0..largest as i16).step_by(4) {
+        a.push(st(Size::W, R10, KERNEL_SOURCE + offset, source_word));
+    }
+}
+
+/// `probe_read_kernel(_str)(buffer, bytes, source)`: from the stack, which is kernel memory.
+fn kernel_read_insns(id: u32, bytes: i32) -> Vec<Instruction> {
+    vec![
+        mov64_reg(R1, R10),
+        add64(R1, BUFFER as i32),
+        mov64(R2, bytes),
+        mov64_reg(R3, R10),
+        add64(R3, KERNEL_SOURCE as i32),
+        call_helper(id),
+    ]
 }
 
 /// How one helper is called: the unit's instructions (`probe`: check each result but the last),
@@ -229,6 +259,14 @@ fn helper_case(id: u32) -> HelperCase {
                  computed and compared either way), minus argument setup"
             );
         }
+        helper::PROBE_READ_KERNEL | helper::PROBE_READ_KERNEL_STR => {
+            c.expect = Some(0);
+            c.minus = vec![
+                ("alu64.mov.reg", 2.0),
+                ("alu64.add.imm", 2.0),
+                ("alu64.mov.imm", 1.0),
+            ];
+        }
         helper::XDP_LOAD_BYTES | helper::XDP_STORE_BYTES => {
             c.expect = Some(0);
             c.minus = vec![
@@ -307,6 +345,31 @@ pub(super) fn helper_group() -> Group {
                 let note = "`redirect_map` to an occupied slot of the map, minus argument setup";
                 let key = format!("aux.redirect_map.{name}");
                 variant_bench(&mut g, &key, &c, note, redirect_map_insns(map));
+            }
+            continue;
+        }
+        if matches!(
+            id,
+            helper::PROBE_READ_KERNEL | helper::PROBE_READ_KERNEL_STR
+        ) {
+            for bytes in KERNEL_READ_SIZES {
+                let mut c = helper_case(id);
+                // The string is as long as the size: the copy ends at the size, NUL last.
+                if id == helper::PROBE_READ_KERNEL_STR {
+                    c.expect = Some(bytes as u32);
+                }
+                let what = if id == helper::PROBE_READ_KERNEL {
+                    "`probe_read_kernel`"
+                } else {
+                    "`probe_read_kernel_str` of a string as long as the size (copied a byte at a \
+                     time, the last made NUL)"
+                };
+                let note = format!(
+                    "{what} from the stack (kernel memory the copy reads without a fault), minus \
+                     argument setup"
+                );
+                let key = kernel_read_key(id, bytes);
+                variant_bench(&mut g, &key, &c, &note, kernel_read_insns(id, bytes));
             }
             continue;
         }

@@ -40,7 +40,7 @@ use control::{call_group, jump_group, tail_call_group};
 use dispatch::dispatch_group;
 pub(crate) use dispatch::{dispatch_bench, DispatchCase};
 use helpers::helper_group;
-pub(crate) use helpers::REDIRECT_TARGETS;
+pub(crate) use helpers::{kernel_read_key, KERNEL_READ_SIZES, REDIRECT_TARGETS};
 pub(crate) use maps::map_cases;
 use maps::map_group;
 pub(crate) use memory::CTX_FIELDS;

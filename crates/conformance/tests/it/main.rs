@@ -8,6 +8,7 @@ mod expr_agreement;
 mod frags_vs_kernel;
 mod huge_maps;
 mod in_place;
+mod kernel_read_vs_kernel;
 mod kfuncs_vs_kernel;
 mod map_in_map;
 mod may_goto_vs_kernel;

@@ -8,6 +8,7 @@ mod equivalence;
 mod examples_witness;
 mod helper_choices;
 mod input_conflicts;
+mod kernel_read;
 mod map_aliasing;
 mod prefix;
 mod session_reuse;
