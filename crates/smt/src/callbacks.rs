@@ -53,7 +53,7 @@ pub(crate) fn calls_back(id: u32) -> bool {
 
 /// Helpers a callback may call and still be over-approximated by forgetting memory: their only
 /// effects are their results and writes through pointers (or none: a trace line, a lock).
-const FORGETTABLE_HELPERS: [u32; 10] = {
+const FORGETTABLE_HELPERS: [u32; 12] = {
     use linerate_bpf::facts::helper::*;
     [
         MAP_LOOKUP_ELEM,
@@ -66,7 +66,16 @@ const FORGETTABLE_HELPERS: [u32; 10] = {
         SPIN_UNLOCK,
         CSUM_DIFF,
         XDP_LOAD_BYTES,
+        PROBE_READ_KERNEL,
+        PROBE_READ_KERNEL_STR,
     ]
+};
+
+/// Forgettable helpers whose destination may be a map value or the packet, not only the stack:
+/// a callback calling one stores to memory.
+const STORING_HELPERS: [u32; 2] = {
+    use linerate_bpf::facts::helper::*;
+    [PROBE_READ_KERNEL, PROBE_READ_KERNEL_STR]
 };
 
 impl Exec<'_> {
@@ -321,7 +330,10 @@ impl Exec<'_> {
                         todo.push(relative_target(slot, i64::from(off)) as usize)
                     }
                     Some(Instruction::Call(CallTarget::Helper(id)))
-                        if FORGETTABLE_HELPERS.contains(&id) => {}
+                        if FORGETTABLE_HELPERS.contains(&id) =>
+                    {
+                        stores |= STORING_HELPERS.contains(&id)
+                    }
                     Some(Instruction::Call(CallTarget::Helper(id))) => {
                         return Err(
                             self.unsupported(pc, format!("a callback calling {}", helper_name(id)))
