@@ -223,6 +223,16 @@ fn check_ranked(dag: &PathDag, rates: &Simple, got: &[RankedPath]) -> Result<(),
     Ok(())
 }
 
+/// Rates of one component: a million units a second, a unit per packet.
+fn one_component() -> Simple {
+    Simple {
+        capacity: vec![1e6],
+        per_packet: vec![1.0],
+        per_byte: false,
+        limit: None,
+    }
+}
+
 /// Path n+1 costs one queue pop and one walk along it, whatever n is: the incremental property.
 #[test]
 fn next_path_work_is_independent_of_n() {
@@ -258,12 +268,7 @@ fn single_edge_forbid_prunes() {
         edges.push((s, s + 1, vec![f64::from((s % 5) as u32)], 60));
     }
     let dag = graph(1, stages + 1, &edges);
-    let rates = Simple {
-        capacity: vec![1e6],
-        per_packet: vec![1.0],
-        per_byte: false,
-        limit: None,
-    };
+    let rates = one_component();
     let mut enumerator = Enumerator::new(&dag, rates).unwrap();
     let first = enumerator.next().unwrap();
     assert_eq!(first.edges[0], 0);
@@ -295,12 +300,7 @@ fn edge_set_forbid_prunes() {
         edges.push((s, s + 1, vec![f64::from((s % 5) as u32)], 60));
     }
     let dag = graph(1, stages + 1, &edges);
-    let rates = Simple {
-        capacity: vec![1e6],
-        per_packet: vec![1.0],
-        per_byte: false,
-        limit: None,
-    };
+    let rates = one_component();
     let mut enumerator = Enumerator::new(&dag, rates).unwrap();
     enumerator.forbid(vec![0, 2]).unwrap();
     let mut cost = 0.0;
@@ -338,12 +338,7 @@ fn far_apart_pairs_prune_without_walking_their_combinations() {
     edges.push((stages, stages + 1, vec![0.0], 60));
     let late = edges.len() - 2;
     let dag = graph(1, stages + 2, &edges);
-    let rates = Simple {
-        capacity: vec![1e6],
-        per_packet: vec![1.0],
-        per_byte: false,
-        limit: None,
-    };
+    let rates = one_component();
     let mut enumerator = Enumerator::new(&dag, rates).unwrap();
     for s in 0..stages {
         enumerator.forbid(vec![2 * s, late]).unwrap();
@@ -461,12 +456,7 @@ fn model_rates_are_the_models() {
 fn memory_use_is_reported() {
     let stages = 40;
     let dag = diamonds(stages, 3, 9);
-    let rates = Simple {
-        capacity: vec![1e6],
-        per_packet: vec![1.0],
-        per_byte: false,
-        limit: None,
-    };
+    let rates = one_component();
     let mut enumerator = Enumerator::new(&dag, rates).unwrap();
     let start = enumerator.memory_bytes();
     assert!(start > 0);
