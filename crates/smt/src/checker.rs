@@ -486,17 +486,9 @@ impl PathChecker {
         if core.iter().any(|&i| i >= decided) {
             return (0..decisions).collect();
         }
-        let mut core = core;
-        let needed = segment
-            .and_then(|k| k.checked_sub(1))
-            .filter(|&d| d < decided);
-        if let Some(needed) = needed {
-            if core.last().is_none_or(|&last| last < needed) {
-                core.push(needed);
-            }
-        }
+        let core = reaching(core, segment.filter(|&k| k <= decided));
         if self.options.minimise_cores {
-            core = self.shrink(assumptions, core);
+            return self.shrink(assumptions, core);
         }
         core
     }
@@ -563,13 +555,7 @@ impl PathChecker {
         let Answer::Unsat { core, segment } = self.session.check_through(&literals, through) else {
             return None;
         };
-        let mut refined: Vec<usize> = core.iter().map(|&i| trial[i]).collect();
-        if let Some(before) = segment.and_then(|k| k.checked_sub(1)) {
-            if refined.last().is_none_or(|&last| last < before) {
-                refined.push(before);
-            }
-        }
-        Some(refined)
+        Some(reaching(core.iter().map(|&i| trial[i]).collect(), segment))
     }
 
     /// A model of the path whose packet is as short as possible, and whether that is proven
@@ -679,6 +665,18 @@ impl PathChecker {
             routes: crate::replay::routes(state, model).unwrap_or_default(),
         }
     }
+}
+
+/// `core` (decision indices, ascending) extended to the decision before `segment` where it ends
+/// earlier: a core needing segment `k` (asserted after decision `k - 1`) is a claim through
+/// decision `k - 1` at least.
+fn reaching(mut core: Vec<usize>, segment: Option<usize>) -> Vec<usize> {
+    if let Some(before) = segment.and_then(|k| k.checked_sub(1)) {
+        if core.last().is_none_or(|&last| last < before) {
+            core.push(before);
+        }
+    }
+    core
 }
 
 /// The last decision the claim of an unsatisfiable answer reaches (`None`: none, the entry's

@@ -122,19 +122,18 @@ impl PathChecker {
                     if checks >= MAX_CHECKS {
                         break;
                     }
-                    let c = match unsat_core(&remaining, &mut checks) {
+                    let mut c = match unsat_core(&remaining, &mut checks) {
                         Some(c) => c,
                         None => {
-                            let Some((last, first)) = dropped.take() else {
+                            let Some((last, earliest)) = dropped.take() else {
                                 break;
                             };
                             remaining.push(last);
                             remaining.sort_unstable();
-                            remaining.retain(|&i| i != first);
+                            remaining.retain(|&i| i != earliest);
                             continue;
                         }
                     };
-                    let mut c = c;
                     // Shrink: drop each decision the rest still conflicts without.
                     let mut k = 0;
                     while k < c.len() && checks < MAX_CHECKS {

@@ -667,9 +667,8 @@ pub(crate) fn choices(bv: &BV) -> Option<Vec<(Bool, u64)>> {
 /// by constants), at most [`MAX_CONSTANTS`] of them; `None` otherwise. Each node is visited
 /// once per chain of operations above it, so a long chain of if-then-elses costs its length.
 fn constants(bv: &BV) -> Option<BTreeSet<u64>> {
-    use linerate_sem::BinOp;
-    // The operations above a node, outermost first: `(op, k, k_on_left)`.
-    type Above = Vec<(BinOp, u64, bool)>;
+    // The operations above a node, outermost first.
+    type Above = Vec<ConstantOperand>;
     let mut out = BTreeSet::new();
     let mut seen: HashSet<(BV, Above)> = HashSet::new();
     let mut stack: Vec<(BV, Above)> = vec![(bv.clone(), Vec::new())];
@@ -681,14 +680,7 @@ fn constants(bv: &BV) -> Option<BTreeSet<u64>> {
             return None;
         }
         if let Some(v) = node.as_u64() {
-            let value = above.iter().rev().fold(v, |v, &(op, k, k_on_left)| {
-                if k_on_left {
-                    Concrete::eval_binary(op, k, v)
-                } else {
-                    Concrete::eval_binary(op, v, k)
-                }
-            });
-            out.insert(value);
+            out.insert(above.iter().rev().fold(v, |v, op| op.apply(v)));
             if out.len() > MAX_CONSTANTS {
                 return None;
             }
@@ -697,34 +689,66 @@ fn constants(bv: &BV) -> Option<BTreeSet<u64>> {
         if node.get_size() != 64 || !node.is_app() {
             return None;
         }
-        let children = node.children();
-        match (node.decl().kind(), children.as_slice()) {
-            (DeclKind::Ite, [_, a, b]) => {
-                stack.push((a.as_bv()?, above.clone()));
-                stack.push((b.as_bv()?, above));
-            }
-            (kind @ (DeclKind::Badd | DeclKind::Bor | DeclKind::Bshl), [x, y]) => {
-                let op = match kind {
-                    DeclKind::Badd => BinOp::Add,
-                    DeclKind::Bor => BinOp::Or,
-                    _ => BinOp::Shl,
-                };
-                let (x, y) = (x.as_bv()?, y.as_bv()?);
-                let (inner, k, k_on_left) = match (x.as_u64(), y.as_u64()) {
-                    // Z3 shifts by 64 or more to zero, the interpreter's primitive modulo 64.
-                    (_, Some(k)) if op == BinOp::Shl && k >= 64 => return None,
-                    (_, Some(k)) => (x, k, false),
-                    (Some(k), None) if op != BinOp::Shl => (y, k, true),
-                    _ => return None,
-                };
-                let mut above = above;
-                above.push((op, k, k_on_left));
-                stack.push((inner, above));
-            }
-            _ => return None,
+        if node.decl().kind() == DeclKind::Ite {
+            let children = node.children();
+            let [_, a, b] = children.as_slice() else {
+                return None;
+            };
+            stack.push((a.as_bv()?, above.clone()));
+            stack.push((b.as_bv()?, above));
+        } else {
+            let (op, inner) = constant_operand(&node)?;
+            let mut above = above;
+            above.push(op);
+            stack.push((inner, above));
         }
     }
     Some(out)
+}
+
+/// An operation with a constant operand, of the kinds an offset is built with: `k op x`
+/// (`k_on_left`) or `x op k`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+struct ConstantOperand {
+    op: linerate_sem::BinOp,
+    k: u64,
+    k_on_left: bool,
+}
+
+impl ConstantOperand {
+    /// The operation applied to `x`.
+    fn apply(self, x: u64) -> u64 {
+        if self.k_on_left {
+            Concrete::eval_binary(self.op, self.k, x)
+        } else {
+            Concrete::eval_binary(self.op, x, self.k)
+        }
+    }
+}
+
+/// `bv` as an addition, or or shift with one constant operand, and its other operand; `None`
+/// otherwise.
+fn constant_operand(bv: &BV) -> Option<(ConstantOperand, BV)> {
+    use linerate_sem::BinOp;
+    let op = match bv.decl().kind() {
+        DeclKind::Badd => BinOp::Add,
+        DeclKind::Bor => BinOp::Or,
+        DeclKind::Bshl => BinOp::Shl,
+        _ => return None,
+    };
+    let children = bv.children();
+    let [x, y] = children.as_slice() else {
+        return None;
+    };
+    let (x, y) = (x.as_bv()?, y.as_bv()?);
+    let (inner, k, k_on_left) = match (x.as_u64(), y.as_u64()) {
+        // Z3 shifts by 64 or more to zero, the interpreter's primitive modulo 64.
+        (_, Some(k)) if op == BinOp::Shl && k >= 64 => return None,
+        (_, Some(k)) => (x, k, false),
+        (Some(k), None) if op != BinOp::Shl => (y, k, true),
+        _ => return None,
+    };
+    Some((ConstantOperand { op, k, k_on_left }, inner))
 }
 
 /// [`choices`] of a small tree: each constant with the tests of the branches that lead to it.
@@ -751,28 +775,13 @@ fn leaves(bv: &BV) -> Option<Vec<(Bool, u64)>> {
                 .chain(b.iter().map(|(c, v)| (both(&not, c), *v)))
                 .collect()
         }
-        kind @ (DeclKind::Badd | DeclKind::Bor | DeclKind::Bshl) if children.len() == 2 => {
-            let op = match kind {
-                DeclKind::Badd => linerate_sem::BinOp::Add,
-                DeclKind::Bor => linerate_sem::BinOp::Or,
-                _ => linerate_sem::BinOp::Shl,
-            };
-            let (x, y) = (children[0].as_bv()?, children[1].as_bv()?);
-            match (x.as_u64(), y.as_u64()) {
-                // Z3 shifts by 64 or more to zero, the interpreter's primitive modulo 64.
-                (_, Some(k)) if op == linerate_sem::BinOp::Shl && k >= 64 => return None,
-                (_, Some(k)) => leaves(&x)?
-                    .into_iter()
-                    .map(|(c, v)| (c, Concrete::eval_binary(op, v, k)))
-                    .collect(),
-                (Some(k), None) if op != linerate_sem::BinOp::Shl => leaves(&y)?
-                    .into_iter()
-                    .map(|(c, v)| (c, Concrete::eval_binary(op, k, v)))
-                    .collect(),
-                _ => return None,
-            }
+        _ => {
+            let (op, inner) = constant_operand(bv)?;
+            leaves(&inner)?
+                .into_iter()
+                .map(|(c, v)| (c, op.apply(v)))
+                .collect()
         }
-        _ => return None,
     };
     (out.len() <= MAX_LEAVES).then_some(out)
 }

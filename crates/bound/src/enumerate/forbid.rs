@@ -107,6 +107,16 @@ impl Forbidden {
         }
     }
 
+    /// [`Forbidden::walk_onto`] each edge of `path` in turn, up to the first that completes a
+    /// set: its position, or `None` when none does.
+    pub(crate) fn walk_onto_path(&mut self, path: &[EdgeId]) -> Option<usize> {
+        path.iter().position(|&e| {
+            let completes = self.completes(e);
+            self.walk_onto(e);
+            completes
+        })
+    }
+
     /// Forgets the path walked.
     pub(crate) fn end_walk(&mut self) {
         for s in self.touched.drain(..) {
@@ -120,11 +130,7 @@ impl Forbidden {
         if self.everything {
             return Some(0);
         }
-        let found = path.iter().position(|&e| {
-            let completes = self.completes(e);
-            self.walk_onto(e);
-            completes
-        });
+        let found = self.walk_onto_path(path);
         self.end_walk();
         found
     }

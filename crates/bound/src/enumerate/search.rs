@@ -232,8 +232,13 @@ impl Search {
 
     /// Cost of leaving `v` by `e` and going on the costliest way; −∞ if `e` leads nowhere.
     fn through(&self, e: u32) -> f64 {
+        self.through_under(e, &self.best)
+    }
+
+    /// [`Search::through`] with the suffix bounds `bounds` (per node).
+    fn through_under(&self, e: u32, bounds: &[f64]) -> f64 {
         if self.alive[e as usize] {
-            self.weight[e as usize] + self.best[self.ends[e as usize].1 as usize]
+            self.weight[e as usize] + bounds[self.ends[e as usize].1 as usize]
         } else {
             f64::NEG_INFINITY
         }
@@ -355,14 +360,7 @@ impl Search {
             (self.ends[e].1 as usize, d.prefix + self.weight[e])
         };
         // The prefix (and the deviation's edge) against the sets forbidden since it was queued.
-        let mut allowed = true;
-        for &e in &self.path {
-            if forbidden.completes(e) {
-                allowed = false;
-                break;
-            }
-            forbidden.walk_onto(e);
-        }
+        let mut allowed = forbidden.walk_onto_path(&self.path).is_none();
         // Where a set lacks one edge of the prefix, that edge is out of every path of the set:
         // bounds without it (the others' keys, and the walk's choices) are tighter, and still
         // bounds. Without them, every combination of the choices between a set's early edge and
@@ -471,26 +469,21 @@ impl Search {
         self.avoiding.clear();
         self.avoiding.extend_from_slice(&self.best);
         for v in (from..self.sink).rev() {
-            let mut best = f64::NEG_INFINITY;
-            for &e in self.out(v) {
-                let e = e as usize;
-                if self.alive[e] && !forbidden.completes(e) {
-                    best = best.max(self.weight[e] + self.avoiding[self.ends[e].1 as usize]);
-                }
-            }
-            self.avoiding[v] = best;
+            self.avoiding[v] = self
+                .out(v)
+                .iter()
+                .filter(|&&e| !forbidden.completes(e as usize))
+                .map(|&e| self.through_under(e, &self.avoiding))
+                .fold(f64::NEG_INFINITY, f64::max);
         }
     }
 
     /// [`Search::through`] under the bounds of [`Search::bound_avoiding`] where they are set.
     fn through_avoiding(&self, e: u32) -> f64 {
         if self.avoiding.is_empty() {
-            return self.through(e);
-        }
-        if self.alive[e as usize] {
-            self.weight[e as usize] + self.avoiding[self.ends[e as usize].1 as usize]
+            self.through(e)
         } else {
-            f64::NEG_INFINITY
+            self.through_under(e, &self.avoiding)
         }
     }
 
